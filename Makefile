@@ -1,0 +1,34 @@
+# gpurtl: two commands on a fresh machine.
+#   make demo  - create .venv, install from PyPI, run every experiment on its built-in default
+#   make test  - create .venv, install from PyPI, run the default test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+
+.PHONY: all demo test test-slow install clean
+
+all: test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/gpurtl demo --out gpurtl-out
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
+
+clean:
+	rm -rf $(VENV) .gpurtl-cache gpurtl-out .pytest_cache

@@ -1,0 +1,1 @@
+"""Bit-exact Python/numpy golden models and encoders of gpurtl's blocks."""

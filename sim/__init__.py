@@ -1,0 +1,1 @@
+"""Simulation harness, registry, runners, CLI and experiments of gpurtl."""

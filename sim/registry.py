@@ -1,0 +1,211 @@
+"""The block registry: one entry per hardware block, naming everything the tools need.
+
+Each block registers its name, parameters, RTL factory, golden model, the layouts of what goes in
+and out, a random stimulus generator and its kind:
+
+``"pipeline"``
+    An order-preserving transaction pipeline. The RTL is a :class:`wiring.Component` with ports
+    ``i: In(stream.Signature(in_layout))`` and ``o: Out(stream.Signature(out_layout))`` and a
+    ``latency`` property (cycles from an accepted input to its output with ``o.ready`` held high).
+    The golden model is a callable mapping one input dictionary to one output dictionary; it may
+    also provide ``batch(list_of_inputs) -> list_of_outputs``.
+
+``"cycle"``
+    A cycle-stepped block. The RTL has ports ``i: In(in_layout)`` and ``o: Out(out_layout)``;
+    the golden model has ``step(inputs) -> outputs`` and is called once per clock with the same
+    inputs. Outputs are read after the inputs are applied and before the clock edge (so they may
+    depend combinationally on the inputs), then the clock ticks.
+
+Block modules live in :mod:`gpurtl.sim.blocks`; every module there is imported on first use, so
+adding a block never edits a shared file.
+"""
+
+import difflib
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+
+__all__ = ["Param", "Block", "RegistryError", "register", "get", "blocks"]
+
+
+class RegistryError(Exception):
+    """A user asked for something the registry does not have (unknown block, bad parameter)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One build parameter of a block.
+
+    The value type follows ``default`` (``bool``, ``int`` or ``str``). ``choices`` restricts the
+    value to a set, ``range`` to an inclusive interval of integers.
+    """
+
+    name: str
+    default: object
+    doc: str = ""
+    choices: tuple = None
+    range: tuple = None
+
+    def parse(self, text):
+        """The value of this parameter given as text (or already typed); raises RegistryError."""
+        kind = type(self.default)
+        value = text
+        if isinstance(text, str):
+            try:
+                if kind is bool:
+                    lowered = text.strip().lower()
+                    if lowered in ("1", "true", "yes", "on"):
+                        value = True
+                    elif lowered in ("0", "false", "no", "off"):
+                        value = False
+                    else:
+                        raise ValueError
+                elif kind is int:
+                    value = int(text, 0)
+                elif kind is float:
+                    value = float(text)
+                else:
+                    value = text
+            except ValueError:
+                raise RegistryError(f"parameter `{self.name}` must be {self._expected()}, "
+                                    f"not {text!r}") from None
+        elif kind is bool and not isinstance(value, bool):
+            raise RegistryError(f"parameter `{self.name}` must be a boolean, not {value!r}")
+        self.validate(value)
+        return value
+
+    def _expected(self):
+        kind = type(self.default)
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) if isinstance(c, str) else str(c)
+                                         for c in self.choices)
+        if self.range is not None:
+            return f"an integer from {self.range[0]} to {self.range[1]}"
+        return {bool: "a boolean (0/1, true/false)", int: "an integer",
+                float: "a number"}.get(kind, "a string")
+
+    def validate(self, value):
+        if self.choices is not None and value not in self.choices:
+            raise RegistryError(f"parameter `{self.name}` must be {self._expected()}, not {value!r}")
+        if self.range is not None and not (self.range[0] <= value <= self.range[1]):
+            raise RegistryError(f"parameter `{self.name}` must be {self._expected()}, not {value!r}")
+
+    def summary(self):
+        if self.choices is not None:
+            allowed = "|".join(str(c) for c in self.choices)
+        elif self.range is not None:
+            allowed = f"{self.range[0]}..{self.range[1]}"
+        else:
+            allowed = type(self.default).__name__
+        return f"{self.name}={self.default} ({allowed})"
+
+
+@dataclass(frozen=True)
+class Block:
+    """A registered hardware block. See the module doc string for the two kinds.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (lower case, ``_`` separated), also the Verilog top-level module name.
+    doc : str
+        One-line description.
+    kind : str
+        ``"pipeline"`` or ``"cycle"``.
+    build : callable
+        ``build(**params) -> wiring.Component``.
+    golden : callable
+        ``golden(**params) -> model`` (see the module doc string).
+    layouts : callable
+        ``layouts(**params) -> (in_layout, out_layout)``.
+    stimulus : callable
+        ``stimulus(rng, count, **params) -> list of input dictionaries``: random transactions
+        (pipelines) or per-cycle inputs (cycle blocks), including the corner cases.
+    params : tuple of Param
+    defaults : callable, optional
+        ``defaults(**params) -> dict``: values used for input fields a JSON line leaves out.
+        Fields without a default must be given.
+    validate : callable, optional
+        ``validate(**params)`` raising ValueError for combinations that do not make sense.
+    check_count : int
+        Default ``--count`` of ``gpurtl check``.
+    """
+
+    name: str
+    doc: str
+    kind: str
+    build: object
+    golden: object
+    layouts: object
+    stimulus: object
+    params: tuple = ()
+    defaults: object = None
+    validate: object = None
+    check_count: int = 1000
+    group: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ("pipeline", "cycle"):
+            raise ValueError(f"`kind` must be 'pipeline' or 'cycle', not {self.kind!r}")
+
+    def param(self, name):
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(p.name for p in self.params) or "none"
+        raise RegistryError(f"block `{self.name}` has no parameter `{name}` (parameters: {known})")
+
+    def resolve(self, overrides=None):
+        """Full parameter dictionary: defaults updated with ``overrides`` (text or typed values)."""
+        values = {p.name: p.default for p in self.params}
+        for name, text in (overrides or {}).items():
+            values[name] = self.param(name).parse(text)
+        if self.validate is not None:
+            try:
+                self.validate(**values)
+            except ValueError as error:
+                raise RegistryError(f"block `{self.name}`: {error}") from None
+        return values
+
+    def input_defaults(self, params):
+        return dict(self.defaults(**params)) if self.defaults is not None else {}
+
+
+_blocks = {}
+_loaded = False
+
+
+def register(block):
+    """Add ``block`` to the registry (called by the modules in :mod:`gpurtl.sim.blocks`)."""
+    if block.name in _blocks:
+        raise ValueError(f"block `{block.name}` is registered twice")
+    _blocks[block.name] = block
+    return block
+
+
+def _load():
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import blocks as package
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+def blocks():
+    """All registered blocks, sorted by name."""
+    _load()
+    return [_blocks[name] for name in sorted(_blocks)]
+
+
+def get(name):
+    """The block called ``name``; raises RegistryError with close matches otherwise."""
+    _load()
+    try:
+        return _blocks[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, _blocks, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else \
+            f"; known blocks: {', '.join(sorted(_blocks))}"
+        raise RegistryError(f"unknown block `{name}`{hint}") from None
