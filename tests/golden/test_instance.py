@@ -1,0 +1,77 @@
+"""Checks of the instance-node model (golden/ray_accel/instance.py) against spec section 5."""
+
+import numpy as np
+import pytest
+
+from gpurtl.golden.ray_accel import instance
+from gpurtl.golden.ray_accel.ray import (PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES,
+                                         make_ray)
+from gpurtl.hdl.shapes import bits_f32, f32_bits
+
+
+def rotation_z(deg):
+    a = np.radians(deg)
+    return [[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]]
+
+
+def test_encode_decode_roundtrip():
+    w = [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0]]
+    base = (0x123456789 << 3) | (0x2A5 << 54)
+    info = [[0x00100200, 0x7F0FF001, 0x05FFEFFF]]
+    dw = instance.encode_instance(w, base, user_data=0xABCDEF, mask=0x81, parent=0x55,
+                                  filter_origin=(f32_bits(-1.0),) * 3, filter_exp=(130, 131, 132),
+                                  filter_count=2, filter_info=info)
+    f = instance.decode_instance(dw)
+    assert [[bits_f32(v) for v in row] for row in f["world_to_object"]] == w
+    assert f["child_base"] == base and f["user_data"] == 0xABCDEF and f["mask"] == 0x81
+    assert f["parent"] == 0x55 and f["filter_exp"] == [130, 131, 132] and f["filter_count"] == 2
+    assert f["filter_info"][0] == info[0]
+    assert f["filter_info"][1] == [0xFFFFFFFF, 0xFFF, 0]
+    with pytest.raises(ValueError, match="user_data"):
+        instance.encode_instance(w, 0, user_data=1 << 24)
+
+
+def test_transform_is_rigid_motion():
+    # world-to-object = R^T (x - t): transformed points land where the inverse motion puts them.
+    r = np.array(rotation_z(30.0))
+    t = np.array([1.0, -2.0, 0.5])
+    w = np.hstack([r.T, (-r.T @ t)[:, None]]).astype(np.float32)
+    dw = instance.encode_instance(w.tolist(), 8 << 3)
+    ray = make_ray((3.0, 1.0, 2.0), (0.0, 1.0, 0.0))
+    out = instance.instance_transform(dw, ray, 0)
+    assert out["culled"] == 0
+    o = np.array([bits_f32(v) for v in out["origin"]])
+    d = np.array([bits_f32(v) for v in out["dir"]])
+    assert np.allclose(o, r.T @ (np.array([3.0, 1.0, 2.0]) - t), atol=1e-5)
+    assert np.allclose(d, r.T @ np.array([0.0, 1.0, 0.0]), atol=1e-6)
+
+
+def test_cull_rules():
+    w = [[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0, 0, 1.0, 5.0]]
+    tri = instance.encode_instance(w, 8 << 3, mask=0x0F)
+    aabb = instance.encode_instance(w, (8 << 3) | (1 << 62), mask=0x0F)
+    ray = make_ray((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), instance_mask=0xF0)
+    out = instance.instance_transform(tri, ray, 0)
+    assert out["culled"] == 1 and out["origin"] == ray["origin"]    # mask miss: ray unchanged
+    ray["instance_mask"] = 0x01
+    assert instance.instance_transform(tri, ray, 0)["culled"] == 0
+    assert bits_f32(instance.instance_transform(tri, ray, 0)["origin"][2]) == 5.0
+    assert instance.instance_transform(tri, ray, PF_SKIP_TRIANGLES)["culled"] == 1
+    assert instance.instance_transform(tri, ray, PF_SKIP_PROCEDURAL)["culled"] == 0
+    assert instance.instance_transform(aabb, ray, PF_SKIP_PROCEDURAL)["culled"] == 1
+    assert instance.instance_transform(aabb, ray, PF_SKIP_TRIANGLES)["culled"] == 0
+    # pointer flags disabled in the T#: nothing is skipped
+    assert instance.instance_transform(tri, ray, PF_SKIP_TRIANGLES,
+                                       {"pointer_flags_en": 0})["culled"] == 0
+
+
+def test_blas_pointer_flag_merge():
+    va3 = 0x0123456789AB8 >> 3 << 3
+    inst = 0b0000001101          # force opaque + disable cull + flip facedness (instance)
+    base = va3 | (inst << 54) | 0x7   # low bits are dropped by the address mask
+    # no override: instance flags OR ray flags
+    assert instance.blas_base_pointer(base, 0b0100000000) >> 54 == 0b0100001101
+    # ray forces opaque: the instance's force bits (0,1) are dropped, then the ray's ORed in
+    assert instance.blas_base_pointer(base, PF_FORCE_OPAQUE) >> 54 == 0b1101
+    assert instance.blas_base_pointer(base, 0b10) >> 54 == 0b1110
+    assert instance.blas_base_pointer(base, 0) & ((1 << 54) - 1) == va3 & instance.ADDRESS_MASK
