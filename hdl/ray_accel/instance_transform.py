@@ -1,0 +1,152 @@
+"""Instance-node (type 6) core: cull, BLAS pointer with merged flags, user data, ray transform.
+
+Facts: /work/shared/spec/rdna4_ray_accelerator.md section 5 (gpurt ``gpurtAccelStruct.h``
+``HwInstanceTransformNode``, ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``);
+golden model :func:`gpurtl.golden.ray_accel.instance.instance_transform` (its doc string lists the
+choices made where the sources are silent).
+
+What this core does NOT do: the embedded 4-child filter box (DW7 of the result). That box is an
+ordinary quantized box test on the *transformed* ray, so the top level (R1's ``ray_accel``) feeds
+``o.origin``/``o.dir`` and the node's DW16..31 (filter origin, exponents, count, 4 ChildInfos;
+child pointers decoded with both running offsets starting at 0, see
+:func:`gpurtl.golden.ray_accel.instance.filter_children`) to its box engine, sorts, and packs the
+low bytes of the 4 sorted pointers into DW7 (``0xFFFFFFFF`` when ``o.culled``).
+
+Interface (``InstanceCore``), a clock-enable datapath core without valid/ready
+-----------------------------------------------------------------------------
+``en: In(1)``
+``i: In(INSTANCE_IN_LAYOUT)``
+    ``node`` (32 dwords of the 128-byte instance node), ``ray`` (``RAY_LAYOUT``: origin[3], dir[3],
+    extent, instance_mask), ``pointer_flags`` (10 bits, BVH base bits 54..63),
+    ``pointer_flags_en`` (T# bit 119; 0 = flags treated as 0).
+``o: Out(INSTANCE_OUT_LAYOUT)``, valid ``latency`` enabled cycles later
+    ``origin[3]``, ``dir[3]``: the returned ray (transformed; the input ray when culled);
+    ``culled``; ``blas_lo``, ``blas_hi`` (result DW2, DW3); ``user_data`` (DW6, 24 bits).
+``latency``
+    ``3 * fma_stages`` (the transform; everything else is combinational at the input and delayed).
+
+The transform is an :class:`~gpurtl.hdl.ray_accel.obb_transform.OBBTransformCore` with
+``with_matrix=True``; the top level can instead share one such core between OBB box nodes and
+instance nodes (drive ``use_matrix`` from the node type), which is what the ray-transform block
+of the hardware does.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.golden.ray_accel.ray import NODE_LAYOUT, RAY_LAYOUT
+from gpurtl.hdl.shapes import Float32
+
+from .obb_transform import OBBTransformCore, _delay
+
+__all__ = ["INSTANCE_IN_LAYOUT", "INSTANCE_OUT_LAYOUT", "InstanceCore", "InstancePipe"]
+
+_VEC3 = data.ArrayLayout(Float32(), 3)
+
+INSTANCE_IN_LAYOUT = data.StructLayout({
+    "node": NODE_LAYOUT,
+    "ray": RAY_LAYOUT,
+    "pointer_flags": unsigned(10),
+    "pointer_flags_en": unsigned(1),
+})
+
+INSTANCE_OUT_LAYOUT = data.StructLayout({
+    "origin": _VEC3,
+    "dir": _VEC3,
+    "culled": unsigned(1),
+    "blas_lo": unsigned(32),
+    "blas_hi": unsigned(32),
+    "user_data": unsigned(24),
+})
+
+
+class InstanceCore(wiring.Component):
+    """Clock-enable instance-node core (see the module doc string).
+
+    Parameters
+    ----------
+    fma_stages : int
+        Register stages of each FP32 FMA unit of the transform.
+    """
+
+    def __init__(self, fma_stages=2):
+        self._xf = OBBTransformCore(fma_stages=fma_stages, with_matrix=True)
+        super().__init__({
+            "en": In(1),
+            "i": In(INSTANCE_IN_LAYOUT),
+            "o": Out(INSTANCE_OUT_LAYOUT),
+        })
+
+    @property
+    def latency(self):
+        return self._xf.latency
+
+    @property
+    def fma_units(self):
+        return self._xf.fma_units
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.xf = xf = self._xf
+        node, ray = self.i.node, self.i.ray
+        flags = Signal(10)
+        m.d.comb += flags.eq(self.i.pointer_flags & self.i.pointer_flags_en.replicate(10))
+        child_base = Cat(node[12], node[13])
+        inst_flags = child_base[54:64]
+        mask = node[15][24:32]
+        aabb = child_base[62]
+        culled = Signal()
+        m.d.comb += culled.eq(((mask & ray.instance_mask) == 0)
+                              | (~aabb & flags[8]) | (aabb & flags[9]))
+        # spec 5.2: (inst & (override ? 0x3FC : 0x3FF)) | ray flags, address bits [53:3]
+        override = flags[0] | flags[1]
+        merged = Signal(10)
+        m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8)))
+                              | flags)
+        blas = Signal(64)
+        m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
+        m.d.comb += [
+            xf.en.eq(self.en),
+            xf.i.index.eq(0x7F),
+            xf.i.use_matrix.eq(~culled),
+            xf.i.origin.eq(ray.origin),
+            xf.i.dir.eq(ray.dir),
+        ]
+        for r in range(3):
+            for c in range(4):
+                m.d.comb += xf.i.matrix[r][c].eq(node[4 * r + c])
+        side = Signal(data.StructLayout({"culled": 1, "blas": 64, "user": 24}))
+        m.d.comb += [side.culled.eq(culled), side.blas.eq(blas), side.user.eq(node[15][:24])]
+        late = _delay(m, self.en, side.as_value(), self.latency, "side")
+        late = data.View(side.shape(), late)
+        m.d.comb += [
+            self.o.origin.eq(xf.o.origin), self.o.dir.eq(xf.o.dir),
+            self.o.culled.eq(late.culled), self.o.blas_lo.eq(late.blas[:32]),
+            self.o.blas_hi.eq(late.blas[32:]), self.o.user_data.eq(late.user),
+        ]
+        return m
+
+
+class InstancePipe(wiring.Component):
+    """``InstanceCore`` in a valid/ready stream (block ``instance_transform``), II = 1."""
+
+    def __init__(self, fma_stages=2):
+        self._core = InstanceCore(fma_stages=fma_stages)
+        super().__init__({
+            "i": In(stream.Signature(INSTANCE_IN_LAYOUT)),
+            "o": Out(stream.Signature(INSTANCE_OUT_LAYOUT)),
+        })
+
+    @property
+    def latency(self):
+        return self._core.latency
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self._core
+        en = Signal()
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
+                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
+        m.d.comb += self.o.valid.eq(_delay(m, en, self.i.valid, core.latency, "valid"))
+        return m
