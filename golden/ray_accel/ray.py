@@ -47,7 +47,8 @@ __all__ = [
     "ROOT_NODE_PTR", "INVALID_OBB",
     "desc_from_tsharp", "tsharp_from_desc", "pointer_flags_from_base", "default_desc",
     "make_ray", "node_dwords", "node_bytes", "is_triangle_ptr", "pair_index", "node_offset",
-    "ptr_type", "ray_floats",
+    "ptr_type", "ray_floats", "INSTR_LAYOUT", "OUT_LAYOUT",
+    "STATUS_OK", "STATUS_NOT_MODELLED", "STATUS_BAD_NODE",
 ]
 
 # --- ray -----------------------------------------------------------------------------------------
@@ -131,10 +132,36 @@ def pointer_flags_from_base(base):
 
 
 # --- nodes and pointers (spec 1.1, 4) -------------------------------------------------------------
+
 NODE_DWORDS = 32
 NODE_LAYOUT = data.ArrayLayout(unsigned(32), NODE_DWORDS)
 RESULT_DWORDS = 10
 RESULT_LAYOUT = data.ArrayLayout(unsigned(32), RESULT_DWORDS)
+
+# --- one instruction and its result (the ``ray_accel`` block's transaction) ------------------------
+#: ``dual`` 0 = image_bvh8_intersect_ray (node_ptr[0], node[0]); 1 = image_bvh_dual_intersect_ray
+#: (two legacy-typed pointers and nodes). ``node[k]`` holds the 128 bytes fetched at the pointer
+#: (64 B nodes use the first 16 dwords).
+INSTR_LAYOUT = data.StructLayout({
+    "dual": unsigned(1),
+    "ray": RAY_LAYOUT,
+    "node_ptr": data.ArrayLayout(unsigned(32), 2),
+    "node": data.ArrayLayout(NODE_LAYOUT, 2),
+    "pointer_flags": POINTER_FLAGS_SHAPE,
+    "desc": DESC_LAYOUT,
+})
+#: ``dw``: the 10 result dwords; ``origin``/``dir``: the returned ray (VGPR_A in/out, changed only
+#: by instance nodes); ``status``: 0 ok, 1 a node kind this build does not model (all dwords
+#: 0xFFFFFFFF), 2 an undefined node type for the instruction (all dwords 0xFFFFFFFF).
+OUT_LAYOUT = data.StructLayout({
+    "dw": RESULT_LAYOUT,
+    "origin": data.ArrayLayout(Float32(), 3),
+    "dir": data.ArrayLayout(Float32(), 3),
+    "status": unsigned(2),
+})
+STATUS_OK = 0
+STATUS_NOT_MODELLED = 1
+STATUS_BAD_NODE = 2
 
 NODE_TYPE_BOX8 = 5          # RT IP 3.1 quantized BVH8 box (types 0-3, 8-11 are triangle pairs)
 NODE_TYPE_INSTANCE = 6

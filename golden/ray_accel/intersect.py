@@ -1,0 +1,181 @@
+"""The whole intersect instruction: ``image_bvh8_intersect_ray`` and
+``image_bvh_dual_intersect_ray`` (spec sections 6.1-6.5), one ``INSTR_LAYOUT`` dictionary in,
+one ``OUT_LAYOUT`` dictionary out (:mod:`.ray`).
+
+Source: /work/shared/spec/rdna4_ray_accelerator.md (gpurt ``src/shaders/rtip3_opcode_emulation.hlsl``).
+
+Dispatch, BVH8 form (4-bit RT IP 3.1 node type of ``node_ptr[0]``, spec 1.1):
+
+* 5, box: :func:`.box_path.bvh8_box_pointers` -> DW0..7; DW8/9 = 0 (undefined in the spec; this
+  model writes 0). An OBB index other than 0x7F first rotates the ray (O's ``obb.obb_transform_ray``,
+  spec 2.2) before the reciprocal; indices 104..126 are undefined -> status 2.
+* 0-3, 8-11, triangle pair: R2's ``triangle.triangle_pair_result`` (spec 6.4) when that module
+  exists; otherwise status 1 ("not modelled").
+* 6, instance: with ``desc.instance_en`` O's ``instance.instance_node_result`` (spec 5.2; the ray
+  is returned transformed); without it status 2.
+* 4, 7, 12-15: undefined in RT IP 3.1 -> status 2.
+
+Dual form (legacy 3-bit types of both pointers, spec 4 and 6.5):
+
+* 5: FP32 box (128 B); 4: FP16 box (64 B) -- or HPB64 when ``desc.box_node_64b`` (not modelled,
+  status 1). Each node gives 4 slots (DW0..3 node 0, DW4..7 node 1); both boxes with ``wide_sort``
+  sort all 8 together (the 8-wide network), otherwise each node's 4 slots are sorted 4-wide.
+* 0/1 legacy triangle: R2's ``triangle.legacy_triangle_result`` (4 dwords) when present, else
+  status 1. 6: instance: O's instance result is a 10-dword form, so two instances (or an instance
+  with anything else) give all ``0xFFFFFFFF`` (spec 6.5 "two instance nodes at once => all -1"; the
+  mixed case is [INFERRED]). 7 (procedural/user node): not modelled, status 1.
+* DW8/9 = the triangle geometry dwords of node 0/1 (0 for box slots).
+
+When ``status != 0`` every result dword is ``0xFFFFFFFF`` and the ray is returned unchanged.
+"""
+
+import importlib
+
+from . import box_node, box_path, sort
+from . import box_test as bt
+from .ray import (INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE, STATUS_BAD_NODE,
+                  STATUS_NOT_MODELLED, STATUS_OK, node_bytes)
+
+__all__ = ["intersect", "image_bvh8_intersect_ray", "image_bvh_dual_intersect_ray",
+           "available_paths", "IntersectModel"]
+
+
+def _optional(name):
+    try:
+        return importlib.import_module(f"{__package__}.{name}")
+    except ImportError:
+        return None
+
+
+def available_paths():
+    """Which node kinds this checkout models: ``{"box", "obb", "triangle", "instance"}`` subset."""
+    paths = {"box"}
+    tri = _optional("triangle")
+    if tri is not None and hasattr(tri, "triangle_pair_result"):
+        paths.add("triangle")
+    obb = _optional("obb")
+    if obb is not None and hasattr(obb, "obb_transform_ray"):
+        paths.add("obb")
+    inst = _optional("instance")
+    if inst is not None and hasattr(inst, "instance_node_result"):
+        paths.add("instance")
+    return paths
+
+
+def _fail(ray, status):
+    return {"dw": [INVALID_NODE] * 10, "origin": list(ray["origin"]), "dir": list(ray["dir"]),
+            "status": status}
+
+
+def _ok(ray, dwords, origin=None, direction=None):
+    return {"dw": [int(d) & 0xFFFFFFFF for d in dwords],
+            "origin": list(origin if origin is not None else ray["origin"]),
+            "dir": list(direction if direction is not None else ray["dir"]),
+            "status": STATUS_OK}
+
+
+def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=False,
+                             paths=None):
+    """Result dictionary (``OUT_LAYOUT``) of ``image_bvh8_intersect_ray`` on one fetched node."""
+    paths = available_paths() if paths is None else paths
+    ntype = node_ptr & 0xF
+    if ntype == NODE_TYPE_BOX8:
+        obb_index = node[7] & 0x7F
+        box_ray = ray
+        if obb_index != INVALID_OBB:
+            if "obb" not in paths:
+                return _fail(ray, STATUS_NOT_MODELLED)
+            obb = _optional("obb")
+            o, d, bad = obb.obb_transform_ray(obb_index, ray["origin"], ray["dir"])
+            if bool(bad):
+                return _fail(ray, STATUS_BAD_NODE)
+            box_ray = dict(ray, origin=[int(v) for v in o], dir=[int(v) for v in d])
+        ptrs = box_path.bvh8_box_pointers(node, box_ray, pointer_flags, desc, ftz=ftz)
+        return _ok(ray, ptrs + [0, 0])
+    if (ntype & 7) <= 3:
+        if "triangle" not in paths:
+            return _fail(ray, STATUS_NOT_MODELLED)
+        tri = _optional("triangle")
+        return _ok(ray, tri.triangle_pair_result(node_bytes(node), node_ptr, ray, pointer_flags,
+                                                 desc))
+    if ntype == NODE_TYPE_INSTANCE and desc["instance_en"]:
+        if "instance" not in paths:
+            return _fail(ray, STATUS_NOT_MODELLED)
+        inst = _optional("instance")
+        dwords, o, d = inst.instance_node_result(node_bytes(node), ray, pointer_flags, desc)
+        return _ok(ray, dwords, o, d)
+    return _fail(ray, STATUS_BAD_NODE)
+
+
+def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, ftz=False,
+                                 paths=None):
+    """Result dictionary (``OUT_LAYOUT``) of ``image_bvh_dual_intersect_ray`` (two legacy nodes)."""
+    paths = available_paths() if paths is None else paths
+    inv_dir = bt.ray_reciprocal(ray["dir"], ftz=ftz)
+    kinds, slots = [], []
+    for ptr, node in zip(node_ptrs, nodes):
+        t = ptr & 7
+        if t == 5:
+            slots.append(box_path.legacy_box_slots(box_node.decode_box4_fp32(node), ray,
+                                                   pointer_flags, desc, inv_dir=inv_dir, ftz=ftz))
+            kinds.append("box")
+        elif t == 4:
+            if desc["box_node_64b"]:
+                return _fail(ray, STATUS_NOT_MODELLED)
+            slots.append(box_path.legacy_box_slots(box_node.decode_box4_fp16(node), ray,
+                                                   pointer_flags, desc, inv_dir=inv_dir, ftz=ftz))
+            kinds.append("box")
+        elif t in (0, 1):
+            if "triangle" not in paths:
+                return _fail(ray, STATUS_NOT_MODELLED)
+            tri = _optional("triangle")
+            res = tri.legacy_triangle_result(node_bytes(node), ptr, ray, pointer_flags, desc)
+            slots.append(res)
+            kinds.append("tri")
+        elif t == 6:
+            return _ok(ray, [INVALID_NODE] * 10)
+        else:
+            return _fail(ray, STATUS_NOT_MODELLED)
+    dw = []
+    geo = []
+    if kinds == ["box", "box"] and desc["wide_sort"] and box_path.sort_enabled(desc):
+        ptrs = slots[0][0] + slots[1][0]
+        keys = slots[0][1] + slots[1][1]
+        dw = sort.sort_slots(ptrs, keys, desc["sort_tri_first"], wide=True, ftz=ftz)
+        geo = [0, 0]
+    else:
+        for kind, value in zip(kinds, slots):
+            if kind == "box":
+                ptrs, keys = value
+                if box_path.sort_enabled(desc):
+                    ptrs = sort.sort_slots(ptrs, keys, desc["sort_tri_first"], wide=False, ftz=ftz)
+                dw += ptrs
+                geo.append(0)
+            else:
+                dw += list(value[:4])
+                geo.append(value[4] if len(value) > 4 else 0)
+    return _ok(ray, dw + geo)
+
+
+def intersect(instr, *, ftz=False, paths=None):
+    """``OUT_LAYOUT`` dictionary of one ``INSTR_LAYOUT`` dictionary."""
+    if instr["dual"]:
+        return image_bvh_dual_intersect_ray(instr["node_ptr"], instr["node"], instr["ray"],
+                                            instr["pointer_flags"], instr["desc"], ftz=ftz,
+                                            paths=paths)
+    return image_bvh8_intersect_ray(instr["node_ptr"][0], instr["node"][0], instr["ray"],
+                                    instr["pointer_flags"], instr["desc"], ftz=ftz, paths=paths)
+
+
+class IntersectModel:
+    """Golden model object of the ``ray_accel`` block (callable on one instruction).
+
+    ``paths`` restricts the modelled node kinds to those the RTL build has (others -> status 1).
+    """
+
+    def __init__(self, *, ftz=False, paths=None):
+        self.ftz = ftz
+        self.paths = available_paths() if paths is None else set(paths)
+
+    def __call__(self, instr):
+        return intersect(instr, ftz=self.ftz, paths=self.paths)
