@@ -7,7 +7,8 @@ direction (:func:`edge_faces` checks it). Vertices are float32.
 
 import numpy as np
 
-__all__ = ["icosphere", "torus", "dyadic_box", "random_fan", "edge_faces", "vertex_faces"]
+__all__ = ["icosphere", "torus", "dyadic_box", "random_fan", "edge_faces", "vertex_faces", "face_normals",
+           "edge_vertex_rays"]
 
 
 def icosphere(subdivisions=2, radius=1.0, center=(0.0, 0.0, 0.0)):
@@ -139,3 +140,65 @@ def vertex_faces(faces):
         for v in tri:
             out.setdefault(v, []).append(f)
     return out
+
+
+def face_normals(v, f):
+    v = v.astype(np.float64)
+    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    return n / np.linalg.norm(n, axis=1, keepdims=True)
+
+
+def edge_vertex_rays(rng, v, f, *, per_edge=2, exact=False):
+    """Rays aimed at shared edges and at shared vertices of a closed mesh.
+
+    Returns (origins, dirs, candidate face lists). Directions see every candidate face from the
+    same side (no silhouettes), so a watertight test must hit at least one candidate.
+    With ``exact``, the aim points lie exactly on the edges (dyadic meshes) and the origins are
+    exact too, so the rays pass exactly through the edges and vertices.
+    """
+    normals = face_normals(v, f)
+    directed = edge_faces(f)
+    rays = []
+    for (i, j), (f1,) in directed.items():
+        if i > j:
+            continue
+        f2 = directed[(j, i)][0]
+        for _ in range(per_edge):
+            for _attempt in range(20):
+                d = -(normals[f1] + normals[f2]) + rng.normal(0, 0.35, 3)
+                if exact:
+                    d = np.round(d * 4)
+                if np.all(normals[[f1, f2]] @ d < -0.05 * np.linalg.norm(d)):
+                    break
+            else:
+                continue
+            if exact:
+                s = rng.choice([0.25, 0.5, 0.75])
+            else:
+                s = rng.uniform(0.05, 0.95)
+            x = v[i].astype(np.float64) + s * (v[j].astype(np.float64) - v[i])
+            rays.append((x, d, [f1, f2]))
+    for vert, fs in vertex_faces(f).items():
+        for _attempt in range(20):
+            d = -normals[fs].sum(axis=0) + rng.normal(0, 0.2, 3)
+            if exact:
+                d = np.round(d * 4)
+            if np.all(normals[fs] @ d < -0.02 * np.linalg.norm(d)):
+                break
+        else:
+            continue
+        rays.append((v[vert].astype(np.float64), d, list(fs)))
+    origins, dirs, cands = [], [], []
+    for x, d, fs in rays:
+        x32 = x.astype(np.float32)
+        if exact:
+            o = x - 4 * d                               # exact in float32 for small integers
+            if not (np.array_equal(x32.astype(np.float64), x)
+                    and np.array_equal(o.astype(np.float32).astype(np.float64), o)):
+                raise ValueError("`exact` needs a mesh with small dyadic coordinates")
+        else:
+            o = x32.astype(np.float64) - 3.0 * d / np.linalg.norm(d)
+        origins.append(o.astype(np.float32))
+        dirs.append(d.astype(np.float32))
+        cands.append(fs)
+    return np.array(origins), np.array(dirs), cands

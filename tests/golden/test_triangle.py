@@ -81,67 +81,6 @@ def test_matches_float64_away_from_edges():
 # ---------------------------------------------------------------------------------------------
 # watertightness
 
-def face_normals(v, f):
-    v = v.astype(np.float64)
-    n = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
-    return n / np.linalg.norm(n, axis=1, keepdims=True)
-
-
-def aimed_rays(rng, v, f, *, per_edge=2, exact=False):
-    """Rays aimed at shared edges and at shared vertices of a closed mesh.
-
-    Returns (origins, dirs, candidate face lists). Directions see every candidate face from the
-    same side (no silhouettes), so a watertight test must hit at least one candidate.
-    With ``exact``, the aim points lie exactly on the edges (dyadic meshes) and the origins are
-    exact too, so the rays pass exactly through the edges and vertices.
-    """
-    normals = face_normals(v, f)
-    directed = meshes.edge_faces(f)
-    rays = []
-    for (i, j), (f1,) in directed.items():
-        if i > j:
-            continue
-        f2 = directed[(j, i)][0]
-        for _ in range(per_edge):
-            for _attempt in range(20):
-                d = -(normals[f1] + normals[f2]) + rng.normal(0, 0.35, 3)
-                if exact:
-                    d = np.round(d * 4)
-                if np.all(normals[[f1, f2]] @ d < -0.05 * np.linalg.norm(d)):
-                    break
-            else:
-                continue
-            if exact:
-                s = rng.choice([0.25, 0.5, 0.75])
-            else:
-                s = rng.uniform(0.05, 0.95)
-            x = v[i].astype(np.float64) + s * (v[j].astype(np.float64) - v[i])
-            rays.append((x, d, [f1, f2]))
-    for vert, fs in meshes.vertex_faces(f).items():
-        for _attempt in range(20):
-            d = -normals[fs].sum(axis=0) + rng.normal(0, 0.2, 3)
-            if exact:
-                d = np.round(d * 4)
-            if np.all(normals[fs] @ d < -0.02 * np.linalg.norm(d)):
-                break
-        else:
-            continue
-        rays.append((v[vert].astype(np.float64), d, list(fs)))
-    origins, dirs, cands = [], [], []
-    for x, d, fs in rays:
-        x32 = x.astype(np.float32)
-        if exact:
-            assert np.array_equal(x32.astype(np.float64), x)
-            o = x - 4 * d                               # exact in float32 for small integers
-            assert np.array_equal(o.astype(np.float32).astype(np.float64), o)
-        else:
-            o = x32.astype(np.float64) - 3.0 * d / np.linalg.norm(d)
-        origins.append(o.astype(np.float32))
-        dirs.append(d.astype(np.float32))
-        cands.append(fs)
-    return np.array(origins), np.array(dirs), cands
-
-
 def hits_per_ray(origins, dirs, cands, v, f, *, strict=False):
     ray_idx = np.array([r for r, fs in enumerate(cands) for _ in fs])
     face_idx = np.array([x for fs in cands for x in fs])
@@ -166,7 +105,7 @@ MESHES = {
 def test_rays_at_shared_edges_and_vertices_never_fall_through(name):
     rng = np.random.default_rng(sorted(MESHES).index(name) + 100)
     v, f = MESHES[name](rng)
-    origins, dirs, cands = aimed_rays(rng, v, f)
+    origins, dirs, cands = meshes.edge_vertex_rays(rng, v, f)
     assert len(cands) > 20
     counts = hits_per_ray(origins, dirs, cands, v, f)
     assert counts.min() >= 1, f"{(counts == 0).sum()} of {len(cands)} rays fell through"
@@ -178,7 +117,7 @@ def test_exact_edge_and_vertex_rays_dyadic_mesh():
     the rays really are exactly on the edges."""
     rng = np.random.default_rng(5)
     v, f = meshes.dyadic_box(4, 8, rng=rng, jitter=1)
-    origins, dirs, cands = aimed_rays(rng, v, f, exact=True)
+    origins, dirs, cands = meshes.edge_vertex_rays(rng, v, f, exact=True)
     assert len(cands) > 200
     counts = hits_per_ray(origins, dirs, cands, v, f)
     assert counts.min() >= 1
@@ -196,7 +135,7 @@ def test_exact_rays_through_pair_nodes():
             for n, face in enumerate(f)]
     where = [(node, pair, tri) for node, slots in pn.pack_triangles(tris) for pair, tri in slots]
     assert len(where) == len(tris)
-    origins, dirs, cands = aimed_rays(rng, v, f, per_edge=1, exact=True)
+    origins, dirs, cands = meshes.edge_vertex_rays(rng, v, f, per_edge=1, exact=True)
     desc = default_desc()
     for o, d, fs in list(zip(origins, dirs, cands))[::4]:
         ray = make_ray([float(x) for x in o], [float(x) for x in d])
