@@ -1,0 +1,135 @@
+"""Barycentric (u, v) to opacity-micromap micro-triangle index: RTL datapath and block.
+
+The conversion follows `/work/shared/spec/xe3_registers_stoc_omm.md` B.6 (the Vulkan reference
+algorithm, re-expressed in integers; see :mod:`gpurtl.golden.stoc.index` for the golden model and
+the fixed-point rules). The hardware computes a single index at the maximum level 12 and shifts it
+right by ``2 * (12 - level)`` for coarser levels (the curve is hierarchical, spec B.6; the golden
+model computes each level directly and the lockstep check compares the two).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .layouts import omm_index_in_layout, omm_index_out_layout
+
+__all__ = ["MAX_LEVEL", "fixed_from_f32", "index_at_max_level", "shift_to_level", "OMMIndex"]
+
+MAX_LEVEL = 12
+
+
+def _check_frac_bits(frac_bits):
+    if not isinstance(frac_bits, int) or isinstance(frac_bits, bool) or \
+            not MAX_LEVEL <= frac_bits <= 24:
+        raise TypeError(f"`frac_bits` must be an integer from {MAX_LEVEL} to 24, "
+                        f"not {frac_bits!r}")
+
+
+def fixed_from_f32(bits, frac_bits):
+    """Combinational FP32 pattern -> unsigned fixed point with ``frac_bits`` fraction bits
+    (``frac_bits + 1`` bits wide): clamp to [0, 1], truncate, NaN and negatives give 0."""
+    sign, exp, frac = bits[31], bits[23:31], bits[0:23]
+    mantissa = Cat(frac, exp != 0)                     # 24 bits
+    e = Mux(exp == 0, 1, exp)
+    one = Const(1 << frac_bits, frac_bits + 1)
+    # value * 2**frac_bits = mantissa >> (150 - frac_bits - e) for e <= 126
+    tiny = e <= 126 - frac_bits                        # right shift >= 24 -> 0
+    amount = (150 - frac_bits - e)[0:5]                # 24 - frac_bits .. 23 when not tiny
+    below_one = Mux(tiny, 0, mantissa >> amount)
+    is_nan = (exp == 0xFF) & (frac != 0)
+    return Mux(sign | is_nan, 0, Mux(exp >= 127, one, below_one[0:frac_bits + 1]))
+
+
+def _suffix_xor(t):
+    for step in (1, 2, 4, 8):
+        t = t ^ (t >> step)
+    return t
+
+
+def index_at_max_level(m, U, V, frac_bits, prefix="idx"):
+    """Combinational level-12 index of fixed-point (U, V); returns a 24-bit Value."""
+    n = 1 << MAX_LEVEL
+    shift = frac_bits - MAX_LEVEL
+    raw_u = Signal(MAX_LEVEL + 1, name=f"{prefix}_raw_u")
+    raw_v = Signal(MAX_LEVEL + 1, name=f"{prefix}_raw_v")
+    m.d.comb += [raw_u.eq(U[shift:]), raw_v.eq(V[shift:])]
+    iu = Signal(MAX_LEVEL, name=f"{prefix}_iu")
+    iv = Signal(MAX_LEVEL, name=f"{prefix}_iv")
+    m.d.comb += [iu.eq(Mux(raw_u >= n, n - 1, raw_u)), iv.eq(Mux(raw_v >= n, n - 1, raw_v))]
+    s = iu + iv                                         # 13 bits
+    if shift:
+        inverted = ((U[0:shift] + V[0:shift]) >= (1 << shift)) & (s < n - 1)
+    else:
+        inverted = Const(0, 1)
+    iu2 = Signal(MAX_LEVEL, name=f"{prefix}_iu2")
+    m.d.comb += iu2.eq(Mux(s >= n, (n - 1) - iv, iu))
+    iw = Signal(MAX_LEVEL, name=f"{prefix}_iw")
+    m.d.comb += iw.eq((~(iu2 + iv))[0:MAX_LEVEL] - inverted)
+    b0 = Signal(MAX_LEVEL, name=f"{prefix}_b0")
+    t = Signal(MAX_LEVEL, name=f"{prefix}_t")
+    b1 = Signal(MAX_LEVEL, name=f"{prefix}_b1")
+    m.d.comb += [b0.eq(~(iu2 ^ iw)), t.eq((iu2 ^ iv) & b0)]
+    m.d.comb += b1.eq(((_suffix_xor(t) ^ iu2) & ~b0) | t)
+    return Cat(*(Cat(b0[k], b1[k]) for k in range(MAX_LEVEL)))
+
+
+def shift_to_level(index12, level):
+    """Index at ``level`` (a Value <= 12) from the level-12 index."""
+    return (index12 >> ((MAX_LEVEL - level) * 2)[0:5])[0:2 * MAX_LEVEL]
+
+
+class OMMIndex(wiring.Component):
+    """Pipelined FP32 barycentrics -> micro-triangle index at a per-transaction level.
+
+    Stage 1 registers the fixed-point barycentrics, stage 2 the level-12 index, stage 3 (the
+    output) the index shifted to the requested level. ``latency`` = 3, II = 1. A level above 12
+    sets ``error`` and gives index 0.
+
+    Parameters
+    ----------
+    frac_bits : int
+        Fraction bits of the fixed-point barycentrics (12..24, default 24 like the 24-bit unorm
+        u, v of the Xe3 MemHit, spec B.4).
+    """
+
+    def __init__(self, frac_bits=24):
+        _check_frac_bits(frac_bits)
+        self._frac_bits = frac_bits
+        super().__init__({
+            "i": In(stream.Signature(omm_index_in_layout)),
+            "o": Out(stream.Signature(omm_index_out_layout)),
+        })
+
+    @property
+    def frac_bits(self):
+        return self._frac_bits
+
+    @property
+    def latency(self):
+        return 3
+
+    def elaborate(self, platform):
+        m = Module()
+        fb = self._frac_bits
+        en = Signal()
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
+
+        s1_valid, s1_u, s1_v = Signal(), Signal(fb + 1), Signal(fb + 1)
+        s1_level = Signal(4)
+        s2_valid, s2_index, s2_level = Signal(), Signal(24), Signal(4)
+        index12 = index_at_max_level(m, s1_u, s1_v, fb)
+        with m.If(en):
+            m.d.sync += [
+                s1_valid.eq(self.i.valid),
+                s1_u.eq(fixed_from_f32(self.i.payload.u, fb)),
+                s1_v.eq(fixed_from_f32(self.i.payload.v, fb)),
+                s1_level.eq(self.i.payload.level),
+                s2_valid.eq(s1_valid), s2_index.eq(index12), s2_level.eq(s1_level),
+                self.o.valid.eq(s2_valid),
+            ]
+            bad = s2_level > MAX_LEVEL
+            m.d.sync += [
+                self.o.payload.index.eq(Mux(bad, 0, shift_to_level(s2_index, s2_level))),
+                self.o.payload.error.eq(bad),
+            ]
+        return m
