@@ -124,7 +124,13 @@ def _field_int(leaf, value):
     if leaf.kind == "f32" and isinstance(value, float):
         return f32_bits(value)
     if leaf.kind == "enum" and not isinstance(value, int):
-        value = leaf.enum(value).value if not hasattr(value, "value") else value.value
+        if isinstance(value, str):
+            try:
+                value = leaf.enum[value]
+            except KeyError:
+                names = ", ".join(member.name for member in leaf.enum)
+                raise LayoutValueError(leaf.path, f"must be one of {names}, not {value!r}") from None
+        value = value.value
     if isinstance(value, bool):
         value = int(value)
     if hasattr(value, "__index__"):

@@ -59,6 +59,7 @@ def run_cocotb(block, params, input_bits, expected_bits, stalls, *, vcd=None,
         try:
             runner = get_runner("verilator")
             runner.test(test_module="gpurtl.sim.cocotb_lockstep", hdl_toplevel=block.name,
+                        hdl_toplevel_lang="verilog",
                         build_dir=str(folder / "build"), test_dir=work,
                         extra_env={"GPURTL_JOB": str(job_path),
                                    "COCOTB_LOG_LEVEL": "WARNING"},

@@ -1,0 +1,182 @@
+"""Cycle-stepped golden models of the wait counters and the memory return queues.
+
+They define the behaviour of :mod:`gpurtl.hdl.waitcnt` bit for bit (see the RTL doc strings for
+the rules in words). Each model's ``step(inputs) -> outputs`` takes one cycle's input dictionary
+(fields as in the block's layouts), returns that cycle's outputs, then advances one clock.
+Written as plain Python over lists, independently of the RTL's structure.
+"""
+
+from gpurtl.hdl.waitcnt.profiles import SOPK_PREFIX, SOPP_PREFIX, InstClass, profile
+
+__all__ = ["WaitCountersModel", "ReturnQueueModel", "WaitcntMemoryModel", "decode_wait"]
+
+
+def decode_wait(prof, word):
+    """Thresholds ``{counter: value}`` asked by a wait word (``None`` if the word is unknown).
+
+    Counters the word does not name get their maximum (no constraint); values are clamped to the
+    counter maximum (so all-ones "no wait" fields are no constraint).
+    """
+    word &= 0xFFFFFFFF
+    for form in prof.waits:
+        if form.fmt == "sopp":
+            match = word >> 23 == SOPP_PREFIX and (word >> 16) & 0x7F == form.opcode
+        else:
+            match = word >> 28 == SOPK_PREFIX and (word >> 23) & 0x1F == form.opcode
+        if not match:
+            continue
+        simm16 = word & 0xFFFF
+        asked = {name: prof.max(name) for name in prof.counters}
+        for field in form.fields:
+            value = field.extract(simm16)
+            for name in field.counters:
+                asked[name] = min(value, prof.max(name))
+        return asked
+    return None
+
+
+class WaitCountersModel:
+    """Golden model of :class:`gpurtl.hdl.waitcnt.WaitCounters`."""
+
+    def __init__(self, generation="gfx12", waves=16, full_policy="stall", external_returns=True):
+        self.prof = profile(generation)
+        self.waves, self.full_policy, self.external = waves, full_policy, external_returns
+        names = self.prof.counters
+        self.cnt = [{n: 0 for n in names} for _ in range(waves)]
+        self.thr = [{n: self.prof.max(n) for n in names} for _ in range(waves)]
+
+    def _stalled(self, w):
+        return any(self.cnt[w][n] > self.thr[w][n] for n in self.prof.counters)
+
+    def step(self, inputs, *, block=False, returns=None):
+        """One clock. ``returns`` (internal use) replaces ``inputs["ret"]``; ``block`` refuses the
+        issue (a full queue in :class:`WaitcntMemoryModel`)."""
+        prof, names = self.prof, self.prof.counters
+        issue, wait = inputs["issue"], inputs["wait"]
+        rets = returns if returns is not None else inputs["ret"]
+        stall_bits = sum(1 << w for w in range(self.waves) if self._stalled(w))
+        out = {
+            "stall": stall_bits,
+            "cnt": [dict(self.cnt[w]) for w in range(self.waves)],
+            "issue_accepted": 0,
+            "err": {"overflow": 0, "bad_wait": 0},
+        }
+        if self.external:
+            out["err"]["underflow"] = {n: 0 for n in names}
+
+        # Issue.
+        targets = prof.class_map[InstClass(issue["cls"])] if issue["valid"] else ()
+        iw = issue["wave"]
+        at_max = any(self.cnt[iw][n] == prof.max(n) for n in targets)
+        accept = bool(issue["valid"]) and not block
+        if self.full_policy == "stall" and at_max:
+            accept = False
+        if accept and self.full_policy == "saturate":
+            for n in targets:
+                same_cycle_return = rets[n]["valid"] and rets[n]["wave"] == iw and \
+                    self.cnt[iw][n] != 0
+                if self.cnt[iw][n] == prof.max(n) and not same_cycle_return:
+                    out["err"]["overflow"] = 1
+        out["issue_accepted"] = int(accept)
+
+        # Wait decode.
+        asked = decode_wait(prof, wait["word"])
+        if wait["valid"] and asked is None:
+            out["err"]["bad_wait"] = 1
+
+        # Next state.
+        new_cnt = [dict(c) for c in self.cnt]
+        for n in names:
+            r = rets[n]
+            dec_wave = None
+            if r["valid"]:
+                if self.cnt[r["wave"]][n] == 0:
+                    if self.external:
+                        out["err"]["underflow"][n] = 1
+                else:
+                    dec_wave = r["wave"]
+            inc_wave = iw if accept and n in targets else None
+            for w in range(self.waves):
+                inc, dec = inc_wave == w, dec_wave == w
+                if inc and not dec:
+                    new_cnt[w][n] = min(self.cnt[w][n] + 1, prof.max(n))
+                elif dec and not inc:
+                    new_cnt[w][n] = self.cnt[w][n] - 1
+        new_thr = []
+        for w in range(self.waves):
+            base = self.thr[w] if self._stalled(w) else {n: prof.max(n) for n in names}
+            if wait["valid"] and asked is not None and wait["wave"] == w:
+                base = {n: min(base[n], asked[n]) for n in names}
+            new_thr.append(dict(base))
+        self.cnt, self.thr = new_cnt, new_thr
+        return out
+
+
+class ReturnQueueModel:
+    """Golden model of :class:`gpurtl.hdl.waitcnt.ReturnQueue` (ages instead of timestamps)."""
+
+    def __init__(self, depth=16, order="inorder", hit_latency=20, miss_latency=200):
+        self.depth, self.order = depth, order
+        self.hit_latency, self.miss_latency = hit_latency, miss_latency
+        self.entries = []   # oldest first: [wave, latency, age]
+
+    @property
+    def full(self):
+        return len(self.entries) == self.depth
+
+    def peek(self):
+        """Index of the entry that leaves this cycle, or ``None``."""
+        if self.order == "inorder":
+            if self.entries and self.entries[0][2] >= self.entries[0][1]:
+                return 0
+            return None
+        seen = set()
+        for index, (wave, latency, age) in enumerate(self.entries):
+            if wave not in seen and age >= latency:
+                return index
+            seen.add(wave)
+        return None
+
+    def step(self, push_wave=None, push_hit=0):
+        """One clock: returns the leaving ``{"valid", "wave"}``; pushes a request if given."""
+        index = self.peek()
+        out = {"valid": 0, "wave": 0}
+        if index is not None:
+            out = {"valid": 1, "wave": self.entries[index][0]}
+        was_full = self.full
+        if index is not None:
+            del self.entries[index]
+        for entry in self.entries:
+            entry[2] += 1
+        if push_wave is not None and not was_full:
+            latency = self.hit_latency if push_hit else self.miss_latency
+            self.entries.append([push_wave, latency, 1])
+        return out
+
+
+class WaitcntMemoryModel:
+    """Golden model of :class:`gpurtl.hdl.waitcnt.WaitcntMemory`."""
+
+    def __init__(self, generation="gfx12", waves=16, full_policy="stall", queue="ooo",
+                 queue_depth=16, hit_latency=20, miss_latency=200):
+        self.counters = WaitCountersModel(generation, waves, full_policy, external_returns=False)
+        self.prof = self.counters.prof
+        self.queues = {n: ReturnQueueModel(queue_depth, queue, hit_latency, miss_latency)
+                       for n in self.prof.counters}
+
+    def step(self, inputs):
+        issue = inputs["issue"]
+        targets = self.prof.class_map[InstClass(issue["cls"])] if issue["valid"] else ()
+        blocked = any(self.queues[n].full for n in targets)
+        returns = {}
+        for n, queue in self.queues.items():
+            index = queue.peek()
+            returns[n] = {"valid": 0, "wave": 0} if index is None else \
+                {"valid": 1, "wave": queue.entries[index][0]}
+        out = self.counters.step(inputs, block=blocked, returns=returns)
+        accepted = out["issue_accepted"]
+        for n, queue in self.queues.items():
+            push = accepted and n in targets
+            queue.step(issue["wave"] if push else None, issue["hit"])
+        return {"stall": out["stall"], "issue_accepted": accepted, "cnt": out["cnt"],
+                "ret": returns, "err": out["err"]}

