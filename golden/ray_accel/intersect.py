@@ -21,10 +21,12 @@ Dual form (legacy 3-bit types of both pointers, spec 4 and 6.5):
   status 1). Each node gives 4 slots (DW0..3 node 0, DW4..7 node 1); both boxes with ``wide_sort``
   sort all 8 together (the 8-wide network), otherwise each node's 4 slots are sorted 4-wide.
 * 0/1 legacy triangle: R2's ``triangle.legacy_triangle_result`` (4 dwords) when present, else
-  status 1. 6: instance: O's instance result is a 10-dword form, so two instances (or an instance
-  with anything else) give all ``0xFFFFFFFF`` (spec 6.5 "two instance nodes at once => all -1"; the
-  mixed case is [INFERRED]). 7 (procedural/user node): not modelled, status 1.
-* DW8/9 = the triangle geometry dwords of node 0/1 (0 for box slots).
+  status 1; DW8/9 = the geometry index of node 0/1's legacy triangle node (0 for box nodes).
+* 6: instance: O's instance result is a 10-dword form, so two instances (or an instance with
+  anything else) give all ``0xFFFFFFFF``, status 0 (spec 6.5 "two instance nodes at once => all
+  -1"; the mixed case is [INFERRED]). This is checked first.
+* 2, 3: undefined legacy types, status 2; 7 (procedural/user node): not modelled, status 1.
+  Status 2 wins over status 1.
 
 When ``status != 0`` every result dword is ``0xFFFFFFFF`` and the ray is returned unchanged.
 """
@@ -111,31 +113,33 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
                                  paths=None):
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh_dual_intersect_ray`` (two legacy nodes)."""
     paths = available_paths() if paths is None else paths
+    types = [p & 7 for p in node_ptrs]
+    if 6 in types:
+        return _ok(ray, [INVALID_NODE] * 10)
+    status = STATUS_OK
+    for t in types:
+        if t in (2, 3):
+            status = STATUS_BAD_NODE
+        elif status == STATUS_OK and (t == 7 or (t == 4 and desc["box_node_64b"])
+                                      or (t in (0, 1) and "triangle" not in paths)):
+            status = STATUS_NOT_MODELLED
+    if status != STATUS_OK:
+        return _fail(ray, status)
     inv_dir = bt.ray_reciprocal(ray["dir"], ftz=ftz)
     kinds, slots = [], []
     for ptr, node in zip(node_ptrs, nodes):
         t = ptr & 7
-        if t == 5:
-            slots.append(box_path.legacy_box_slots(box_node.decode_box4_fp32(node), ray,
-                                                   pointer_flags, desc, inv_dir=inv_dir, ftz=ftz))
+        if t in (4, 5):
+            decoded = box_node.decode_box4_fp32(node) if t == 5 else box_node.decode_box4_fp16(node)
+            slots.append(box_path.legacy_box_slots(decoded, ray, pointer_flags, desc,
+                                                   inv_dir=inv_dir, ftz=ftz))
             kinds.append("box")
-        elif t == 4:
-            if desc["box_node_64b"]:
-                return _fail(ray, STATUS_NOT_MODELLED)
-            slots.append(box_path.legacy_box_slots(box_node.decode_box4_fp16(node), ray,
-                                                   pointer_flags, desc, inv_dir=inv_dir, ftz=ftz))
-            kinds.append("box")
-        elif t in (0, 1):
-            if "triangle" not in paths:
-                return _fail(ray, STATUS_NOT_MODELLED)
-            tri = _optional("triangle")
-            res = tri.legacy_triangle_result(node_bytes(node), ptr, ray, pointer_flags, desc)
-            slots.append(res)
-            kinds.append("tri")
-        elif t == 6:
-            return _ok(ray, [INVALID_NODE] * 10)
         else:
-            return _fail(ray, STATUS_NOT_MODELLED)
+            tri = _optional("triangle")
+            res = list(tri.legacy_triangle_result(node_bytes(node), ptr, ray, pointer_flags, desc))
+            geo_id = _optional("primitive_node").decode_legacy_node(node).geometry_index
+            slots.append(res[:4] + [geo_id])
+            kinds.append("tri")
     dw = []
     geo = []
     if kinds == ["box", "box"] and desc["wide_sort"] and box_path.sort_enabled(desc):

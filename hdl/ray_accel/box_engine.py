@@ -1,0 +1,204 @@
+"""Box intersection engine: dequantization and the slab test of spec section 6.2 (``BoxEngine``).
+
+Facts: /work/shared/spec/rdna4_ray_accelerator.md sections 1.5 (dequantization) and 6.2 (box
+test), gpurt ``rtip3_opcode_emulation.hlsl`` / ``IntersectCommon.hlsl``. Golden model:
+:mod:`gpurtl.golden.ray_accel.box_test` (every choice documented there is followed here:
+NaN-ignoring max3/min3, the FMA grow, ``-0 >= 0``).
+
+One engine tests ``boxes`` child boxes per cycle (RDNA 4: 4 per engine, two engines). Per box,
+all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
+
+    c0  plane = raw ? off : base + off          6 FPAddCore (dequant: base = node origin,
+                                                 off = Dq(q) bits; raw legacy planes bypass;
+                                                 never flushes: the golden decoder's add keeps
+                                                 subnormals, ``ftz`` applies from c1 on)
+    c1  d = plane - ray.origin                  6 FPAddCore (sub)
+    c2  tp = d * inv_dir                        6 FPMulCore      (inv_dir enters here)
+    c3  lo/hi by sign of inv_dir; max3/min3     4 FPCmpCore (combinational) + register
+    c4  clamp to [0, extent]; NaN interval      2 FPCmpCore + register
+    c5  grown = fma(max_t, g*2^-24, max_t)      1 FPFMACore, in parallel with
+        key = min_t - max_t | tmin + tmax       1 FPAddCore (largest-first / midpoint keys)
+    c6  hit = !nan & min_t <= grown             1 FPCmpCore + register
+
+Interface (clock-enable core, no valid/ready)
+---------------------------------------------
+``en``; ``i``: ``boxes[boxes]`` {``base[3]``, ``off_min[3]``, ``off_max[3]``, ``raw``} and
+``ray`` {``origin[3]``, ``extent``, ``box_grow``, ``heuristic``}; ``inv_dir[3]``: the ray's
+reciprocal, sampled ``inv_offset`` enabled cycles after ``i``; ``o``: ``boxes[boxes]``
+{``hit``, ``key``}, ``latency`` cycles after ``i``.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.golden.ray_accel.box_test import grow_constant
+from gpurtl.hdl.shapes import Float32
+
+from ._fpcores import fp_core
+from ._pipe import delay, reg
+
+__all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "BoxEngine"]
+
+_F3 = data.ArrayLayout(Float32(), 3)
+BOX_IN_LAYOUT = data.StructLayout({"base": _F3, "off_min": _F3, "off_max": _F3,
+                                   "raw": unsigned(1)})
+ENGINE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "extent": Float32(),
+                                       "box_grow": unsigned(8), "heuristic": unsigned(2)})
+BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32()})
+
+_POS_INF = 0x7F800000
+_NEG_INF = 0xFF800000
+
+
+def _is_nan(x):
+    return (x[23:31] == 0xFF) & (x[:23] != 0)
+
+
+class BoxEngine(wiring.Component):
+    """``boxes`` slab tests per cycle.
+
+    Parameters
+    ----------
+    boxes : int
+        Box tests per cycle (1..8).
+    ftz : bool
+        Flush subnormals in every FP32 operation.
+    add_stages, mul_stages, fma_stages : int or None
+        Pipeline stages of the FP32 cores (``None``: the cores' defaults).
+    """
+
+    def __init__(self, boxes=4, *, ftz=False, add_stages=None, mul_stages=None, fma_stages=None):
+        if isinstance(boxes, bool) or not isinstance(boxes, int) or not 1 <= boxes <= 8:
+            raise ValueError(f"`boxes` must be an integer from 1 to 8, not {boxes!r}")
+        if not isinstance(ftz, bool):
+            raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
+        self._boxes, self._ftz = boxes, ftz
+        add, mul, fma = fp_core("FPAddCore"), fp_core("FPMulCore"), fp_core("FPFMACore")
+        self._la = add(add_stages, ftz).latency
+        self._lm = mul(mul_stages, ftz).latency
+        self._lf = fma(fma_stages, ftz).latency
+        self._stages = (add_stages, mul_stages, fma_stages)
+        super().__init__({
+            "en": In(1),
+            "i": In(data.StructLayout({"boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes),
+                                       "ray": ENGINE_RAY_LAYOUT})),
+            "inv_dir": In(_F3),
+            "o": Out(data.StructLayout({"boxes": data.ArrayLayout(BOX_OUT_LAYOUT, boxes)})),
+        })
+
+    @property
+    def boxes(self):
+        return self._boxes
+
+    @property
+    def ftz(self):
+        return self._ftz
+
+    @property
+    def inv_offset(self):
+        """Enabled cycles from ``i`` to the cycle ``inv_dir`` is read."""
+        return 2 * self._la
+
+    @property
+    def latency(self):
+        return 2 * self._la + self._lm + 2 + max(self._lf, self._la) + 1
+
+    def _core(self, m, cls, name, *, ftz=None, **ports):
+        stages = {"FPAddCore": self._stages[0], "FPMulCore": self._stages[1],
+                  "FPFMACore": self._stages[2], "FPCmpCore": 0}[cls]
+        core = fp_core(cls)(stages, self._ftz if ftz is None else ftz)
+        m.submodules[name] = core
+        m.d.comb += core.en.eq(self.en)
+        for port, value in ports.items():
+            m.d.comb += getattr(core, port).eq(value)
+        return core
+
+    def _cmp(self, m, name, a, b):
+        return self._core(m, "FPCmpCore", name, a=a, b=b)
+
+    def _maxnum(self, m, name, a, b):
+        c = self._cmp(m, name, a, b)
+        return Mux(_is_nan(a) | (~_is_nan(b) & c.lt), b, a)
+
+    def _minnum(self, m, name, a, b):
+        c = self._cmp(m, name, b, a)
+        return Mux(_is_nan(a) | (~_is_nan(b) & c.lt), b, a)
+
+    def elaborate(self, platform):
+        m = Module()
+        en = self.en
+        la, lm, lf = self._la, self._lm, self._lf
+        ray = self.i.ray
+        # ray fields travel down with the boxes
+        r_origin = delay(m, en, ray.origin, la, "c1_origin")
+        r_extent = delay(m, en, ray.extent, 2 * la + lm + 1, "c4_extent")
+        r_grow = delay(m, en, ray.box_grow, 2 * la + lm + 2, "c5_grow")
+        r_heur = delay(m, en, ray.heuristic, 2 * la + lm + 2, "c5_heur")
+        inv_c3 = delay(m, en, self.inv_dir, lm, "c3_inv")
+        # grow constant g * 2**-24 (a 256-entry table of exact FP32 patterns)
+        gconst = Signal(32, name="c5_gconst")
+        with m.Switch(r_grow):
+            for g in range(256):
+                with m.Case(g):
+                    m.d.comb += gconst.eq(grow_constant(g))
+        for b in range(self._boxes):
+            box = self.i.boxes[b]
+            lo_t, hi_t = [], []
+            raw = delay(m, en, box.raw, la, f"b{b}_c1_raw")
+            for a in range(3):
+                for side, off in (("min", box.off_min[a]), ("max", box.off_max[a])):
+                    tag = f"b{b}_{side}{a}"
+                    deq = self._core(m, "FPAddCore", f"{tag}_deq", ftz=False, a=box.base[a], b=off,
+                                     sub=0)
+                    off_d = delay(m, en, off, la, f"{tag}_c1_off")
+                    plane = Mux(raw, off_d, deq.z)
+                    d = self._core(m, "FPAddCore", f"{tag}_sub", a=plane, b=r_origin[a], sub=1)
+                    tp = self._core(m, "FPMulCore", f"{tag}_mul", a=d.z, b=self.inv_dir[a])
+                    (lo_t if side == "min" else hi_t).append(tp.z)
+            # c3: slab selection and max3/min3 (NaN-ignoring), then a register
+            lo, hi = [], []
+            for a in range(3):
+                positive = Signal(name=f"b{b}_c3_pos{a}")
+                inv = inv_c3[a]
+                m.d.comb += positive.eq(~_is_nan(inv) & (~inv[31] | (inv[:31] == 0)))
+                lo.append(Mux(positive, lo_t[a], hi_t[a]))
+                hi.append(Mux(positive, hi_t[a], lo_t[a]))
+            tmin = self._maxnum(m, f"b{b}_c3_max01", lo[0], lo[1])
+            tmin = self._maxnum(m, f"b{b}_c3_max2", tmin, lo[2])
+            tmax = self._minnum(m, f"b{b}_c3_min01", hi[0], hi[1])
+            tmax = self._minnum(m, f"b{b}_c3_min2", tmax, hi[2])
+            tmin_raw = reg(m, en, tmin, f"b{b}_c4_tmin_raw", shape=32)
+            tmax_raw = reg(m, en, tmax, f"b{b}_c4_tmax_raw", shape=32)
+            # c4: clamp, NaN interval, then a register
+            nan = _is_nan(tmin_raw) | _is_nan(tmax_raw)
+            min_t = Mux(nan, _POS_INF, self._maxnum(m, f"b{b}_c4_clamp0", tmin_raw, Const(0, 32)))
+            max_t = Mux(nan, _NEG_INF, self._minnum(m, f"b{b}_c4_clampx", tmax_raw, r_extent))
+            s5_min_t = reg(m, en, min_t, f"b{b}_c5_min_t", shape=32)
+            s5_max_t = reg(m, en, max_t, f"b{b}_c5_max_t", shape=32)
+            s5_nan = reg(m, en, nan, f"b{b}_c5_nan", shape=1)
+            s5_tmin = reg(m, en, Mux(_is_nan(tmin_raw), 0, tmin_raw), f"b{b}_c5_tmin", shape=32)
+            s5_tmax = reg(m, en, Mux(_is_nan(tmax_raw), _POS_INF, tmax_raw), f"b{b}_c5_tmax",
+                          shape=32)
+            # c5: grow (FMA) and key (add/sub), aligned to the longer of the two
+            lc5 = max(lf, la)
+            fma = self._core(m, "FPFMACore", f"b{b}_c5_grow", a=s5_max_t, b=gconst, c=s5_max_t)
+            midpoint = r_heur == 2
+            key_add = self._core(m, "FPAddCore", f"b{b}_c5_key",
+                                 a=Mux(midpoint, s5_tmin, s5_min_t),
+                                 b=Mux(midpoint, s5_tmax, s5_max_t), sub=~midpoint)
+            grown = delay(m, en, fma.z, lc5 - lf, f"b{b}_c6_grown_al")
+            key_arith = delay(m, en, key_add.z, lc5 - la, f"b{b}_c6_key_al")
+            g_zero = delay(m, en, r_grow == 0, lc5, f"b{b}_c6_gzero")
+            heur = delay(m, en, r_heur, lc5, f"b{b}_c6_heur")
+            min_t6 = delay(m, en, s5_min_t, lc5, f"b{b}_c6_min_t")
+            max_t6 = delay(m, en, s5_max_t, lc5, f"b{b}_c6_max_t")
+            nan6 = delay(m, en, s5_nan, lc5, f"b{b}_c6_nan")
+            # c6: the hit decision
+            le = self._cmp(m, f"b{b}_c6_le", min_t6, Mux(g_zero, max_t6, grown))
+            hit = ~nan6 & le.le
+            key = Mux((heur == 1) | (heur == 2), key_arith, min_t6)
+            out_hit = reg(m, en, hit, f"b{b}_out_hit", shape=1)
+            out_key = reg(m, en, key, f"b{b}_out_key", shape=32)
+            m.d.comb += [self.o.boxes[b].hit.eq(out_hit), self.o.boxes[b].key.eq(out_key)]
+        return m

@@ -1,0 +1,96 @@
+"""The sort unit: the 19-comparator 8-wide network of spec section 6.3 (``SortUnit``).
+
+Facts: /work/shared/spec/rdna4_ray_accelerator.md section 6.3 (gpurt
+``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``); golden model
+:mod:`gpurtl.golden.ray_accel.sort`.
+
+Each slot carries a 32-bit pointer and a 32-bit FP key. The 3-bit class key is computed at the
+input, ``ext = 4 * (ptr == 0xFFFFFFFF) + 2 * (stf & (ptr & 7) > 3) + (stf & (ptr & 7) != 1)``.
+A comparator on slots ``(i, j)``, ``i < j``, swaps when ``ext_j < ext_i`` or, with equal classes,
+``key_j < key_i`` (IEEE less-than from an ``FPCmpCore``; a NaN key never swaps).
+
+Stages S1..S6 as in the spec; one register after each stage (``latency = 6``). ``wide = 0``
+disables the comparators of S4..S6 (two independent 4-wide sorts), ``enable = 0`` all of them
+(slots pass through in order, with the same latency).
+
+Interface (clock-enable core, no valid/ready): ``en``; ``i``: ``slots[8]`` {``ptr``, ``key``},
+``enable``, ``wide``, ``stf``; ``o``: ``ptrs[8]``.
+"""
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.golden.ray_accel.sort import STAGES
+from ._fpcores import fp_core
+from ._pipe import reg
+
+__all__ = ["SLOT_LAYOUT", "SortUnit"]
+
+SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "key": unsigned(32)})
+
+
+class SortUnit(wiring.Component):
+    """8-slot sorting network core.
+
+    Parameters
+    ----------
+    ftz : bool
+        Subnormal keys compare as zero.
+    """
+
+    def __init__(self, *, ftz=False):
+        if not isinstance(ftz, bool):
+            raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
+        self._ftz = ftz
+        super().__init__({
+            "en": In(1),
+            "i": In(data.StructLayout({"slots": data.ArrayLayout(SLOT_LAYOUT, 8),
+                                       "enable": unsigned(1), "wide": unsigned(1),
+                                       "stf": unsigned(1)})),
+            "o": Out(data.StructLayout({"ptrs": data.ArrayLayout(unsigned(32), 8)})),
+        })
+
+    @property
+    def latency(self):
+        return len(STAGES)
+
+    @property
+    def ftz(self):
+        return self._ftz
+
+    def elaborate(self, platform):
+        m = Module()
+        en = self.en
+        ent = data.StructLayout({"ptr": unsigned(32), "key": unsigned(32), "ext": unsigned(3)})
+        cur = []
+        stf = self.i.stf
+        for k in range(8):
+            ptr = self.i.slots[k].ptr
+            low = ptr[:3]
+            ext = Signal(3, name=f"ext{k}")
+            m.d.comb += ext.eq(Mux(ptr == 0xFFFFFFFF, 4, 0) | Mux(stf & (low > 3), 2, 0)
+                               | Mux(stf & (low != 1), 1, 0))
+            s = Signal(ent, name=f"in{k}")
+            m.d.comb += [s.ptr.eq(ptr), s.key.eq(self.i.slots[k].key), s.ext.eq(ext)]
+            cur.append(s)
+        enable, wide = self.i.enable, self.i.wide
+        for n, stage in enumerate(STAGES):
+            on = enable & (wide if n >= 3 else 1)
+            nxt = list(cur)
+            for (a, b) in stage:
+                cmp = fp_core("FPCmpCore")(stages=0, ftz=self._ftz)
+                m.submodules[f"s{n + 1}_cmp{a}{b}"] = cmp
+                m.d.comb += [cmp.en.eq(en), cmp.a.eq(cur[b].key), cmp.b.eq(cur[a].key)]
+                swap = Signal(name=f"s{n + 1}_swap{a}{b}")
+                m.d.comb += swap.eq(on & Mux(cur[a].ext != cur[b].ext, cur[b].ext < cur[a].ext,
+                                             cmp.lt))
+                lo, hi = Signal(ent, name=f"s{n + 1}_lo{a}{b}"), Signal(ent, name=f"s{n + 1}_hi{a}{b}")
+                m.d.comb += [lo.eq(Mux(swap, cur[b], cur[a])), hi.eq(Mux(swap, cur[a], cur[b]))]
+                nxt[a], nxt[b] = lo, hi
+            enable = reg(m, en, enable, f"s{n + 1}_enable")
+            wide = reg(m, en, wide, f"s{n + 1}_wide")
+            cur = [reg(m, en, v, f"s{n + 1}_slot{k}", shape=ent) for k, v in enumerate(nxt)]
+        for k in range(8):
+            m.d.comb += self.o.ptrs[k].eq(cur[k].ptr)
+        return m
