@@ -184,8 +184,8 @@ class OBBTransformCore(wiring.Component):
         return 18 * self._lanes
 
     def elaborate(self, platform):
-        m = Module()
         fma_cls = fma_core_class()
+        m = Module()
         L, en = self._fma_stages, self.en
         i = self.i
         # the ray's components, delayed to the stage that consumes them

@@ -126,18 +126,20 @@ def _instance_stimulus(rng, count, fma_stages):
         rows = _rigid_rows(rng) if rng.random() < 0.7 else random_f32(rng, (3, 4))
         base = int(rng.integers(0, 1 << 51)) << 3 | int(rng.integers(0, 8))
         base |= int(rng.integers(0, 1 << 10)) << 54
-        mask = int(rng.choice([0xFF, 0x00, 0x01, 0x80, int(rng.integers(0, 256))]))
+        mask = 0xFF if rng.random() < 0.7 else int(rng.choice([0x00, 0x01, 0x80,
+                                                                 int(rng.integers(0, 256))]))
         node = instance_model.encode_instance(
             [[int(v) for v in row] for row in rows], base,
             user_data=int(rng.integers(0, 1 << 24)), mask=mask, parent=int(rng.integers(0, 1 << 32)))
         node[16:32] = [int(v) for v in rng.integers(0, 1 << 32, 16, dtype=np.uint64)]
         o, d = random_f32(rng, (2, 3))
-        flags = int(rng.integers(0, 1 << 10)) if rng.random() < 0.5 else \
-            int(rng.choice([0, 1 << 8, 1 << 9, 1, 2, 3]))
+        flags = int(rng.integers(0, 1 << 10)) if rng.random() < 0.25 else \
+            int(rng.choice([0, 0, 0, 1 << 8, 1 << 9, 1, 2, 3, 0xF0]))
         txs.append({"node": node,
                     "ray": {"origin": [int(v) for v in o], "dir": [int(v) for v in d],
                             "extent": int(random_f32(rng, (1,))[0]),
-                            "instance_mask": int(rng.choice([0xFF, int(rng.integers(0, 256))]))},
+                            "instance_mask": 0xFF if rng.random() < 0.8 else
+                            int(rng.integers(0, 256))},
                     "pointer_flags": flags, "pointer_flags_en": int(rng.random() < 0.85)})
     return txs
 
