@@ -84,7 +84,7 @@ from .ray import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQU
                   PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, pair_index)
 
 __all__ = ["ONE", "POS_INF", "SIGN", "ray_setup", "intersect", "triangle_result_dwords",
-           "triangle_pair_eval", "triangle_pair_result", "legacy_triangle_result",
+           "triangle_pair_eval", "triangle_pair_eval_batch", "triangle_pair_result", "legacy_triangle_result",
            "effective_flags"]
 
 ONE = 0x3F800000
@@ -199,29 +199,42 @@ def triangle_result_dwords(hit, t, i, j, backface, *, flags, opaque, procedural,
 
 def triangle_pair_eval(node, node_ptr, ray, pointer_flags, desc):
     """``{"dwords": [10 x uint32], "error": bool, "decode": PairDecode}`` (module doc string)."""
-    node_ptr = int(node_ptr) & _M32
-    pair = pair_index(node_ptr)
-    dec = pn.decode_pair(node, pair)
-    flags = effective_flags(pointer_flags, desc)
-    origin = np.array([ray["origin"]], dtype=np.uint32)
-    setup = ray_setup(np.array([ray["dir"]], dtype=np.uint32))
+    return triangle_pair_eval_batch([(node, node_ptr, ray, pointer_flags, desc)])[0]
+
+
+def triangle_pair_eval_batch(items):
+    """:func:`triangle_pair_eval` of many ``(node, node_ptr, ray, pointer_flags, desc)`` tuples,
+    with the FP32 work of all triangles vectorised in one pass."""
+    decs, origins, dirs, verts = [], [], [], []
+    for node, node_ptr, ray, _flags, _desc in items:
+        dec = pn.decode_pair(node, pair_index(int(node_ptr) & _M32))
+        decs.append(dec)
+        for tri in dec.tris:
+            origins.append(ray["origin"])
+            dirs.append(ray["dir"])
+            verts.append(tri.vertices if not tri.procedural else ((0, 0, 0),) * 3)
+    if not items:
+        return []
+    v = np.array(verts, dtype=np.uint32)
+    res = intersect(np.array(origins, dtype=np.uint32),
+                    ray_setup(np.array(dirs, dtype=np.uint32)), v[:, 0], v[:, 1], v[:, 2])
     out = []
-    for k, tri in enumerate(dec.tris):
-        if k == 1 and not tri.valid:
-            out += [POS_INF, ONE, ONE, 0]
-            continue
-        if tri.procedural:
-            res = {"hit": [False], "t": [0], "i": [0], "j": [0], "backface": [False]}
-        else:
-            a, b, c = (np.array([v], dtype=np.uint32) for v in tri.vertices)
-            res = intersect(origin, setup, a, b, c)
-        out += triangle_result_dwords(
-            bool(res["hit"][0]), int(res["t"][0]), int(res["i"][0]), int(res["j"][0]),
-            bool(res["backface"][0]), flags=flags, opaque=tri.opaque,
-            procedural=tri.procedural, prim_id=tri.prim_id)
-    out += [((tri.geo_id << 2) | dec.navigation) & _M32 for tri in dec.tris]
-    error = bool(dec.error or (node_ptr & 7) > 3)
-    return {"dwords": out, "error": error, "decode": dec}
+    for n, ((node, node_ptr, ray, pointer_flags, desc), dec) in enumerate(zip(items, decs)):
+        flags = effective_flags(pointer_flags, desc)
+        dwords = []
+        for k, tri in enumerate(dec.tris):
+            if k == 1 and not tri.valid:
+                dwords += [POS_INF, ONE, ONE, 0]
+                continue
+            r = 2 * n + k
+            dwords += triangle_result_dwords(
+                bool(res["hit"][r]), int(res["t"][r]), int(res["i"][r]), int(res["j"][r]),
+                bool(res["backface"][r]), flags=flags, opaque=tri.opaque,
+                procedural=tri.procedural, prim_id=tri.prim_id)
+        dwords += [((tri.geo_id << 2) | dec.navigation) & _M32 for tri in dec.tris]
+        error = bool(dec.error or (int(node_ptr) & 7) > 3)
+        out.append({"dwords": dwords, "error": error, "decode": dec})
+    return out
 
 
 def triangle_pair_result(node, node_ptr, ray, pointer_flags, desc):

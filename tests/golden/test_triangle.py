@@ -137,15 +137,17 @@ def test_exact_rays_through_pair_nodes():
     assert len(where) == len(tris)
     origins, dirs, cands = meshes.edge_vertex_rays(rng, v, f, per_edge=1, exact=True)
     desc = default_desc()
-    for o, d, fs in list(zip(origins, dirs, cands))[::4]:
+    items, owner = [], []
+    for r, (o, d, fs) in enumerate(zip(origins, dirs, cands)):
         ray = make_ray([float(x) for x in o], [float(x) for x in d])
-        hit = 0
         for face in fs:
             node, pair, tri = where[face]
-            ptr = (pair & 3) | ((pair & 4) << 1)
-            dw = tr.triangle_pair_result(node, ptr, ray, 0, desc)
-            hit += dw[4 * tri] != tr.POS_INF
-        assert hit >= 1
+            items.append((node, (pair & 3) | ((pair & 4) << 1), ray, 0, desc))
+            owner.append((r, tri))
+    hits = np.zeros(len(cands), dtype=int)
+    for ev, (r, tri) in zip(tr.triangle_pair_eval_batch(items), owner):
+        hits[r] += ev["dwords"][4 * tri] != tr.POS_INF
+    assert len(cands) > 100 and hits.min() >= 1
 
 
 # ---------------------------------------------------------------------------------------------

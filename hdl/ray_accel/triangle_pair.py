@@ -1,0 +1,171 @@
+"""The triangle-pair path of the ray accelerator: node bytes + ray -> the 10 result dwords (RTL).
+
+``TrianglePairCore`` (clock-enable core, no valid/ready; what R1's top level instantiates)
+    ``en: In(1)``; ``i: In(PAIR_IN_LAYOUT)`` with ``ray`` (``RAY_LAYOUT``: ``origin[3]``,
+    ``dir[3]``, ``extent``, ``instance_mask``), ``node`` (32 dwords of the 128-byte primitive
+    node), ``node_ptr`` (32 bits; the pair index is bits 0, 1 and 3), ``pointer_flags`` (10 bits =
+    BVH base bits 54..63) and ``desc`` (``DESC_LAYOUT``; only ``pointer_flags_en`` matters here);
+    ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of spec 6.4) and
+    ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
+    ``latency`` = ``max(2, divider latency)`` (pair decode :class:`PrimitiveDecodeCore` in
+    parallel with :class:`RaySetupCore`) + :attr:`TriangleEngine.latency` + 1 (result format
+    register). One instruction per cycle (II = 1), two triangle tests per cycle.
+``RayTriangle``
+    The same behind a valid/ready stream (``i``/``o`` streams of the same layouts, one global
+    enable ``en = ~o.valid | o.ready``): the registry block ``ray_triangle``.
+
+Bit-exact with :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval` (its doc string lists
+the result rules: culling by pointer flags, opaque / procedural sign bits, invalid triangle 1,
+navigation bits).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, NODE_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
+                                         PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL,
+                                         PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
+                                         PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, RAY_LAYOUT,
+                                         RESULT_LAYOUT)
+
+from .primitive_decode import PrimitiveDecodeCore
+from .triangle_engine import RaySetupCore, Sched, Timed, TriangleEngine, check_stages
+
+__all__ = ["PAIR_IN_LAYOUT", "PAIR_OUT_LAYOUT", "TrianglePairCore", "RayTriangle"]
+
+PAIR_IN_LAYOUT = data.StructLayout({
+    "ray": RAY_LAYOUT,
+    "node": NODE_LAYOUT,
+    "node_ptr": unsigned(32),
+    "pointer_flags": unsigned(10),
+    "desc": DESC_LAYOUT,
+})
+PAIR_OUT_LAYOUT = data.StructLayout({"result": RESULT_LAYOUT, "error": unsigned(1)})
+
+_INF, _ONE, _SIGN, _MAG = 0x7F800000, 0x3F800000, 0x80000000, 0x7FFFFFFF
+
+
+def _bit(mask):
+    return mask.bit_length() - 1
+
+
+class TrianglePairCore(wiring.Component):
+    """Clock-enable triangle-pair core; see the module doc string.
+
+    Parameters
+    ----------
+    stages : dict, optional
+        FP32 core register stages ``{"add", "mul", "fma", "div"}`` (``None`` = core default).
+    """
+
+    def __init__(self, *, stages=None):
+        self._stages = check_stages(stages)
+        self._setup = RaySetupCore(stages=self._stages)
+        self._engine = TriangleEngine(stages=self._stages)
+        self._decode = PrimitiveDecodeCore()
+        super().__init__({"en": In(1), "i": In(PAIR_IN_LAYOUT), "o": Out(PAIR_OUT_LAYOUT)})
+
+    @property
+    def front_latency(self):
+        """Cycles of the decode / ray-setup front end."""
+        return max(self._decode.latency, self._setup.latency)
+
+    @property
+    def latency(self):
+        return self.front_latency + self._engine.latency + 1
+
+    def elaborate(self, platform):
+        m = Module()
+        en = self.en
+        m.submodules.decode = dec = self._decode
+        m.submodules.setup = setup = self._setup
+        m.submodules.engine = eng = self._engine
+        s = Sched(m, en, "pair", self._stages)
+        m.d.comb += [dec.en.eq(en), setup.en.eq(en), eng.en.eq(en),
+                     dec.i.node.eq(self.i.node), dec.i.node_ptr.eq(self.i.node_ptr),
+                     setup.i.dir.eq(self.i.ray.dir)]
+        front = self.front_latency
+        t_dec = Timed(dec.o.as_value(), dec.latency)
+        t_setup = Timed(setup.o.as_value(), setup.latency)
+        t_origin = Timed(self.i.ray.origin.as_value(), 0)
+        decoded = dec.o.shape()(s.at(t_dec, front))
+        m.d.comb += [eng.i.setup.eq(s.at(t_setup, front)), eng.i.origin.eq(s.at(t_origin, front))]
+        for k in range(2):
+            m.d.comb += eng.i.tri[k].eq(decoded.tri[k].v)
+
+        # ---- result format (at engine output time), then one register ----------------------
+        t_eng = front + eng.latency
+        pdec = dec.o.shape()(s.at(Timed(decoded.as_value(), front), t_eng))
+        flags_en = s.at(Timed(self.i.desc.pointer_flags_en.as_value(), 0), t_eng)
+        flags_raw = s.at(Timed(self.i.pointer_flags.as_value(), 0), t_eng)
+        flags = Signal(10, name="fmt_flags")
+        m.d.comb += flags.eq(Mux(flags_en, flags_raw, 0))
+        f = {name: flags[_bit(mask)] for name, mask in {
+            "force_op": PF_FORCE_OPAQUE, "force_nop": PF_FORCE_NON_OPAQUE,
+            "no_cull": PF_DISABLE_TRI_CULL, "flip": PF_FLIP_FACEDNESS, "cull_back": PF_CULL_BACK,
+            "cull_front": PF_CULL_FRONT, "cull_op": PF_CULL_OPAQUE,
+            "cull_nop": PF_CULL_NON_OPAQUE, "skip_tri": PF_SKIP_TRIANGLES,
+            "skip_proc": PF_SKIP_PROCEDURAL}.items()}
+
+        result = Signal(RESULT_LAYOUT, name="fmt_result")
+        for k in range(2):
+            tri, lane = pdec.tri[k], eng.o.lane[k]
+            is_op = Signal(name=f"fmt_opaque{k}")
+            m.d.comb += is_op.eq(f["force_op"] | (~f["force_nop"] & tri.opaque))
+            op_culled = Mux(is_op, f["cull_op"], f["cull_nop"])
+            front_face = ~lane.backface ^ f["flip"]
+            face_culled = ~f["no_cull"] & Mux(front_face, f["cull_front"], f["cull_back"])
+            tri_ok = Signal(name=f"fmt_tri_ok{k}")
+            proc_ok = Signal(name=f"fmt_proc_ok{k}")
+            m.d.comb += [
+                tri_ok.eq(lane.hit & ~(f["skip_tri"] | op_culled | face_culled)),
+                proc_ok.eq(~(f["skip_proc"] | op_culled)),
+            ]
+            dw = [Signal(32, name=f"fmt_dw{k}_{n}") for n in range(4)]
+            with m.If(tri.procedural):
+                m.d.comb += [dw[0].eq(Mux(proc_ok, 0, _INF)), dw[1].eq(Mux(proc_ok, _ONE, 0)),
+                             dw[2].eq(Mux(proc_ok, _ONE, 0)), dw[3].eq(0)]
+            with m.Elif(tri_ok):
+                m.d.comb += [dw[0].eq(lane.t), dw[1].eq(lane.i), dw[2].eq(lane.j),
+                             dw[3].eq(~front_face)]
+            with m.Else():
+                m.d.comb += [dw[0].eq(_INF), dw[1].eq(0), dw[2].eq(0), dw[3].eq(0)]
+            final = [dw[0],
+                     Cat(dw[1][:31], tri.procedural),
+                     Cat(dw[2][:31], ~is_op),
+                     Cat(dw[3][0], tri.prim_id[:31])]
+            if k == 1:
+                invalid = [_INF, _ONE, _ONE, 0]
+                final = [Mux(tri.valid, x, c) for x, c in zip(final, invalid)]
+            for n in range(4):
+                m.d.comb += result[4 * k + n].eq(final[n])
+            m.d.comb += result[8 + k].eq(Cat(pdec.nav, tri.geo_id[:30]))
+        with m.If(en):
+            m.d.sync += [self.o.result.eq(result), self.o.error.eq(pdec.error)]
+        return m
+
+
+class RayTriangle(wiring.Component):
+    """Stream wrapper of :class:`TrianglePairCore` (registry block ``ray_triangle``)."""
+
+    def __init__(self, *, stages=None):
+        self._core = TrianglePairCore(stages=stages)
+        super().__init__({"i": In(stream.Signature(PAIR_IN_LAYOUT)),
+                          "o": Out(stream.Signature(PAIR_OUT_LAYOUT))})
+
+    @property
+    def latency(self):
+        return self._core.latency
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self._core
+        en = Signal()
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
+                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
+        valid = Signal(self.latency, name="valid_chain")
+        with m.If(en):
+            m.d.sync += valid.eq(Cat(self.i.valid, valid[:-1]))
+        m.d.comb += self.o.valid.eq(valid[-1])
+        return m
