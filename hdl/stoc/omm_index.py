@@ -93,7 +93,11 @@ class OMMIndex(wiring.Component):
     """
 
     def __init__(self, frac_bits=24):
-        _check_frac_bits(frac_bits)
+        try:
+            _check_frac_bits(frac_bits)
+        except TypeError:
+            self._MustUse__silence = True      # no "created but never used" warning
+            raise
         self._frac_bits = frac_bits
         super().__init__({
             "i": In(stream.Signature(omm_index_in_layout)),

@@ -44,12 +44,17 @@ class STOCUnit(wiring.Component):
     """
 
     def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo"):
-        _check_frac_bits(frac_bits)
-        if plane_order not in PLANE_ORDERS:
-            raise ValueError(f"`plane_order` must be one of {PLANE_ORDERS}, not {plane_order!r}")
-        if both_planes not in BOTH_PLANES:
-            raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, "
-                             f"not {both_planes!r}")
+        try:
+            _check_frac_bits(frac_bits)
+            if plane_order not in PLANE_ORDERS:
+                raise ValueError(f"`plane_order` must be one of {PLANE_ORDERS}, "
+                                 f"not {plane_order!r}")
+            if both_planes not in BOTH_PLANES:
+                raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, "
+                                 f"not {both_planes!r}")
+        except (TypeError, ValueError):
+            self._MustUse__silence = True      # no "created but never used" warning
+            raise
         self._frac_bits, self._plane_order, self._both_planes = \
             frac_bits, plane_order, both_planes
         super().__init__({
