@@ -21,11 +21,11 @@ Steps
    are contiguous (``internal_base`` + ``range`` 1 each), leaves after all box nodes, contiguous
    per parent (``leaf_base``). Box children come first in a node, leaves after them.
 
-Leaves: one 128-byte primitive node per leaf (at most ``leaf_size`` <= 4 triangles = 2 pairs),
-child type 0 (pair 0). The triangles of each leaf are kept in ``Leaf.prims`` (the traversal
-models use them); the primitive-node bytes are R2's encoder's job
-(``golden/ray_accel/primitive_node.py``) and are written when that encoder exists
-(:func:`encode_leaves`).
+Leaves: BVH8 leaves (at most ``leaf_size`` <= 4 triangles) become compressed primitive nodes
+through R2's packer (``golden/ray_accel/primitive_node.py`` ``pack_triangles``; the child's
+``range`` is the number of 128-byte nodes, child type 0 = pair 0); BVH4 leaves are legacy 64-byte
+triangle nodes (one triangle, type 0). ``Leaf.prims`` keeps the triangle indices for the
+traversal models.
 
 Instancing: :func:`build_tlas` turns ``(blas, object_to_world 3x4)`` pairs into a BVH8 over
 instance nodes (type 6), each with the world-to-object matrix (float32 inverse), the BLAS base
@@ -252,15 +252,20 @@ class Bvh:
                 "mean_children": float(np.mean([len(b.children) for b in self.boxes]))}
 
 
-def build_bvh(mesh, *, width=8, leaf_size=4, bins=16, obb_threshold=OBB_THRESHOLD, encode=True):
+def build_bvh(mesh, *, width=8, leaf_size=None, bins=16, obb_threshold=OBB_THRESHOLD, encode=True):
     """BVH over a triangle mesh. ``obb_threshold=None`` disables OBBs.
 
-    ``width`` 8 gives RT IP 3.1 BVH8 quantized nodes, 4 the legacy FP32 BVH4 nodes (its OBB index
-    is written to byte 124, where gpurt keeps it for RT IP 3.1 builds; the spec finds no evidence
-    the hardware reads it there, see section 4).
+    ``width`` 8 gives RT IP 3.1 BVH8 quantized nodes with leaves of up to ``leaf_size`` (default
+    4) triangles in compressed primitive nodes; 4 gives the legacy FP32 BVH4 nodes with one
+    triangle per legacy 64-byte triangle node (default ``leaf_size`` 1). The BVH4 OBB index is
+    written to byte 124, where gpurt keeps it for RT IP 3.1 builds (the spec finds no evidence the
+    hardware reads it there, section 4; the traversal models apply it, as the seed article
+    assumes).
     """
     if width not in (4, 8):
         raise ValueError(f"`width` must be 4 or 8, not {width!r}")
+    if leaf_size is None:
+        leaf_size = 4 if width == 8 else 1
     if not 1 <= leaf_size <= 4:
         raise ValueError(f"`leaf_size` must be 1..4 (one primitive node), not {leaf_size!r}")
     tris = mesh.triangles.astype(np.float64)
@@ -280,7 +285,7 @@ def build_bvh(mesh, *, width=8, leaf_size=4, bins=16, obb_threshold=OBB_THRESHOL
 
 # --- encoding ---------------------------------------------------------------------------------------
 
-def _layout(bvh, box_size, leaf_size_bytes):
+def _layout(bvh, box_size, leaf_bytes):
     offset = 128
     for box in bvh.boxes:
         box.offset = offset
@@ -289,14 +294,34 @@ def _layout(bvh, box_size, leaf_size_bytes):
         for c in box.children:
             if c.kind != "box":
                 c.offset = offset
-                offset += leaf_size_bytes
+                offset += leaf_bytes(c)
     bvh.size = offset
+
+
+def encode_leaves(bvh):
+    """Primitive nodes of every BLAS leaf through R2's packer (``pack_triangles``: pairs of
+    consecutive triangles, as many 128-byte nodes as needed; the leaf's child ``range`` is their
+    number). Sets ``leaf.nodes`` (list of 32-dword lists) and ``leaf.where`` ((node, pair, tri)
+    of each triangle)."""
+    from gpurtl.golden.ray_accel import primitive_node as pn
+    from gpurtl.golden.ray_accel.ray import node_dwords
+    tris = bvh.mesh.triangles
+    for leaf in bvh.leaves:
+        if leaf.kind != "leaf":
+            continue
+        packed = pn.pack_triangles(
+            pn.Triangle(tuple(tuple(float(c) for c in v) for v in tris[p]), prim_id=int(p))
+            for p in leaf.prims)
+        leaf.nodes = [node_dwords(node) for node, _ in packed]
+        leaf.where = [(k, pair, t) for k, (_, where) in enumerate(packed) for pair, t in where]
 
 
 def encode_bvh8(bvh):
     """Write every box node as a BVH8 quantized node (R1's ``encode_box8``)."""
     from gpurtl.golden.ray_accel import box_node
-    _layout(bvh, 128, 128)
+    if bvh.mesh is not None:
+        encode_leaves(bvh)
+    _layout(bvh, 128, lambda c: 128 * len(getattr(c, "nodes", None) or [None]))
     for box in bvh.boxes:
         boxes = [c for c in box.children if c.kind == "box"]
         leaves = [c for c in box.children if c.kind != "box"]
@@ -305,7 +330,8 @@ def encode_bvh8(bvh):
             ctype = 5 if c.kind == "box" else (6 if c.kind == "instance" else 0)
             children.append({"min": [float(v) for v in box.child_lo[k]],
                              "max": [float(v) for v in box.child_hi[k]],
-                             "type": ctype, "range": 1})
+                             "type": ctype,
+                             "range": len(getattr(c, "nodes", None) or [None])})
         box.dwords = box_node.encode_box8(
             children, internal_base=(boxes[0].offset >> 3) if boxes else 0,
             leaf_base=(leaves[0].offset >> 3) if leaves else 0, obb_index=box.obb)
@@ -317,6 +343,8 @@ def encode_bvh8(bvh):
             bvh.by_offset[c.offset] = c
             if c.dwords is not None:
                 bvh.image[c.offset] = c.dwords
+            for k, dwords in enumerate(getattr(c, "nodes", None) or []):
+                bvh.image[c.offset + 128 * k] = dwords
     bvh.encoding = "bvh8"
     return bvh
 
@@ -324,8 +352,17 @@ def encode_bvh8(bvh):
 def encode_bvh4(bvh):
     """Write every box node as a legacy 128-byte FP32 BVH4 node (R1's ``encode_box4_fp32``);
     pointers use the legacy 3-bit types with 64-byte units (box 5, triangle 0, instance 6)."""
-    from gpurtl.golden.ray_accel import box_node
-    _layout(bvh, 128, 64)
+    from gpurtl.golden.ray_accel import box_node, primitive_node as pn
+    from gpurtl.golden.ray_accel.ray import node_dwords
+    _layout(bvh, 128, lambda c: 64)
+    for leaf in bvh.leaves:
+        if leaf.kind == "leaf":
+            if len(leaf.prims) != 1:
+                raise ValueError("legacy BVH4 leaves hold one triangle (build with leaf_size=1)")
+            v = [tuple(float(c) for c in p) for p in bvh.mesh.triangles[leaf.prims[0]]]
+            leaf.nodes = [node_dwords(pn.encode_legacy_node(v + [v[2]],
+                                                            prim_index=(int(leaf.prims[0]), 0)))[:16]]
+            bvh.image[leaf.offset] = leaf.nodes[0]
     for box in bvh.boxes:
         for c in box.children:
             if c.kind == "box":

@@ -126,3 +126,38 @@ def test_instanced_scene(scene):
     fast = T.traverse(tlas, o[:4], d[:4])
     assert np.array_equal(exact.box_nodes, fast.box_nodes)
     assert np.array_equal(exact.instances, fast.instances)
+
+
+def test_leaf_nodes_decode_to_leaf_triangles(scene):
+    from gpurtl.golden.ray_accel import primitive_node as pn
+    bvh = B.build_bvh(scene)
+    tri_bits = scene.triangles.view(np.uint32)
+    for leaf in bvh.leaves:
+        found = []
+        for k, node in enumerate(leaf.nodes):
+            assert bvh.image[leaf.offset + 128 * k] == node
+            for pair in pn.decode_primitive_node(node):
+                for tri in pair.tris:
+                    if tri.valid:
+                        assert [list(v) for v in tri.vertices] == tri_bits[tri.prim_id].tolist()
+                        found.append(tri.prim_id)
+        assert sorted(found) == sorted(int(p) for p in leaf.prims)
+    # the box node's leaf child carries the number of primitive nodes as its range
+    from gpurtl.golden.ray_accel import box_node
+    for box in bvh.boxes:
+        dec = box_node.decode_box8(box.dwords)
+        for k, child in enumerate(box.children):
+            if child.kind == "leaf":
+                assert dec["children"][k]["range"] == len(child.nodes)
+                assert dec["children"][k]["ptr"] == child.ptr
+
+
+def test_bvh4_legacy_leaves(scene):
+    from gpurtl.golden.ray_accel import primitive_node as pn
+    bvh = B.build_bvh(scene, width=4, obb_threshold=None)
+    leaf = bvh.leaves[0]
+    node = pn.decode_legacy_node(leaf.nodes[0])
+    assert [list(v) for v in pn.legacy_triangle_vertices(node, 0)] == \
+        scene.triangles.view(np.uint32)[leaf.prims[0]].tolist()
+    with pytest.raises(ValueError, match="one triangle"):
+        B.build_bvh(scene, width=4, leaf_size=2)
