@@ -75,3 +75,38 @@ def test_blas_pointer_flag_merge():
     assert instance.blas_base_pointer(base, PF_FORCE_OPAQUE) >> 54 == 0b1101
     assert instance.blas_base_pointer(base, 0b10) >> 54 == 0b1110
     assert instance.blas_base_pointer(base, 0) & ((1 << 54) - 1) == va3 & instance.ADDRESS_MASK
+
+
+def _filter_node(child_type=5, child_range=0, mask=0xFF):
+    from gpurtl.golden.ray_accel import box_node
+    enc = box_node.encode_box8([{"min": [-1.0, -1.0, -1.0], "max": [1.0, 1.0, 1.0],
+                                 "type": child_type, "range": child_range}])
+    w = [[1.0, 0, 0, -10.0], [0, 1.0, 0, 0], [0, 0, 1.0, 0]]     # object = world - (10, 0, 0)
+    return instance.encode_instance(w, 0x1000 << 3, user_data=0x123456, mask=mask,
+                                    filter_origin=enc[3:6],
+                                    filter_exp=[(enc[6] >> (8 * a)) & 0xFF for a in range(3)],
+                                    filter_count=1, filter_info=[enc[8:11]])
+
+
+def test_instance_result_filter_box():
+    from gpurtl.golden.ray_accel.ray import default_desc, node_bytes
+    desc = default_desc()
+    node = node_bytes(_filter_node())
+    hit = make_ray((0.0, 0.0, 0.0), (1.0, 0.0, 0.0))
+    dw, o, d = instance.instance_node_result(node, hit, 0, desc)
+    assert dw[7] == 0xFFFFFF05                      # box root hit (spec 5.2)
+    assert dw[6] == 0x123456 and dw[2] == 0x1000 << 3 and dw[3] == 0
+    assert [bits_f32(v) for v in o] == [-10.0, 0.0, 0.0]
+    assert dw[0] == dw[1] == dw[4] == dw[5] == instance.UNDEFINED_DW
+    assert dw[8] == dw[9] == 0xFFFFFFFF
+    miss = make_ray((0.0, 5.0, 0.0), (1.0, 0.0, 0.0))
+    assert instance.instance_node_result(node, miss, 0, desc)[0][7] == 0xFFFFFFFF
+    short = make_ray((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), extent=5.0)   # box starts at t = 9
+    assert instance.instance_node_result(node, short, 0, desc)[0][7] == 0xFFFFFFFF
+    # primitive root: child 0 at prim offset 0 with range 1 -> pointer 0x00 (type 0)
+    prim = node_bytes(_filter_node(child_type=0, child_range=1))
+    assert instance.instance_node_result(prim, hit, 0, desc)[0][7] == 0xFFFFFF00
+    culled = node_bytes(_filter_node(mask=0x02))
+    hit["instance_mask"] = 0x01
+    dw, o, _ = instance.instance_node_result(culled, hit, 0, desc)
+    assert dw[7] == 0xFFFFFFFF and o == hit["origin"]
