@@ -54,3 +54,13 @@ def test_stimulus_covers_every_index():
     seen = {tx["index"] for tx in txs}
     assert set(range(obb_model.OBB_COUNT)) | {0x7F} <= seen
     assert any(104 <= i < 127 for i in seen)
+
+
+@pytest.mark.verilator
+def test_obb_transform_verilator():
+    """The only Verilator build of this family's default run: obb_transform, lanes=1."""
+    block = registry.get("obb_transform")
+    report = lockstep.check(block, block.resolve({"fma_stages": 1}), count=400, seed=3,
+                            backend="verilator")
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 400
