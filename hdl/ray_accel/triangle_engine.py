@@ -18,7 +18,8 @@ Both components are clock-enable datapath cores (no valid/ready): ``en`` advance
 ``TriangleEngine``
     ``i``: :data:`ENGINE_IN_LAYOUT` (``origin[3]``, ``setup`` (:data:`SETUP_LAYOUT`), ``tri[2]``
     of ``v[3][3]``) -> ``o``: :data:`ENGINE_OUT_LAYOUT` (``lane[2]`` of ``hit``, ``t``, ``i``,
-    ``j``, ``backface``). Two independent triangle lanes sharing the ray setup. Per lane: 14 adders,
+    ``j``, ``backface``, and for the legacy 4-dword results the undivided ``t_num`` (= T),
+    ``t_den`` (= det) and edge functions ``u``, ``v``, ``w``). Two independent triangle lanes sharing the ray setup. Per lane: 14 adders,
     10 multipliers, 8 FMAs, 3 dividers.
 
 The FP32 core latencies are constructor parameters (``None`` = the core's default); the
@@ -54,6 +55,7 @@ ENGINE_IN_LAYOUT = data.StructLayout({
 })
 LANE_LAYOUT = data.StructLayout({
     "hit": unsigned(1), "t": Float32(), "i": Float32(), "j": Float32(), "backface": unsigned(1),
+    "t_num": Float32(), "t_den": Float32(), "u": Float32(), "v": Float32(), "w": Float32(),
 })
 ENGINE_OUT_LAYOUT = data.StructLayout({"lane": data.ArrayLayout(LANE_LAYOUT, 2)})
 
@@ -318,5 +320,7 @@ class TriangleEngine(wiring.Component):
             out = self.o.lane[lane]
             m.d.comb += [out.hit.eq(s.at(hit, lat)), out.t.eq(s.at(t, lat)),
                          out.i.eq(s.at(i, lat)), out.j.eq(s.at(j, lat)),
-                         out.backface.eq(s.at(back, lat))]
+                         out.backface.eq(s.at(back, lat)),
+                         out.t_num.eq(s.at(tnum, lat)), out.t_den.eq(s.at(det, lat)),
+                         out.u.eq(s.at(u, lat)), out.v.eq(s.at(v, lat)), out.w.eq(s.at(w, lat))]
         return m
