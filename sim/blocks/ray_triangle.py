@@ -22,7 +22,8 @@ from gpurtl.hdl.shapes import f32_bits
 
 from ..registry import Block, Param, register
 
-__all__ = ["RayTriangleModel", "stimulus", "pair_pointer"]
+__all__ = ["RayTriangleModel", "RayTriangleLegacyModel", "stimulus", "legacy_stimulus",
+           "pair_pointer"]
 
 _STAGE_PARAMS = tuple(
     Param(f"{unit}_stages", -1, f"register stages of each FP32 {unit} core (-1 = core default)",
@@ -227,4 +228,77 @@ register(Block(
     stimulus=stimulus,
     defaults=_defaults,
     check_count=300,
+))
+
+
+# --- ray_triangle_legacy ---------------------------------------------------------------------------
+
+class RayTriangleLegacyModel:
+    """Golden model of ``ray_triangle_legacy``: two legacy nodes per transaction."""
+
+    def __call__(self, tx):
+        results, errors = [], []
+        for k in range(2):
+            ptr = int(tx["node_ptr"][k])
+            node = b"".join(int(d).to_bytes(4, "little") for d in tx["node"][k])
+            results.append(list(tr.legacy_triangle_result(
+                node, ptr & 1, tx["ray"], tx["pointer_flags"], tx["desc"])))
+            errors.append(int((ptr & 7) > 1))
+        return {"result": results, "error": errors}
+
+
+def legacy_stimulus(rng, count, **_params):
+    """Legacy triangle-node pairs (quads sharing the v1-v2 edge), rays at interiors, shared
+    edges and vertices, random triangle-id flags, pointer flags, return modes and IEEE cases."""
+    txs = []
+    for _ in range(count):
+        nodes, ptrs = [], []
+        scale = float(rng.choice([1.0, 1.0, 1e-3, 1e5, 1e-38]))
+        quad = (rng.normal(0, scale, (4, 3))).astype(np.float32)
+        if rng.random() < 0.4:
+            quad = (np.round(quad * 8) / 8).astype(np.float32)
+        for k in range(2):
+            q = quad if k == 0 or rng.random() < 0.5 else rng.normal(0, 1, (4, 3)).astype(np.float32)
+            tri_id = int(rng.integers(0, 1 << 16))
+            node = pn.encode_legacy_node([tuple(float(c) for c in v) for v in q],
+                                         prim_index=(int(rng.integers(0, 1 << 32)),
+                                                     int(rng.integers(0, 1 << 32))),
+                                         geometry_index=int(rng.integers(0, 1 << 24)),
+                                         triangle_id=tri_id)
+            nodes.append([int.from_bytes(node[4 * n:4 * n + 4], "little") for n in range(16)])
+            ptr = (int(rng.integers(1, 1 << 20)) << 3) | int(rng.integers(0, 2))
+            if rng.random() < 0.03:
+                ptr |= int(rng.choice([2, 4, 6]))
+            ptrs.append(ptr)
+        t = pn.legacy_triangle_vertices(pn.decode_legacy_node(
+            b"".join(int(d).to_bytes(4, "little") for d in nodes[0])), ptrs[0] & 1)
+        o, d = _aim(rng, t, rng.choice(["interior", "edge", "vertex", "interior"]))
+        if rng.random() < 0.1:
+            d[int(rng.integers(0, 3))] = int(rng.choice(_SPECIAL))
+        txs.append({"ray": _ray(o, d, rng), "node": nodes, "node_ptr": ptrs,
+                    "pointer_flags": _flags(rng), "desc": _desc(rng)})
+    return txs
+
+
+def _legacy_layouts(**_params):
+    from gpurtl.hdl.ray_accel.legacy_triangle import LEGACY_IN_LAYOUT, LEGACY_OUT_LAYOUT
+    return LEGACY_IN_LAYOUT, LEGACY_OUT_LAYOUT
+
+
+def _legacy_build(**params):
+    from gpurtl.hdl.ray_accel.legacy_triangle import RayTriangleLegacy
+    return RayTriangleLegacy(stages=_stages(**params))
+
+
+register(Block(
+    name="ray_triangle_legacy",
+    doc="Legacy 64 B triangle nodes of the dual instruction: 2 watertight FP32 tests/cycle, 4-dword results",
+    kind="pipeline",
+    group="ray_accel",
+    params=_STAGE_PARAMS,
+    build=_legacy_build,
+    golden=lambda **params: RayTriangleLegacyModel(),
+    layouts=_legacy_layouts,
+    stimulus=legacy_stimulus,
+    check_count=200,
 ))
