@@ -150,8 +150,7 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     sw3 = get("swstoc") & 1
     fine3_ok = (level_in >= 4) & (level_in <= MAX_LEVEL)
     # OMM
-    special = (omm_index < 0) & (omm_index >= -4)
-    no_omm = omm_index == -5
+    special = (omm_index < 0) & (omm_index >= -4)   # -5 is neither special, lookup nor error
     omm_bad = (omm_index < -5) | ((omm_index >= 0) &
                                   (((fmt != 1) & (fmt != 2)) | (level_in > MAX_LEVEL)))
     lookup = (omm_index >= 0) & ~omm_bad
@@ -189,7 +188,6 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     out["sw_fallback"] = (used & (is1 | is3) & (out["action"] == Action.ANYHIT) &
                           (swstoc == 1)).astype(np.int64)
     out["error"] = (live & ((isomm & omm_bad) | (is3 & (sw3 == 1) & ~fine3_ok))).astype(np.int64)
-    del no_omm  # -5 is simply "not used" (neither special, lookup nor error)
     out["fetch_addr"] = fetch
     return out
 
