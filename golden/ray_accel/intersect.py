@@ -9,10 +9,12 @@ Dispatch, BVH8 form (4-bit RT IP 3.1 node type of ``node_ptr[0]``, spec 1.1):
 * 5, box: :func:`.box_path.bvh8_box_pointers` -> DW0..7; DW8/9 = 0 (undefined in the spec; this
   model writes 0). An OBB index other than 0x7F first rotates the ray (O's ``obb.obb_transform_ray``,
   spec 2.2) before the reciprocal; indices 104..126 are undefined -> status 2.
-* 0-3, 8-11, triangle pair: R2's ``triangle.triangle_pair_result`` (spec 6.4) when that module
-  exists; otherwise status 1 ("not modelled").
-* 6, instance: with ``desc.instance_en`` O's ``instance.instance_node_result`` (spec 5.2; the ray
-  is returned transformed); without it status 2.
+* 0-3, 8-11, triangle pair: R2's ``triangle.triangle_pair_eval`` (spec 6.4) when that module
+  exists (its ``error``, a misused node, gives status 2); otherwise status 1 ("not modelled").
+* 6, instance: with ``desc.instance_en`` O's instance model (spec 5.2; the ray is returned
+  transformed): ``instance.instance_transform`` plus the filter box through this package's box
+  path (the same as ``instance.instance_node_result``, with ``ftz`` passed on); without
+  ``instance_en`` status 2.
 * 4, 7, 12-15: undefined in RT IP 3.1 -> status 2.
 
 Dual form (legacy 3-bit types of both pointers, spec 4 and 6.5):
@@ -50,11 +52,14 @@ def _optional(name):
 
 
 def available_paths():
-    """Which node kinds this checkout models: ``{"box", "obb", "triangle", "instance"}`` subset."""
+    """Which node kinds this checkout models: a subset of ``{"box", "obb", "triangle",
+    "legacy_triangle", "instance"}``."""
     paths = {"box"}
     tri = _optional("triangle")
-    if tri is not None and hasattr(tri, "triangle_pair_result"):
+    if tri is not None and hasattr(tri, "triangle_pair_eval"):
         paths.add("triangle")
+    if tri is not None and hasattr(tri, "legacy_triangle_result"):
+        paths.add("legacy_triangle")
     obb = _optional("obb")
     if obb is not None and hasattr(obb, "obb_transform_ray"):
         paths.add("obb")
@@ -98,15 +103,33 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
         if "triangle" not in paths:
             return _fail(ray, STATUS_NOT_MODELLED)
         tri = _optional("triangle")
-        return _ok(ray, tri.triangle_pair_result(node_bytes(node), node_ptr, ray, pointer_flags,
-                                                 desc))
+        res = tri.triangle_pair_eval(node_bytes(node), node_ptr, ray, pointer_flags, desc)
+        if res["error"]:
+            return _fail(ray, STATUS_BAD_NODE)
+        return _ok(ray, res["dwords"])
     if ntype == NODE_TYPE_INSTANCE and desc["instance_en"]:
         if "instance" not in paths:
             return _fail(ray, STATUS_NOT_MODELLED)
-        inst = _optional("instance")
-        dwords, o, d = inst.instance_node_result(node_bytes(node), ray, pointer_flags, desc)
-        return _ok(ray, dwords, o, d)
+        return _instance(node, ray, pointer_flags, desc, ftz)
     return _fail(ray, STATUS_BAD_NODE)
+
+
+def _instance(node, ray, pointer_flags, desc, ftz):
+    """O's instance model (``instance.instance_transform``) with the filter box tested here, so
+    that ``ftz`` reaches the filter's box test (identical to ``instance_node_result`` otherwise)."""
+    inst = _optional("instance")
+    t = inst.instance_transform(node, ray, pointer_flags, desc)
+    dw7 = INVALID_NODE
+    if not t["culled"]:
+        fields = inst.decode_instance(node)
+        new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
+        ptrs = box_path.filter_box_pointers(fields["filter_origin"], fields["filter_exp"],
+                                            inst.filter_children(fields), new_ray, desc, ftz=ftz)
+        dw7 = sum((p & 0xFF) << (8 * k) for k, p in enumerate(ptrs[:4]))
+    u = inst.UNDEFINED_DW
+    dwords = [u, u, t["blas_lo"], t["blas_hi"], u, u, t["user_data"], dw7, INVALID_NODE,
+              INVALID_NODE]
+    return _ok(ray, dwords, t["origin"], t["dir"])
 
 
 def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, ftz=False,
@@ -121,7 +144,7 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
         if t in (2, 3):
             status = STATUS_BAD_NODE
         elif status == STATUS_OK and (t == 7 or (t == 4 and desc["box_node_64b"])
-                                      or (t in (0, 1) and "triangle" not in paths)):
+                                      or (t in (0, 1) and "legacy_triangle" not in paths)):
             status = STATUS_NOT_MODELLED
     if status != STATUS_OK:
         return _fail(ray, status)

@@ -392,3 +392,26 @@ def test_heuristics_and_dual_form(heuristic):
     narrow = intersect.image_bvh_dual_intersect_ray([0x45, 0x45], [node, node], ray, 0,
                                                     dict(desc, wide_sort=0))["dw"]
     assert narrow[0:4] == expect4 and narrow[4:8] == expect4
+
+
+def test_intersect_instance_path_equals_instance_model():
+    """The instance result of the dispatcher (filter box tested here, with ftz passed on) equals
+    O's ``instance_node_result`` (ftz off) on real instance nodes."""
+    from gpurtl.golden.ray_accel import instance
+    from gpurtl.golden.ray_accel.ray import node_bytes
+    from gpurtl.sim.blocks import ray_accel as block
+    rng = np.random.default_rng(10)
+    checked = hits = 0
+    for _ in range(60):
+        ray, o, d = block._ray(rng)
+        node = block._instance_node(rng, o, d)
+        desc = block._desc(rng)
+        desc["instance_en"] = 1
+        pf = 0 if rng.random() < 0.6 else int(rng.integers(0, 1 << 10))
+        got = intersect.image_bvh8_intersect_ray(0x1006, node, ray, pf, desc)
+        dw, o2, d2 = instance.instance_node_result(node_bytes(node), ray, pf, desc)
+        assert got["dw"] == [int(v) for v in dw] and got["origin"] == list(o2) \
+            and got["dir"] == list(d2) and got["status"] == 0
+        checked += 1
+        hits += got["dw"][7] != INVALID_NODE
+    assert hits > 5
