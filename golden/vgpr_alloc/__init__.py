@@ -1,0 +1,1 @@
+"""Golden models and occupancy functions of the register allocators."""
