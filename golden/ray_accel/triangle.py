@@ -84,7 +84,7 @@ from .ray import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQU
                   PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, pair_index)
 
 __all__ = ["ONE", "POS_INF", "SIGN", "ray_setup", "intersect", "triangle_result_dwords",
-           "triangle_pair_eval", "triangle_pair_eval_batch", "triangle_pair_result", "legacy_triangle_result",
+           "triangle_pair_eval", "triangle_pair_eval_batch", "triangle_pair_result", "legacy_triangle_result", "legacy_triangle_result_batch",
            "effective_flags"]
 
 ONE = 0x3F800000
@@ -249,28 +249,50 @@ def triangle_pair_result(node, node_ptr, ray, pointer_flags, desc):
 
 def legacy_triangle_result(node, node_ptr, ray, pointer_flags, desc, *, layout="rtip3_0"):
     """4 result dwords of the dual instruction on a legacy 64-byte triangle node (module doc)."""
-    node_type = int(node_ptr) & 7
-    if node_type > 1:
-        raise ValueError(f"a legacy triangle pointer has type 0 or 1, not {node_type}")
-    dec = pn.decode_legacy_node(node, layout=layout)
-    a, b, c = (np.array([v], dtype=np.uint32) for v in pn.legacy_triangle_vertices(dec, node_type))
-    res = intersect(np.array([ray["origin"]], dtype=np.uint32),
-                    ray_setup(np.array([ray["dir"]], dtype=np.uint32)), a, b, c)
-    flags = effective_flags(pointer_flags, desc)
-    tri_flags = (dec.triangle_id >> (8 * node_type)) & 0xFF
-    force_op, force_nop = flags & PF_FORCE_OPAQUE, flags & PF_FORCE_NON_OPAQUE
-    is_opaque = bool(force_op) or (not force_nop and bool(tri_flags & 0x80))
-    opaque_culled = bool(flags & PF_CULL_OPAQUE) if is_opaque else bool(flags & PF_CULL_NON_OPAQUE)
-    flip = bool(flags & PF_FLIP_FACEDNESS)
-    front = (not bool(res["backface"][0])) ^ flip
-    face_culled = not (flags & PF_DISABLE_TRI_CULL) and \
-        bool(flags & (PF_CULL_FRONT if front else PF_CULL_BACK))
-    culled = bool(flags & PF_SKIP_TRIANGLES) or opaque_culled or face_culled
-    if not bool(res["hit"][0]) or culled:
-        return [POS_INF, ONE, 0, 0]
-    sign = SIGN if flip else 0
-    t_num, t_den = int(res["t_num"][0]) ^ sign, int(res["det"][0]) ^ sign
-    if desc.get("return_mode", 1):
-        bary = [int(res["u"][0]), int(res["v"][0]), int(res["w"][0]), 0]
-        return [t_num, t_den, bary[tri_flags & 3], bary[(tri_flags >> 2) & 3]]
-    return [t_num, t_den, dec.triangle_id & _M32, 1]
+    return legacy_triangle_result_batch([(node, node_ptr, ray, pointer_flags, desc)],
+                                        layout=layout)[0]
+
+
+def legacy_triangle_result_batch(items, *, layout="rtip3_0"):
+    """:func:`legacy_triangle_result` of many ``(node, node_ptr, ray, pointer_flags, desc)``
+    tuples, with the FP32 work vectorised in one pass."""
+    if not items:
+        return []
+    decs, verts, origins, dirs = [], [], [], []
+    for node, node_ptr, ray, _flags, _desc in items:
+        node_type = int(node_ptr) & 7
+        if node_type > 1:
+            raise ValueError(f"a legacy triangle pointer has type 0 or 1, not {node_type}")
+        dec = pn.decode_legacy_node(node, layout=layout)
+        decs.append((dec, node_type))
+        verts.append(pn.legacy_triangle_vertices(dec, node_type))
+        origins.append(ray["origin"])
+        dirs.append(ray["dir"])
+    v = np.array(verts, dtype=np.uint32)
+    res = intersect(np.array(origins, dtype=np.uint32),
+                    ray_setup(np.array(dirs, dtype=np.uint32)), v[:, 0], v[:, 1], v[:, 2])
+    out = []
+    for n, ((node, node_ptr, ray, pointer_flags, desc), (dec, node_type)) in \
+            enumerate(zip(items, decs)):
+        flags = effective_flags(pointer_flags, desc)
+        tri_flags = (dec.triangle_id >> (8 * node_type)) & 0xFF
+        force_op, force_nop = flags & PF_FORCE_OPAQUE, flags & PF_FORCE_NON_OPAQUE
+        is_opaque = bool(force_op) or (not force_nop and bool(tri_flags & 0x80))
+        opaque_culled = bool(flags & PF_CULL_OPAQUE) if is_opaque else \
+            bool(flags & PF_CULL_NON_OPAQUE)
+        flip = bool(flags & PF_FLIP_FACEDNESS)
+        front = (not bool(res["backface"][n])) ^ flip
+        face_culled = not (flags & PF_DISABLE_TRI_CULL) and \
+            bool(flags & (PF_CULL_FRONT if front else PF_CULL_BACK))
+        culled = bool(flags & PF_SKIP_TRIANGLES) or opaque_culled or face_culled
+        if not bool(res["hit"][n]) or culled:
+            out.append([POS_INF, ONE, 0, 0])
+            continue
+        sign = SIGN if flip else 0
+        t_num, t_den = int(res["t_num"][n]) ^ sign, int(res["det"][n]) ^ sign
+        if desc.get("return_mode", 1):
+            bary = [int(res["u"][n]), int(res["v"][n]), int(res["w"][n]), 0]
+            out.append([t_num, t_den, bary[tri_flags & 3], bary[(tri_flags >> 2) & 3]])
+        else:
+            out.append([t_num, t_den, dec.triangle_id & _M32, 1])
+    return out

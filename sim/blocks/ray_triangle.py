@@ -237,14 +237,19 @@ class RayTriangleLegacyModel:
     """Golden model of ``ray_triangle_legacy``: two legacy nodes per transaction."""
 
     def __call__(self, tx):
-        results, errors = [], []
-        for k in range(2):
-            ptr = int(tx["node_ptr"][k])
-            node = b"".join(int(d).to_bytes(4, "little") for d in tx["node"][k])
-            results.append(list(tr.legacy_triangle_result(
-                node, ptr & 1, tx["ray"], tx["pointer_flags"], tx["desc"])))
-            errors.append(int((ptr & 7) > 1))
-        return {"result": results, "error": errors}
+        return self.batch([tx])[0]
+
+    def batch(self, txs):
+        items = []
+        for tx in txs:
+            for k in range(2):
+                node = b"".join(int(d).to_bytes(4, "little") for d in tx["node"][k])
+                items.append((node, int(tx["node_ptr"][k]) & 1, tx["ray"], tx["pointer_flags"],
+                              tx["desc"]))
+        res = tr.legacy_triangle_result_batch(items)
+        return [{"result": [list(res[2 * n]), list(res[2 * n + 1])],
+                 "error": [int((int(p) & 7) > 1) for p in tx["node_ptr"]]}
+                for n, tx in enumerate(txs)]
 
 
 def legacy_stimulus(rng, count, **_params):
