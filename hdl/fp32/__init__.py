@@ -1,0 +1,1 @@
+"""Pipelined IEEE 754 binary32 datapath cores (bit-exact with :mod:`gpurtl.golden.fp32`)."""

@@ -1,0 +1,281 @@
+"""Shared pieces of the FP32 cores: stage placement, operand unpacking, leading-zero count,
+shifters, and the normalise-round-pack back end.
+
+Each core is written as a chain of combinational *segments* with an estimated delay weight.
+:class:`Stager` puts the core's ``stages`` pipeline registers on the segment boundaries that
+balance the weights (the last register always sits on the output), so one ``stages`` parameter
+trades latency against clock rate. Every register advances only while ``en`` is high.
+
+The number format (IEEE 754-2019 binary32, round to nearest even) and the special-value rules are
+those of :mod:`gpurtl.golden.fp32`; the decomposition (special cases / align / add / normalise,
+round and pack) follows the usual textbook split also used by Libre-SOC's ieee754fpu.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Stager", "place_registers", "FPCore", "Operand", "unpack", "leading_zeros",
+           "shift_right_sticky", "round_pack", "SPEC_NONE", "SPEC_ZERO", "SPEC_INF", "SPEC_NAN",
+           "CANONICAL_NAN"]
+
+CANONICAL_NAN = 0x7FC00000
+
+# special-result kinds carried down a pipeline instead of a 32-bit value
+SPEC_NONE, SPEC_ZERO, SPEC_INF, SPEC_NAN = range(4)
+
+
+def place_registers(weights, stages):
+    """Segment indices after which a register goes: ``stages`` of them, the last one at the end,
+    chosen to minimise the largest summed weight between registers (dynamic programming)."""
+    count = len(weights)
+    if stages == 0:
+        return set()
+    if not 1 <= stages <= count:
+        raise ValueError(f"`stages` must be from 0 to {count}, not {stages}")
+    prefix = [0.0]
+    for w in weights:
+        prefix.append(prefix[-1] + w)
+    inf = float("inf")
+    # best[s][j]: minimal max weight splitting the first j segments into s groups
+    best = [[inf] * (count + 1) for _ in range(stages + 1)]
+    choice = [[0] * (count + 1) for _ in range(stages + 1)]
+    best[0][0] = 0.0
+    for s in range(1, stages + 1):
+        for j in range(s, count + 1):
+            for i in range(s - 1, j):
+                cost = max(best[s - 1][i], prefix[j] - prefix[i])
+                if cost < best[s][j] - 1e-9:
+                    best[s][j], choice[s][j] = cost, i
+    cuts, j = set(), count
+    for s in range(stages, 0, -1):
+        cuts.add(j - 1)
+        j = choice[s][j]
+    return cuts
+
+
+class Stager:
+    """Inserts the pipeline registers of one core.
+
+    Call :meth:`cut` once at the end of every segment, in order, with the values the rest of the
+    pipeline needs; it returns them registered (when a register goes there) or unchanged.
+    """
+
+    def __init__(self, m, en, weights, stages):
+        self._m, self._en = m, en
+        self._weights = tuple(weights)
+        self._cuts = place_registers(self._weights, stages)
+        self._index = 0
+        self._stage = 0
+
+    @property
+    def done(self):
+        return self._index == len(self._weights)
+
+    def cut(self, **values):
+        index = self._index
+        if index >= len(self._weights):
+            raise RuntimeError("more segments than weights")
+        self._index += 1
+        if index not in self._cuts:
+            # a named wire per boundary keeps expression trees small (the Python simulator
+            # inlines expressions, so shared sub-expressions would otherwise be duplicated)
+            out = {}
+            for name, value in values.items():
+                value = Value.cast(value)
+                wire = Signal(value.shape(), name=f"c{index}_{name}")
+                self._m.d.comb += wire.eq(value)
+                out[name] = wire
+            return _Bag(out)
+        stage = self._stage
+        self._stage += 1
+        out = {}
+        for name, value in values.items():
+            value = Value.cast(value)
+            reg = Signal(value.shape(), name=f"s{stage}_{name}")
+            with self._m.If(self._en):
+                self._m.d.sync += reg.eq(value)
+            out[name] = reg
+        return _Bag(out)
+
+
+class _Bag(dict):
+    __getattr__ = dict.__getitem__
+
+
+class FPCore(wiring.Component):
+    """Base of the FP32 cores: validated ``stages`` and ``ftz``, ``latency`` property.
+
+    Subclasses set ``WEIGHTS`` (delay weight of each segment; ``len(WEIGHTS)`` is the largest
+    ``stages``) and ``DEFAULT_STAGES``.
+    """
+
+    WEIGHTS = ()
+    DEFAULT_STAGES = 1
+
+    def __init__(self, signature, stages=None, ftz=False):
+        if stages is None:
+            stages = self.DEFAULT_STAGES
+        if isinstance(stages, bool) or not isinstance(stages, int) or stages < 0:
+            raise TypeError(f"`stages` must be a non-negative integer, not {stages!r}")
+        if stages > self.max_stages():
+            raise ValueError(f"`stages` must be at most {self.max_stages()} for "
+                             f"{type(self).__name__}, not {stages}")
+        if not isinstance(ftz, bool):
+            raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
+        self._stages, self._ftz = stages, ftz
+        super().__init__(signature)
+
+    @classmethod
+    def max_stages(cls):
+        return len(cls.WEIGHTS)
+
+    @property
+    def stages(self):
+        return self._stages
+
+    @property
+    def latency(self):
+        """Cycles (with ``en`` high) from an operand to its result: the number of stages."""
+        return self._stages
+
+    @property
+    def ftz(self):
+        return self._ftz
+
+    def _stager(self, m):
+        return Stager(m, self.en, self.WEIGHTS, self._stages)
+
+
+class Operand:
+    """Fields of one unpacked binary32 operand (combinational)."""
+
+    def __init__(self, bits, ftz):
+        bits = Value.cast(bits)
+        self.sign = bits[31]
+        self.field = bits[23:31]
+        frac = bits[0:23]
+        self.field_zero = self.field == 0
+        self.field_ones = self.field == 0xFF
+        self.is_nan = self.field_ones & (frac != 0)
+        self.is_inf = self.field_ones & (frac == 0)
+        if ftz:
+            self.is_zero = self.field_zero
+            self.sig = Mux(self.field_zero, 0, Cat(frac, Const(1, 1)))
+        else:
+            self.is_zero = self.field_zero & (frac == 0)
+            self.sig = Cat(frac, ~self.field_zero)           # 24 bits, implicit bit
+        self.exp = Mux(self.field_zero, 1, self.field)        # effective biased exponent, 8 bits
+        # magnitude for ordering (flushed subnormals order as zero)
+        self.mag = Mux(self.field_zero, 0, bits[0:31]) if ftz else bits[0:31]
+        self.bits = bits
+
+
+def unpack(bits, ftz):
+    return Operand(bits, ftz)
+
+
+def leading_zeros(value):
+    """Number of leading zeros of ``value`` (its full width when it is zero), as a Value."""
+    value = Value.cast(value)
+    width = len(value)
+    size = 2
+    while size < width:
+        size *= 2
+    # pad at the bottom with ones, so that padding never counts
+    padded = Cat(Const((1 << (size - width)) - 1, size - width), value) if size > width else value
+
+    def count(v):
+        # (leading zeros as log2(len(v)) bits, valid when v != 0; v != 0)
+        n = len(v)
+        if n == 2:
+            return ~v[1], v.any()
+        lo, hi = v[:n // 2], v[n // 2:]
+        zl, al = count(lo)
+        zh, ah = count(hi)
+        return Mux(ah, Cat(zh, Const(0, 1)), Cat(zl, Const(1, 1))), ah | al
+
+    zeros, _ = count(padded)
+    return Mux(value == 0, width, zeros)
+
+
+def shift_right_sticky(value, amount, width):
+    """``(value >> amount)[:width]`` and whether any 1 bit was shifted out. ``amount`` unsigned."""
+    value = Value.cast(value)
+    amount = Value.cast(amount)
+    limit = width + 1
+    big = amount >= limit
+    amt = Mux(big, limit, amount)[:max(1, limit.bit_length())]
+    shifted = (value >> amt)[:width]
+    mask = ~(Const((1 << (2 * limit)) - 1, 2 * limit) << amt)[:width]
+    lost = (value & mask).any()
+    return shifted, lost
+
+
+def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_sign,
+               min_exp=None, names=()):
+    """Normalise, round to nearest even and pack; four segments (calls ``st.cut`` four times).
+
+    The value is ``(-1)**sign * (sig + eps) / 2**(width-1) * 2**(exp - 127)``: ``exp`` is the biased
+    exponent of ``sig``'s top bit (a signed Value), ``sticky`` says ``eps`` is non-zero (below
+    ``sig``'s last bit, with at least two bits of ``sig`` below the rounding position whenever it
+    matters). A zero ``sig`` without sticky packs as ``zero_sign``. ``spec`` (SPEC_*) and
+    ``spec_sign`` override the result. ``min_exp``, when known, is the smallest ``exp`` can be
+    (``>= 1`` removes the denormalising right shift). ``names`` lists extra values to carry
+    (a dict name -> Value; returned with the result bag).
+
+    Returns the final bag with ``z`` (32 bits).
+    """
+    carry = dict(names) if names else {}
+    if len(Value.cast(sig)) != width:
+        raise ValueError(f"`sig` must be {width} bits wide, not {len(Value.cast(sig))}")
+    # segment 1: leading zeros
+    lz = leading_zeros(sig)
+    b = st.cut(sign=sign, exp=exp, sig=sig, sticky=sticky, lz=lz, spec=spec,
+               spec_sign=spec_sign, zero_sign=zero_sign, **carry)
+    # segment 2: shift to normal position (left), or denormalise (right) when too small
+    ew = len(b.exp) + 2
+    e = b.exp.as_signed() if not b.exp.shape().signed else b.exp
+    sh = (e - 1)                                              # largest allowed left shift
+    lzs = Cat(b.lz, Const(0, 1)).as_signed()
+    use_lz = lzs <= sh
+    left_amt = Mux(use_lz, lzs, sh)[:len(lzs) - 1]            # >= 0 when used
+    left = (b.sig << left_amt)[:width]
+    field = Mux(use_lz, e - lzs, 1)                           # biased exponent of the top bit
+    if min_exp is not None and min_exp >= 1:
+        shifted, lost = left, Const(0, 1)
+    else:
+        neg = sh < 0
+        right_amt = (-sh)[:ew]
+        rshifted, rlost = shift_right_sticky(b.sig, right_amt.as_unsigned(), width)
+        shifted = Mux(neg, rshifted, left)
+        lost = neg & rlost
+        field = Mux(neg, 1, field)
+    b = st.cut(sign=b.sign, field=field, sig=shifted, sticky=b.sticky | lost, spec=b.spec,
+               spec_sign=b.spec_sign, zero_sign=b.zero_sign,
+               **{k: b[k] for k in carry})
+    # segment 3: round to nearest even; the carry out of the significand bumps the exponent
+    kept = b.sig[width - 24:width]
+    guard = b.sig[width - 25]
+    rest = (b.sig[0:width - 25].any() if width > 25 else Const(0, 1)) | b.sticky
+    up = guard & (rest | kept[0])
+    # ((field - 1) << 23) + kept encodes normal and subnormal results alike
+    fw = len(b.field) + 24
+    packed = (Cat(Const(0, 23), (b.field - 1)[:len(b.field)]).as_signed() + kept + up)[:fw]
+    nonzero = b.sig.any() | b.sticky
+    b = st.cut(sign=b.sign, packed=packed.as_signed(), nonzero=nonzero, spec=b.spec,
+               spec_sign=b.spec_sign, zero_sign=b.zero_sign, **{k: b[k] for k in carry})
+    # segment 4: overflow, flush, specials, sign
+    ovf = b.packed >= 0x7F800000
+    mag = Mux(ovf, 0x7F800000, b.packed[0:31])
+    if ftz:
+        mag = Mux(mag < 0x00800000, 0, mag)
+    z_value = Mux(b.spec == SPEC_NAN, CANONICAL_NAN,
+                  Mux(b.spec == SPEC_INF, Cat(Const(0x7F800000, 31), b.spec_sign),
+                      Mux(b.spec == SPEC_ZERO, Cat(Const(0, 31), b.spec_sign),
+                          Mux(b.nonzero, Cat(mag, b.sign), Cat(Const(0, 31), b.zero_sign)))))
+    return st.cut(z=z_value, **{k: b[k] for k in carry})
+
+
+ROUND_WEIGHTS = (1.5, 2.0, 1.5, 1.0)
+"""Delay weights of the four :func:`round_pack` segments."""

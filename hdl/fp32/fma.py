@@ -1,0 +1,105 @@
+"""Pipelined binary32 fused multiply-add core (``FPFMACore``).
+
+``z = a * b + c`` with a single rounding, IEEE 754 binary32, round to nearest even, bit-exact
+with :func:`gpurtl.golden.fp32.fma`.
+
+The exact 48-bit product sits at bits 3..50 of a 78-bit window (its units bit at 49). The addend's
+significand starts at bits 53..76 (three bits above the product) and is shifted right by
+``27 - (ec - (ea + eb - 127))``; bits shifted below the window are jammed into bit 0. When the
+addend is even further above the product (or the product is zero) it stays at the top and the
+window exponent follows the addend: the product then lies at least two bits below the addend's
+last bit, so only its sign and non-zeroness matter, which the window still has right.
+
+Segments (registers spread by ``stages``, see :mod:`.common`):
+
+1. unpack, specials, exponents and the alignment distance;
+2. two 12 x 24 partial products, addend alignment (right shift with sticky);
+3. product sum;
+4. window add or subtract (signed);
+5. absolute value, result sign;
+6-9. leading-zero count, normalise or denormalise, round, pack.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux
+from amaranth.lib.wiring import In, Out
+
+from .common import (FPCore, ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, round_pack,
+                     shift_right_sticky, unpack)
+
+__all__ = ["FPFMACore"]
+
+_WINDOW = 78
+
+
+class FPFMACore(FPCore):
+    """Binary32 fused multiply-add datapath with a clock enable and no handshake.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline registers, 0 (combinational) to 9; ``latency == stages``. Default 6.
+    ftz : bool
+        Flush subnormal inputs and results to signed zero.
+
+    Attributes
+    ----------
+    en : In(1)
+        Every pipeline register advances only while ``en`` is high.
+    a, b, c : In(32)
+        Operands (bit patterns).
+    z : Out(32)
+        ``a * b + c`` rounded once, ``latency`` enabled cycles later.
+    """
+
+    WEIGHTS = (1.5, 2.5, 1.5, 2.0, 2.0) + ROUND_WEIGHTS
+    DEFAULT_STAGES = 6
+
+    def __init__(self, stages=None, ftz=False):
+        super().__init__({"en": In(1), "a": In(32), "b": In(32), "c": In(32), "z": Out(32)},
+                         stages, ftz)
+
+    def elaborate(self, platform):
+        m = Module()
+        st = self._stager(m)
+        a, b, c = (unpack(x, self.ftz) for x in (self.a, self.b, self.c))
+        sp = a.sign ^ b.sign
+        p_inf = a.is_inf | b.is_inf
+        p_zero = a.is_zero | b.is_zero
+        nan = (a.is_nan | b.is_nan | c.is_nan | (a.is_inf & b.is_zero) | (a.is_zero & b.is_inf)
+               | (p_inf & c.is_inf & (sp != c.sign)))
+        spec = Mux(nan, SPEC_NAN, Mux(p_inf | c.is_inf, SPEC_INF, SPEC_NONE))
+        spec_sign = Mux(p_inf, sp, c.sign)
+        ep = (a.exp + b.exp - 127).as_signed()          # biased exponent of product bit 49
+        dd = c.exp - ep                                  # addend units bit minus product's
+        top = (dd > 27) | p_zero
+        rshift = Mux(top, 0, 27 - dd)
+        rshift = Mux(rshift > _WINDOW, _WINDOW, rshift)[:7]
+        exp = Mux(top, c.exp + 1, ep + 28)               # biased exponent of window bit 77
+        s = st.cut(sa=a.sig, sb=b.sig, sc=c.sig, rshift=rshift, exp=exp, sp=sp, sc_sign=c.sign,
+                   spec=spec, spec_sign=spec_sign)
+        # segment 2: partial products and addend alignment
+        aligned, lost = shift_right_sticky(Cat(Const(0, 53), s.sc), s.rshift, 77)
+        s = st.cut(lo=s.sa[0:12] * s.sb, hi=s.sa[12:24] * s.sb, addend=aligned | lost,
+                   exp=s.exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec, spec_sign=s.spec_sign)
+        # segment 3: the exact product
+        product = (s.lo + (s.hi << 12))[:48]
+        s = st.cut(product=product, addend=s.addend, exp=s.exp, sp=s.sp, sc_sign=s.sc_sign,
+                   spec=s.spec, spec_sign=s.spec_sign)
+        # segment 4: add or subtract in the window
+        pw = Cat(Const(0, 3), s.product)
+        effsub = s.sp != s.sc_sign
+        total = Mux(effsub, pw - s.addend, pw + s.addend)[:_WINDOW + 1].as_signed()
+        s = st.cut(total=total, exp=s.exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec,
+                   spec_sign=s.spec_sign)
+        # segment 5: magnitude and sign
+        neg = s.total < 0
+        mag = Mux(neg, -s.total, s.total)[:_WINDOW]
+        sign = s.sp ^ neg
+        s = st.cut(mag=mag, sign=sign, exp=s.exp, zero_sign=s.sp & s.sc_sign, spec=s.spec,
+                   spec_sign=s.spec_sign)
+        out = round_pack(st, sign=s.sign, exp=s.exp, sig=s.mag, sticky=Const(0, 1),
+                         width=_WINDOW, ftz=self.ftz, spec=s.spec, spec_sign=s.spec_sign,
+                         zero_sign=s.zero_sign)
+        assert st.done
+        m.d.comb += self.z.eq(out.z)
+        return m
