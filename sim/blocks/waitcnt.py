@@ -52,18 +52,24 @@ def _counter_stimulus(rng, count, generation, waves, full_policy):
     prof = profile(generation)
     shadow = [{n: 0 for n in prof.counters} for _ in range(waves)]
     cycles = []
-    focus = 0
+    focus = focus_cls = 0
+    classes = [int(c.value) for c in InstClass]
     for cycle in range(count):
-        if cycle % 97 == 0:
+        phase, offset = divmod(cycle, 120)
+        burst = phase % 2 == 1               # phases with few returns: counters fill up
+        if offset == 0:
             focus = int(rng.integers(waves))
-        burst = (cycle // 200) % 3 == 1      # phases with few returns: counters fill up
+            if burst:
+                focus_cls = classes[(phase // 2 + int(rng.integers(2))) % len(classes)]
         issue = _issue(rng, waves, focus)
+        if burst and rng.random() < 0.8:
+            issue["cls"] = focus_cls
         if issue["valid"]:
             for n in prof.class_map[InstClass(issue["cls"])]:
                 shadow[issue["wave"]][n] += 1
         ret = {}
         for n in prof.counters:
-            valid = rng.random() < (0.08 if burst else 0.45)
+            valid = rng.random() < (0.03 if burst else 0.45)
             outstanding = [w for w in range(waves) if shadow[w][n] > 0]
             if outstanding and rng.random() < 0.95:
                 wave = outstanding[int(rng.integers(len(outstanding)))]

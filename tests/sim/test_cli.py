@@ -1,0 +1,100 @@
+"""The gpurtl command line: normal use and clear errors for bad input."""
+
+import json
+
+import pytest
+
+from gpurtl.sim.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_shows_blocks_params_and_interfaces(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    assert "waitcnt  (cycle-stepped)" in out and "generation=gfx12" in out and "in  (" in out
+
+
+def test_check_ends_with_the_count_line(capsys):
+    code, out, _ = run(capsys, "check", "waitcnt", "-p", "waves=2", "--count", "300")
+    assert code == 0
+    assert out.strip().splitlines()[-1] == "300 passed, 0 failed"
+
+
+def test_run_writes_outputs_and_agrees_with_golden(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    lines = [{"issue": {"valid": 1, "wave": 1, "cls": "VMEM_LOAD"}},
+             {"wait": {"valid": 1, "wave": 1, "word": 0xBFC00000}},   # s_wait_loadcnt 0
+             {}, {"ret": {"load": {"valid": 1, "wave": 1}}}, {}]
+    source.write_text("# per-cycle events\n" + "\n".join(json.dumps(x) for x in lines) + "\n")
+    target = tmp_path / "out.jsonl"
+    code, _, err = run(capsys, "run", "waitcnt", "-p", "waves=2", "--input", str(source),
+                       "--output", str(target))
+    assert code == 0, err
+    outputs = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [o["stall"] for o in outputs] == [0, 0, 2, 2, 0]
+    assert "5 passed, 0 failed" in err
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"issue": {"valid": 1, "wave": 1, "cls": 0}}\n{"issue": ', "in.jsonl:2: not valid JSON"),
+    ('{"issue": {"valid": 1, "wave": 9, "cls": 0}}\n', "in.jsonl:1: field `issue.wave`: must be in 0..1"),
+    ('{"issue": {"valid": 1, "wave": 0, "cls": "LOADX"}}\n', "field `issue.cls`: must be one of"),
+    ('{"isue": {"valid": 1}}\n', "in.jsonl:1: unknown field `isue`"),
+    ('[1, 2]\n', "in.jsonl:1: each line must be a JSON object"),
+    ('\n', "no transactions"),
+])
+def test_bad_input_is_one_clear_line_exit_2_and_no_output(tmp_path, capsys, content, message):
+    source = tmp_path / "in.jsonl"
+    source.write_text(content)
+    target = tmp_path / "out.jsonl"
+    code, out, err = run(capsys, "run", "waitcnt", "-p", "waves=2", "--input", str(source),
+                         "--output", str(target))
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == [source]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("check", "waitcnts"), "unknown block `waitcnts`; did you mean waitcnt"),
+    (("check", "waitcnt", "-p", "waves=0"), "parameter `waves` must be an integer from 1 to 64"),
+    (("check", "waitcnt", "-p", "generation=gfx13"), "parameter `generation` must be one of"),
+    (("check", "waitcnt", "-p", "wavs=2"), "block `waitcnt` has no parameter `wavs`"),
+    (("check", "waitcnt", "-p", "waves"), "must be written name=value"),
+    (("run", "waitcnt", "--input", "/nonexistent/in.jsonl"), "cannot read"),
+    (("check", "waitcnt_mem", "-p", "hit_latency=50", "-p", "miss_latency=10"),
+     "must not exceed `miss_latency`"),
+])
+def test_user_mistakes_exit_2(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_missing_input_file_for_missing_field_without_default(tmp_path, capsys):
+    from gpurtl.sim.jsonio import InputError, read_jsonl
+    from .toy import IN
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"a": 1, "b": 2, "f": 1.5}\n{"a": 1, "f": "3f800000"}\n')
+    with pytest.raises(InputError, match=r"t.jsonl:2: field `b`: is missing"):
+        read_jsonl(path, IN)
+    path.write_text('{"a": 1, "b": 2, "f": "0x3F80000"}\n')
+    with pytest.raises(InputError, match=r"t.jsonl:1: field `f` must be a number or 8 hex"):
+        read_jsonl(path, IN)
+    path.write_text('{"a": 1, "b": 2, "f": -0.0}\n{"a": 1, "b": 2, "f": "0x7fc00000"}\n')
+    values = read_jsonl(path, IN)
+    assert [v["f"] for v in values] == [0x80000000, 0x7FC00000]
+
+
+def test_export_writes_verilog(tmp_path, capsys):
+    target = tmp_path / "w.v"
+    code, _, err = run(capsys, "export", "waitcnt", "-p", "waves=2", "-o", str(target))
+    assert code == 0
+    text = target.read_text()
+    assert "module waitcnt" in text and "input clk" in text.replace("  ", " ")

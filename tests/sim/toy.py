@@ -1,0 +1,53 @@
+"""A tiny pipeline used only to test the harness itself (not registered)."""
+
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.hdl.shapes import Float32
+from gpurtl.sim.registry import Block, Param
+
+IN = data.StructLayout({"a": unsigned(8), "b": unsigned(8), "f": Float32()})
+OUT = data.StructLayout({"s": unsigned(9), "f": Float32()})
+
+
+class ToyAdder(wiring.Component):
+    """``s = a + b`` and ``f`` passed through, ``stages`` register stages with a global enable."""
+
+    def __init__(self, stages=3, claimed_latency=None):
+        self._stages = stages
+        self._claimed = stages if claimed_latency is None else claimed_latency
+        super().__init__({"i": In(stream.Signature(IN)), "o": Out(stream.Signature(OUT))})
+
+    @property
+    def latency(self):
+        return self._claimed
+
+    def elaborate(self, platform):
+        m = Module()
+        en = Signal()
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
+        valid, total, f = self.i.valid, self.i.payload.a + self.i.payload.b, self.i.payload.f
+        for k in range(self._stages):
+            s_valid = Signal(name=f"s{k}_valid")
+            s_total = Signal(9, name=f"s{k}_total")
+            s_f = Signal(32, name=f"s{k}_f")
+            with m.If(en):
+                m.d.sync += [s_valid.eq(valid), s_total.eq(total), s_f.eq(f)]
+            valid, total, f = s_valid, s_total, s_f
+        m.d.comb += [self.o.valid.eq(valid), self.o.payload.s.eq(total), self.o.payload.f.eq(f)]
+        return m
+
+
+def toy_block(golden=None, claimed_latency=None):
+    def default_golden(stages):
+        return lambda tx: {"s": tx["a"] + tx["b"], "f": tx["f"]}
+
+    def stimulus(rng, count, stages):
+        return [{"a": int(rng.integers(256)), "b": int(rng.integers(256)),
+                 "f": int(rng.integers(2**32))} for _ in range(count)]
+
+    return Block(name="toy", doc="test adder", kind="pipeline",
+                 build=lambda stages: ToyAdder(stages, claimed_latency),
+                 golden=golden or default_golden, layouts=lambda stages: (IN, OUT),
+                 stimulus=stimulus, params=(Param("stages", 3, range=(1, 8)),))
