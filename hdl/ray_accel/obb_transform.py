@@ -69,7 +69,7 @@ RAY_OUT = data.StructLayout({"origin": VEC3, "dir": VEC3, "bad_index": unsigned(
 
 def fma_core_class():
     """The FP32 engineer's ``FPFMACore`` (hdl/fp32, see /work/fp32_contract.md)."""
-    from gpurtl.hdl.fp32 import FPFMACore
+    from gpurtl.hdl.fp32.fma import FPFMACore
     return FPFMACore
 
 

@@ -9,7 +9,7 @@ from gpurtl.hdl.shapes import f32_bits
 from ..registry import Block, Param, register
 
 _FMA = Param("fma_stages", 2, "register stages of each FP32 FMA unit (latency = 3x this)",
-             range=(0, 4))
+             range=(1, 6))
 
 # Corner-case FP32 patterns: zeros, ones, subnormals, the largest finite, infinities, NaNs.
 _SPECIAL = np.array([0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF,
