@@ -12,7 +12,7 @@ from amaranth.hdl import Assert, Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import Err, Op, command_layout, result_layout
+from .common import COUNT_BITS, Err, Op, command_layout, result_layout
 from .configs import ContigConfig
 
 __all__ = ["ContigAllocator", "contig_layouts"]
@@ -28,25 +28,37 @@ def contig_layouts(config):
         row_bits=_bits(config.rows - 1))
 
 
-class _FitMasks(wiring.Component):
-    """``fits[k-1]`` has bit ``u`` set when units ``u .. u+k-1`` are all free (``fits[0]`` is the
-    free mask). Built from expressions only, so the simulator evaluates it once per change of the
-    ownership registers."""
+class _FreeMask(wiring.Component):
+    """``free`` = units no slot owns."""
 
-    def __init__(self, units, slots, max_units):
-        self._u, self._s, self._mu = units, slots, max_units
-        super().__init__({"own": In(units).array(slots), "fits": Out(units).array(max_units)})
+    def __init__(self, units, slots):
+        self._u, self._s = units, slots
+        super().__init__({"own": In(units).array(slots), "free": Out(units)})
 
     def elaborate(self, platform):
         m = Module()
         acc = Const(0, self._u)
         for w in range(self._s):
             acc = acc | self.own[w]
-        free = ~acc
-        fit = free
-        m.d.comb += self.fits[0].eq(fit)
-        for k in range(1, self._mu):
-            fit = fit & (free >> k)
+        m.d.comb += self.free.eq(~acc)
+        return m
+
+
+class _FitMasks(wiring.Component):
+    """``fits[k-1]`` has bit ``u`` set when units ``u .. u+k-1`` are all free (``fits[0]`` is the
+    free mask). Flat expressions of the ``free`` input only, so the simulator evaluates this
+    module once per change of the ownership registers and compiles it quickly."""
+
+    def __init__(self, units, max_units):
+        self._u, self._mu = units, max_units
+        super().__init__({"free": In(units), "fits": Out(units).array(max_units)})
+
+    def elaborate(self, platform):
+        m = Module()
+        for k in range(self._mu):
+            fit = self.free
+            for t in range(1, k + 1):
+                fit = fit & (self.free >> t)
             m.d.comb += self.fits[k].eq(fit)
         return m
 
@@ -71,6 +83,31 @@ class _FirstFit(wiring.Component):
             m.d.comb += self.start[k].eq(Cat(
                 (lowest & sum(1 << u for u in range(U) if u >> b & 1)) != 0
                 for b in range(_bits(U - 1))))
+        return m
+
+
+class _Pick(wiring.Component):
+    """Units needed for a request of ``count`` registers and the first-fit position for it."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        U, MU = cfg.units, cfg.max_units
+        super().__init__({"count": In(COUNT_BITS),
+                          "fit_found": In(1).array(MU), "fit_start": In(range(U)).array(MU),
+                          "need": Out(_bits(MU)), "found": Out(1), "start": Out(range(U)),
+                          "range_mask": Out(U)})
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        U, MU = cfg.units, cfg.max_units
+        n = Mux(self.count == 0, 1, self.count)
+        need = sum((n > t) for t in cfg.thresholds)[:_bits(MU)]
+        index = (need - 1)[:_bits(MU - 1)]
+        start = Array(self.fit_start)[index]
+        ones = ((Const(1, MU + 1) << need) - 1)[:MU]
+        m.d.comb += [self.need.eq(need), self.found.eq(Array(self.fit_found)[index]),
+                     self.start.eq(start), self.range_mask.eq((ones << start)[:U])]
         return m
 
 
@@ -108,10 +145,14 @@ class ContigAllocator(wiring.Component):
         base = Array(Signal(range(U), name=f"base{w}") for w in range(S))
         units = Array(Signal(_bits(MU), name=f"units{w}") for w in range(S))
         free = Signal(range(U + 1), init=U)
-        m.submodules.fits = fitmod = _FitMasks(U, S, MU)
+        #: state registers by name, for fault-injection tests (set when elaborated)
+        self.state = {"own": own, "base": base, "units": units, "free": free}
+        m.submodules.free_mask = fm = _FreeMask(U, S)
+        m.submodules.fits = fitmod = _FitMasks(U, MU)
         m.submodules.first_fit = ff = _FirstFit(U, MU)
         for w in range(S):
-            m.d.comb += fitmod.own[w].eq(own[w])
+            m.d.comb += fm.own[w].eq(own[w])
+        m.d.comb += fitmod.free.eq(fm.free)
         for k in range(MU):
             m.d.comb += ff.fits[k].eq(fitmod.fits[k])
         free_mask = fitmod.fits[0]
@@ -122,13 +163,12 @@ class ContigAllocator(wiring.Component):
         slot_ok = w < S
         ws = w[:_bits(S - 1)]
         cur = Mux(slot_ok, units[ws], 0)
-        n = Mux(i.count == 0, 1, i.count)
-        need = sum((n > t) for t in cfg.thresholds)
+        m.submodules.pick = pick = _Pick(cfg)
+        m.d.comb += pick.count.eq(i.count)
+        for k in range(MU):
+            m.d.comb += [pick.fit_found[k].eq(ff.found[k]), pick.fit_start[k].eq(ff.start[k])]
+        need, found, start, range_mask = pick.need, pick.found, pick.start, pick.range_mask
         over = i.count > cfg.max_count
-        found = Array(ff.found)[need - 1]
-        start = Array(ff.start)[need - 1]
-        ones = Array(Const((1 << k) - 1, MU) for k in range(MU + 1))
-        range_mask = (ones[need] << start)[:U]
 
         do_launch = Signal()
         do_end = Signal()

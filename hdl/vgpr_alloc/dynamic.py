@@ -172,6 +172,9 @@ class DynVgprAllocator(wiring.Component):
         top = Signal(range(T + 1), init=P)             # free stack: words 0 .. top-1
         hv = Signal()
         hw = Signal(4)
+        #: state registers by name, for fault-injection tests (set when elaborated)
+        self.state = {"blocks": blocks, "tbl": tbl, "stack": stack, "top": top, "hv": hv,
+                      "hw": hw}
 
         # ---- command decode (its own module, see _Decode) ----
         m.submodules.decode = d = _Decode(B, L, MAXB, T, R)
