@@ -1,0 +1,176 @@
+"""Dynamic-VGPR deadlock: every wave grows at once, with and without the deadlock reserve, and
+the seed article's counter-case of two waves that wait on each other inside their high-register
+sections (/work/shared/seeds/000_d9689f4e48ff163c.txt, "deadlock avoidance mode";
+/work/shared/spec/rdna4_waitcnt_dynvgpr.md B.1).
+
+Everything runs on the ``vgpr_dyn`` RTL in the Amaranth simulator, every cycle cross-checked
+against its golden model; a run is declared deadlocked when nothing has progressed for a while
+*and*, judged from the RTL's own outputs (free blocks, reserve holder, per-wave blocks), no
+pending ``s_alloc_vgpr`` could succeed.
+"""
+
+import csv
+import random
+
+from ._vgpr_sched import Program, Simd, run_rtl
+
+NAME = "dynvgpr-deadlock"
+DESCRIPTION = ("RDNA 4 dynamic VGPRs: all waves grow at once with and without the deadlock "
+               "reserve; two waves waiting on each other deadlock even with it")
+
+B = 16                      # block size (SQ_DYN_VGPR.BLOCK_SIZE = 0, the shipped setting)
+SLOTS = 16
+
+
+def _growing_program(name, rng):
+    """Grow in three steps (64, 96, 128 VGPRs = 4, 6, 8 blocks) with work in between."""
+    lat = 30
+    return Program(name, [("alloc", 64), ("work", rng.randint(2, 3), lat),
+                          ("alloc", 96), ("work", rng.randint(2, 3), lat),
+                          ("alloc", 128), ("work", rng.randint(3, 5), lat)])
+
+
+def grow_at_once(fwd_progress, seed, programs):
+    rng = random.Random(seed)
+    progs = [_growing_program(f"p{n}", rng) for n in range(programs)]
+    params = {"block_size": B, "fwd_progress": fwd_progress, "reserve": 7}
+    simd = Simd(progs, SLOTS, retry=8, stall_limit=400, block_size=B,
+                reserve=7 if fwd_progress else 0)
+    cycles = run_rtl("vgpr_dyn", params, simd, 40_000)
+    return simd, cycles
+
+
+def pair_case(rendezvous_high):
+    """Waves p0 and p1 must meet; the 14 others hold 6 blocks each (70 of the 80 pool blocks)
+    and wait until p0 and p1 have ended, so only the reserve is left when p0 and p1 (2 blocks
+    each) grow to 8 blocks. ``rendezvous_high``: p0/p1 grow to 8 blocks first and meet inside their
+    high-register sections (the seed's counter-case); otherwise they meet before growing."""
+    others = [f"q{n}" for n in range(SLOTS - 2)]
+    pair = ["p0", "p1"]
+    progs = []
+    for name in pair:
+        low = [("alloc", 32), ("work", 8, 30)]
+        high = [("alloc", 128), ("work", 4, 20)]
+        meet = [("barrier", "meet", pair)]
+        body = low + high + meet + [("work", 4, 20)] if rendezvous_high else \
+            low + meet + high + [("work", 4, 20)]
+        progs.append(Program(name, body + [("alloc", 0)]))
+    for name in others:
+        progs.append(Program(name, [("alloc", 96), ("work", 2, 10), ("wait_done", pair),
+                                    ("work", 2, 10)]))
+    # the others are dispatched first so that they hold their blocks when the pair grows
+    progs = progs[2:] + progs[:2]
+    simd = Simd(progs, SLOTS, retry=8, stall_limit=400, block_size=B, reserve=7)
+    cycles = run_rtl("vgpr_dyn", {"block_size": B, "fwd_progress": True, "reserve": 7}, simd,
+                     20_000)
+    return simd, cycles
+
+
+def _describe(simd):
+    if simd.stuck is None:
+        return "finished"
+    d = simd.stuck
+    held = sorted(set(v[0] for v in d["waiting_alloc"].values()))
+    return (f"deadlock: {len(d['waiting_alloc'])} waves wait in s_alloc_vgpr holding "
+            f"{'/'.join(map(str, held))} blocks, {len(d['waiting_other'])} wait on other waves, "
+            f"free {d['free_blocks']} blocks, reserve holder {d['holder']}, "
+            f"grantable requests: {len(d['grantable'])}")
+
+
+def _plot(path, runs, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.6 * len(runs)), sharex=False)
+    if len(runs) == 1:
+        axes = [axes]
+    for ax, (label, simd) in zip(axes, runs):
+        t = range(len(simd.trace))
+        ax.plot(t, [x[0] for x in simd.trace], label="resident waves")
+        ax.plot(t, [x[2] for x in simd.trace], label="waves waiting in s_alloc_vgpr")
+        ax.plot(t, [x[3] for x in simd.trace], label="programs finished")
+        ax.set_title(f"{label}: {'DEADLOCK' if simd.stuck else 'finished'}", fontsize=9)
+        ax.set_xlabel("cycle")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def run(out_dir, *, quick=False, progress=None):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trials = 2 if quick else 6
+    programs = 24 if quick else 48
+    total = 2 * trials + 2
+    step = 0
+    rows, csv_rows = [], []
+    results = {}
+    example = []
+    for fwd in (False, True):
+        label = "reserve on (FWD_PROGRESS=1, 7 blocks)" if fwd else "reserve off"
+        outcomes = []
+        for trial in range(trials):
+            simd, cycles = grow_at_once(fwd, seed=100 + trial, programs=programs)
+            outcomes.append((simd, cycles))
+            csv_rows.append({"case": "grow-at-once", "reserve": int(fwd), "trial": trial,
+                             "cycles": cycles, "finished_programs": len(simd.finished),
+                             "of": programs, "deadlock": int(simd.stuck is not None),
+                             "alloc_failures": simd.alloc_fail,
+                             "lookup_errors": simd.lookup_errors,
+                             "state": _describe(simd)})
+            step += 1
+            if progress:
+                progress(step, total, f"grow-at-once {label} trial {trial}")
+        results[fwd] = outcomes
+        example.append((f"grow at once, {label}", outcomes[0][0]))
+        dead = [s for s, _ in outcomes if s.stuck is not None]
+        done = [c for s, c in outcomes if s.stuck is None]
+        rows.append((f"all waves grow at once, {label}: runs deadlocked",
+                     f"{len(dead)} of {trials}"))
+        if dead:
+            rows.append((f"  first deadlock state ({label})", _describe(dead[0])))
+            rows.append((f"  cycle the last progress was made ({label})",
+                         dead[0].last_progress))
+        if done:
+            rows.append((f"  cycles to finish {programs} programs ({label}), mean",
+                         round(sum(done) / len(done))))
+        fails = sum(s.alloc_fail for s, _ in outcomes) / trials
+        rows.append((f"  failed s_alloc_vgpr attempts per run ({label})", round(fails)))
+    pair_runs = []
+    for high in (True, False):
+        simd, cycles = pair_case(high)
+        where = "inside their high-register sections" if high else "before growing"
+        pair_runs.append((f"p0/p1 meet {where}", simd))
+        rows.append((f"two waves meet {where}, reserve on", _describe(simd)))
+        csv_rows.append({"case": f"pair-meet-{'high' if high else 'low'}", "reserve": 1,
+                         "trial": 0, "cycles": cycles,
+                         "finished_programs": len(simd.finished), "of": SLOTS,
+                         "deadlock": int(simd.stuck is not None),
+                         "alloc_failures": simd.alloc_fail,
+                         "lookup_errors": simd.lookup_errors, "state": _describe(simd)})
+        step += 1
+        if progress:
+            progress(step, total, f"pair case ({where})")
+    files = []
+    path = out_dir / "deadlock_grow_at_once.png"
+    _plot(path, example, "16 waves grow 4 -> 6 -> 8 blocks at once (vgpr_dyn RTL, 16-VGPR "
+                         "blocks, 1536 VGPRs)")
+    files.append(path)
+    path = out_dir / "deadlock_pair.png"
+    _plot(path, pair_runs, "Two waves waiting on each other, deadlock reserve on")
+    files.append(path)
+    path = out_dir / "runs.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(csv_rows[0]))
+        writer.writeheader()
+        writer.writerows(csv_rows)
+    files.append(path)
+    lookups = sum(r["lookup_errors"] for r in csv_rows)
+    rows.append(("translation lookups of held registers that missed (must be 0)", lookups))
+    title = "Dynamic VGPR deadlock and the deadlock-avoidance reserve (vgpr_dyn RTL)"
+    md = [f"# {title}", "", "| metric | value |", "|---|---|"]
+    md += [f"| {m} | {v} |" for m, v in rows]
+    (out_dir / "summary.md").write_text("\n".join(md) + "\n")
+    files.append(out_dir / "summary.md")
+    return {"title": title, "rows": rows, "files": [str(f) for f in files]}
