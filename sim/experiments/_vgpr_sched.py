@@ -28,10 +28,12 @@ __all__ = ["Program", "Simd", "run_rtl", "grantable"]
 
 
 class Program:
-    """One wave program: a name, the registers asked for at launch and a list of actions."""
+    """One wave program: a name, the registers asked for at launch and a list of actions.
+    ``counts``: its end completes a unit of work (False for a thread that only spawns another)."""
 
-    def __init__(self, name, actions, launch_regs=0):
+    def __init__(self, name, actions, launch_regs=0, counts=True):
         self.name, self.actions, self.launch_regs = name, list(actions), launch_regs
+        self.counts = counts
 
 
 class _Wave:
@@ -88,6 +90,7 @@ class Simd:
         self.arrived = {}              # barrier name -> set of program names
         self.done = set()              # names of ended programs
         self.finished = []             # (cycle, program name)
+        self.work_done = 0             # ended programs that count as work
         self.trace = []                # per cycle: (resident, issued, alloc_waiting)
         self.alloc_fail = self.alloc_ok = 0
         self.issued = 0
@@ -189,6 +192,7 @@ class Simd:
                 del self.waves[wave.slot]
                 self.done.add(wave.program.name)
                 self.finished.append((cycle, wave.program.name))
+                self.work_done += int(wave.program.counts)
                 progress = True
             elif kind == "alloc":
                 wave = pending[1]
@@ -209,7 +213,7 @@ class Simd:
                       if w.action is not None and w.action[0] == "alloc")
         resident = sum(1 for u in out["units"] if u)
         self.trace.append((resident, int(self._issue is not None), waiting,
-                           len(self.finished)))
+                           self.work_done))
         if progress:
             self.last_progress = cycle
         if not self.queue and not self.waves:

@@ -1,0 +1,186 @@
+"""Register allocation and occupancy: a ray-tracing-like wave program (a long low-register
+traversal phase, a short high-register shading phase, the shape the seed article describes for
+RDNA 4's inline ray tracing) under RDNA static allocation, RDNA 4 dynamic allocation with 16- and
+32-VGPR blocks, and Intel Xe3 per-thread GRF blocks; plus the occupancy-versus-registers table.
+
+All runs drive the allocator RTL (Amaranth simulator) from a wave scheduler
+(:mod:`._vgpr_sched`), cross-checked every cycle against the golden models.
+
+Workload model (a choice, stated in the summary): one instruction issues per cycle on the SIMD;
+each traversal step is one instruction followed by a ``TRAV_LAT``-cycle wait (a BVH node fetch),
+each shading step one instruction and a ``SHADE_LAT``-cycle wait. Per-lane register counts are
+used on both vendors (``n`` VGPRs of a wave32 wave ~ ``n`` GRFs of a SIMD16 thread).
+"""
+
+import csv
+
+from gpurtl.golden.vgpr_alloc import occupancy as occ
+
+from ._vgpr_sched import Program, Simd, run_rtl
+
+NAME = "occupancy"
+DESCRIPTION = ("ray-tracing-like waves under RDNA static, RDNA 4 dynamic (16/32 blocks) and Xe3 "
+               "register allocation: residency and throughput; occupancy vs registers table")
+
+LOW, HIGH = 64, 128                 # registers of the traversal and shading phases
+TRAV_STEPS, TRAV_LAT = 24, 50
+SHADE_STEPS, SHADE_LAT = 6, 20
+
+
+def _programs(kind, count):
+    progs = []
+    for n in range(count):
+        trav = ("work", TRAV_STEPS, TRAV_LAT)
+        shade = ("work", SHADE_STEPS, SHADE_LAT)
+        if kind == "dynamic":
+            progs.append(Program(f"r{n}", [("alloc", LOW), trav, ("alloc", HIGH), shade]))
+        elif kind == "split":
+            shader = Program(f"s{n}", [shade], launch_regs=HIGH)
+            progs.append(Program(f"r{n}", [trav, ("spawn", shader)], launch_regs=LOW,
+                                 counts=False))
+        else:                        # static for the wave's lifetime: the larger of the two
+            progs.append(Program(f"r{n}", [trav, shade], launch_regs=max(LOW, HIGH)))
+    return progs
+
+
+CONFIGS = [
+    # label, block, params, program kind, slots, block size, reserve
+    ("RDNA static (1536 VGPRs, granule 24)", "vgpr_static", {}, "static", 16, 16, 0),
+    ("RDNA 4 dynamic, 16-VGPR blocks", "vgpr_dyn", {"block_size": 16}, "dynamic", 16, 16, 7),
+    ("RDNA 4 dynamic, 32-VGPR blocks", "vgpr_dyn", {"block_size": 32}, "dynamic", 16, 32, 7),
+    ("Xe3 GRF blocks, one thread per ray", "xe3_grf", {"mode": "xe3"}, "static", 10, 32, 0),
+    ("Xe3 GRF blocks, shading as its own thread", "xe3_grf", {"mode": "xe3"}, "split", 10, 32, 0),
+]
+
+
+def simulate(config, count):
+    label, block, params, kind, slots, bsize, reserve = config
+    simd = Simd(_programs(kind, count), slots, retry=8, stall_limit=2000, block_size=bsize,
+                reserve=reserve)
+    cycles = run_rtl(block, params, simd, 400_000)
+    return simd, cycles
+
+
+def occupancy_rows(counts):
+    rows = []
+    for n in counts:
+        rows.append({
+            "registers": n,
+            "rdna4_static_1536": occ.rdna_static_waves(n),
+            "rdna4_static_1024": occ.rdna_static_waves(n, 1024),
+            "rdna4_dynamic_b16": occ.rdna_dynamic_waves(n, 16) if n <= 128 else 0,
+            "rdna4_dynamic_b32": occ.rdna_dynamic_waves(n, 32),
+            "xe3": occ.xe3_threads(n),
+            "xe2_fixed": occ.xe_fixed_threads(n, "grf128") or occ.xe_fixed_threads(n, "grf256"),
+        })
+    return rows
+
+
+def _plots(out_dir, results, table):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    files = []
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7))
+    for label, simd, cycles in results:
+        t = range(len(simd.trace))
+        window = 200
+        res = [x[0] for x in simd.trace]
+        smooth = [sum(res[max(0, i - window):i + 1]) / (i + 1 - max(0, i - window))
+                  for i in range(len(res))]
+        ax1.plot(t, smooth, label=label)
+        ax2.plot(t, [x[3] for x in simd.trace], label=label)
+    ax1.set_ylabel(f"resident waves ({200}-cycle mean)")
+    ax2.set_ylabel("programs finished")
+    ax2.set_xlabel("cycle")
+    ax1.legend(fontsize=7)
+    ax1.set_title(f"traversal {LOW} regs x {TRAV_STEPS} steps, shading {HIGH} regs x "
+                  f"{SHADE_STEPS} steps", fontsize=9)
+    fig.tight_layout()
+    path = out_dir / "residency_and_work.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    files.append(path)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    xs = [r["registers"] for r in table]
+    for key, label in [("rdna4_static_1536", "RDNA 4 static (1536 VGPRs)"),
+                       ("rdna4_dynamic_b16", "RDNA 4 dynamic, 16 blocks (all waves at n)"),
+                       ("rdna4_dynamic_b32", "RDNA 4 dynamic, 32 blocks (all waves at n)"),
+                       ("xe3", "Xe3 threads / XVE"), ("xe2_fixed", "Xe2 fixed GRF modes")]:
+        ax.step(xs, [r[key] for r in table], where="post", label=label)
+    ax.set_xlabel("registers per wave / thread")
+    ax.set_ylabel("resident waves / threads")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out_dir / "occupancy_vs_registers.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    files.append(path)
+    return files
+
+
+def run(out_dir, *, quick=False, progress=None):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    count = 48 if quick else 160
+    results, rows, csv_rows = [], [], []
+    for index, config in enumerate(CONFIGS):
+        simd, cycles = simulate(config, count)
+        label = config[0]
+        results.append((label, simd, cycles))
+        if progress:
+            progress(index + 1, len(CONFIGS), label)
+        n = max(len(simd.trace), 1)
+        resident = sum(x[0] for x in simd.trace) / n
+        util = simd.issued / n
+        state = "finished" if simd.finished_all else f"STUCK {simd.stuck}"
+        thr = 1000 * simd.work_done / cycles
+        csv_rows.append({"config": label, "cycles": cycles, "rays": simd.work_done,
+                         "work_per_kcycle": round(thr, 2), "mean_resident": round(resident, 2),
+                         "issue_utilization": round(util, 3),
+                         "alloc_failures": simd.alloc_fail, "state": state,
+                         "lookup_errors": simd.lookup_errors})
+        rows.append((f"{label}: rays (wave programs) per 1000 cycles", round(thr, 2)))
+        rows.append((f"{label}: mean resident waves, issue utilization",
+                     f"{resident:.2f}, {util:.1%}"))
+        if simd.alloc_fail:
+            rows.append((f"{label}: failed s_alloc_vgpr attempts", simd.alloc_fail))
+        if not simd.finished_all:
+            rows.append((f"{label}: state", state))
+    base = csv_rows[0]["work_per_kcycle"]
+    for r in csv_rows[1:]:
+        rows.append((f"speed-up over RDNA static: {r['config']}",
+                     f"{r['work_per_kcycle'] / base:.2f}x"))
+    table = occupancy_rows(range(1, 257))
+    show = [32, 64, 96, 97, 112, 128, 129, 160, 192, 193, 256]
+    md_table = ["| registers | RDNA 4 static 1536 | RDNA 4 dyn B16 | RDNA 4 dyn B32 | Xe3 | "
+                "Xe2 fixed |", "|---|---|---|---|---|---|"]
+    for r in table:
+        if r["registers"] in show:
+            md_table.append(f"| {r['registers']} | {r['rdna4_static_1536']} | "
+                            f"{r['rdna4_dynamic_b16'] or '-'} | {r['rdna4_dynamic_b32']} | "
+                            f"{r['xe3']} | {r['xe2_fixed']} |")
+    for n in (64, 96, 128, 192, 256):
+        r = table[n - 1]
+        rows.append((f"occupancy at {n} registers: RDNA4 static / dyn16 / dyn32 / Xe3",
+                     f"{r['rdna4_static_1536']} / {r['rdna4_dynamic_b16'] or '-'} / "
+                     f"{r['rdna4_dynamic_b32']} / {r['xe3']}"))
+    files = _plots(out_dir, results, table)
+    for name, data in (("runs.csv", csv_rows), ("occupancy_table.csv", table)):
+        path = out_dir / name
+        with path.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(data[0]))
+            writer.writeheader()
+            writer.writerows(data)
+        files.append(path)
+    title = "Occupancy under static, dynamic (RDNA 4) and Xe3 block register allocation"
+    md = [f"# {title}", "",
+          f"Workload: {count} wave programs; traversal {LOW} registers, {TRAV_STEPS} steps of "
+          f"1 issue + {TRAV_LAT} cycles; shading {HIGH} registers, {SHADE_STEPS} steps of 1 issue "
+          f"+ {SHADE_LAT} cycles; one instruction per cycle, s_alloc_vgpr retried every 8 cycles.",
+          "", "| metric | value |", "|---|---|"]
+    md += [f"| {m} | {v} |" for m, v in rows]
+    md += ["", "Occupancy (resident waves/threads when every wave holds n registers; dynamic "
+           "counts include the deadlock reserve of 7 blocks):", ""] + md_table
+    (out_dir / "summary.md").write_text("\n".join(md) + "\n")
+    files.append(out_dir / "summary.md")
+    return {"title": title, "rows": rows, "files": [str(f) for f in files]}
