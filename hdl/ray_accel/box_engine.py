@@ -74,10 +74,11 @@ class BoxEngine(wiring.Component):
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
         self._boxes, self._ftz = boxes, ftz
-        add, mul, fma = fp_core("FPAddCore"), fp_core("FPMulCore"), fp_core("FPFMACore")
-        self._la = add(add_stages, ftz).latency
-        self._lm = mul(mul_stages, ftz).latency
-        self._lf = fma(fma_stages, ftz).latency
+        # FP32 core latency == its stages (fp32 contract); no probe instances (they would be
+        # unused elaboratables)
+        self._la = fp_core("FPAddCore").DEFAULT_STAGES if add_stages is None else add_stages
+        self._lm = fp_core("FPMulCore").DEFAULT_STAGES if mul_stages is None else mul_stages
+        self._lf = fp_core("FPFMACore").DEFAULT_STAGES if fma_stages is None else fma_stages
         self._stages = (add_stages, mul_stages, fma_stages)
         super().__init__({
             "en": In(1),

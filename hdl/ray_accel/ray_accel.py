@@ -91,6 +91,9 @@ def build_paths(triangles=True, transforms=True):
 
 def dequant_offset(m, exp, q, name):
     """``Dq(q)`` FP32 bits (spec 1.5) of an 8-bit exponent and a 13-bit plane value."""
+    q13 = Signal(13, name=f"{name}_q")
+    m.d.comb += q13.eq(q)
+    q = q13
     p = Signal(4, name=f"{name}_p")
     for k in range(13):
         with m.If(q[k]):
@@ -178,9 +181,13 @@ class RayAccel(wiring.Component):
         self._triangles, self._transforms = triangles, transforms
         self._stages = dict(add_stages=add_stages, mul_stages=mul_stages, fma_stages=fma_stages)
         self._rcp_stages, self._xf_stages = rcp_stages, xf_fma_stages
-        probe = BoxEngine(boxes_per_engine, ftz=ftz, **self._stages)
-        self._engine_latency, self._inv_offset = probe.latency, probe.inv_offset
-        self._lr = fp_core("FPRcpCore")(rcp_stages, ftz).latency
+        self._box_engines = [BoxEngine(boxes_per_engine, ftz=ftz, **self._stages)
+                             for _ in range(engines)]
+        self._engine_latency = self._box_engines[0].latency
+        self._inv_offset = self._box_engines[0].inv_offset
+        self._rcps = [fp_core("FPRcpCore")(rcp_stages, ftz) for _ in range(3)]
+        self._lr = self._rcps[0].latency
+        self._sorter = SortUnit(ftz=ftz)
         self._engine_delay = max(0, self._lr - self._inv_offset)
         self._inv_delay = max(0, self._inv_offset - self._lr)
         self._lx = 3 * xf_fma_stages if transforms else 0
@@ -188,8 +195,13 @@ class RayAccel(wiring.Component):
         if triangles:
             from .legacy_triangle import LegacyTriangleCore
             from .triangle_pair import TrianglePairCore
-            self._lt = TrianglePairCore().latency
-            self._ll = LegacyTriangleCore().latency
+            self._tri, self._leg = TrianglePairCore(), LegacyTriangleCore()
+            self._lt, self._ll = self._tri.latency, self._leg.latency
+        if transforms:
+            from .instance_transform import InstanceCore
+            from .obb_transform import OBBTransformCore
+            self._obbc = OBBTransformCore(fma_stages=xf_fma_stages)
+            self._instc = InstanceCore(fma_stages=xf_fma_stages)
         super().__init__({"i": In(stream.Signature(INSTR_LAYOUT)),
                           "o": Out(stream.Signature(OUT_LAYOUT))})
 
@@ -219,7 +231,7 @@ class RayAccel(wiring.Component):
     def path_latencies(self):
         """Cycles of each path before equalisation, from the ``s1`` register (last slot group)
         to its result: ``box`` (transform, reciprocal/engines, de-dup, sort), ``triangle``."""
-        box = self._lx + self._engine_delay + self._engine_latency + 1 + SortUnit().latency
+        box = self._lx + self._engine_delay + self._engine_latency + 1 + self._sorter.latency
         return {"box": box, "triangle": self._lt, "legacy_triangle": self._ll}
 
     @property
@@ -380,10 +392,7 @@ class RayAccel(wiring.Component):
         # ---- x: OBB / instance ray transforms -------------------------------------------------
         lx = self._lx
         if self._transforms:
-            from .instance_transform import InstanceCore
-            from .obb_transform import OBBTransformCore
-            obbc = OBBTransformCore(fma_stages=self._xf_stages)
-            instc = InstanceCore(fma_stages=self._xf_stages)
+            obbc, instc = self._obbc, self._instc
             m.submodules.obb_transform = obbc
             m.submodules.instance = instc
             m.d.comb += [obbc.en.eq(en), obbc.i.index.eq(Mux(s1_is_box8, s1_node0[7][0:7], 0x7F)),
@@ -401,7 +410,7 @@ class RayAccel(wiring.Component):
         # ---- e: reciprocal and box engines -----------------------------------------------------
         rcp_dir = []
         for a in range(3):
-            rcp = fp_core("FPRcpCore")(self._rcp_stages, self._ftz)
+            rcp = self._rcps[a]
             m.submodules[f"rcp{a}"] = rcp
             m.d.comb += [rcp.en.eq(en), rcp.a.eq(x_dir[a])]
             rcp_dir.append(rcp.z)
@@ -420,7 +429,7 @@ class RayAccel(wiring.Component):
         e_heur = delay(m, en, s1_heur, lx + e_delay, "e_heur")
         g_hits, g_keys = [], []
         for e in range(self._engines):
-            eng = BoxEngine(self._boxes, ftz=self._ftz, **self._stages)
+            eng = self._box_engines[e]
             m.submodules[f"engine{e}"] = eng
             m.d.comb += [eng.en.eq(en), eng.i.ray.extent.eq(e_extent),
                          eng.i.ray.box_grow.eq(e_grow), eng.i.ray.heuristic.eq(e_heur)]
@@ -456,7 +465,7 @@ class RayAccel(wiring.Component):
             m.d.comb += t.eq(Mux(h_info[k].valid & ~h_info[k].culled & hits[k], h_info[k].ptr,
                                  _INVALID))
             tested.append(t)
-        sorter = SortUnit(ftz=self._ftz)
+        sorter = self._sorter
         m.submodules.sort = sorter
         m.d.comb += sorter.en.eq(en)
         for k in range(8):
@@ -476,15 +485,13 @@ class RayAccel(wiring.Component):
 
         # ---- t: triangle pairs (parallel from s1) ---------------------------------------------
         if self._triangles:
-            from .triangle_pair import TrianglePairCore
-            tri = TrianglePairCore()
+            tri = self._tri
             m.submodules.triangle = tri
             m.d.comb += [tri.en.eq(en), tri.i.ray.eq(s1_ray), tri.i.node.eq(s1_node0),
                          tri.i.node_ptr.eq(s1_ptr0), tri.i.pointer_flags.eq(s1_pf_raw),
                          tri.i.desc.eq(s1_desc)]
             o_tri = delay(m, en, tri.o, lat - self._lt, "o_tri")
-            from .legacy_triangle import LegacyTriangleCore
-            leg = LegacyTriangleCore()
+            leg = self._leg
             m.submodules.legacy_triangle = leg
             m.d.comb += [leg.en.eq(en), leg.i.ray.eq(s1_ray), leg.i.node_ptr[0].eq(s1_ptr0),
                          leg.i.node_ptr[1].eq(s1_ptr1), leg.i.pointer_flags.eq(s1_pf_raw),

@@ -1,0 +1,268 @@
+"""Registry entry of the ray accelerator top level: block ``ray_accel``.
+
+One transaction = one intersect instruction (``INSTR_LAYOUT`` of ``golden/ray_accel/ray.py``);
+the result is ``OUT_LAYOUT`` (10 dwords, the returned ray, a status). The golden model is
+:class:`~gpurtl.golden.ray_accel.intersect.IntersectModel` restricted to the node kinds the RTL
+build models (``RayAccel.paths``); other kinds give status 1 on both sides.
+
+The stimulus builds REAL nodes with the encoders of ``golden/ray_accel/box_node.py``: child boxes
+scattered along and around a random ray (so hits, misses and grazing boxes all occur), random
+child types, ranges (child reuse), cull flags and masks; legacy FP32/FP16 BVH4 node pairs for the
+dual form; plus IEEE corner cases on the ray (zero, -0, infinite, NaN, subnormal and huge
+direction components, zero/NaN/infinite extents), every heuristic and descriptor mode, random
+pointer flags, other node types and garbage node bytes.
+"""
+
+import numpy as np
+
+from gpurtl.golden.ray_accel import box_node
+from gpurtl.golden.ray_accel.intersect import IntersectModel
+from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT, default_desc
+from gpurtl.hdl.shapes import f32_bits
+
+from ..registry import Block, Param, register
+
+__all__ = ["stimulus"]
+
+_CORNER = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-40, -1e-42, 3e38, -2e-38,
+           1.0, -1.0]
+
+
+def _f(value):
+    return f32_bits(float(np.float32(value)))
+
+
+def _ray(rng):
+    o = rng.normal(size=3) * 2.0 ** int(rng.integers(-6, 8))
+    d = rng.normal(size=3)
+    if rng.random() < 0.25:                      # axis-aligned rays: exact zero components
+        d[rng.random(3) < 0.5] = 0.0
+    if rng.random() < 0.15:                      # IEEE corner cases in the direction
+        for a in range(3):
+            if rng.random() < 0.5:
+                d[a] = _CORNER[int(rng.integers(0, len(_CORNER)))]
+    roll = rng.random()
+    extent = float("inf") if roll < 0.5 else (
+        float(rng.choice([0.0, float("nan"), -1.0])) if roll < 0.58
+        else float(abs(rng.normal()) * 2.0 ** int(rng.integers(-2, 8))))
+    if rng.random() < 0.05:
+        o[int(rng.integers(0, 3))] = _CORNER[int(rng.integers(0, len(_CORNER)))]
+    mask = 0xFF if rng.random() < 0.7 else int(rng.integers(0, 256))
+    return {"origin": [_f(v) for v in o], "dir": [_f(v) for v in d], "extent": _f(extent),
+            "instance_mask": mask}, o, d
+
+
+def _boxes_along(rng, o, d, n):
+    """``n`` child boxes near the ray: centred on points o + t d, some pushed off the ray."""
+    d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
+    o = np.nan_to_num(np.clip(o, -1e30, 1e30), nan=0.0)
+    scale = float(np.linalg.norm(d)) + 1e-3
+    out = []
+    for _ in range(n):
+        t = float(rng.uniform(-1.0, 6.0))
+        centre = o + t * d
+        size = np.abs(rng.normal(size=3)) * scale * float(rng.choice([0.05, 0.3, 1.0]))
+        if rng.random() < 0.35:
+            centre = centre + rng.normal(size=3) * scale * 2
+        if rng.random() < 0.1:
+            size[int(rng.integers(0, 3))] = 0.0  # flat box
+        lo = (centre - size / 2).astype(np.float32)
+        hi = np.maximum((centre + size / 2).astype(np.float32), lo)
+        out.append(([float(v) for v in lo], [float(v) for v in hi]))
+    return out
+
+
+def _desc(rng):
+    return default_desc(
+        sort_en=int(rng.random() < 0.85), heuristic=int(rng.integers(0, 4)),
+        sort_tri_first=int(rng.integers(0, 2)),
+        box_grow=6 if rng.random() < 0.6 else int(rng.choice([0, 1, 7, 255, rng.integers(0, 256)])),
+        wide_sort=int(rng.integers(0, 2)), return_mode=int(rng.integers(0, 2)),
+        compressed=1, box_node_64b=int(rng.random() < 0.1), instance_en=int(rng.random() < 0.8),
+        pointer_flags_en=int(rng.random() < 0.9))
+
+
+def _bvh8_node(rng, o, d):
+    n = int(rng.integers(1, 9))
+    boxes = _boxes_along(rng, o, d, n)
+    kids = []
+    for k, (lo, hi) in enumerate(boxes):
+        roll = rng.random()
+        ctype = 5 if roll < 0.5 else int(rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 6]))
+        kids.append({"min": lo, "max": hi, "type": ctype,
+                     "range": int(rng.choice([0, 1, 1, 2])),
+                     "cull_flags": int(rng.integers(0, 16)) if rng.random() < 0.2 else 0,
+                     "mask": 0xFF if rng.random() < 0.8 else int(rng.integers(0, 256))})
+    try:
+        node = box_node.encode_box8(kids, internal_base=int(rng.integers(0, 1 << 20)) << 4,
+                                    leaf_base=int(rng.integers(0, 1 << 20)) << 4,
+                                    obb_index=0x7F if rng.random() < 0.93
+                                    else int(rng.integers(0, 128)))
+    except ValueError:
+        node = [int(v) for v in rng.integers(0, 1 << 32, 32, dtype=np.uint64)]
+    return node
+
+
+def _legacy_node(rng, o, d, fp16):
+    n = int(rng.integers(1, 5))
+    kids = []
+    for k, (lo, hi) in enumerate(_boxes_along(rng, o, d, n)):
+        if fp16:
+            lo = [float(np.clip(v, -6e4, 6e4)) for v in lo]
+            hi = [float(np.clip(v, -6e4, 6e4)) for v in hi]
+        ptr = (int(rng.integers(0, 1 << 26)) << 3) | int(rng.choice([0, 1, 4, 5, 6, 7]))
+        kids.append({"min": lo, "max": hi, "ptr": ptr,
+                     "cull_flags": int(rng.integers(0, 16)) if rng.random() < 0.2 else 0})
+    return box_node.encode_box4_fp16(kids) if fp16 else box_node.encode_box4_fp32(kids)
+
+
+def _instance_node(rng, o, d):
+    """An instance node (O's encoder) whose filter box (this package's BVH8 encoder) surrounds
+    the ray mapped into object space: world_to_object = a random rotation-ish matrix plus a
+    translation."""
+    from gpurtl.golden.ray_accel import instance
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    w = np.concatenate([q * float(rng.choice([1.0, 0.5, 2.0])), rng.normal(size=(3, 1)) * 4], 1)
+    w = w.astype(np.float32).astype(np.float64)
+    o = np.nan_to_num(np.clip(o, -1e6, 1e6))
+    d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
+    oo, dd = w[:, :3] @ o + w[:, 3], w[:, :3] @ d
+    n = int(rng.integers(1, 5))
+    kids = [{"min": lo, "max": hi, "type": 5 if rng.random() < 0.6 else int(rng.integers(0, 16)),
+             "range": int(rng.choice([0, 1]))} for lo, hi in _boxes_along(rng, oo, dd, n)]
+    try:
+        filt = box_node.encode_box8(kids)
+    except ValueError:
+        filt = _random_node(rng)
+    child_base = int(rng.integers(0, 1 << 50)) << 3 | (int(rng.integers(0, 1 << 10)) << 54)
+    return instance.encode_instance(
+        [[float(v) for v in row] for row in w], child_base,
+        user_data=int(rng.integers(0, 1 << 24)),
+        mask=0xFF if rng.random() < 0.8 else int(rng.integers(0, 256)),
+        filter_origin=filt[3:6], filter_exp=[(filt[6] >> (8 * a)) & 0xFF for a in range(3)],
+        filter_count=min(n, 4), filter_info=[filt[8 + 3 * k: 11 + 3 * k] for k in range(n)])
+
+
+def _triangle_txs(rng, count):
+    """Triangle-pair instructions from R2's ``ray_triangle`` stimulus (real compressed nodes,
+    rays aimed at interiors, edges, vertices, misses, IEEE corner cases)."""
+    from . import ray_triangle
+    out = []
+    for tx in ray_triangle.stimulus(rng, count):
+        out.append({"dual": 0, "ray": tx["ray"], "node_ptr": [tx["node_ptr"], 0],
+                    "node": [list(tx["node"]), [0] * 32], "pointer_flags": tx["pointer_flags"],
+                    "desc": dict(default_desc(), **tx["desc"])})
+    return out
+
+
+def _legacy_triangles(rng, o, d):
+    """A legacy 64 B triangle node (R2's encoder) with its 4 vertices around a point of the ray."""
+    from gpurtl.golden.ray_accel import primitive_node
+    from gpurtl.golden.ray_accel.ray import node_dwords
+    o = np.nan_to_num(np.clip(o, -1e6, 1e6))
+    d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
+    centre = o + float(rng.uniform(-0.5, 4.0)) * d
+    size = (float(np.linalg.norm(d)) + 1e-3) * float(rng.choice([0.2, 1.0, 3.0]))
+    verts = [tuple(float(np.float32(v)) for v in centre + rng.normal(size=3) * size)
+             for _ in range(4)]
+    raw = primitive_node.encode_legacy_node(
+        verts, prim_index=(int(rng.integers(0, 1 << 31)), int(rng.integers(0, 1 << 31))),
+        geometry_index=int(rng.integers(0, 1 << 24)),
+        triangle_id=int(rng.integers(0, 1 << 16)) if rng.random() < 0.3 else None)
+    return node_dwords(raw)
+
+
+def _random_node(rng):
+    return [int(v) for v in rng.integers(0, 1 << 32, 32, dtype=np.uint64)]
+
+
+def stimulus(rng, count, **params):
+    """Random instructions: ~55% BVH8 box nodes, ~10% triangle pairs, ~10% instance nodes,
+    ~5% other types / garbage, ~20% dual form."""
+    n_tri = count // 10
+    tri_txs = _triangle_txs(rng, n_tri) if n_tri else []
+    txs = []
+    for _ in range(count - len(tri_txs)):
+        ray, o, d = _ray(rng)
+        desc = _desc(rng)
+        pflags = 0 if rng.random() < 0.6 else int(rng.integers(0, 1 << 10))
+        if rng.random() < 0.78:
+            roll = rng.random()
+            if roll < 0.14:
+                ptr = (int(rng.integers(0, 1 << 24)) << 4) | 6
+                node = _instance_node(rng, o, d)
+            elif roll < 0.92:
+                ptr = (int(rng.integers(0, 1 << 24)) << 4) | 5
+                node = _bvh8_node(rng, o, d) if rng.random() < 0.95 else _random_node(rng)
+            else:
+                ptr = (int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16))
+                node = _random_node(rng)
+            ptrs, nodes = [ptr, int(rng.integers(0, 1 << 32))], [node, _random_node(rng)]
+            dual = 0
+        else:
+            ptrs, nodes = [], []
+            for _k in range(2):
+                roll = rng.random()
+                t = 5 if roll < 0.4 else 4 if roll < 0.75 else int(rng.integers(0, 2)) \
+                    if roll < 0.92 else int(rng.choice([2, 3, 6, 7]))
+                ptrs.append((int(rng.integers(0, 1 << 26)) << 3) | t)
+                if t in (4, 5):
+                    nodes.append(_legacy_node(rng, o, d, t == 4))
+                elif t in (0, 1) and rng.random() < 0.85:
+                    nodes.append(_legacy_triangles(rng, o, d))
+                else:
+                    nodes.append(_random_node(rng))
+            dual = 1
+        txs.append({"dual": dual, "ray": ray, "node_ptr": ptrs, "node": nodes,
+                    "pointer_flags": pflags, "desc": desc})
+    # spread the triangle instructions through the run
+    for k, tx in enumerate(tri_txs):
+        txs.insert(int(rng.integers(0, len(txs) + 1)), tx)
+    return txs
+
+
+class _Model(IntersectModel):
+    def batch(self, txs):
+        return [self(tx) for tx in txs]
+
+
+def _build(engines, boxes_per_engine, ftz, triangles, transforms):
+    from gpurtl.hdl.ray_accel.ray_accel import RayAccel
+    return RayAccel(engines=engines, boxes_per_engine=boxes_per_engine, ftz=ftz,
+                    triangles=triangles, transforms=transforms)
+
+
+def _golden(engines, boxes_per_engine, ftz, triangles, transforms):
+    from gpurtl.hdl.ray_accel.ray_accel import build_paths
+    return _Model(ftz=ftz, paths=build_paths(triangles, transforms))
+
+
+def _validate(engines, boxes_per_engine, ftz, triangles, transforms):
+    if engines * boxes_per_engine not in (1, 2, 4, 8):
+        raise ValueError("`engines * boxes_per_engine` must be 1, 2, 4 or 8 (8 = one BVH8 node "
+                         "per cycle; fewer testers take 8 / (engines * boxes_per_engine) cycles)")
+
+
+def _defaults(**params):
+    return {"dual": 0, "node_ptr": [0x15, 0], "pointer_flags": 0, "desc": default_desc(),
+            "node": [[0] * 32, [0] * 32]}
+
+
+register(Block(
+    name="ray_accel",
+    doc="RDNA 4 ray accelerator: BVH8 / dual BVH4 box-node intersect instruction -> 10 dwords",
+    kind="pipeline",
+    build=_build,
+    golden=_golden,
+    layouts=lambda **params: (INSTR_LAYOUT, OUT_LAYOUT),
+    stimulus=stimulus,
+    params=(Param("engines", 2, "intersection engines", choices=(1, 2)),
+            Param("boxes_per_engine", 4, "box tests per engine per cycle", choices=(1, 2, 4, 8)),
+            Param("ftz", False, "flush subnormals in the box-path ray arithmetic"),
+            Param("triangles", True, "include the triangle-pair path (R2's TrianglePairCore)"),
+            Param("transforms", True, "include the OBB and instance ray transforms (O's cores)")),
+    defaults=_defaults,
+    validate=_validate,
+    check_count=200,
+    group="ray_accel",
+))
