@@ -100,8 +100,8 @@ def _plot(path, runs, title):
 
 def run(out_dir, *, quick=False, progress=None):
     out_dir.mkdir(parents=True, exist_ok=True)
-    trials = 2 if quick else 6
-    programs = 24 if quick else 48
+    trials = 1 if quick else 6
+    programs = 16 if quick else 48
     total = 2 * trials + 2
     step = 0
     rows, csv_rows = [], []

@@ -121,7 +121,7 @@ def _plots(out_dir, results, table):
 
 def run(out_dir, *, quick=False, progress=None):
     out_dir.mkdir(parents=True, exist_ok=True)
-    count = 48 if quick else 160
+    count = 32 if quick else 160
     results, rows, csv_rows = [], [], []
     for index, config in enumerate(CONFIGS):
         simd, cycles = simulate(config, count)

@@ -23,18 +23,18 @@ def check(name, count, seed=0, **overrides):
 
 
 def test_static_lockstep_default():
-    check("vgpr_static", 3000, seed=2)
+    check("vgpr_static", 2000, seed=2)
 
 
 @pytest.mark.parametrize("overrides", [{"wave64": True}, {"rf_vgprs": 1024},
                                        {"rf_vgprs": 1024, "wave64": True}])
 def test_static_lockstep_configs(overrides):
-    check("vgpr_static", 1000, seed=3, **overrides)
+    check("vgpr_static", 700, seed=3, **overrides)
 
 
 @pytest.mark.parametrize("mode", ["xe3", "grf128", "grf256"])
 def test_xe_lockstep(mode):
-    check("xe3_grf", 2000 if mode == "xe3" else 800, seed=4, mode=mode)
+    check("xe3_grf", 1500 if mode == "xe3" else 600, seed=4, mode=mode)
 
 
 def both(config, steps):

@@ -22,7 +22,7 @@ def check(count, seed=0, **overrides):
 
 
 def test_lockstep_default():
-    check(4000, seed=11)
+    check(3000, seed=11)
 
 
 @pytest.mark.parametrize("overrides", [
@@ -33,7 +33,7 @@ def test_lockstep_default():
     {"reserve": 3},            # smaller than max_blocks - 1: allowed, no guarantee asserted
 ])
 def test_lockstep_configs(overrides):
-    check(1500, seed=5, **overrides)
+    check(1000, seed=5, **overrides)
 
 
 def both(steps, **params):
