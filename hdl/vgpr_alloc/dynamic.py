@@ -39,6 +39,19 @@ def dyn_layouts(*, rf_vgprs=1536, block_size=16, **_):
         extra={"holder_valid": unsigned(1), "holder": unsigned(4)})
 
 
+class _WordSelect(wiring.Component):
+    """``word`` = word ``index`` of ``value`` (``width``-bit words)."""
+
+    def __init__(self, bits, width):
+        self._width = width
+        super().__init__({"value": In(bits), "index": In(4), "word": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.word.eq(self.value.word_select(self.index, self._width))
+        return m
+
+
 class _Decode(wiring.Component):
     """Command decode and the translation bounds check, from the inputs and the state registers.
 
@@ -256,7 +269,11 @@ class DynVgprAllocator(wiring.Component):
         rel = 0
         for n in range(E):
             rel = rel | Mux(n < d.nrel, one(freed[n]), 0)
-        mine = own.word_select(w, Pm)
+        # the commanded wave's mask, as a signal of its own submodule (so that the bit-by-bit
+        # count below reads a signal instead of re-evaluating the selection 80 times)
+        m.submodules.own_sel = sel = _WordSelect(len(own), Pm)
+        m.d.comb += [sel.value.eq(own), sel.index.eq(w)]
+        mine = sel.word
         with m.If(d.do_grow):
             m.d.sync += own.word_select(w, Pm).eq(mine | got)
         with m.If(d.do_push):
