@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """RDNA 4 dynamic-VGPR allocator: lockstep against the golden model, directed s_alloc_vgpr
 semantics, deadlock reserve, non-contiguous translation and fault injection into the invariant
 assertions (RTL and golden)."""
@@ -175,7 +176,6 @@ def test_golden_invariants_catch_corruption():
         model.step(idle())
 
 
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_parameter_validation():
     with pytest.raises(ValueError, match="block_size"):
         DynVgprAllocator(block_size=8)
