@@ -8,7 +8,7 @@ Segments (registers are spread over them by ``stages``, see :mod:`.common`):
 1. unpack, special cases (NaN, infinities), order the operands by magnitude;
 2. align the smaller significand (3 guard bits, shifted-out bits jammed into a sticky LSB);
 3. add or subtract the significands (the larger minus the smaller never borrows);
-4-7. leading-zero count, normalise, round, pack (:func:`.common.round_pack`).
+4-10. leading-zero count, normalise, round, pack (:func:`.common.round_pack`).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux
@@ -26,7 +26,7 @@ class FPAddCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 7; ``latency == stages``. Default 4.
+        Pipeline registers, 0 (combinational) to 10; ``latency == stages``. Default 8.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -42,8 +42,8 @@ class FPAddCore(FPCore):
         Result, ``latency`` enabled cycles later.
     """
 
-    WEIGHTS = (1.5, 2.0, 1.5) + ROUND_WEIGHTS
-    DEFAULT_STAGES = 4
+    WEIGHTS = (1.5, 1.5, 1.5) + ROUND_WEIGHTS
+    DEFAULT_STAGES = 8
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "sub": In(1), "z": Out(32)},

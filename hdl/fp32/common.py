@@ -16,7 +16,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["Stager", "place_registers", "FPCore", "Operand", "unpack", "leading_zeros",
-           "shift_right_sticky", "round_pack", "SPEC_NONE", "SPEC_ZERO", "SPEC_INF", "SPEC_NAN",
+           "trailing_zeros", "lz_groups", "lz_finish", "shift_right_sticky", "ROUND_WEIGHTS", "round_pack", "SPEC_NONE", "SPEC_ZERO", "SPEC_INF", "SPEC_NAN",
            "CANONICAL_NAN"]
 
 CANONICAL_NAN = 0x7FC00000
@@ -175,28 +175,68 @@ def unpack(bits, ftz):
     return Operand(bits, ftz)
 
 
-def leading_zeros(value):
-    """Number of leading zeros of ``value`` (its full width when it is zero), as a Value."""
+def _pad_pow2(value, fill):
     value = Value.cast(value)
     width = len(value)
     size = 2
     while size < width:
         size *= 2
-    # pad at the bottom with ones, so that padding never counts
-    padded = Cat(Const((1 << (size - width)) - 1, size - width), value) if size > width else value
+    if size == width:
+        return value
+    pad = Const((1 << (size - width)) - 1 if fill else 0, size - width)
+    return Cat(pad, value)
 
-    def count(v):
-        # (leading zeros as log2(len(v)) bits, valid when v != 0; v != 0)
-        n = len(v)
-        if n == 2:
-            return ~v[1], v.any()
-        lo, hi = v[:n // 2], v[n // 2:]
-        zl, al = count(lo)
-        zh, ah = count(hi)
-        return Mux(ah, Cat(zh, Const(0, 1)), Cat(zl, Const(1, 1))), ah | al
 
-    zeros, _ = count(padded)
-    return Mux(value == 0, width, zeros)
+def _combine(parts):
+    """Merge (zeros, any) pairs of equal-sized power-of-two blocks, listed low block first."""
+    while len(parts) > 1:
+        merged = []
+        for (zl, al), (zh, ah) in zip(parts[0::2], parts[1::2]):
+            merged.append((Mux(ah, Cat(zh, Const(0, 1)), Cat(zl, Const(1, 1))), ah | al))
+        parts = merged
+    return parts[0]
+
+
+def lz_groups(value, group=8):
+    """First half of a leading-zero count: ``(zeros, any)`` of each ``group``-bit block of
+    ``value`` (padded at the bottom with ones to a power of two), low block first."""
+    padded = _pad_pow2(value, 1)
+    group = min(group, len(padded))
+    parts = []
+    for lo in range(0, len(padded), group):
+        pairs = [(~padded[i + 1], padded[i] | padded[i + 1]) for i in range(lo, lo + group, 2)]
+        parts.append(_combine(pairs) if group > 2 else pairs[0])
+    return parts
+
+
+def lz_finish(parts, width):
+    """Second half: the leading-zero count (``width`` when all zero) from :func:`lz_groups`."""
+    zeros, found = _combine(list(parts))
+    return Mux(found, zeros, width)
+
+
+def leading_zeros(value):
+    """Number of leading zeros of ``value`` (its full width when it is zero), as a Value."""
+    value = Value.cast(value)
+    return lz_finish(lz_groups(value), len(value))
+
+
+def trailing_zeros(value):
+    """Number of trailing zeros of ``value`` (its full width when it is zero)."""
+    value = Value.cast(value)
+    width = len(value)
+    size = 2
+    while size < width:
+        size *= 2
+    padded = Cat(value, Const((1 << (size - width)) - 1, size - width)) if size > width else value
+    parts = [(~padded[i], padded[i] | padded[i + 1]) for i in range(0, size, 2)]
+    while len(parts) > 1:
+        merged = []
+        for (zl, al), (zh, ah) in zip(parts[0::2], parts[1::2]):
+            merged.append((Mux(al, Cat(zl, Const(0, 1)), Cat(zh, Const(1, 1))), ah | al))
+        parts = merged
+    zeros, found = parts[0]
+    return Mux(found, zeros, width)
 
 
 def shift_right_sticky(value, amount, width):
@@ -207,65 +247,89 @@ def shift_right_sticky(value, amount, width):
     big = amount >= limit
     amt = Mux(big, limit, amount)[:max(1, limit.bit_length())]
     shifted = (value >> amt)[:width]
-    mask = ~(Const((1 << (2 * limit)) - 1, 2 * limit) << amt)[:width]
-    lost = (value & mask).any()
+    # bits are lost exactly when the shift exceeds the trailing zero count
+    lost = value.any() & (amt > trailing_zeros(value))
     return shifted, lost
 
 
 def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_sign,
                min_exp=None, names=()):
-    """Normalise, round to nearest even and pack; four segments (calls ``st.cut`` four times).
+    """Normalise, round to nearest even and pack; seven segments (``st.cut`` seven times).
 
     The value is ``(-1)**sign * (sig + eps) / 2**(width-1) * 2**(exp - 127)``: ``exp`` is the biased
     exponent of ``sig``'s top bit (a signed Value), ``sticky`` says ``eps`` is non-zero (below
     ``sig``'s last bit, with at least two bits of ``sig`` below the rounding position whenever it
     matters). A zero ``sig`` without sticky packs as ``zero_sign``. ``spec`` (SPEC_*) and
     ``spec_sign`` override the result. ``min_exp``, when known, is the smallest ``exp`` can be
-    (``>= 1`` removes the denormalising right shift). ``names`` lists extra values to carry
-    (a dict name -> Value; returned with the result bag).
+    (``>= 1``: no denormalising right shift is ever needed). ``names`` maps extra values to carry.
+
+    The net left shift is ``s = min(lz, exp - 1)`` (negative: a right shift that denormalises);
+    it is done as one right shift of ``sig << W`` by ``t = W - s`` (``W`` the padded width), split
+    into a coarse (multiples of 8) and a fine step. Bits shifted out are known from the trailing
+    zero count of ``sig``: some are lost exactly when ``t - W > tz(sig)``.
 
     Returns the final bag with ``z`` (32 bits).
     """
     carry = dict(names) if names else {}
-    if len(Value.cast(sig)) != width:
-        raise ValueError(f"`sig` must be {width} bits wide, not {len(Value.cast(sig))}")
-    # segment 1: leading zeros
-    lz = leading_zeros(sig)
-    b = st.cut(sign=sign, exp=exp, sig=sig, sticky=sticky, lz=lz, spec=spec,
-               spec_sign=spec_sign, zero_sign=zero_sign, **carry)
-    # segment 2: shift to normal position (left), or denormalise (right) when too small
-    ew = len(b.exp) + 2
-    e = b.exp.as_signed() if not b.exp.shape().signed else b.exp
-    sh = (e - 1)                                              # largest allowed left shift
-    lzs = Cat(b.lz, Const(0, 1)).as_signed()
-    use_lz = lzs <= sh
-    left_amt = Mux(use_lz, lzs, sh)[:len(lzs) - 1]            # >= 0 when used
-    left = (b.sig << left_amt)[:width]
-    field = Mux(use_lz, e - lzs, 1)                           # biased exponent of the top bit
-    if min_exp is not None and min_exp >= 1:
-        shifted, lost = left, Const(0, 1)
+    sig = Value.cast(sig)
+    if len(sig) != width:
+        raise ValueError(f"`sig` must be {width} bits wide, not {len(sig)}")
+    wp = (width + 7) // 8 * 8                                  # padded width
+    sig_p = Cat(Const(0, wp - width), sig) if wp > width else sig
+    denorm = not (min_exp is not None and min_exp >= 1)
+
+    def keep(bag):
+        return {k: bag[k] for k in carry}
+
+    # segment 1: leading zeros per 8-bit group, trailing zeros, e - 1
+    groups = lz_groups(sig)
+    flat = {f"g{i}z": z for i, (z, _) in enumerate(groups)}
+    flat.update({f"g{i}a": a for i, (_, a) in enumerate(groups)})
+    extra = {"tz": trailing_zeros(sig_p)} if denorm else {}
+    b = st.cut(sign=sign, sh=(exp - 1).as_signed(), sig=sig_p, sticky=sticky, spec=spec,
+               spec_sign=spec_sign, zero_sign=zero_sign, nonzero=sig.any() | sticky,
+               **flat, **extra, **carry)
+    # segment 2: finish the leading-zero count; s = min(lz, e - 1)
+    lz = lz_finish([(b[f"g{i}z"], b[f"g{i}a"]) for i in range(len(groups))], width)
+    lzs = Cat(lz, Const(0, 1)).as_signed()
+    net = Mux(lzs <= b.sh, lzs, b.sh)                          # signed net left shift
+    extra = {"tz": b.tz} if denorm else {}
+    b = st.cut(sign=b.sign, sh=b.sh, net=net, sig=b.sig, sticky=b.sticky, spec=b.spec,
+               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **extra,
+               **keep(b))
+    # segment 3: right-shift amount t = W - s (clamped), exponent field e - s, lost bits
+    field = (b.sh + 1 - b.net).as_signed()
+    tw = (2 * wp + 1).bit_length()
+    t = (wp - b.net).as_signed()
+    if denorm:
+        t = Mux(t > 2 * wp, 2 * wp, t)
+        lost = (t - wp) > b.tz
     else:
-        neg = sh < 0
-        right_amt = (-sh)[:ew]
-        rshifted, rlost = shift_right_sticky(b.sig, right_amt.as_unsigned(), width)
-        shifted = Mux(neg, rshifted, left)
-        lost = neg & rlost
-        field = Mux(neg, 1, field)
-    b = st.cut(sign=b.sign, field=field, sig=shifted, sticky=b.sticky | lost, spec=b.spec,
-               spec_sign=b.spec_sign, zero_sign=b.zero_sign,
-               **{k: b[k] for k in carry})
-    # segment 3: round to nearest even; the carry out of the significand bumps the exponent
-    kept = b.sig[width - 24:width]
-    guard = b.sig[width - 25]
-    rest = (b.sig[0:width - 25].any() if width > 25 else Const(0, 1)) | b.sticky
+        lost = Const(0, 1)
+    t = t[:tw]
+    b = st.cut(sign=b.sign, field=field, t=t, sig=b.sig, sticky=b.sticky | lost, spec=b.spec,
+               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    # segment 4: coarse shift of (sig << W) right by 8 * (t >> 3); keep W + 7 bits
+    wide = Cat(Const(0, wp), b.sig)
+    coarse = (wide >> Cat(Const(0, 3), b.t[3:]))[:wp + 7]
+    b = st.cut(sign=b.sign, field=b.field, fine=b.t[:3], sig=coarse,
+               sticky=b.sticky, spec=b.spec, spec_sign=b.spec_sign, zero_sign=b.zero_sign,
+               nonzero=b.nonzero, **keep(b))
+    # segment 5: fine shift by t mod 8
+    shifted = (b.sig >> b.fine)[:wp]
+    b = st.cut(sign=b.sign, field=b.field, sig=shifted, sticky=b.sticky, spec=b.spec,
+               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    # segment 6: round to nearest even; the carry out of the significand bumps the exponent
+    kept = b.sig[wp - 24:wp]
+    guard = b.sig[wp - 25]
+    rest = b.sig[0:wp - 25].any() | b.sticky
     up = guard & (rest | kept[0])
     # ((field - 1) << 23) + kept encodes normal and subnormal results alike
     fw = len(b.field) + 24
     packed = (Cat(Const(0, 23), (b.field - 1)[:len(b.field)]).as_signed() + kept + up)[:fw]
-    nonzero = b.sig.any() | b.sticky
-    b = st.cut(sign=b.sign, packed=packed.as_signed(), nonzero=nonzero, spec=b.spec,
-               spec_sign=b.spec_sign, zero_sign=b.zero_sign, **{k: b[k] for k in carry})
-    # segment 4: overflow, flush, specials, sign
+    b = st.cut(sign=b.sign, packed=packed.as_signed(), spec=b.spec, spec_sign=b.spec_sign,
+               zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    # segment 7: overflow, flush, specials, sign
     ovf = b.packed >= 0x7F800000
     mag = Mux(ovf, 0x7F800000, b.packed[0:31])
     if ftz:
@@ -274,8 +338,8 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
                   Mux(b.spec == SPEC_INF, Cat(Const(0x7F800000, 31), b.spec_sign),
                       Mux(b.spec == SPEC_ZERO, Cat(Const(0, 31), b.spec_sign),
                           Mux(b.nonzero, Cat(mag, b.sign), Cat(Const(0, 31), b.zero_sign)))))
-    return st.cut(z=z_value, **{k: b[k] for k in carry})
+    return st.cut(z=z_value, **keep(b))
 
 
-ROUND_WEIGHTS = (1.5, 2.0, 1.5, 1.0)
-"""Delay weights of the four :func:`round_pack` segments."""
+ROUND_WEIGHTS = (1.5, 1.5, 1.5, 1.5, 1.2, 1.5, 1.0)
+"""Delay weights of the seven :func:`round_pack` segments."""

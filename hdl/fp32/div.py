@@ -12,7 +12,7 @@ recurrence ``r0 = ma; q_k = r_k >= mb; r_{k+1} = 2 (r_k - q_k mb)`` yields the 2
 ``Q = floor(ma * 2**26 / mb)`` one bit per iteration; a non-zero final remainder is the sticky
 bit. ``Q`` (leading one at bit 26 or 25, so at least two bits below the rounding position) then
 goes through the shared normalise-round-pack back end. Each iteration is one pipeline segment;
-``stages`` distributes the registers over all 34 segments, so a new operation enters every cycle
+``stages`` distributes the registers over all 37 segments, so a new operation enters every cycle
 (II = 1) at any ``stages``.
 
 There is no approximate mode: the exact recurrence is cheap enough on an FPGA (no multipliers).
@@ -68,7 +68,7 @@ class FPDivCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 34; ``latency == stages``. Default 18.
+        Pipeline registers, 0 (combinational) to 37; ``latency == stages``. Default 20.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -83,7 +83,7 @@ class FPDivCore(FPCore):
     """
 
     WEIGHTS = _WEIGHTS
-    DEFAULT_STAGES = 18
+    DEFAULT_STAGES = 20
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
@@ -102,7 +102,7 @@ class FPRcpCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 34; ``latency == stages``. Default 18.
+        Pipeline registers, 0 (combinational) to 37; ``latency == stages``. Default 20.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -117,7 +117,7 @@ class FPRcpCore(FPCore):
     """
 
     WEIGHTS = _WEIGHTS
-    DEFAULT_STAGES = 18
+    DEFAULT_STAGES = 20
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "z": Out(32)}, stages, ftz)

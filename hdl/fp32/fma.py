@@ -17,7 +17,7 @@ Segments (registers spread by ``stages``, see :mod:`.common`):
 3. product sum;
 4. window add or subtract (signed);
 5. absolute value, result sign;
-6-9. leading-zero count, normalise or denormalise, round, pack.
+6-12. leading-zero count, normalise or denormalise, round, pack.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux
@@ -37,7 +37,7 @@ class FPFMACore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 9; ``latency == stages``. Default 6.
+        Pipeline registers, 0 (combinational) to 12; ``latency == stages``. Default 11.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -51,8 +51,8 @@ class FPFMACore(FPCore):
         ``a * b + c`` rounded once, ``latency`` enabled cycles later.
     """
 
-    WEIGHTS = (1.5, 2.5, 1.5, 2.0, 2.0) + ROUND_WEIGHTS
-    DEFAULT_STAGES = 6
+    WEIGHTS = (1.5, 2.0, 1.5, 1.5, 1.5) + ROUND_WEIGHTS
+    DEFAULT_STAGES = 11
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "c": In(32), "z": Out(32)},

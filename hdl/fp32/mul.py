@@ -8,7 +8,7 @@ Segments (registers are spread over them by ``stages``, see :mod:`.common`):
 1. unpack, special cases (NaN, ``0 * inf``, infinities), exponent sum;
 2. two 12 x 24-bit partial products (each maps onto ECP5 18 x 18 DSP blocks);
 3. sum of the partial products (the exact 48-bit product);
-4-7. leading-zero count (subnormal operands), normalise or denormalise, round, pack.
+4-10. leading-zero count (subnormal operands), normalise or denormalise, round, pack.
 """
 
 from amaranth.hdl import Const, Module, Mux
@@ -25,7 +25,7 @@ class FPMulCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 7; ``latency == stages``. Default 4.
+        Pipeline registers, 0 (combinational) to 10; ``latency == stages``. Default 8.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -39,8 +39,8 @@ class FPMulCore(FPCore):
         ``a * b``, ``latency`` enabled cycles later.
     """
 
-    WEIGHTS = (1.0, 2.5, 1.5) + ROUND_WEIGHTS
-    DEFAULT_STAGES = 4
+    WEIGHTS = (1.0, 2.0, 1.5) + ROUND_WEIGHTS
+    DEFAULT_STAGES = 8
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
