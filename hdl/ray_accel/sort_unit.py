@@ -25,9 +25,13 @@ from gpurtl.golden.ray_accel.sort import STAGES
 from ._fpcores import fp_core
 from ._pipe import reg
 
-__all__ = ["SLOT_LAYOUT", "SortUnit"]
+__all__ = ["SLOT_LAYOUT", "SORT_IN_LAYOUT", "SORT_OUT_LAYOUT", "SortUnit", "SortPipe"]
 
 SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "key": unsigned(32)})
+SORT_IN_LAYOUT = data.StructLayout({"slots": data.ArrayLayout(SLOT_LAYOUT, 8),
+                                    "enable": unsigned(1), "wide": unsigned(1),
+                                    "stf": unsigned(1)})
+SORT_OUT_LAYOUT = data.StructLayout({"ptrs": data.ArrayLayout(unsigned(32), 8)})
 
 
 class SortUnit(wiring.Component):
@@ -45,10 +49,8 @@ class SortUnit(wiring.Component):
         self._ftz = ftz
         super().__init__({
             "en": In(1),
-            "i": In(data.StructLayout({"slots": data.ArrayLayout(SLOT_LAYOUT, 8),
-                                       "enable": unsigned(1), "wide": unsigned(1),
-                                       "stf": unsigned(1)})),
-            "o": Out(data.StructLayout({"ptrs": data.ArrayLayout(unsigned(32), 8)})),
+            "i": In(SORT_IN_LAYOUT),
+            "o": Out(SORT_OUT_LAYOUT),
         })
 
     @property
@@ -93,4 +95,30 @@ class SortUnit(wiring.Component):
             cur = [reg(m, en, v, f"s{n + 1}_slot{k}", shape=ent) for k, v in enumerate(nxt)]
         for k in range(8):
             m.d.comb += self.o.ptrs[k].eq(cur[k].ptr)
+        return m
+
+
+class SortPipe(wiring.Component):
+    """``SortUnit`` in a valid/ready stream (block ``ray_sort``), II = 1, one global enable."""
+
+    def __init__(self, *, ftz=False):
+        self._core = SortUnit(ftz=ftz)
+        from amaranth.lib import stream
+        super().__init__({"i": In(stream.Signature(SORT_IN_LAYOUT)),
+                          "o": Out(stream.Signature(SORT_OUT_LAYOUT))})
+
+    @property
+    def latency(self):
+        return self._core.latency
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self._core
+        en = Signal()
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en),
+                     core.en.eq(en), core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
+        valid = self.i.valid
+        for k in range(self.latency):
+            valid = reg(m, en, valid, f"valid{k + 1}", shape=1)
+        m.d.comb += self.o.valid.eq(valid)
         return m

@@ -266,3 +266,60 @@ register(Block(
     check_count=200,
     group="ray_accel",
 ))
+
+
+# --- ray_sort: the sort unit alone -------------------------------------------------------------
+
+def _sort_stimulus(rng, count, ftz):
+    from gpurtl.golden import fp32
+    pool_keys = [f32_bits(float(v)) for v in np.arange(-4, 5) * 0.5] + \
+        [fp32.CANONICAL_NAN, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001, 0x80000001]
+    txs = []
+    for _ in range(count):
+        slots = []
+        for _k in range(8):
+            ptr = INVALID_NODE if rng.random() < 0.3 else \
+                (int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16))
+            key = pool_keys[int(rng.integers(0, len(pool_keys)))] if rng.random() < 0.6 else \
+                f32_bits(float(np.float32(rng.normal() * 100)))
+            slots.append({"ptr": ptr, "key": key})
+        txs.append({"slots": slots, "enable": int(rng.random() < 0.85),
+                    "wide": int(rng.integers(0, 2)), "stf": int(rng.integers(0, 2))})
+    return txs
+
+
+class _SortModel:
+    def __init__(self, ftz):
+        self.ftz = ftz
+
+    def __call__(self, tx):
+        from gpurtl.golden.ray_accel import sort
+        ptrs = [s["ptr"] for s in tx["slots"]]
+        if tx["enable"]:
+            ptrs = sort.sort_slots(ptrs, [s["key"] for s in tx["slots"]], tx["stf"],
+                                   wide=bool(tx["wide"]), ftz=self.ftz)
+        return {"ptrs": ptrs}
+
+
+def _sort_layouts(ftz):
+    from gpurtl.hdl.ray_accel.sort_unit import SORT_IN_LAYOUT, SORT_OUT_LAYOUT
+    return SORT_IN_LAYOUT, SORT_OUT_LAYOUT
+
+
+def _sort_build(ftz):
+    from gpurtl.hdl.ray_accel.sort_unit import SortPipe
+    return SortPipe(ftz=ftz)
+
+
+register(Block(
+    name="ray_sort",
+    doc="ray accelerator sort unit: 19-comparator 8-wide network (class key, then FP key)",
+    kind="pipeline",
+    build=_sort_build,
+    golden=lambda ftz: _SortModel(ftz),
+    layouts=_sort_layouts,
+    stimulus=_sort_stimulus,
+    params=(Param("ftz", False, "subnormal keys compare as zero"),),
+    check_count=2000,
+    group="ray_accel",
+))
