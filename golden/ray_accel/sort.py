@@ -20,7 +20,7 @@ import numpy as np
 
 from gpurtl.golden import fp32
 
-from .ray import INVALID_NODE, HEURISTIC_CLOSEST, HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT
+from .ray import INVALID_NODE, HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT
 
 __all__ = ["STAGES", "NARROW_STAGES", "sort_key", "class_key", "compare_swap", "sort_slots"]
 
