@@ -281,33 +281,32 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
     def keep(bag):
         return {k: bag[k] for k in carry}
 
-    # segment 1: leading zeros per 8-bit group, trailing zeros, e - 1
+    # segment 1: leading zeros per 8-bit group, trailing zeros, e - 1 clamped at -W
     groups = lz_groups(sig)
     flat = {f"g{i}z": z for i, (z, _) in enumerate(groups)}
     flat.update({f"g{i}a": a for i, (_, a) in enumerate(groups)})
-    extra = {"tz": trailing_zeros(sig_p)} if denorm else {}
-    b = st.cut(sign=sign, sh=(exp - 1).as_signed(), sig=sig_p, sticky=sticky, spec=spec,
+    sh = (exp - 1).as_signed()
+    e = exp
+    extra = {}
+    if denorm:
+        clamp = sh < -wp
+        sh, e = Mux(clamp, -wp, sh), Mux(clamp, 1 - wp, exp)
+        extra = {"tz": trailing_zeros(sig_p)}
+    b = st.cut(sign=sign, e=e, sh=sh, sig=sig_p, sticky=sticky, spec=spec,
                spec_sign=spec_sign, zero_sign=zero_sign, nonzero=sig.any() | sticky,
                **flat, **extra, **carry)
-    # segment 2: finish the leading-zero count; s = min(lz, e - 1)
+    # segment 2: finish the leading-zero count; s = min(lz, e - 1); lost bits when s < -tz
     lz = lz_finish([(b[f"g{i}z"], b[f"g{i}a"]) for i in range(len(groups))], width)
     lzs = Cat(lz, Const(0, 1)).as_signed()
     net = Mux(lzs <= b.sh, lzs, b.sh)                          # signed net left shift
-    extra = {"tz": b.tz} if denorm else {}
-    b = st.cut(sign=b.sign, sh=b.sh, net=net, sig=b.sig, sticky=b.sticky, spec=b.spec,
-               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **extra,
-               **keep(b))
-    # segment 3: right-shift amount t = W - s (clamped), exponent field e - s, lost bits
-    field = (b.sh + 1 - b.net).as_signed()
+    lost = ((b.sh < 0) & ((-b.sh) > b.tz)) if denorm else Const(0, 1)
+    b = st.cut(sign=b.sign, e=b.e, net=net, sig=b.sig, sticky=b.sticky | lost, spec=b.spec,
+               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    # segment 3: right-shift amount t = W - s (at most 2 W), exponent field e - s
     tw = (2 * wp + 1).bit_length()
-    t = (wp - b.net).as_signed()
-    if denorm:
-        t = Mux(t > 2 * wp, 2 * wp, t)
-        lost = (t - wp) > b.tz
-    else:
-        lost = Const(0, 1)
-    t = t[:tw]
-    b = st.cut(sign=b.sign, field=field, t=t, sig=b.sig, sticky=b.sticky | lost, spec=b.spec,
+    field = (b.e - b.net).as_signed()
+    t = (wp - b.net)[:tw]
+    b = st.cut(sign=b.sign, field=field, t=t, sig=b.sig, sticky=b.sticky, spec=b.spec,
                spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
     # segment 4: coarse shift of (sig << W) right by 8 * (t >> 3); keep W + 7 bits
     wide = Cat(Const(0, wp), b.sig)

@@ -68,7 +68,7 @@ class FPDivCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 37; ``latency == stages``. Default 20.
+        Pipeline registers, 0 (combinational) to 37; ``latency == stages``. Default 24.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -83,7 +83,7 @@ class FPDivCore(FPCore):
     """
 
     WEIGHTS = _WEIGHTS
-    DEFAULT_STAGES = 20
+    DEFAULT_STAGES = 24
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
@@ -102,7 +102,7 @@ class FPRcpCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 37; ``latency == stages``. Default 20.
+        Pipeline registers, 0 (combinational) to 37; ``latency == stages``. Default 24.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -117,7 +117,7 @@ class FPRcpCore(FPCore):
     """
 
     WEIGHTS = _WEIGHTS
-    DEFAULT_STAGES = 20
+    DEFAULT_STAGES = 24
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "z": Out(32)}, stages, ftz)

@@ -12,9 +12,9 @@ last bit, so only its sign and non-zeroness matter, which the window still has r
 
 Segments (registers spread by ``stages``, see :mod:`.common`):
 
-1. unpack, specials, exponents and the alignment distance;
-2. two 12 x 24 partial products, addend alignment (right shift with sticky);
-3. product sum;
+1. unpack, specials, product exponent, trailing zeros of the addend;
+2. alignment distance and window exponent; two 12 x 24 partial products;
+3. addend alignment (right shift; lost bits known from the trailing zeros); product sum;
 4. window add or subtract (signed);
 5. absolute value, result sign;
 6-12. leading-zero count, normalise or denormalise, round, pack.
@@ -24,7 +24,7 @@ from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib.wiring import In, Out
 
 from .common import (FPCore, ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, round_pack,
-                     shift_right_sticky, unpack)
+                     trailing_zeros, unpack)
 
 __all__ = ["FPFMACore"]
 
@@ -51,7 +51,7 @@ class FPFMACore(FPCore):
         ``a * b + c`` rounded once, ``latency`` enabled cycles later.
     """
 
-    WEIGHTS = (1.5, 2.0, 1.5, 1.5, 1.5) + ROUND_WEIGHTS
+    WEIGHTS = (1.5, 1.5, 1.5, 1.5, 1.5) + ROUND_WEIGHTS
     DEFAULT_STAGES = 11
 
     def __init__(self, stages=None, ftz=False):
@@ -70,21 +70,23 @@ class FPFMACore(FPCore):
         spec = Mux(nan, SPEC_NAN, Mux(p_inf | c.is_inf, SPEC_INF, SPEC_NONE))
         spec_sign = Mux(p_inf, sp, c.sign)
         ep = (a.exp + b.exp - 127).as_signed()          # biased exponent of product bit 49
-        dd = c.exp - ep                                  # addend units bit minus product's
-        top = (dd > 27) | p_zero
-        rshift = Mux(top, 0, 27 - dd)
-        rshift = Mux(rshift > _WINDOW, _WINDOW, rshift)[:7]
-        exp = Mux(top, c.exp + 1, ep + 28)               # biased exponent of window bit 77
-        s = st.cut(sa=a.sig, sb=b.sig, sc=c.sig, rshift=rshift, exp=exp, sp=sp, sc_sign=c.sign,
-                   spec=spec, spec_sign=spec_sign)
-        # segment 2: partial products and addend alignment
-        aligned, lost = shift_right_sticky(Cat(Const(0, 53), s.sc), s.rshift, 77)
-        s = st.cut(lo=s.sa[0:12] * s.sb, hi=s.sa[12:24] * s.sb, addend=aligned | lost,
-                   exp=s.exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec, spec_sign=s.spec_sign)
-        # segment 3: the exact product
+        s = st.cut(sa=a.sig, sb=b.sig, sc=c.sig, ec=c.exp, ep=ep, p_zero=p_zero, sp=sp,
+                   sc_sign=c.sign, spec=spec, spec_sign=spec_sign, tzc=trailing_zeros(c.sig))
+        # segment 2: alignment distance; partial products
+        dd = (s.ec - s.ep).as_signed()                   # addend units bit minus product's
+        top = (dd > 27) | s.p_zero
+        rshift = (s.ep + 27 - s.ec).as_signed()
+        rshift = Mux(top, 0, Mux(rshift > _WINDOW, _WINDOW, rshift))[:7]
+        exp = Mux(top, s.ec + 1, s.ep + 28)               # biased exponent of window bit 77
+        s = st.cut(lo=s.sa[0:12] * s.sb, hi=s.sa[12:24] * s.sb, sc=s.sc, tzc=s.tzc,
+                   rshift=rshift, exp=exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec,
+                   spec_sign=s.spec_sign)
+        # segment 3: addend alignment (bits below the window jam into bit 0); the exact product
+        aligned = (Cat(Const(0, 53), s.sc) >> s.rshift)[:77]
+        lost = s.sc.any() & (s.rshift > s.tzc + 53)
         product = (s.lo + (s.hi << 12))[:48]
-        s = st.cut(product=product, addend=s.addend, exp=s.exp, sp=s.sp, sc_sign=s.sc_sign,
-                   spec=s.spec, spec_sign=s.spec_sign)
+        s = st.cut(product=product, addend=aligned | lost, exp=s.exp, sp=s.sp,
+                   sc_sign=s.sc_sign, spec=s.spec, spec_sign=s.spec_sign)
         # segment 4: add or subtract in the window
         pw = Cat(Const(0, 3), s.product)
         effsub = s.sp != s.sc_sign

@@ -13,7 +13,7 @@ def test_default_stages_cross_product_and_random():
 
 
 def test_one_stage_ftz():
-    check(NAME, count=1200, stages=1, ftz=True)
+    check(NAME, count=800, stages=1, ftz=True)
 
 
 def test_latency_and_ii():
