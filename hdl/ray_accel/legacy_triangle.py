@@ -16,7 +16,7 @@ low 3 bits are not 0 or 1; the lane is then computed as type ``ptr & 1``).
 The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left to the top level.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,9 +25,11 @@ from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, PF_CULL_BACK, PF_CULL_FRON
                                          PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
                                          PF_SKIP_TRIANGLES, RAY_LAYOUT)
 
-from .triangle_engine import RaySetupCore, Sched, Timed, TriangleEngine, check_stages
+from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
+                              engine_latency, unit_latency)
 
-__all__ = ["LEGACY_IN_LAYOUT", "LEGACY_OUT_LAYOUT", "LegacyTriangleCore", "RayTriangleLegacy"]
+__all__ = ["LEGACY_IN_LAYOUT", "LEGACY_OUT_LAYOUT", "LegacyTriangleCore", "RayTriangleLegacy",
+           "legacy_latency"]
 
 LEGACY_IN_LAYOUT = data.StructLayout({
     "ray": RAY_LAYOUT,
@@ -48,6 +50,12 @@ def _bit(mask):
     return mask.bit_length() - 1
 
 
+def legacy_latency(stages=None):
+    """:attr:`LegacyTriangleCore.latency` for FP32 core depths ``stages`` (without building)."""
+    st = check_stages(stages)
+    return unit_latency("div", st) + engine_latency(st) + 1
+
+
 class LegacyTriangleCore(wiring.Component):
     """Two legacy triangle-node tests per cycle; see the module doc string."""
 
@@ -59,7 +67,7 @@ class LegacyTriangleCore(wiring.Component):
 
     @property
     def latency(self):
-        return self._setup.latency + self._engine.latency + 1
+        return legacy_latency(self._stages)
 
     def elaborate(self, platform):
         m = Module()
@@ -70,7 +78,7 @@ class LegacyTriangleCore(wiring.Component):
         front = setup.latency
         m.d.comb += [setup.en.eq(en), eng.en.eq(en), setup.i.dir.eq(self.i.ray.dir),
                      eng.i.setup.eq(setup.o),
-                     eng.i.origin.eq(s.at(Timed(self.i.ray.origin.as_value(), 0), front))]
+                     eng.i.origin.eq(s.at(Timed(Value.cast(self.i.ray.origin), 0), front))]
         for k in range(2):
             node = self.i.node[k]
             odd = self.i.node_ptr[k][0]
@@ -79,10 +87,10 @@ class LegacyTriangleCore(wiring.Component):
             m.d.comb += eng.i.tri[k].eq(s.at(Timed(tri, 0), front))
 
         t_eng = front + eng.latency
-        flags_en = s.at(Timed(self.i.desc.pointer_flags_en.as_value(), 0), t_eng)
-        mode = s.at(Timed(self.i.desc.return_mode.as_value(), 0), t_eng)
+        flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
+        mode = s.at(Timed(Value.cast(self.i.desc.return_mode), 0), t_eng)
         flags = Signal(10, name="leg_flags")
-        m.d.comb += flags.eq(Mux(flags_en, s.at(Timed(self.i.pointer_flags.as_value(), 0), t_eng), 0))
+        m.d.comb += flags.eq(Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0))
         f = {name: flags[_bit(mask)] for name, mask in {
             "force_op": PF_FORCE_OPAQUE, "force_nop": PF_FORCE_NON_OPAQUE,
             "no_cull": PF_DISABLE_TRI_CULL, "flip": PF_FLIP_FACEDNESS, "cull_back": PF_CULL_BACK,
@@ -90,8 +98,8 @@ class LegacyTriangleCore(wiring.Component):
             "cull_nop": PF_CULL_NON_OPAQUE, "skip_tri": PF_SKIP_TRIANGLES}.items()}
         for k in range(2):
             lane = eng.o.lane[k]
-            ptr = s.at(Timed(self.i.node_ptr[k].as_value(), 0), t_eng)
-            tri_id = s.at(Timed(self.i.node[k][15].as_value(), 0), t_eng)
+            ptr = s.at(Timed(Value.cast(self.i.node_ptr[k]), 0), t_eng)
+            tri_id = s.at(Timed(Value.cast(self.i.node[k][15]), 0), t_eng)
             tflags = Signal(8, name=f"leg_tflags{k}")
             m.d.comb += tflags.eq(Mux(ptr[0], tri_id[8:16], tri_id[0:8]))
             is_op = f["force_op"] | (~f["force_nop"] & tflags[7])

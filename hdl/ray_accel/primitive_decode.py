@@ -62,12 +62,14 @@ class PrimitiveDecodeCore(wiring.Component):
         The decoded pair, ``latency`` (2) enabled cycles later.
     """
 
+    LATENCY = 2
+
     def __init__(self):
         super().__init__({"en": In(1), "i": In(DECODE_IN_LAYOUT), "o": Out(PAIR_LAYOUT)})
 
     @property
     def latency(self):
-        return 2
+        return self.LATENCY
 
     def elaborate(self, platform):
         m = Module()

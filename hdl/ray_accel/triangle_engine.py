@@ -32,14 +32,14 @@ sub, shear FMA, edge products, edge differences, ``det`` sums / ``T`` FMAs, divi
 import importlib
 import pkgutil
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.hdl.shapes import Float32
 
 __all__ = ["SETUP_IN_LAYOUT", "SETUP_LAYOUT", "ENGINE_IN_LAYOUT", "LANE_LAYOUT",
-           "ENGINE_OUT_LAYOUT", "RaySetupCore", "TriangleEngine", "fp_core", "Sched", "Timed",
+           "ENGINE_OUT_LAYOUT", "RaySetupCore", "TriangleEngine", "engine_latency", "fp_core", "Sched", "Timed",
            "FP_UNITS"]
 
 VEC3 = data.ArrayLayout(Float32(), 3)
@@ -98,9 +98,24 @@ def check_stages(stages):
 
 
 def unit_latency(kind, stages):
+    """Latency of one FP32 core of ``kind`` with ``stages[kind]`` registers (``None``: default).
+
+    The contract fixes ``latency == stages``; the default depth is the core's ``DEFAULT_STAGES``.
+    """
     cls = fp_core(FP_UNITS[kind])
     n = stages[kind]
-    return cls(stages=n).latency if n is not None else cls().latency
+    return n if n is not None else cls.DEFAULT_STAGES
+
+
+def engine_latency(stages=None):
+    """:attr:`TriangleEngine.latency` for FP32 core depths ``stages`` (without building it)."""
+    st = check_stages(stages)
+    a, mu, f, dv = (unit_latency(k, st) for k in ("add", "mul", "fma", "div"))
+    shear = a + f                       # P - O, then the shear FMA (z: P - O then mul)
+    edges = shear + mu + a              # products, differences
+    det = edges + 2 * a                 # (U + V) + W
+    tnum = max(edges, a + mu) + mu + 2 * f   # U * Az, then two FMAs
+    return max(det, tnum) + dv
 
 
 class Timed:
@@ -208,7 +223,7 @@ class RaySetupCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         s = Sched(m, self.en, "setup", self._stages)
-        d = [self.i.dir[k].as_value() for k in range(3)]
+        d = [Value.cast(self.i.dir[k]) for k in range(3)]
         mag = [v[:31] for v in d]
         kz = Signal(2, name="setup_kz")
         m.d.comb += kz.eq(Mux((mag[0] >= mag[1]) & (mag[0] >= mag[2]), 0,
@@ -247,6 +262,9 @@ class TriangleEngine(wiring.Component):
     stages : dict, optional
         Register stages of the FP32 cores: ``{"add": n, "mul": n, "fma": n, "div": n}``; a
         missing key or ``None`` uses the core's default.
+    raw_outputs : bool
+        Drive the undivided ``t_num``/``t_den`` and the edge functions ``u``/``v``/``w`` (needed by
+        the legacy 4-dword results; their delay registers are saved when False).
 
     Attributes
     ----------
@@ -256,9 +274,17 @@ class TriangleEngine(wiring.Component):
         ``latency`` enabled cycles after ``i``.
     """
 
-    def __init__(self, *, stages=None):
+    def __init__(self, *, stages=None, raw_outputs=True):
         self._stages = check_stages(stages)
+        if not isinstance(raw_outputs, bool):
+            raise TypeError(f"`raw_outputs` must be a boolean, not {raw_outputs!r}")
+        self._raw = raw_outputs
         super().__init__({"en": In(1), "i": In(ENGINE_IN_LAYOUT), "o": Out(ENGINE_OUT_LAYOUT)})
+
+    @property
+    def raw_outputs(self):
+        """Whether ``t_num``, ``t_den``, ``u``, ``v``, ``w`` are driven (else they read 0)."""
+        return self._raw
 
     @property
     def stages(self):
@@ -266,12 +292,8 @@ class TriangleEngine(wiring.Component):
 
     @property
     def latency(self):
-        a, mu, f, dv = (unit_latency(k, self._stages) for k in ("add", "mul", "fma", "div"))
-        shear = a + f                       # P - O, then the shear FMA (z: P - O then mul)
-        edges = shear + mu + a              # products, differences
-        det = edges + 2 * a                 # (U + V) + W
-        tnum = max(edges, a + mu) + mu + 2 * f   # U * Az, then two FMAs
-        return max(det, tnum) + dv
+        return engine_latency(self._stages)
+
 
     def elaborate(self, platform):
         m = Module()
@@ -279,14 +301,14 @@ class TriangleEngine(wiring.Component):
         setup = self.i.setup
         for lane in range(2):
             s = Sched(m, self.en, f"l{lane}", self._stages)
-            kx, ky, kz = (Timed(setup[k].as_value(), 0) for k in ("kx", "ky", "kz"))
-            sz = Timed(setup.sz.as_value(), 0)
-            nsx = Timed(setup.sx.as_value() ^ _SIGN, 0)
-            nsy = Timed(setup.sy.as_value() ^ _SIGN, 0)
-            origin = [Timed(self.i.origin[c].as_value(), 0) for c in range(3)]
+            kx, ky, kz = (Timed(Value.cast(setup[k]), 0) for k in ("kx", "ky", "kz"))
+            sz = Timed(Value.cast(setup.sz), 0)
+            nsx = Timed(Value.cast(setup.sx) ^ _SIGN, 0)
+            nsy = Timed(Value.cast(setup.sy) ^ _SIGN, 0)
+            origin = [Timed(Value.cast(self.i.origin[c]), 0) for c in range(3)]
             pts = []
             for n in range(3):
-                rel = [s.sub(Timed(self.i.tri[lane][n][c].as_value(), 0), origin[c])
+                rel = [s.sub(Timed(Value.cast(self.i.tri[lane][n][c]), 0), origin[c])
                        for c in range(3)]
 
                 def perm(k, rel=rel):
@@ -320,7 +342,9 @@ class TriangleEngine(wiring.Component):
             out = self.o.lane[lane]
             m.d.comb += [out.hit.eq(s.at(hit, lat)), out.t.eq(s.at(t, lat)),
                          out.i.eq(s.at(i, lat)), out.j.eq(s.at(j, lat)),
-                         out.backface.eq(s.at(back, lat)),
-                         out.t_num.eq(s.at(tnum, lat)), out.t_den.eq(s.at(det, lat)),
-                         out.u.eq(s.at(u, lat)), out.v.eq(s.at(v, lat)), out.w.eq(s.at(w, lat))]
+                         out.backface.eq(s.at(back, lat))]
+            if self._raw:
+                m.d.comb += [out.t_num.eq(s.at(tnum, lat)), out.t_den.eq(s.at(det, lat)),
+                             out.u.eq(s.at(u, lat)), out.v.eq(s.at(v, lat)),
+                             out.w.eq(s.at(w, lat))]
         return m

@@ -19,7 +19,7 @@ the result rules: culling by pointer flags, opaque / procedural sign bits, inval
 navigation bits).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -30,9 +30,10 @@ from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, NODE_LAYOUT, PF_CULL_BACK,
                                          RESULT_LAYOUT)
 
 from .primitive_decode import PrimitiveDecodeCore
-from .triangle_engine import RaySetupCore, Sched, Timed, TriangleEngine, check_stages
+from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
+                              engine_latency, unit_latency)
 
-__all__ = ["PAIR_IN_LAYOUT", "PAIR_OUT_LAYOUT", "TrianglePairCore", "RayTriangle"]
+__all__ = ["PAIR_IN_LAYOUT", "PAIR_OUT_LAYOUT", "TrianglePairCore", "RayTriangle", "pair_latency"]
 
 PAIR_IN_LAYOUT = data.StructLayout({
     "ray": RAY_LAYOUT,
@@ -44,10 +45,23 @@ PAIR_IN_LAYOUT = data.StructLayout({
 PAIR_OUT_LAYOUT = data.StructLayout({"result": RESULT_LAYOUT, "error": unsigned(1)})
 
 _INF, _ONE, _SIGN, _MAG = 0x7F800000, 0x3F800000, 0x80000000, 0x7FFFFFFF
+_SIDE_LAYOUT = data.StructLayout({
+    "tri": data.ArrayLayout(data.StructLayout({
+        "prim_id": unsigned(31), "geo_id": unsigned(30), "opaque": unsigned(1),
+        "procedural": unsigned(1), "valid": unsigned(1)}), 2),
+    "nav": unsigned(2),
+    "error": unsigned(1),
+})
 
 
 def _bit(mask):
     return mask.bit_length() - 1
+
+
+def pair_latency(stages=None):
+    """:attr:`TrianglePairCore.latency` for FP32 core depths ``stages`` (without building)."""
+    st = check_stages(stages)
+    return max(PrimitiveDecodeCore.LATENCY, unit_latency("div", st)) + engine_latency(st) + 1
 
 
 class TrianglePairCore(wiring.Component):
@@ -62,7 +76,7 @@ class TrianglePairCore(wiring.Component):
     def __init__(self, *, stages=None):
         self._stages = check_stages(stages)
         self._setup = RaySetupCore(stages=self._stages)
-        self._engine = TriangleEngine(stages=self._stages)
+        self._engine = TriangleEngine(stages=self._stages, raw_outputs=False)
         self._decode = PrimitiveDecodeCore()
         super().__init__({"en": In(1), "i": In(PAIR_IN_LAYOUT), "o": Out(PAIR_OUT_LAYOUT)})
 
@@ -73,7 +87,7 @@ class TrianglePairCore(wiring.Component):
 
     @property
     def latency(self):
-        return self.front_latency + self._engine.latency + 1
+        return pair_latency(self._stages)
 
     def elaborate(self, platform):
         m = Module()
@@ -86,19 +100,25 @@ class TrianglePairCore(wiring.Component):
                      dec.i.node.eq(self.i.node), dec.i.node_ptr.eq(self.i.node_ptr),
                      setup.i.dir.eq(self.i.ray.dir)]
         front = self.front_latency
-        t_dec = Timed(dec.o.as_value(), dec.latency)
-        t_setup = Timed(setup.o.as_value(), setup.latency)
-        t_origin = Timed(self.i.ray.origin.as_value(), 0)
+        t_dec = Timed(Value.cast(dec.o), dec.latency)
+        t_setup = Timed(Value.cast(setup.o), setup.latency)
+        t_origin = Timed(Value.cast(self.i.ray.origin), 0)
         decoded = dec.o.shape()(s.at(t_dec, front))
         m.d.comb += [eng.i.setup.eq(s.at(t_setup, front)), eng.i.origin.eq(s.at(t_origin, front))]
         for k in range(2):
             m.d.comb += eng.i.tri[k].eq(decoded.tri[k].v)
 
         # ---- result format (at engine output time), then one register ----------------------
+        # only the IDs and flags travel along the engine (not the vertices)
         t_eng = front + eng.latency
-        pdec = dec.o.shape()(s.at(Timed(decoded.as_value(), front), t_eng))
-        flags_en = s.at(Timed(self.i.desc.pointer_flags_en.as_value(), 0), t_eng)
-        flags_raw = s.at(Timed(self.i.pointer_flags.as_value(), 0), t_eng)
+        side = Signal(_SIDE_LAYOUT, name="pair_side")
+        m.d.comb += [side.nav.eq(decoded.nav), side.error.eq(decoded.error)]
+        for k in range(2):
+            for name in ("prim_id", "geo_id", "opaque", "procedural", "valid"):
+                m.d.comb += side.tri[k][name].eq(decoded.tri[k][name])
+        pdec = _SIDE_LAYOUT(s.at(Timed(Value.cast(side), front), t_eng))
+        flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
+        flags_raw = s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng)
         flags = Signal(10, name="fmt_flags")
         m.d.comb += flags.eq(Mux(flags_en, flags_raw, 0))
         f = {name: flags[_bit(mask)] for name, mask in {

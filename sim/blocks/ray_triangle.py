@@ -23,7 +23,7 @@ from gpurtl.hdl.shapes import f32_bits
 from ..registry import Block, Param, register
 
 __all__ = ["RayTriangleModel", "RayTriangleLegacyModel", "stimulus", "legacy_stimulus",
-           "pair_pointer"]
+           "pair_pointer", "stages_of"]
 
 _STAGE_PARAMS = tuple(
     Param(f"{unit}_stages", -1, f"register stages of each FP32 {unit} core (-1 = core default)",
@@ -36,6 +36,11 @@ _SPECIAL = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x000000
 def pair_pointer(pair, node_index=1):
     """Node pointer of pair ``pair`` (0..7) of the 128-byte node at byte ``128 * node_index``."""
     return ((node_index * 128) >> 3) | (pair & 3) | ((pair & 4) << 1)
+
+
+def stages_of(params):
+    """The FP32 core depth dictionary (``TriangleEngine`` ``stages``) of block parameters."""
+    return _stages(**params)
 
 
 def _stages(add_stages, mul_stages, fma_stages, div_stages):

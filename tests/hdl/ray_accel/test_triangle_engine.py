@@ -24,6 +24,11 @@ def _cores_available():
     return True
 
 
+# The Amaranth simulator compiles this large design (about 75 FP32 cores) slowly; the default
+# pysim tests use shallow FP32 cores (fewer registers, same logic), the Verilator test and the slow
+# pysim test the default depths.
+LIGHT = {"add_stages": 1, "mul_stages": 1, "fma_stages": 1, "div_stages": 2}
+
 needs_cores = pytest.mark.skipif(not _cores_available(),
                                  reason="hdl/fp32 does not provide FPMulCore/FPFMACore/FPDivCore yet")
 
@@ -99,31 +104,19 @@ def test_primitive_decode_matches_golden():
     assert not failures, failures[:2]
 
 
-@needs_cores
-def test_lockstep_pysim():
-    block = registry.get("ray_triangle")
-    params = block.resolve()
-    report = lockstep.check(block, params, count=160, seed=1, backend="pysim")
-    assert report.failed == 0, str(report.first)
-    assert report.passed == 160
-
-
-@needs_cores
-def test_watertight_on_rtl():
-    """Exact rays through shared edges/vertices of a closed dyadic mesh packed into real nodes:
-    the RTL's results hit at least one of the adjacent triangles for every ray."""
+def _watertight_transactions(rng, rays):
+    """Exact rays through shared edges/vertices of a closed dyadic mesh packed into real nodes,
+    one transaction per (ray, adjacent triangle). Returns (transactions, owner (ray, tri))."""
     from gpurtl.golden.ray_accel import meshes
     from gpurtl.sim.blocks.ray_triangle import pair_pointer
-    rng = np.random.default_rng(21)
     v, f = meshes.dyadic_box(2, 8, rng=rng, jitter=1)
     tris = [pn.Triangle(tuple(tuple(float(c) for c in v[k]) for k in face), prim_id=n, geo_id=1)
             for n, face in enumerate(f)]
     where = [(node, pair, tri) for node, slots in pn.pack_triangles(tris) for pair, tri in slots]
     origins, dirs, cands = meshes.edge_vertex_rays(rng, v, f, per_edge=1, exact=True)
-    picks = rng.permutation(len(cands))[:40]
     txs, owner = [], []
     desc = default_desc()
-    for r in picks:
+    for r in rng.permutation(len(cands))[:rays]:
         ray = {"origin": [int(x) for x in origins[r].view(np.uint32)],
                "dir": [int(x) for x in dirs[r].view(np.uint32)],
                "extent": 0x7F800000, "instance_mask": 0xFF}
@@ -132,35 +125,77 @@ def test_watertight_on_rtl():
             n = pn.node_int(node)
             txs.append({"ray": ray, "node": [(n >> (32 * k)) & 0xFFFFFFFF for k in range(32)],
                         "node_ptr": pair_pointer(pair), "pointer_flags": 0, "desc": desc})
-            owner.append((r, tri))
-    block = registry.get("ray_triangle")
-    params = block.resolve()
-    expected = lockstep.golden_outputs(block, params, txs)
-    report = lockstep.run_block(block, params, txs, expected=expected, keep_outputs=True)
-    assert report.failed == 0, str(report.first)
-    _, out_layout = block.layouts(**params)
-    from gpurtl.sim import layouts
-    hits = {}
-    for bits, (r, tri) in zip(report.outputs, owner):
-        result = layouts.unpack(out_layout, bits)["result"]
-        hits[r] = hits.get(r, 0) + int(result[4 * tri] != tr.POS_INF)
-    assert len(hits) == len(picks) and min(hits.values()) >= 1
+            owner.append((int(r), tri))
+    return txs, owner
 
 
 @needs_cores
-def test_lockstep_other_core_latencies():
-    """Different FP32 core depths change the schedule (delay lines), not the results."""
+def test_lockstep_pysim_and_watertight_on_rtl():
+    """One Amaranth simulation (the design is large: ~15 s to compile): random transactions from
+    the block's stimulus (real nodes, edge rays, IEEE cases, malformed nodes), then exact rays
+    through shared edges and vertices; every output must equal the golden model, with random
+    valid/ready stalls after the first tenth, and the RTL's own results must hit at least one
+    triangle adjacent to each edge/vertex ray (watertightness measured on the RTL)."""
+    from gpurtl.sim import layouts
+    from gpurtl.sim.engine import StallPattern
     block = registry.get("ray_triangle")
-    params = block.resolve({"add_stages": 1, "mul_stages": 1, "fma_stages": 1, "div_stages": 1})
+    params = block.resolve(LIGHT)
+    rng = np.random.default_rng(1)
+    random_txs = block.stimulus(rng, 140, **params)
+    edge_txs, owner = _watertight_transactions(rng, 36)
+    txs = random_txs + edge_txs
+    expected = lockstep.golden_outputs(block, params, txs)
+    stalls = StallPattern(seed=1, p_valid=0.7, p_ready=0.7, free_run=len(txs) // 10)
+    report = lockstep.run_block(block, params, txs, expected=expected, stalls=stalls,
+                                keep_outputs=True)
+    assert report.failed == 0, str(report.first)
+    assert report.passed == len(txs)
+    _, out_layout = block.layouts(**params)
+    hits = {}
+    for bits, (r, tri) in zip(report.outputs[len(random_txs):], owner):
+        result = layouts.unpack(out_layout, bits)["result"]
+        hits[r] = hits.get(r, 0) + int(result[4 * tri] != tr.POS_INF)
+    assert len(hits) == 36 and min(hits.values()) >= 1
+
+
+@pytest.mark.slow
+@needs_cores
+def test_legacy_lockstep_pysim():
+    """Legacy nodes, two lanes, with no stalls at all: every transaction takes exactly
+    ``latency`` cycles and one is accepted per cycle (II = 1: N transactions in N + latency
+    cycles)."""
+    from gpurtl.sim.engine import StallPattern
+    block = registry.get("ray_triangle_legacy")
+    params = block.resolve(LIGHT)
+    txs = block.stimulus(np.random.default_rng(2), 100, **params)
+    expected = lockstep.golden_outputs(block, params, txs)
+    report = lockstep.run_block(block, params, txs, expected=expected,
+                                stalls=StallPattern(free_run=len(txs)))
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 100
+    from gpurtl.hdl.ray_accel.legacy_triangle import legacy_latency
+    from gpurtl.sim.blocks.ray_triangle import stages_of
+    assert report.cycles == len(txs) + legacy_latency(stages_of(params))
+
+
+@pytest.mark.slow
+@needs_cores
+def test_lockstep_default_core_latencies_pysim():
+    """The default FP32 core depths (long delay lines) on the Amaranth simulator too."""
+    block = registry.get("ray_triangle")
+    params = block.resolve()
     report = lockstep.check(block, params, count=40, seed=3, backend="pysim")
     assert report.failed == 0, str(report.first)
 
 
+@pytest.mark.slow
 @needs_cores
 @pytest.mark.verilator
 def test_lockstep_verilator():
+    """Slow: exporting this design takes minutes (Yosys) and Verilator's C++ build longer; the
+    default run checks the Amaranth simulator only. Uses the shallow FP32 configuration."""
     block = registry.get("ray_triangle")
-    params = block.resolve()
+    params = block.resolve(LIGHT)
     report = lockstep.check(block, params, count=1500, seed=7, backend="verilator")
     assert report.failed == 0, str(report.first)
     assert report.passed == 1500
