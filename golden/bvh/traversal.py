@@ -19,7 +19,7 @@ Leaves (primitive nodes) are tested with a float64 Moller-Trumbore test on the l
 (the triangle path is R2's block; this module counts its work).
 
 Counts per ray (:class:`Counts`): ``box_nodes`` (box nodes visited), ``box_tests`` (valid child
-boxes tested in them), ``obb_nodes`` (visited box nodes with a rotation), ``leaves``,
+boxes tested in them), ``box_hits`` (child boxes that passed), ``obb_nodes`` (visited box nodes with a rotation), ``leaves``,
 ``tri_tests``, ``instances``; plus ``t`` and ``prim`` of the closest hit.
 """
 
@@ -33,7 +33,7 @@ from gpurtl.hdl.shapes import bits_f32, f32_bits
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 
 GROW = 6 * 2.0 ** -24        # gpurt's default box grow of 6 "ULP" (spec 6.2)
-_FIELDS = ("box_nodes", "box_tests", "obb_nodes", "leaves", "tri_tests", "instances")
+_FIELDS = ("box_nodes", "box_tests", "box_hits", "obb_nodes", "leaves", "tri_tests", "instances")
 
 
 class Counts:
@@ -182,6 +182,7 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
                     if p == 0xFFFFFFFF:
                         continue
                     order.append(bvh.by_offset[(p & ~0xF) << 3])
+                counts.box_hits[r] += len(order)
                 for child in reversed(order):
                     stack.append((bvh, child, key))
                 continue
@@ -195,6 +196,7 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
                 bad = np.isnan(np.fmin(t1, t2)).any(axis=1) | np.isnan(np.fmax(t1, t2)).any(axis=1)
             hit = (~bad) & (np.maximum(tnear, 0) <= np.minimum(tfar, t_hit) * (1 + GROW))
             idx = np.nonzero(hit)[0]
+            counts.box_hits[r] += len(idx)
             kinds = [node.children[i].kind for i in idx]
             order = _sort_children(kinds, tnear[idx])
             for j in reversed(order):

@@ -46,6 +46,15 @@ Interface (``OBBTransformCore``), a clock-enable datapath core without valid/rea
 ``latency``
     ``3 * fma_stages`` (the FMA cores hold every register of the chain).
 
+Integration in the ray accelerator (R1's top level): put one ``OBBTransformCore`` (with
+``with_matrix=True`` if the same block also serves instance nodes) in front of the reciprocal for
+*every* instruction. Box nodes drive ``index`` from DW7 bits [6:0]; every other node (and box nodes
+with 0x7F) drive ``index = 0x7F`` and pass through with the same latency, so all node kinds keep one
+fixed pipeline depth and one node enters per cycle. Instance nodes drive ``use_matrix = ~culled``
+and ``matrix`` from DW0..11 (see :class:`~gpurtl.hdl.ray_accel.instance_transform.InstanceCore`).
+``bad_index`` marks the undefined indices 104..126 (the golden ``intersect`` model reports
+status 2 for them).
+
 ``lanes=2`` serves the dual (BVH4x2) form, where the two nodes may name different rotations: one
 ray, two indices, two transformed rays per cycle (36 FMA units instead of 18). ``with_matrix`` is
 available with ``lanes=1`` only. ``OBBTransformPipe`` wraps the core in a valid/ready stream
