@@ -230,6 +230,7 @@ class Simd:
         return {
             "free_blocks": out["free"],
             "holder": out["holder"] if out.get("holder_valid") else None,
+            "holder_blocks": out["units"][out["holder"]] if out.get("holder_valid") else 0,
             "waiting_alloc": {w.slot: (out["units"][w.slot], w.action[1]) for w in alloc},
             "waiting_other": {w.slot: w.action[0] for w in other},
             "grantable": can,

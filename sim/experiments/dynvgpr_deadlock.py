@@ -71,9 +71,11 @@ def _describe(simd):
         return "finished"
     d = simd.stuck
     held = sorted(set(v[0] for v in d["waiting_alloc"].values()))
+    holder = "none" if d["holder"] is None else \
+        f"wave {d['holder']} with {d['holder_blocks']} blocks"
     return (f"deadlock: {len(d['waiting_alloc'])} waves wait in s_alloc_vgpr holding "
             f"{'/'.join(map(str, held))} blocks, {len(d['waiting_other'])} wait on other waves, "
-            f"free {d['free_blocks']} blocks, reserve holder {d['holder']}, "
+            f"free {d['free_blocks']} blocks, reserve holder {holder}, "
             f"grantable requests: {len(d['grantable'])}")
 
 

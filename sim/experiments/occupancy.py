@@ -107,7 +107,8 @@ def _plots(out_dir, results, table):
                        ("rdna4_dynamic_b16", "RDNA 4 dynamic, 16 blocks (all waves at n)"),
                        ("rdna4_dynamic_b32", "RDNA 4 dynamic, 32 blocks (all waves at n)"),
                        ("xe3", "Xe3 threads / XVE"), ("xe2_fixed", "Xe2 fixed GRF modes")]:
-        ax.step(xs, [r[key] for r in table], where="post", label=label)
+        ys = [r[key] if r[key] else float("nan") for r in table]   # 0 = not possible
+        ax.step(xs, ys, where="post", label=label)
     ax.set_xlabel("registers per wave / thread")
     ax.set_ylabel("resident waves / threads")
     ax.legend(fontsize=7)
