@@ -44,6 +44,12 @@ Per triangle (:func:`intersect`), vertices ``A, B, C`` = node ``v0, v1, v2``
    the spec's convention (gpurt ``t_denom >= 0``); ``backface = sign(det)``. There is no ``tmin``
    and the ray extent is not compared (spec 6.4: the shader does that).
 
+Range: FP32 only, without the paper's double-precision fallback. The edge functions are products
+of sheared coordinates relative to the origin, so they overflow (``inf - inf = NaN``, a miss) once
+those coordinates exceed about ``sqrt(FLT_MAX) ~ 1.8e19`` and flush towards zero (``det = 0``, a
+miss) below about ``1e-22``. Watertightness is guaranteed inside that range; outside it the test
+misses consistently (tests/golden/test_triangle.py ``test_dynamic_range``).
+
 Result (:func:`triangle_pair_result`, spec 6.4), per triangle ``k`` of the pair (DW ``4k .. 4k+3``)
 ----------------------------------------------------------------------------------------------------
 * effective pointer flags = ``pointer_flags`` if ``desc["pointer_flags_en"]`` else 0.

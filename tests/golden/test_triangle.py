@@ -271,3 +271,18 @@ def test_legacy_result_modes():
         [INF, ONE, 0, 0]
     # type 1 = (v1, v3, v2): DOWN at (0.25, 0.25) misses it
     assert tr.legacy_triangle_result(node, 1, DOWN, 0, default_desc()) == [INF, ONE, 0, 0]
+
+
+@pytest.mark.parametrize("scale,hits", [(1e-18, True), (1e-9, True), (1.0, True), (1e9, True),
+                                        (1e17, True), (1e20, False), (1e-30, False)])
+def test_dynamic_range(scale, hits):
+    """FP32 range of the edge functions (module doc string): hits with an accurate t inside the
+    range, a clean miss (t = +inf) outside it."""
+    tri = pn.Triangle(((0.0, 0.0, 0.0), (scale, 0.0, 0.0), (0.0, scale, 0.0)))
+    node = pn.encode_primitive_node([pn.TrianglePair(tri)])
+    dw = result(make_ray((0.25 * scale, 0.25 * scale, 5.0), (0.0, 0.0, -1.0)), node=node)
+    t = struct.unpack("<f", struct.pack("<I", dw[0]))[0]
+    if hits:
+        assert abs(t - 5.0) < 1e-5
+    else:
+        assert dw[0] == INF
