@@ -236,7 +236,7 @@ def rcp_exact_ok(x, z):
     return sign_ok & np.where(inf, ok_inf, ok_up & ok_low & (zmag != 0))
 
 
-@pytest.mark.parametrize("field", [0, 1, 2, 126, 127, 200, 252, 253, 254])
+@pytest.mark.parametrize("field", [0, 1, 127, 252, 253, 254])
 def test_rcp_exhaustive(field):
     """Every significand of one binade (both signs alternately): exact integer check."""
     frac = np.arange(1 << 23, dtype=np.uint32)
