@@ -2,7 +2,8 @@
 real encoded nodes (BVH8 boxes, OBB boxes, instances, triangle pairs, dual legacy nodes, corner
 cases), throughput (one instruction per cycle: the first half of each run is stall-free and must
 be accepted every cycle and emitted exactly ``latency`` cycles later), random stalls, a smaller
-build (II = 2, ftz), the ``ray_sort`` block (sort unit alone), and one Verilator build.
+build (II = 2, ftz), the ``ray_sort`` block (sort unit alone; also the default run's one
+Verilator build), and the top level on Verilator (slow).
 
 The Python simulator runs this design at roughly 5-10 cycles/s after 30-90 s of elaboration, so
 the pysim counts are modest; the Verilator test carries the volume."""
@@ -74,9 +75,11 @@ def test_bad_parameters():
         RayAccel(ftz=1)
 
 
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_lockstep_verilator_box_build():
-    """The box paths (BVH8, dual legacy boxes, corner cases) with volume, on Verilator."""
+    """The box paths (BVH8, dual legacy boxes, corner cases) with volume, on Verilator (the
+    Verilog export alone takes ~8 minutes on a loaded 2-core machine, hence slow)."""
     params = BLOCK.resolve({"triangles": "0", "transforms": "0"})
     report = lockstep.check(BLOCK, params, count=600, seed=21, backend="verilator")
     assert report.failed == 0, str(report.first)
@@ -97,4 +100,13 @@ def test_lockstep_verilator_full_build():
 def test_ray_sort_block_lockstep(ftz):
     block = registry.get("ray_sort")
     report = lockstep.check(block, block.resolve({"ftz": ftz}), count=300, seed=4)
+    assert report.failed == 0, str(report.first)
+
+
+@pytest.mark.verilator
+def test_ray_sort_verilator():
+    """The default run's one Verilator build: the sort unit (the top level is too big, see the
+    slow tests above)."""
+    block = registry.get("ray_sort")
+    report = lockstep.check(block, block.resolve({}), count=2000, seed=5, backend="verilator")
     assert report.failed == 0, str(report.first)
