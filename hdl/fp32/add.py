@@ -26,7 +26,7 @@ class FPAddCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 10; ``latency == stages``. Default 8.
+        Pipeline registers, 0 (combinational) to 10; ``latency == stages``. Default 9.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -43,7 +43,7 @@ class FPAddCore(FPCore):
     """
 
     WEIGHTS = (1.5, 1.5, 1.5) + ROUND_WEIGHTS
-    DEFAULT_STAGES = 8
+    DEFAULT_STAGES = 9
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "sub": In(1), "z": Out(32)},
@@ -59,13 +59,16 @@ class FPAddCore(FPCore):
         swap = a.mag < b.mag
         big_sig, big_exp, big_sign = (Mux(swap, b.sig, a.sig), Mux(swap, b.exp, a.exp),
                                       Mux(swap, b_sign, a.sign))
-        small_sig, small_exp = Mux(swap, a.sig, b.sig), Mux(swap, a.exp, b.exp)
+        small_sig = Mux(swap, a.sig, b.sig)
+        # both exponent differences in parallel with the magnitude comparison, clamped at 28
+        dab, dba = (a.exp - b.exp)[:8], (b.exp - a.exp)[:8]
+        diff = Mux(swap, Mux(dba > 28, 28, dba), Mux(dab > 28, 28, dab))[:5]
         nan = a.is_nan | b.is_nan | (a.is_inf & b.is_inf & (a.sign != b_sign))
         inf = a.is_inf | b.is_inf
         spec = Mux(nan, SPEC_NAN, Mux(inf, SPEC_INF, SPEC_NONE))
         spec_sign = Mux(a.is_inf, a.sign, b_sign)
         s = st.cut(big_sig=big_sig, big_exp=big_exp, big_sign=big_sign, small_sig=small_sig,
-                   diff=(big_exp - small_exp)[:8], effsub=a.sign != b_sign, spec=spec,
+                   diff=diff, effsub=a.sign != b_sign, spec=spec,
                    spec_sign=spec_sign, zero_sign=a.sign & b_sign)
         # segment 2: alignment (27-bit operands: 24 significand bits and 3 guard bits)
         shifted, lost = shift_right_sticky(Cat(Const(0, 3), s.small_sig), s.diff, 27)

@@ -340,5 +340,5 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
     return st.cut(z=z_value, **keep(b))
 
 
-ROUND_WEIGHTS = (1.5, 1.5, 1.5, 1.5, 1.2, 1.5, 1.0)
+ROUND_WEIGHTS = (1.5, 1.5, 1.5, 1.5, 1.0, 2.0, 1.5)
 """Delay weights of the seven :func:`round_pack` segments."""

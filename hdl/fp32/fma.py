@@ -37,7 +37,7 @@ class FPFMACore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 12; ``latency == stages``. Default 11.
+        Pipeline registers, 0 (combinational) to 12; ``latency == stages``. Default 12.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -52,7 +52,7 @@ class FPFMACore(FPCore):
     """
 
     WEIGHTS = (1.5, 1.5, 1.5, 1.5, 1.5) + ROUND_WEIGHTS
-    DEFAULT_STAGES = 11
+    DEFAULT_STAGES = 12
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "c": In(32), "z": Out(32)},

@@ -25,7 +25,7 @@ class FPMulCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 10; ``latency == stages``. Default 8.
+        Pipeline registers, 0 (combinational) to 10; ``latency == stages``. Default 9.
     ftz : bool
         Flush subnormal inputs and results to signed zero.
 
@@ -40,7 +40,7 @@ class FPMulCore(FPCore):
     """
 
     WEIGHTS = (1.0, 2.0, 1.5) + ROUND_WEIGHTS
-    DEFAULT_STAGES = 8
+    DEFAULT_STAGES = 9
 
     def __init__(self, stages=None, ftz=False):
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
