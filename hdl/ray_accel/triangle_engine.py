@@ -22,11 +22,12 @@ Both components are clock-enable datapath cores (no valid/ready): ``en`` advance
     ``t_den`` (= det) and edge functions ``u``, ``v``, ``w``). Two independent triangle lanes sharing the ray setup. Per lane: 14 adders,
     10 multipliers, 8 FMAs, 3 dividers.
 
-The FP32 core latencies are constructor parameters (``None`` = the core's default); the
-scheduler in this module inserts the delay registers that line operands up, so ``latency`` follows
-from them: setup = ``div``; engine = ``add + fma + mul + add + add + add`` ... (the critical path
-sub, shear FMA, edge products, edge differences, ``det`` sums / ``T`` FMAs, divisions, see
-:attr:`TriangleEngine.latency`).
+The FP32 core depths are constructor parameters (``stages``; ``None`` = the core's default); the
+scheduler in this module (:class:`Sched`) inserts the delay registers that line operands up, so
+``latency`` follows from them: setup = ``div``; engine = :func:`engine_latency` =
+``max(a+f+m+a + 2a, max(a+f+m+a, a+m) + m + 2f) + div`` (``a``, ``m``, ``f`` = add, mul, FMA
+latencies: subtract origin, shear FMA, edge products, edge differences, then ``det`` sums / ``T``
+chain, then the divisions).
 """
 
 import importlib
