@@ -71,7 +71,9 @@ class InstanceCore(wiring.Component):
     """
 
     def __init__(self, fma_stages=2):
-        self._xf = OBBTransformCore(fma_stages=fma_stages, with_matrix=True)
+        if not isinstance(fma_stages, int) or isinstance(fma_stages, bool) or fma_stages < 0:
+            raise ValueError(f"`fma_stages` must be a non-negative integer, not {fma_stages!r}")
+        self._fma_stages = fma_stages
         super().__init__({
             "en": In(1),
             "i": In(INSTANCE_IN_LAYOUT),
@@ -80,15 +82,15 @@ class InstanceCore(wiring.Component):
 
     @property
     def latency(self):
-        return self._xf.latency
+        return 3 * self._fma_stages
 
     @property
     def fma_units(self):
-        return self._xf.fma_units
+        return 18
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.xf = xf = self._xf
+        m.submodules.xf = xf = OBBTransformCore(fma_stages=self._fma_stages, with_matrix=True)
         node, ray = self.i.node, self.i.ray
         flags = Signal(10)
         m.d.comb += flags.eq(self.i.pointer_flags & self.i.pointer_flags_en.replicate(10))
@@ -132,7 +134,8 @@ class InstancePipe(wiring.Component):
     """``InstanceCore`` in a valid/ready stream (block ``instance_transform``), II = 1."""
 
     def __init__(self, fma_stages=2):
-        self._core = InstanceCore(fma_stages=fma_stages)
+        self._fma_stages = fma_stages
+        self._latency = 3 * fma_stages
         super().__init__({
             "i": In(stream.Signature(INSTANCE_IN_LAYOUT)),
             "o": Out(stream.Signature(INSTANCE_OUT_LAYOUT)),
@@ -140,11 +143,11 @@ class InstancePipe(wiring.Component):
 
     @property
     def latency(self):
-        return self._core.latency
+        return self._latency
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.core = core = self._core
+        m.submodules.core = core = InstanceCore(fma_stages=self._fma_stages)
         en = Signal()
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
                      core.i.eq(self.i.payload), self.o.payload.eq(core.o)]

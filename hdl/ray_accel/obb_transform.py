@@ -156,13 +156,17 @@ class OBBTransformCore(wiring.Component):
         Add the explicit 3x4 matrix input (instance transforms); lanes must be 1.
     """
 
-    def __init__(self, fma_stages=2, lanes=1, with_matrix=False):
+    @staticmethod
+    def _check(fma_stages, lanes, with_matrix):
         if not isinstance(fma_stages, int) or isinstance(fma_stages, bool) or fma_stages < 0:
             raise ValueError(f"`fma_stages` must be a non-negative integer, not {fma_stages!r}")
         if lanes not in (1, 2):
             raise ValueError(f"`lanes` must be 1 or 2, not {lanes!r}")
         if with_matrix and lanes != 1:
             raise ValueError("`with_matrix` requires `lanes` = 1")
+
+    def __init__(self, fma_stages=2, lanes=1, with_matrix=False):
+        self._check(fma_stages, lanes, with_matrix)
         self._fma_stages, self._lanes, self._with_matrix = fma_stages, lanes, bool(with_matrix)
         super().__init__({
             "en": In(1),
@@ -262,7 +266,8 @@ class OBBTransformPipe(wiring.Component):
     ``en = ~o.valid | o.ready``, a valid shift register as long as the core's latency, II = 1."""
 
     def __init__(self, fma_stages=2, lanes=1):
-        self._core = OBBTransformCore(fma_stages=fma_stages, lanes=lanes)
+        OBBTransformCore._check(fma_stages, lanes, False)
+        self._fma_stages, self._lanes = fma_stages, lanes
         super().__init__({
             "i": In(stream.Signature(core_in_layout(lanes))),
             "o": Out(stream.Signature(core_out_layout(lanes))),
@@ -270,11 +275,12 @@ class OBBTransformPipe(wiring.Component):
 
     @property
     def latency(self):
-        return self._core.latency
+        return 3 * self._fma_stages
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.core = core = self._core
+        m.submodules.core = core = OBBTransformCore(fma_stages=self._fma_stages,
+                                                    lanes=self._lanes)
         en = Signal()
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
                      core.i.eq(self.i.payload), self.o.payload.eq(core.o)]

@@ -18,15 +18,15 @@ def _check(name, count, **params):
 
 def test_obb_transform_every_index():
     # the stimulus starts with every index 0..103 and 0x7F in order, then random ones
-    _check("obb_transform", 140, fma_stages=1)
+    _check("obb_transform", 115, fma_stages=1)
 
 
 def test_obb_transform_dual_lanes():
-    _check("obb_transform", 40, fma_stages=2, lanes=2)
+    _check("obb_transform", 24, fma_stages=2, lanes=2)
 
 
 def test_instance_transform():
-    _check("instance_transform", 80, fma_stages=1)
+    _check("instance_transform", 60, fma_stages=1)
 
 
 def test_latency_and_units():
