@@ -281,10 +281,8 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
     def keep(bag):
         return {k: bag[k] for k in carry}
 
-    # segment 1: leading zeros per 8-bit group, trailing zeros, e - 1 clamped at -W
-    groups = lz_groups(sig)
-    flat = {f"g{i}z": z for i, (z, _) in enumerate(groups)}
-    flat.update({f"g{i}a": a for i, (_, a) in enumerate(groups)})
+    # segment 1: leading and trailing zeros (parallel trees), e - 1 clamped at -W
+    flat = {"lz": leading_zeros(sig)}
     sh = (exp - 1).as_signed()
     e = exp
     extra = {}
@@ -295,9 +293,8 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
     b = st.cut(sign=sign, e=e, sh=sh, sig=sig_p, sticky=sticky, spec=spec,
                spec_sign=spec_sign, zero_sign=zero_sign, nonzero=sig.any() | sticky,
                **flat, **extra, **carry)
-    # segment 2: finish the leading-zero count; s = min(lz, e - 1); lost bits when s < -tz
-    lz = lz_finish([(b[f"g{i}z"], b[f"g{i}a"]) for i in range(len(groups))], width)
-    lzs = Cat(lz, Const(0, 1)).as_signed()
+    # segment 2: s = min(lz, e - 1); lost bits when s < -tz
+    lzs = Cat(b.lz, Const(0, 1)).as_signed()
     net = Mux(lzs <= b.sh, lzs, b.sh)                          # signed net left shift
     lost = ((b.sh < 0) & ((-b.sh) > b.tz)) if denorm else Const(0, 1)
     b = st.cut(sign=b.sign, e=b.e, net=net, sig=b.sig, sticky=b.sticky | lost, spec=b.spec,
