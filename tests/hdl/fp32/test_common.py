@@ -84,3 +84,13 @@ def test_combinational(cls, fn):
             assert result == (golden.fmin(x, y), golden.fmax(x, y))
         else:
             assert result == fn(x, y)
+
+
+@pytest.mark.parametrize("name", ["fp32_add", "fp32_fma", "fp32_div", "fp32_cmp", "fp32_minmax"])
+def test_verilog_lint(name):
+    """The exported Verilog passes `verilator --lint-only -Wall` (documented waivers only)."""
+    from gpurtl.sim import registry
+    from gpurtl.sim.export import lint, to_verilog
+    block = registry.get(name)
+    ok, messages = lint(to_verilog(block, block.resolve({})), name)
+    assert ok, messages
