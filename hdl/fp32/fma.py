@@ -13,7 +13,7 @@ last bit, so only its sign and non-zeroness matter, which the window still has r
 Segments (registers spread by ``stages``, see :mod:`.common`):
 
 1. unpack, specials, product exponent, trailing zeros of the addend;
-2. alignment distance and window exponent; two 12 x 24 partial products;
+2. alignment distance and window exponent; four 12 x 12 partial products (one DSP each);
 3. addend alignment (right shift; lost bits known from the trailing zeros); product sum;
 4. window add or subtract (signed);
 5. absolute value, result sign;
@@ -78,13 +78,14 @@ class FPFMACore(FPCore):
         rshift = (s.ep + 27 - s.ec).as_signed()
         rshift = Mux(top, 0, Mux(rshift > _WINDOW, _WINDOW, rshift))[:7]
         exp = Mux(top, s.ec + 1, s.ep + 28)               # biased exponent of window bit 77
-        s = st.cut(lo=s.sa[0:12] * s.sb, hi=s.sa[12:24] * s.sb, sc=s.sc, tzc=s.tzc,
+        al, ah, bl, bh = s.sa[0:12], s.sa[12:24], s.sb[0:12], s.sb[12:24]
+        s = st.cut(ll=al * bl, lh=al * bh, hl=ah * bl, hh=ah * bh, sc=s.sc, tzc=s.tzc,
                    rshift=rshift, exp=exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec,
                    spec_sign=s.spec_sign)
         # segment 3: addend alignment (bits below the window jam into bit 0); the exact product
         aligned = (Cat(Const(0, 53), s.sc) >> s.rshift)[:77]
         lost = s.sc.any() & (s.rshift > s.tzc + 53)
-        product = (s.lo + (s.hi << 12))[:48]
+        product = (s.ll + ((s.lh + s.hl) << 12) + (s.hh << 24))[:48]
         s = st.cut(product=product, addend=aligned | lost, exp=s.exp, sp=s.sp,
                    sc_sign=s.sc_sign, spec=s.spec, spec_sign=s.spec_sign)
         # segment 4: add or subtract in the window

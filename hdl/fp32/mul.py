@@ -6,7 +6,7 @@
 Segments (registers are spread over them by ``stages``, see :mod:`.common`):
 
 1. unpack, special cases (NaN, ``0 * inf``, infinities), exponent sum;
-2. two 12 x 24-bit partial products (each maps onto ECP5 18 x 18 DSP blocks);
+2. four 12 x 12-bit partial products (one ECP5 18 x 18 DSP block each, no adder inside);
 3. sum of the partial products (the exact 48-bit product);
 4-10. leading-zero count (subnormal operands), normalise or denormalise, round, pack.
 """
@@ -56,9 +56,10 @@ class FPMulCore(FPCore):
         # bit 47 of the 48-bit product has biased exponent ea + eb - 126
         exp = (a.exp + b.exp - 126).as_signed()
         s = st.cut(sa=a.sig, sb=b.sig, sign=sign, exp=exp, spec=spec)
-        s = st.cut(lo=s.sa[0:12] * s.sb, hi=s.sa[12:24] * s.sb, sign=s.sign, exp=s.exp,
+        al, ah, bl, bh = s.sa[0:12], s.sa[12:24], s.sb[0:12], s.sb[12:24]
+        s = st.cut(ll=al * bl, lh=al * bh, hl=ah * bl, hh=ah * bh, sign=s.sign, exp=s.exp,
                    spec=s.spec)
-        product = (s.lo + (s.hi << 12))[:48]
+        product = (s.ll + ((s.lh + s.hl) << 12) + (s.hh << 24))[:48]
         s = st.cut(product=product, sign=s.sign, exp=s.exp, spec=s.spec)
         out = round_pack(st, sign=s.sign, exp=s.exp, sig=s.product, sticky=Const(0, 1), width=48,
                          ftz=self.ftz, spec=s.spec, spec_sign=s.sign, zero_sign=s.sign)
