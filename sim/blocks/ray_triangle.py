@@ -22,8 +22,8 @@ from gpurtl.hdl.shapes import f32_bits
 
 from ..registry import Block, Param, register
 
-__all__ = ["RayTriangleModel", "RayTriangleLegacyModel", "stimulus", "legacy_stimulus",
-           "pair_pointer", "stages_of"]
+__all__ = ["RayTriangleModel", "RayTriangleLegacyModel", "PrimitiveDecodeModel", "stimulus",
+           "legacy_stimulus", "decode_stimulus", "pair_pointer", "stages_of"]
 
 _STAGE_PARAMS = tuple(
     Param(f"{unit}_stages", -1, f"register stages of each FP32 {unit} core (-1 = core default)",
@@ -311,4 +311,67 @@ register(Block(
     layouts=_legacy_layouts,
     stimulus=legacy_stimulus,
     check_count=200,
+))
+
+
+# --- ray_primitive_decode --------------------------------------------------------------------------
+
+class PrimitiveDecodeModel:
+    """Golden model of ``ray_primitive_decode`` (``PAIR_LAYOUT`` dictionaries). Procedural
+    triangles carry the compressed-format vertices of their indices, as the RTL does (the triangle
+    test ignores them)."""
+
+    def __call__(self, tx):
+        n = pn.node_int(tx["node"])
+        ptr = int(tx["node_ptr"])
+        d = pn.decode_pair(n, (ptr & 3) | ((ptr & 8) >> 1))
+        tris = []
+        for k, tri in enumerate(d.tris):
+            idx = d.desc.tri0 if k == 0 else d.desc.tri1
+            verts = [list(pn.read_vertex(n, i, d.header)) for i in idx]
+            tris.append({"v": verts, "prim_id": tri.prim_id, "geo_id": tri.geo_id,
+                         "opaque": tri.opaque, "procedural": int(tri.procedural),
+                         "valid": int(tri.valid)})
+        return {"tri": tris, "nav": d.navigation, "error": int(d.error or (ptr & 7) > 3)}
+
+
+def decode_stimulus(rng, count, **_params):
+    """Real encoded nodes (random pairs, procedural nodes) and arbitrary-bit nodes."""
+    txs = []
+    while len(txs) < count:
+        roll = rng.random()
+        if roll < 0.2:
+            node = int.from_bytes(rng.bytes(128), "little")
+        elif roll < 0.3:
+            lo = rng.normal(0, 3, 3)
+            node = pn.node_int(pn.encode_procedural_node(tuple(lo), tuple(lo + 1),
+                                                         prim_id=int(rng.integers(0, 1 << 31))))
+        else:
+            node = pn.node_int(_encode_fitting(rng, float(rng.choice([1.0, 1e-3, 1e5])))[0])
+        txs.append({"node": [(node >> (32 * k)) & 0xFFFFFFFF for k in range(32)],
+                    "node_ptr": int(rng.integers(0, 1 << 32))})
+    return txs
+
+
+def _decode_layouts(**_params):
+    from gpurtl.hdl.ray_accel.primitive_decode import DECODE_IN_LAYOUT, PAIR_LAYOUT
+    return DECODE_IN_LAYOUT, PAIR_LAYOUT
+
+
+def _decode_build(**_params):
+    from gpurtl.hdl.ray_accel.primitive_decode import PrimitiveDecode
+    return PrimitiveDecode()
+
+
+register(Block(
+    name="ray_primitive_decode",
+    doc="RT IP 3.1 compressed primitive node: one triangle pair decoded (vertices, IDs, flags, nav)",
+    kind="pipeline",
+    group="ray_accel",
+    params=(),
+    build=_decode_build,
+    golden=lambda **params: PrimitiveDecodeModel(),
+    layouts=_decode_layouts,
+    stimulus=decode_stimulus,
+    check_count=1000,
 ))

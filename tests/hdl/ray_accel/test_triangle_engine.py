@@ -199,3 +199,20 @@ def test_lockstep_verilator():
     report = lockstep.check(block, params, count=1500, seed=7, backend="verilator")
     assert report.failed == 0, str(report.first)
     assert report.passed == 1500
+
+
+@pytest.mark.verilator
+def test_decode_lockstep_verilator():
+    """The default run's one Verilator build: the primitive-node decode (this engineer's integer
+    RTL) on Verilator/cocotb, real and malformed nodes, random stalls. The FP32 cores have their
+    own Verilator tests; the whole triangle path on Verilator is the slow test above."""
+    block = registry.get("ray_primitive_decode")
+    report = lockstep.check(block, block.resolve(), count=1000, seed=5, backend="verilator")
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 1000
+
+
+def test_decode_block_lockstep_pysim():
+    block = registry.get("ray_primitive_decode")
+    report = lockstep.check(block, block.resolve(), count=300, seed=1, backend="pysim")
+    assert report.failed == 0, str(report.first)
