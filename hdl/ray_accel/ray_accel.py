@@ -164,6 +164,17 @@ class RayAccel(wiring.Component):
     def __init__(self, *, engines=2, boxes_per_engine=4, ftz=False, triangles=True,
                  transforms=True, add_stages=None, mul_stages=None, fma_stages=None,
                  rcp_stages=None, xf_fma_stages=2):
+        try:
+            self._check(engines, boxes_per_engine, ftz, triangles, transforms)
+        except (TypeError, ValueError):
+            self._MustUse__silence = True     # a rejected build is not an unused design
+            raise
+        self._engines, self._boxes, self._ftz = engines, boxes_per_engine, ftz
+        self._init(engines, boxes_per_engine, ftz, triangles, transforms, add_stages, mul_stages,
+                   fma_stages, rcp_stages, xf_fma_stages)
+
+    @staticmethod
+    def _check(engines, boxes_per_engine, ftz, triangles, transforms):
         if engines not in (1, 2) or isinstance(engines, bool):
             raise ValueError(f"`engines` must be 1 or 2, not {engines!r}")
         if isinstance(boxes_per_engine, bool) or not isinstance(boxes_per_engine, int) \
@@ -176,7 +187,9 @@ class RayAccel(wiring.Component):
         for name, value in (("ftz", ftz), ("triangles", triangles), ("transforms", transforms)):
             if not isinstance(value, bool):
                 raise TypeError(f"`{name}` must be a boolean, not {value!r}")
-        self._engines, self._boxes, self._ftz = engines, boxes_per_engine, ftz
+
+    def _init(self, engines, boxes_per_engine, ftz, triangles, transforms, add_stages, mul_stages,
+              fma_stages, rcp_stages, xf_fma_stages):
         self._groups = 8 // (engines * boxes_per_engine)
         self._triangles, self._transforms = triangles, transforms
         self._stages = dict(add_stages=add_stages, mul_stages=mul_stages, fma_stages=fma_stages)
