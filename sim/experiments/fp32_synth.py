@@ -1,0 +1,87 @@
+"""ECP5-85k (speed 8) resources and Fmax of the FP32 units at their default stage counts.
+
+Each registered ``fp32_*`` block is synthesised out of context with :func:`gpurtl.sim.synth.
+synthesize` behind one extra input register stage (:class:`InputRegistered`): out of context,
+nextpnr does not time paths from input ports, so without it the logic in front of a unit's
+first pipeline register would go unmeasured. The FF column subtracts that input register
+(payload width + valid), so it counts the unit's own flip-flops.
+"""
+
+import csv
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.sim import registry
+from gpurtl.sim.registry import Block
+
+NAME = "fp32-synth"
+DESCRIPTION = "FP32 units on ECP5-85k speed 8: LUT4, FF, DSP, Fmax at default stages"
+
+UNITS = ("fp32_add", "fp32_mul", "fp32_fma", "fp32_cmp", "fp32_minmax", "fp32_rcp", "fp32_div")
+
+__all__ = ["NAME", "DESCRIPTION", "InputRegistered", "measure", "run"]
+
+
+class InputRegistered(wiring.Component):
+    """``unit`` with a plain pipeline register in front of its input stream (timing only)."""
+
+    def __init__(self, unit, in_layout, out_layout):
+        self._unit = unit
+        super().__init__({"i": In(stream.Signature(in_layout)),
+                          "o": Out(stream.Signature(out_layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.unit = unit = self._unit
+        valid, payload = Signal(), Signal.like(self.i.payload)
+        m.d.comb += self.i.ready.eq(~valid | unit.i.ready)
+        with m.If(self.i.ready):
+            m.d.sync += [valid.eq(self.i.valid), payload.eq(self.i.payload)]
+        m.d.comb += [unit.i.valid.eq(valid), unit.i.payload.eq(payload)]
+        wiring.connect(m, unit.o, wiring.flipped(self.o))
+        return m
+
+
+def measure(name, overrides=None, freq=150.0):
+    """Synthesis result dictionary of one block (``ff`` without the input register)."""
+    from gpurtl.sim.synth import synthesize
+    block = registry.get(name)
+    params = block.resolve(overrides or {})
+    in_layout, _ = block.layouts(**params)
+    wrapped = Block(name=name, doc=block.doc, kind="pipeline",
+                    build=lambda **kw: InputRegistered(block.build(**kw), *block.layouts(**kw)),
+                    golden=None, layouts=block.layouts, stimulus=None, params=block.params)
+    result = synthesize(wrapped, params, freq=freq)
+    result["ff_unit"] = result["ff"] - (data.Layout.cast(in_layout).size + 1)
+    result["latency"] = params["stages"]
+    return result
+
+
+def run(out_dir, *, quick=False, progress=None):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = ("fp32_cmp",) if quick else UNITS
+    rows, results = [], []
+    for index, name in enumerate(names):
+        if progress:
+            progress(index, len(names), name)
+        r = measure(name)
+        results.append(r)
+        rows.append((name, f"latency {r['latency']}, II 1, LUT4 {r['lut4']}, FF {r['ff_unit']}, "
+                           f"DSP {r['dsp']}, Fmax {r['fmax_mhz']} MHz"))
+    if progress:
+        progress(len(names), len(names), "done")
+    fields = ["block", "latency", "lut4", "ff_unit", "dsp", "fmax_mhz"]
+    with open(out_dir / "fp32_synth.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(results)
+    lines = ["| unit | stages (latency) | II | LUT4 | FF | DSP | Fmax (MHz) |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['block']} | {r['latency']} | 1 | {r['lut4']} | {r['ff_unit']} | {r['dsp']} | "
+              f"{r['fmax_mhz']} |" for r in results]
+    (out_dir / "summary.md").write_text("# FP32 units on ECP5-85k, speed 8\n\n" +
+                                        "\n".join(lines) + "\n")
+    return {"title": "FP32 units on ECP5-85k (speed 8), default stages", "rows": rows,
+            "files": ["fp32_synth.csv", "summary.md"]}
