@@ -17,7 +17,7 @@ The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left 
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
@@ -25,6 +25,7 @@ from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, PF_CULL_BACK, PF_CULL_FRON
                                          PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
                                          PF_SKIP_TRIANGLES, RAY_LAYOUT)
 
+from ._pipe import EnableCoreStream
 from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
                               engine_latency, unit_latency)
 
@@ -123,26 +124,8 @@ class LegacyTriangleCore(wiring.Component):
         return m
 
 
-class RayTriangleLegacy(wiring.Component):
+class RayTriangleLegacy(EnableCoreStream):
     """Stream wrapper of :class:`LegacyTriangleCore` (registry block ``ray_triangle_legacy``)."""
 
     def __init__(self, *, stages=None):
-        self._core = LegacyTriangleCore(stages=stages)
-        super().__init__({"i": In(stream.Signature(LEGACY_IN_LAYOUT)),
-                          "o": Out(stream.Signature(LEGACY_OUT_LAYOUT))})
-
-    @property
-    def latency(self):
-        return self._core.latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self._core
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
-                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
-        valid = Signal(self.latency, name="valid_chain")
-        with m.If(en):
-            m.d.sync += valid.eq(Cat(self.i.valid, valid[:-1]))
-        m.d.comb += self.o.valid.eq(valid[-1])
-        return m
+        super().__init__(LegacyTriangleCore(stages=stages), LEGACY_IN_LAYOUT, LEGACY_OUT_LAYOUT)

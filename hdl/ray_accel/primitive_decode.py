@@ -21,11 +21,13 @@ Procedural triangles carry meaningless vertices (the triangle test ignores them)
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.ray import NODE_LAYOUT
 from gpurtl.hdl.shapes import Float32
+
+from ._pipe import EnableCoreStream
 
 __all__ = ["TRI_LAYOUT", "PAIR_LAYOUT", "DECODE_IN_LAYOUT", "PrimitiveDecodeCore",
            "PrimitiveDecode"]
@@ -207,26 +209,8 @@ class PrimitiveDecodeCore(wiring.Component):
         return m
 
 
-class PrimitiveDecode(wiring.Component):
+class PrimitiveDecode(EnableCoreStream):
     """Stream wrapper of :class:`PrimitiveDecodeCore` (registry block ``ray_primitive_decode``)."""
 
     def __init__(self):
-        self._core = PrimitiveDecodeCore()
-        super().__init__({"i": In(stream.Signature(DECODE_IN_LAYOUT)),
-                          "o": Out(stream.Signature(PAIR_LAYOUT))})
-
-    @property
-    def latency(self):
-        return self._core.latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self._core
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
-                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
-        valid = Signal(self.latency, name="valid_chain")
-        with m.If(en):
-            m.d.sync += valid.eq(Cat(self.i.valid, valid[:-1]))
-        m.d.comb += self.o.valid.eq(valid[-1])
-        return m
+        super().__init__(PrimitiveDecodeCore(), DECODE_IN_LAYOUT, PAIR_LAYOUT)

@@ -20,7 +20,7 @@ navigation bits).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, NODE_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
@@ -30,6 +30,7 @@ from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, NODE_LAYOUT, PF_CULL_BACK,
                                          RESULT_LAYOUT)
 
 from .primitive_decode import PrimitiveDecodeCore
+from ._pipe import EnableCoreStream
 from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
                               engine_latency, unit_latency)
 
@@ -166,26 +167,8 @@ class TrianglePairCore(wiring.Component):
         return m
 
 
-class RayTriangle(wiring.Component):
+class RayTriangle(EnableCoreStream):
     """Stream wrapper of :class:`TrianglePairCore` (registry block ``ray_triangle``)."""
 
     def __init__(self, *, stages=None):
-        self._core = TrianglePairCore(stages=stages)
-        super().__init__({"i": In(stream.Signature(PAIR_IN_LAYOUT)),
-                          "o": Out(stream.Signature(PAIR_OUT_LAYOUT))})
-
-    @property
-    def latency(self):
-        return self._core.latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self._core
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
-                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
-        valid = Signal(self.latency, name="valid_chain")
-        with m.If(en):
-            m.d.sync += valid.eq(Cat(self.i.valid, valid[:-1]))
-        m.d.comb += self.o.valid.eq(valid[-1])
-        return m
+        super().__init__(TrianglePairCore(stages=stages), PAIR_IN_LAYOUT, PAIR_OUT_LAYOUT)
