@@ -6,7 +6,6 @@ naming the file, line and field, exit with status 2 and leave no partial output 
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -65,12 +64,10 @@ def cmd_list(args):
         print(f"    {block.doc}")
         if block.params:
             print("    params: " + "  ".join(p.summary() for p in block.params))
-        in_bits = layouts.leaves(in_layout)[-1]
         print(f"    in  ({sum(leaf.width for leaf in layouts.leaves(in_layout))} bits): "
               f"{_short(layouts.describe(in_layout))}")
         print(f"    out ({sum(leaf.width for leaf in layouts.leaves(out_layout))} bits): "
               f"{_short(layouts.describe(out_layout))}")
-        del in_bits
     return 0
 
 
@@ -78,19 +75,9 @@ def _short(text, limit=160):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _atomic_write(path, text):
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        temporary.write_text(text)
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-
-
 def cmd_export(args):
     from .export import lint, to_verilog
+    from .jsonio import write_text_atomic
     block, params = _block_and_params(args)
     text = to_verilog(block, params)
     if args.lint:
@@ -104,7 +91,7 @@ def cmd_export(args):
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        _atomic_write(args.output, text)
+        write_text_atomic(args.output, text)
         print(f"wrote {args.output} (top module `{block.name}`, clk, rst)", file=sys.stderr)
     return 0
 
@@ -153,7 +140,7 @@ def cmd_check(args):
     if report.first:
         print(f"first mismatch: {report.first}")
         if not args.vcd:
-            print(f"rerun with --vcd wave.vcd to record the waveform")
+            print("rerun with --vcd wave.vcd to record the waveform")
     print(report.line())
     return EXIT_FAIL if report.failed else 0
 

@@ -16,7 +16,7 @@ from gpurtl.hdl.shapes import f32_bits
 
 from . import layouts
 
-__all__ = ["InputError", "read_jsonl", "write_jsonl", "to_jsonable"]
+__all__ = ["InputError", "read_jsonl", "write_jsonl", "write_text_atomic", "to_jsonable"]
 
 
 class InputError(Exception):
@@ -137,17 +137,22 @@ def to_jsonable(shape, value):
     return walk(value, "")
 
 
-def write_jsonl(path, shape, values):
-    """Write values atomically: a temporary file renamed into place, so a failure leaves nothing."""
+def write_text_atomic(path, text):
+    """Write ``text`` (a string, or an iterable of strings written in turn) to ``path`` through a
+    temporary file renamed into place, so a failure leaves no partial file."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     try:
         with os.fdopen(handle, "w") as file:
-            for value in values:
-                file.write(json.dumps(to_jsonable(shape, value)) + "\n")
+            file.writelines([text] if isinstance(text, str) else text)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def write_jsonl(path, shape, values):
+    """Write values as JSON Lines, atomically (see :func:`write_text_atomic`)."""
+    write_text_atomic(path, (json.dumps(to_jsonable(shape, value)) + "\n" for value in values))

@@ -34,6 +34,7 @@ class Report:
         self.first = None
         self.outputs = []
         self.latency_errors = 0
+        self.free_run = 0        # leading pipeline transactions sent with no stalls
 
     def line(self):
         return f"{self.passed} passed, {self.failed} failed"
@@ -98,7 +99,6 @@ def compare_events(block, params, expected_bits, *, latency=None, keep_outputs=F
                 if report.first is None:
                     report.first = Mismatch(where, "(latency)", latency,
                                             event.emit_cycle - event.accept_cycle)
-        report.free_run = 0
     else:
         def on_output(cycle, bits):
             record(f"cycle {cycle}", cycle, bits)
