@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.sort import STAGES
 from ._fpcores import fp_core
-from ._pipe import reg
+from ._pipe import EnableCoreStream, reg
 
 __all__ = ["SLOT_LAYOUT", "SORT_IN_LAYOUT", "SORT_OUT_LAYOUT", "SortUnit", "SortPipe"]
 
@@ -98,27 +98,8 @@ class SortUnit(wiring.Component):
         return m
 
 
-class SortPipe(wiring.Component):
+class SortPipe(EnableCoreStream):
     """``SortUnit`` in a valid/ready stream (block ``ray_sort``), II = 1, one global enable."""
 
     def __init__(self, *, ftz=False):
-        self._core = SortUnit(ftz=ftz)
-        from amaranth.lib import stream
-        super().__init__({"i": In(stream.Signature(SORT_IN_LAYOUT)),
-                          "o": Out(stream.Signature(SORT_OUT_LAYOUT))})
-
-    @property
-    def latency(self):
-        return self._core.latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self._core
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en),
-                     core.en.eq(en), core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
-        valid = self.i.valid
-        for k in range(self.latency):
-            valid = reg(m, en, valid, f"valid{k + 1}", shape=1)
-        m.d.comb += self.o.valid.eq(valid)
-        return m
+        super().__init__(SortUnit(ftz=ftz), SORT_IN_LAYOUT, SORT_OUT_LAYOUT)
