@@ -53,6 +53,7 @@ __all__ = [
     "lt", "le", "eq", "unordered", "fmin", "fmax", "neg", "fabs",
     "is_nan", "is_inf", "is_zero", "is_subnormal", "flush", "round_pack",
     "SPECIAL_VALUES", "special_values",
+    "f2i", "i2f", "INT32_MIN", "INT32_MAX", "UINT32_MAX",
 ]
 
 CANONICAL_NAN = 0x7FC00000
@@ -364,3 +365,61 @@ def special_values(signed=True):
     if signed:
         values += [v | SIGN for v in SPECIAL_VALUES]
     return values
+
+
+# --- conversions between binary32 and 32-bit integers --------------------------------------------
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+UINT32_MAX = (1 << 32) - 1
+
+
+def f2i(a, signed, *, ftz=False):
+    """binary32 -> int32 (``signed`` true) or uint32 (``signed`` false), rounding toward zero.
+
+    The behaviour of GPU ``cvt_i32_f32`` / ``cvt_u32_f32`` and of C casts for in-range values.
+    Out of range (infinities included) saturates to the target type's limit: ``INT32_MIN`` /
+    ``INT32_MAX`` or ``0`` / ``UINT32_MAX``; a NaN gives ``0``. This NaN and saturation rule is
+    the documented choice of this library (it is what AMD GPUs do; C leaves it undefined).
+
+    ``invalid`` is true exactly when the result had to saturate or the input is a NaN. A
+    negative value that truncates to zero (``-0.5`` into uint32, ``-0``) gives ``0`` and is not
+    invalid. Subnormals truncate to ``0`` either way, so ``ftz`` changes nothing (kept for
+    uniformity with the other units).
+
+    Returns ``(z, invalid)``: uint32 two's-complement patterns and a bool array (an ``int`` and
+    a ``bool`` for scalar arguments).
+    """
+    (a, signed), scalar = _in(a, signed)
+    if ftz:
+        a = flush(a)
+    signed = signed != 0
+    sign, sig, exp = _unpack(a)                     # |a| = sig * 2**exp
+    # exp >= 9 means |a| >= 2**32 for every non-zero sig (the field is then >= 159): cap the
+    # left shift at 16, which keeps such values far beyond every limit
+    left = np.clip(exp, 0, 16).astype(np.uint64)
+    right = np.clip(-exp, 0, 63).astype(np.uint64)
+    mag = np.where(exp >= 0, sig << left, sig >> right).astype(np.int64)
+    value = np.where(sign == 1, -mag, mag)
+    lo = np.where(signed, INT32_MIN, 0)
+    hi = np.where(signed, INT32_MAX, UINT32_MAX)
+    nan = is_nan(a)
+    invalid = nan | (value < lo) | (value > hi)
+    z = np.where(nan, 0, np.clip(value, lo, hi))
+    z = (z & 0xFFFFFFFF).astype(np.uint32)
+    return _out(z, scalar), _out(invalid, scalar)
+
+
+def i2f(a, signed, *, ftz=False):
+    """int32 (``signed`` true) or uint32 (``signed`` false) bit pattern ``a`` -> binary32, RNE.
+
+    Exact for magnitudes below ``2**24``; ``0`` gives ``+0``; ``0xFFFFFFFF`` as uint32 rounds
+    to ``2**32``. Results are never subnormal, so ``ftz`` changes nothing (kept for uniformity).
+    Negative Python ints are taken as their 32-bit two's-complement patterns.
+    """
+    (a, signed), scalar = _in(a, signed)
+    neg = (signed != 0) & ((a >> np.uint32(31)) == 1)
+    wide = a.astype(np.int64)
+    mag = np.where(neg, (1 << 32) - wide, wide).astype(np.uint64)
+    z = round_pack(neg, mag, np.zeros(mag.shape, dtype=np.int64))
+    return _out(_finish(z, ftz), scalar)
