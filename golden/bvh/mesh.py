@@ -10,6 +10,10 @@ Scenes (all in float32, deterministic from a seed): :func:`rods` (thin boxes at 
 :func:`chains` (hanging chains of thin links), :func:`chandelier` (a ring of arms with four
 support chains of different rotations, after the seed article's Elden Ring example), and
 :func:`knot_mesh` (a closed torus-knot tube, a smooth organic mesh).
+
+A real scanned mesh ships with the package: :func:`bunny`, the Stanford Bunny at reconstruction
+resolution 4 (453 vertices; Stanford 3D Scanning Repository, Stanford University Computer Graphics
+Laboratory), read from ``data/bunny_res4.ply`` with the PLY reader.
 """
 
 import pathlib
@@ -17,7 +21,11 @@ import pathlib
 import numpy as np
 
 __all__ = ["Mesh", "load_mesh", "load_obj", "load_ply", "save_obj", "save_ply", "merge",
-           "box_mesh", "rods", "chains", "chandelier", "knot_mesh", "rotation_matrix"]
+           "box_mesh", "rods", "chains", "chandelier", "knot_mesh", "rotation_matrix", "bunny",
+           "BUNNY_PATH"]
+
+#: The packaged Stanford Bunny (reconstruction resolution 4), ascii PLY.
+BUNNY_PATH = pathlib.Path(__file__).parent / "data" / "bunny_res4.ply"
 
 
 class Mesh:
@@ -200,6 +208,16 @@ def load_mesh(path):
     if suffix == ".ply":
         return load_ply(path)
     raise ValueError(f"unknown mesh format {suffix!r} (expected .obj or .ply)")
+
+
+def bunny():
+    """The Stanford Bunny (res 4) from the packaged PLY file: 453 vertices, 907 triangles.
+
+    The scan lists 39 of its 946 triangles twice (same three vertices); the copies are dropped,
+    keeping the first, so that a closest-hit has one answer. The mesh is open at its base."""
+    mesh = load_ply(BUNNY_PATH)
+    _, first = np.unique(np.sort(mesh.faces, axis=1), axis=0, return_index=True)
+    return Mesh(mesh.vertices, mesh.faces[np.sort(first)])
 
 
 # --- procedural scenes -----------------------------------------------------------------------------

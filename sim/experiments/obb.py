@@ -1,7 +1,8 @@
 """Experiment ``obb``: how much do RDNA 4's oriented bounding boxes save on thin rotated geometry?
 
-For each scene (thin rods at many angles, hanging chains, the seed article's chandelier, a smooth
-mesh loaded from an OBJ file, and an instanced scene) the builder (:mod:`gpurtl.golden.bvh`) makes
+For each scene (thin rods at many angles, hanging chains, the seed article's chandelier, a real
+scanned mesh -- the Stanford Bunny, read from the packaged PLY file --, a smooth torus-knot mesh
+written to and loaded from an OBJ file, and an instanced scene) the builder (:mod:`gpurtl.golden.bvh`) makes
 a BVH8 with and without OBBs (gpurt's 1.12 surface-area rule, and a strict 1.0 variant) and a
 legacy BVH4. Rays aimed at the geometry are traced closest-hit; the counts per ray are box nodes
 visited, child-box tests, leaves and triangle tests.
@@ -13,7 +14,7 @@ rotation and instance transform the sample asks for is replayed through the RTL 
 ``obb_transform`` / ``instance_transform`` (Amaranth simulator) and compared bit for bit with the
 golden model.
 
-Set ``GPURTL_OBB_MESH=/path/to/mesh.obj`` (or .ply) to use your own mesh instead of the knot.
+Set ``GPURTL_OBB_MESH=/path/to/mesh.obj`` (or .ply) to use your own mesh instead of the bunny.
 """
 
 import csv
@@ -52,18 +53,17 @@ def scenes(quick, out_dir):
         real = M.load_mesh(path)
         real_name = f"mesh:{os.path.basename(path)}"
     else:
-        knot = M.knot_mesh(segments=60 if quick else 240, sides=6 if quick else 10)
-        obj = out_dir / "knot.obj"
-        M.save_obj(knot, obj)
-        real = M.load_mesh(obj)        # through the OBJ loader
-        real_name = "knot (OBJ)"
+        real, real_name = M.bunny(), "bunny (PLY)"
     if quick:
         return [("rods", M.rods(12, seed=1)), ("chandelier", M.chandelier(arms=4, links=4)),
                 (real_name, real)]
+    knot = M.knot_mesh(segments=240, sides=10)
+    obj = out_dir / "knot.obj"
+    M.save_obj(knot, obj)
     rods = M.rods(200, seed=1)
     chandelier = M.chandelier()
     out = [("rods", rods), ("chains", M.chains(16, seed=2)), ("chandelier", chandelier),
-           (real_name, real)]
+           (real_name, real), ("knot (OBJ)", M.load_mesh(obj))]   # through the OBJ loader
     xf = []
     for k in range(6):
         rot = M.rotation_matrix((np.cos(k), np.sin(k), 0.5), 0.4 * k)
