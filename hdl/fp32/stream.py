@@ -15,6 +15,7 @@ from gpurtl.hdl.shapes import Float32
 
 from .add import FPAddCore
 from .cmp import FPCmpCore
+from .convert import FPToIntCore, IntToFPCore
 from .div import FPDivCore, FPRcpCore
 from .fma import FPFMACore
 from .minmax import FPMinMaxCore
@@ -26,7 +27,9 @@ _F = Float32()
 
 #: unit name -> (core class, input fields, output fields); fields map to core ports of the
 #: same name, except ``equal`` -> the compare core's ``eq`` (a payload field called ``eq`` would
-#: be shadowed by ``View.eq``). ``1`` marks a 1-bit field, the others are :class:`Float32`.
+#: be shadowed by ``View.eq``). An int ``n`` marks a plain ``n``-bit field (``signed`` selects
+#: int32 rather than uint32; the conversions' integers are 32-bit patterns), the others are
+#: :class:`Float32`.
 UNITS = {
     "add": (FPAddCore, {"a": _F, "b": _F, "sub": 1}, {"z": _F}),
     "mul": (FPMulCore, {"a": _F, "b": _F}, {"z": _F}),
@@ -35,6 +38,8 @@ UNITS = {
     "minmax": (FPMinMaxCore, {"a": _F, "b": _F}, {"min": _F, "max": _F}),
     "rcp": (FPRcpCore, {"a": _F}, {"z": _F}),
     "div": (FPDivCore, {"a": _F, "b": _F}, {"z": _F}),
+    "f2i": (FPToIntCore, {"a": _F, "signed": 1}, {"z": 32, "invalid": 1}),
+    "i2f": (IntToFPCore, {"a": 32, "signed": 1}, {"z": _F}),
 }
 
 

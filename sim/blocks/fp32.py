@@ -1,5 +1,7 @@
 """Registry entries of the FP32 units: ``fp32_add`` (with a ``sub`` field), ``fp32_mul``,
-``fp32_fma``, ``fp32_cmp``, ``fp32_minmax``, ``fp32_rcp``, ``fp32_div``.
+``fp32_fma``, ``fp32_cmp``, ``fp32_minmax``, ``fp32_rcp``, ``fp32_div``, and the conversions
+``fp32_f2i`` (float -> int32/uint32) and ``fp32_i2f`` (int32/uint32 -> float), each with a
+``signed`` field (default 1).
 
 Each is a :class:`gpurtl.hdl.fp32.stream.FPStreamUnit` (pipeline kind) with parameters ``stages``
 and ``ftz``, checked against :mod:`gpurtl.golden.fp32`. The stimulus starts with the cross product
@@ -8,6 +10,14 @@ product for ``fp32_fma``) and continues with random vectors: random bit patterns
 (small integers and dyadic fractions), operand pairs with close exponents (cancellation and
 ties), tiny exponents (subnormal operands and results) and, for ``fp32_fma``, addends close to
 ``-a*b``.
+
+The conversions have their own stimulus (:func:`special_inputs` / :func:`random_inputs`): for
+``fp32_f2i`` the special values plus the conversion boundaries (+-0.5, +-1.5, +-2**31,
+2**31 - 128, 2**32, -2**31 - 256, every exponent field from 2**-7 to 2**33 with extreme
+significands), for ``fp32_i2f`` the integers around every power of two (with the rounding ties
+above 2**24), INT32_MIN, 0x7FFFFFFF, 0xFFFFFFFF; both crossed with ``signed`` = 0 and 1. Random
+vectors: bit patterns, exponents near the integer range, small dyadic values and (for ``fp32_i2f``)
+integers with a random leading-bit position and few low bits (ties).
 """
 
 import numpy as np
@@ -17,7 +27,8 @@ from gpurtl.hdl.fp32.stream import UNITS, FPStreamUnit, unit_layouts
 
 from ..registry import Block, Param, register
 
-__all__ = ["special_inputs", "random_inputs", "stimulus", "FP32Model"]
+__all__ = ["special_inputs", "random_inputs", "stimulus", "FP32Model", "CONVERSIONS",
+           "F2I_BOUNDARIES", "I2F_VALUES"]
 
 _DOCS = {
     "add": "FP32 add/subtract (RNE, subnormals, canonical NaN)",
@@ -27,15 +38,54 @@ _DOCS = {
     "minmax": "FP32 min and max (NaN propagating, -0 < +0)",
     "rcp": "FP32 reciprocal 1/a, correctly rounded",
     "div": "FP32 divide a/b, correctly rounded",
+    "f2i": "FP32 -> int32/uint32, toward zero, saturating, NaN -> 0 (invalid flag)",
+    "i2f": "int32/uint32 -> FP32, round to nearest even",
 }
+
+CONVERSIONS = ("f2i", "i2f")
+
+#: float -> int boundaries besides :func:`gpurtl.golden.fp32.special_values` (positive patterns;
+#: both signs are used): 0.5, 1.5, 2**31 - 128, 2**31, 2**32 - 256, 2**32, 2**31 + 256, 2**23 + 1,
+#: 2**24 - 1, 1 - ulp/2.
+F2I_BOUNDARIES = (0x3F000000, 0x3FC00000, 0x4EFFFFFF, 0x4F000000, 0x4F7FFFFF, 0x4F800000,
+                  0x4F000001, 0x4B000001, 0x4B7FFFFF, 0x3F7FFFFF)
+
+#: int -> float patterns besides the powers of two: INT32_MIN, -1, 0, 1, 2**24 + 1, 0x7FFFFFFF.
+I2F_VALUES = (0x80000000, 0xFFFFFFFF, 0, 1, (1 << 24) + 1, 0x7FFFFFFF)
 
 
 def _operands(unit):
-    return [name for name in UNITS[unit][1] if name != "sub"]
+    return [name for name in UNITS[unit][1] if name not in ("sub", "signed")]
+
+
+def _f2i_specials():
+    values = set(golden.special_values()) | set(F2I_BOUNDARIES)
+    for field in range(120, 161):                   # 2**-7 .. 2**33, extreme significands
+        for frac in (0, 1, 0x400000, 0x7FFFFF):
+            values.add(field << 23 | frac)
+    values |= {v | 0x80000000 for v in values}
+    return sorted(values)
+
+
+def _i2f_specials():
+    values = set(I2F_VALUES)
+    for k in range(32):
+        p = 1 << k
+        values |= {p, p - 1, p + 1}
+        if k >= 24:                                 # ties below, at and above the half ulp
+            ulp = 1 << (k - 23)
+            values |= {p + ulp // 2, p + 3 * ulp // 2, p + ulp // 2 + 1, p + ulp // 2 - 1}
+    values = {v & 0xFFFFFFFF for v in values}
+    values |= {-v & 0xFFFFFFFF for v in values}
+    return sorted(values)
 
 
 def special_inputs(unit):
     """Input arrays (dict name -> uint32 array) of the special-value cross product."""
+    if unit in CONVERSIONS:                         # every special value with signed = 0 and 1
+        values = np.array(_f2i_specials() if unit == "f2i" else _i2f_specials(), dtype=np.uint32)
+        return {"a": np.concatenate([values, values]),
+                "signed": np.repeat(np.array([0, 1], dtype=np.uint32), values.size)}
     names = _operands(unit)
     values = np.array(golden.special_values(), dtype=np.uint32)
     if len(names) == 3:
@@ -74,8 +124,40 @@ def _random_operand(rng, n, kind):
     return _with_field(rng, n, rng.integers(96, 160, n))   # moderate exponents
 
 
+def _random_conversion(unit, rng, n):
+    kind = rng.integers(0, 4, n)
+    if unit == "f2i":
+        choice = np.stack([
+            _bits(rng, n),
+            _with_field(rng, n, rng.integers(118, 163, n)),        # around the integer range
+            _nice(rng, n),
+            # integers and near-integers as floats (ties of truncation, saturation edges)
+            (rng.integers(-(1 << 33), 1 << 33, n).astype(np.float64)
+             * 2.0 ** rng.integers(-24, 1, n)).astype(np.float32).view(np.uint32),
+        ])
+    else:
+        # a random leading-bit position, then all bits below it random or only a few
+        top = rng.integers(0, 32, n).astype(np.uint64)
+        low = _bits(rng, n).astype(np.uint64) & ((np.uint64(1) << top) - np.uint64(1))
+        few = low & (np.uint64(0xFF) | (np.uint64(0xFF) << (top // np.uint64(2))))
+        lead = np.uint64(1) << top
+        choice = np.stack([
+            _bits(rng, n),
+            (lead | low).astype(np.uint32),
+            (lead | few).astype(np.uint32),
+            (rng.integers(-64, 65, n) & 0xFFFFFFFF).astype(np.uint32),
+        ])
+    a = choice[kind, np.arange(n)].astype(np.uint32)
+    if unit == "i2f":                                # negate a third of them
+        neg = rng.random(n) < 0.33
+        a = np.where(neg, (-a.astype(np.int64)) & 0xFFFFFFFF, a).astype(np.uint32)
+    return {"a": a, "signed": rng.integers(0, 2, n).astype(np.uint32)}
+
+
 def random_inputs(unit, rng, n):
     """``n`` random input vectors (dict name -> uint32 array) for ``unit``."""
+    if unit in CONVERSIONS:
+        return _random_conversion(unit, rng, n)
     names = _operands(unit)
     kind = rng.integers(0, 4, n)
     arrays = {}
@@ -156,6 +238,11 @@ class FP32Model:
             out = {"z": golden.div(a, arrays["b"], ftz=ftz)}
         elif self.unit == "rcp":
             out = {"z": golden.rcp(a, ftz=ftz)}
+        elif self.unit == "f2i":
+            z, invalid = golden.f2i(a, arrays["signed"], ftz=ftz)
+            out = {"z": z, "invalid": invalid.astype(np.uint32)}
+        elif self.unit == "i2f":
+            out = {"z": golden.i2f(a, arrays["signed"], ftz=ftz)}
         elif self.unit == "cmp":
             b = arrays["b"]
             out = {"lt": golden.lt(a, b, ftz=ftz), "le": golden.le(a, b, ftz=ftz),
@@ -184,6 +271,8 @@ def _register(unit):
         return stimulus(unit, rng, count)
 
     defaults = (lambda stages, ftz: {"sub": 0}) if unit == "add" else None
+    if unit in CONVERSIONS:
+        defaults = lambda stages, ftz: {"signed": 1}          # noqa: E731
     register(Block(
         name=f"fp32_{unit}", doc=_DOCS[unit], kind="pipeline", build=build, golden=golden_model,
         layouts=layouts, stimulus=make_stimulus,
