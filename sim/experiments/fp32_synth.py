@@ -19,7 +19,8 @@ from gpurtl.sim.registry import Block
 NAME = "fp32-synth"
 DESCRIPTION = "FP32 units on ECP5-85k speed 8: LUT4, FF, DSP, Fmax at default stages"
 
-UNITS = ("fp32_add", "fp32_mul", "fp32_fma", "fp32_cmp", "fp32_minmax", "fp32_rcp", "fp32_div")
+UNITS = ("fp32_add", "fp32_mul", "fp32_fma", "fp32_cmp", "fp32_minmax", "fp32_rcp", "fp32_div",
+         "fp32_f2i", "fp32_i2f")
 
 __all__ = ["NAME", "DESCRIPTION", "InputRegistered", "measure", "run"]
 
