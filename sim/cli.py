@@ -124,6 +124,23 @@ def cmd_run(args):
     return 0
 
 
+def cmd_stimulus(args):
+    """Write ``count`` of the block's own random inputs as JSON Lines: a template of real
+    transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
+    import numpy as np
+    from .jsonio import to_jsonable, write_jsonl
+    block, params = _block_and_params(args)
+    in_layout, _ = block.layouts(**params)
+    inputs = block.stimulus(np.random.default_rng(args.seed), args.count, **params)
+    if args.output == "-":
+        for value in inputs:
+            print(json.dumps(to_jsonable(in_layout, value)))
+    else:
+        write_jsonl(args.output, in_layout, inputs)
+        print(f"{len(inputs)} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
+    return 0
+
+
 def cmd_check(args):
     from .lockstep import check
     block, params = _block_and_params(args)
@@ -283,6 +300,14 @@ def build_parser():
     p.add_argument("--vcd", help="write a VCD waveform")
     p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("stimulus", help="write random inputs of a block as JSON Lines (a "
+                       "template for `run --input`)")
+    with_block(p)
+    p.add_argument("--count", type=int, default=4, help="how many inputs (default 4)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", required=True, help="output .jsonl file ('-' for stdout)")
+    p.set_defaults(func=cmd_stimulus)
 
     p = sub.add_parser("check", help="random lockstep check against the golden model")
     with_block(p)

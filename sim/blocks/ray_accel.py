@@ -244,8 +244,11 @@ def _validate(engines, boxes_per_engine, ftz, triangles, transforms):
 
 
 def _defaults(**params):
+    """What a user's instruction may leave out: an unbounded ray seen by every instance mask,
+    the single-node form, no pointer flags and the descriptor Mesa programs."""
     return {"dual": 0, "node_ptr": [0x15, 0], "pointer_flags": 0, "desc": default_desc(),
-            "node": [[0] * 32, [0] * 32]}
+            "node": [[0] * 32, [0] * 32],
+            "ray": {"extent": f32_bits(float("inf")), "instance_mask": 0xFF}}
 
 
 register(Block(

@@ -98,3 +98,31 @@ def test_export_writes_verilog(tmp_path, capsys):
     assert code == 0
     text = target.read_text()
     assert "module waitcnt" in text and "input clk" in text.replace("  ", " ")
+
+
+def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
+    """`gpurtl run ray_accel --input`: one hand-written BVH8 intersect instruction (floats for the
+    ray, node bytes from the package's encoder) through the box-path build; the expected order
+    is worked out by hand, not by the models."""
+    from gpurtl.golden.ray_accel.box_node import encode_box8
+    boxes = [((5, 0, 0), (6, 1, 1)), ((1, 0, 0), (2, 1, 1)), ((3, 0, 0), (4, 1, 1)),
+             ((1, 10, 0), (2, 11, 1))]                     # far, near, middle, off the ray
+    floats = [([float(v) for v in lo], [float(v) for v in hi]) for lo, hi in boxes]
+    node = encode_box8([{"min": lo, "max": hi, "type": 5} for lo, hi in floats],
+                       internal_base=0x1000)
+    instruction = {"ray": {"origin": [0.0, 0.5, 0.5], "dir": [1.0, 0.0, 0.0]},
+                   "node_ptr": [0x2005, 0], "node": [node, [0] * 32],
+                   "desc": {"heuristic": 0, "sort_en": 1}}
+    source = tmp_path / "mine.jsonl"
+    source.write_text(json.dumps(instruction) + "\n")
+    target = tmp_path / "out.jsonl"
+    code, _, err = run(capsys, "run", "ray_accel", "-p", "triangles=0", "-p", "transforms=0",
+                       "--input", str(source), "--output", str(target))
+    assert code == 0, err
+    assert "1 passed, 0 failed" in err
+    (out,) = [json.loads(line) for line in target.read_text().splitlines()]
+    # spec 1.6: box children take internal_base | 5, each advancing by range (1) x 16 bytes
+    ptr = [0x1000 + 16 * k | 5 for k in range(4)]
+    dw = [int(v, 16) if isinstance(v, str) else v for v in out["dw"]]
+    assert out["status"] == 0
+    assert dw[:8] == [ptr[1], ptr[2], ptr[0]] + [0xFFFFFFFF] * 5   # closest first, misses -1
