@@ -11,9 +11,11 @@ Float to integer (three segments):
    ``158 - field``;
 3. two's-complement negation for int32 and the saturation multiplexer.
 
-Integer to float (four segments): 1. sign and magnitude; 2. leading-zero count;
-3. normalising left shift; 4. round to nearest even (24 kept bits, guard, sticky) and pack, the
-carry out of the significand bumping the exponent field.
+Integer to float (three segments): 1. sign and magnitude, and in parallel the leading-zero
+count of the one's complement (no negation in front of the count); 2. normalising left shift
+(33 bits: the count is one too large exactly when the magnitude is a power of two); 3. round to
+nearest even (23 fraction bits, guard, sticky) and pack, the carry out of the fraction bumping the
+exponent field.
 
 Saturation and NaN rule (the documented choice of this library, the AMD GPU behaviour; C leaves
 it undefined): out-of-range values and infinities give ``INT32_MIN``/``INT32_MAX`` or
@@ -98,7 +100,7 @@ class IntToFPCore(FPCore):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 4; ``latency == stages``. Default 3.
+        Pipeline registers, 0 (combinational) to 3; ``latency == stages``. Default 3.
     ftz : bool
         Flush subnormal results (there are none: no effect, kept for uniformity).
 
@@ -115,7 +117,7 @@ class IntToFPCore(FPCore):
         below ``2**24``; ``0`` gives ``+0``.
     """
 
-    WEIGHTS = (1.5, 1.5, 2.0, 2.0)
+    WEIGHTS = (2.0, 2.0, 2.0)
     DEFAULT_STAGES = 3
 
     def __init__(self, stages=None, ftz=False):
@@ -124,18 +126,23 @@ class IntToFPCore(FPCore):
     def elaborate(self, platform):
         m = Module()
         st = self._stager(m)
-        # segment 1: sign and magnitude (INT32_MIN's magnitude 2**31 fits the 32 bits)
+        # segment 1: sign, magnitude (INT32_MIN's 2**31 fits the 32 bits) and, in parallel
+        # with the negation, the leading zeros of the one's complement ~a of a negative a.
+        # -a = ~a + 1 has the same leading-one position unless ~a = 2**k - 1 (then -a = 2**k,
+        # one position higher; ~a = 0 for a = -1 counts 32 zeros); segment 2 fixes that case.
         neg = self.signed & self.a[31]
-        s = st.cut(neg=neg, mag=Mux(neg, -self.a, self.a)[:32])
-        # segment 2: leading zeros (32 for zero)
-        s = st.cut(neg=s.neg, mag=s.mag, lz=leading_zeros(s.mag))
-        # segment 3: normalise, the leading one to bit 31
-        s = st.cut(neg=s.neg, norm=(s.mag << s.lz[:5])[:32], lz=s.lz[:5], zero=s.lz[5])
-        # segment 4: round to nearest even and pack; the leading one has exponent 31 - lz, so
-        # the field is 158 - lz and ((field - 1) << 23) + significand (implicit bit included)
-        kept, guard, rest = s.norm[8:32], s.norm[7], s.norm[0:7].any()
-        up = guard & (rest | kept[0])
-        packed = (Cat(Const(0, 23), (157 - s.lz)[:8]) + kept + up)[:31]
+        ones = self.a ^ neg.replicate(32)
+        s = st.cut(neg=neg, mag=Mux(neg, -self.a, self.a)[:32], lz=leading_zeros(ones),
+                   zero=self.a == 0)
+        # segment 2: normalise the leading one to bit 31, or to bit 32 in the 2**k case above
+        # (all bits below it are then zero); the exponent field is 158 - lz (+1 for bit 32)
+        s = st.cut(neg=s.neg, norm=(s.mag << s.lz)[:33], field=(158 - s.lz)[:8], zero=s.zero)
+        # segment 3: round to nearest even and pack with one 31-bit addition to field:fraction
+        # (a carry out of the fraction leaves it zero and bumps the field); the bit-32 case
+        # (exact, no rounding) adds 1 to the field instead
+        frac, guard, rest = s.norm[8:31], s.norm[7], s.norm[0:7].any()
+        up = guard & (rest | frac[0])
+        packed = (Cat(frac, s.field) + Cat(up, Const(0, 22), s.norm[32]))[:31]
         s = st.cut(z=Mux(s.zero, 0, Cat(packed, s.neg)))
         assert st.done
         m.d.comb += self.z.eq(s.z)

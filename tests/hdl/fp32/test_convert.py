@@ -21,7 +21,7 @@ def test_one_stage_ftz(name):
     check(name, count=1500, stages=1, ftz=True, seed=2)
 
 
-@pytest.mark.parametrize("name,stages", [("fp32_f2i", 3), ("fp32_i2f", 4), ("fp32_i2f", 2)])
+@pytest.mark.parametrize("name,stages", [("fp32_f2i", 3), ("fp32_i2f", 2), ("fp32_i2f", 1)])
 def test_other_stage_counts(name, stages):
     check(name, count=1500, stages=stages, seed=stages)
 
@@ -32,7 +32,7 @@ def test_latency_and_ii(name):
     assert latency_and_ii(name, stages=1) == 1
 
 
-@pytest.mark.parametrize("cls,default,largest", [(FPToIntCore, 2, 3), (IntToFPCore, 3, 4)])
+@pytest.mark.parametrize("cls,default,largest", [(FPToIntCore, 2, 3), (IntToFPCore, 3, 3)])
 def test_core_parameters(cls, default, largest):
     assert cls.DEFAULT_STAGES == default and cls.max_stages() == largest
     for stages in (None, 0, largest):
