@@ -22,7 +22,7 @@ it undefined): out-of-range values and infinities give ``INT32_MIN``/``INT32_MAX
 ``0``/``UINT32_MAX``, NaN gives 0, and ``invalid`` is high exactly then.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
 from .common import FPCore, leading_zeros
@@ -130,8 +130,9 @@ class IntToFPCore(FPCore):
         # with the negation, the leading zeros of the one's complement ~a of a negative a.
         # -a = ~a + 1 has the same leading-one position unless ~a = 2**k - 1 (then -a = 2**k,
         # one position higher; ~a = 0 for a = -1 counts 32 zeros); segment 2 fixes that case.
-        neg = self.signed & self.a[31]
-        ones = self.a ^ neg.replicate(32)
+        # named wires: the count refers to every bit many times (no duplicated expressions)
+        neg, ones = Signal(name="neg"), Signal(32, name="ones")
+        m.d.comb += [neg.eq(self.signed & self.a[31]), ones.eq(self.a ^ neg.replicate(32))]
         s = st.cut(neg=neg, mag=Mux(neg, -self.a, self.a)[:32], lz=leading_zeros(ones),
                    zero=self.a == 0)
         # segment 2: normalise the leading one to bit 31, or to bit 32 in the 2**k case above
