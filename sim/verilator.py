@@ -37,7 +37,7 @@ def build(block, params):
     os.environ.update(env)
     try:
         runner = get_runner("verilator")
-        runner.build(verilog_sources=[str(source)], hdl_toplevel=block.name,
+        runner.build(sources=[str(source)], hdl_toplevel=block.name,
                      build_dir=str(folder / "build"), build_args=["-Wno-fatal", "--trace"],
                      log_file=str(folder / "build.log"))
     finally:
