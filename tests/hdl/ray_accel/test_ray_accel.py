@@ -2,8 +2,9 @@
 real encoded nodes (BVH8 boxes, OBB boxes, instances, triangle pairs, dual legacy nodes, corner
 cases), throughput (one instruction per cycle: the first half of each run is stall-free and must
 be accepted every cycle and emitted exactly ``latency`` cycles later), random stalls, a smaller
-build (II = 2, ftz), the ``ray_sort`` block (sort unit alone; also the default run's one
-Verilator build), and the top level on Verilator (slow).
+build (II = 2, ftz), the ``ray_sort`` block (sort unit alone), and the top level on Verilator:
+the smallest build in the default run, the box-path and full builds as slow tests (the full
+build's export and C++ compile take about 25 minutes on a 2-core machine).
 
 The Python simulator runs this design at roughly 5-10 cycles/s after 30-90 s of elaboration, so
 the pysim counts are modest; the Verilator test carries the volume."""
@@ -73,6 +74,18 @@ def test_bad_parameters():
         RayAccel(engines=2, boxes_per_engine=3)
     with pytest.raises(TypeError, match="ftz"):
         RayAccel(ftz=1)
+
+
+@pytest.mark.verilator
+def test_lockstep_verilator_smallest_build():
+    """The exported Verilog of the smallest build (1 engine x 1 box test, II 8) under cocotb on
+    Verilator against the golden model: decode, reciprocal, box test, de-duplication and sort,
+    with random stalls (about two minutes; the full build's run is the slow test below)."""
+    params = BLOCK.resolve({"engines": "1", "boxes_per_engine": "1", "triangles": "0",
+                            "transforms": "0"})
+    report = lockstep.check(BLOCK, params, count=120, seed=23, backend="verilator")
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 120
 
 
 @pytest.mark.slow
