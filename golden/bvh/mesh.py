@@ -13,7 +13,7 @@ support chains of different rotations, after the seed article's Elden Ring examp
 
 A real scanned mesh ships with the package: :func:`bunny`, the Stanford Bunny at reconstruction
 resolution 4 (453 vertices; Stanford 3D Scanning Repository, Stanford University Computer Graphics
-Laboratory), read from ``data/bunny_res4.ply`` with the PLY reader.
+Laboratory), read from ``bunny_res4.ply`` beside this module with the PLY reader.
 """
 
 import pathlib
@@ -25,7 +25,7 @@ __all__ = ["Mesh", "load_mesh", "load_obj", "load_ply", "save_obj", "save_ply", 
            "BUNNY_PATH"]
 
 #: The packaged Stanford Bunny (reconstruction resolution 4), ascii PLY.
-BUNNY_PATH = pathlib.Path(__file__).parent / "data" / "bunny_res4.ply"
+BUNNY_PATH = pathlib.Path(__file__).parent / "bunny_res4.ply"
 
 
 class Mesh:
