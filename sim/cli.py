@@ -96,9 +96,19 @@ def cmd_export(args):
     return 0
 
 
+def _emit_jsonl(path, shape, values):
+    """JSON Lines to ``path`` (atomically), or to stdout when ``path`` is None or ``-``."""
+    from .jsonio import to_jsonable, write_jsonl
+    if path in (None, "-"):
+        for value in values:
+            print(json.dumps(to_jsonable(shape, value)))
+    else:
+        write_jsonl(path, shape, values)
+
+
 def cmd_run(args):
     from .engine import StallPattern
-    from .jsonio import read_jsonl, write_jsonl
+    from .jsonio import read_jsonl
     from .lockstep import golden_outputs, run_block
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
@@ -107,12 +117,7 @@ def cmd_run(args):
     report = run_block(block, params, inputs, backend=args.backend, expected=expected,
                        stalls=StallPattern(), vcd=args.vcd, keep_outputs=True)
     outputs = [layouts.unpack(out_layout, bits) for bits in report.outputs]
-    if args.output:
-        write_jsonl(args.output, out_layout, outputs)
-    else:
-        from .jsonio import to_jsonable
-        for value in outputs:
-            print(json.dumps(to_jsonable(out_layout, value)))
+    _emit_jsonl(args.output, out_layout, outputs)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
     print(f"{len(outputs)} {unit} through `{block.name}` on {args.backend} "
           f"({report.cycles} clock cycles)", file=sys.stderr)
@@ -128,15 +133,11 @@ def cmd_stimulus(args):
     """Write ``count`` of the block's own random inputs as JSON Lines: a template of real
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
-    from .jsonio import to_jsonable, write_jsonl
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
     inputs = block.stimulus(np.random.default_rng(args.seed), args.count, **params)
-    if args.output == "-":
-        for value in inputs:
-            print(json.dumps(to_jsonable(in_layout, value)))
-    else:
-        write_jsonl(args.output, in_layout, inputs)
+    _emit_jsonl(args.output, in_layout, inputs)
+    if args.output != "-":
         print(f"{len(inputs)} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
     return 0
 
