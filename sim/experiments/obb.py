@@ -2,10 +2,10 @@
 
 For each scene (thin rods at many angles, hanging chains, the seed article's chandelier, a real
 scanned mesh -- the Stanford Bunny, read from the packaged PLY file --, a smooth torus-knot mesh
-written to and loaded from an OBJ file, and an instanced scene) the builder (:mod:`gpurtl.golden.bvh`) makes
-a BVH8 with and without OBBs (gpurt's 1.12 surface-area rule, and a strict 1.0 variant) and a
-legacy BVH4. Rays aimed at the geometry are traced closest-hit; the counts per ray are box nodes
-visited, child-box tests, leaves and triangle tests.
+written to and loaded from an OBJ file, and an instanced scene) the builder
+(:mod:`gpurtl.golden.bvh`) makes a BVH8 with and without OBBs (gpurt's 1.12 surface-area rule,
+and a strict 1.0 variant) and a legacy BVH4. Rays aimed at the geometry are traced closest-hit;
+the counts per ray are box nodes visited, child-box tests, leaves and triangle tests.
 
 Accelerator in the loop: a sample of rays is traced with the bit-exact instruction model
 (``model="exact"``: R1's ``image_bvh8_intersect_ray`` on the real node bytes, with O's OBB and
