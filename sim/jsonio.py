@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 
 from . import layouts
 

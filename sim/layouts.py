@@ -9,7 +9,7 @@ bit patterns that travel over a port, and lists the leaf fields of a layout.
 from amaranth.hdl import Shape, ShapeCastable
 from amaranth.lib import data, enum
 
-from gpurtl.hdl.shapes import Float32, bits_f32, f32_bits
+from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
 
 __all__ = ["Leaf", "leaves", "pack", "unpack", "zero", "diff", "describe", "LayoutValueError"]
 

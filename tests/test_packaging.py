@@ -1,4 +1,4 @@
-"""Every package folder under hdl/, golden/ and sim/ is listed in pyproject.toml."""
+"""Every package folder under facts/, hdl/, golden/ and sim/ is listed in pyproject.toml."""
 
 import tomllib
 from pathlib import Path
@@ -10,7 +10,7 @@ def test_every_package_is_listed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     found = set()
-    for top in ("hdl", "golden", "sim"):
+    for top in ("facts", "hdl", "golden", "sim"):
         for init in (ROOT / top).rglob("__init__.py"):
             relative = init.parent.relative_to(ROOT)
             found.add("gpurtl." + ".".join(relative.parts))

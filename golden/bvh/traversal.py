@@ -28,7 +28,7 @@ import numpy as np
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.instance import decode_instance
 from gpurtl.golden.ray_accel.ray import INVALID_OBB, default_desc
-from gpurtl.hdl.shapes import bits_f32, f32_bits
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 

@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from gpurtl.golden import fp32
-from gpurtl.hdl.shapes import bits_f32, f32_bits
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 from .ray import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8
 

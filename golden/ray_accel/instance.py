@@ -105,7 +105,7 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
     4 ChildInfos (3 dwords each, e.g. from R1's BVH8 encoder); missing ones are written invalid
     (``0xFFFFFFFF, 0x00000FFF, 0``, spec 1.3).
     """
-    from gpurtl.hdl.shapes import f32_bits
+    from gpurtl.facts.fp32 import f32_bits
     rows = [[v if isinstance(v, (int, np.integer)) else f32_bits(float(v)) for v in row]
             for row in world_to_object]
     if len(rows) != 3 or any(len(r) != 4 for r in rows):

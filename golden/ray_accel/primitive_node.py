@@ -63,7 +63,7 @@ prim_index1 @52, geometry_index @56, triangle_id @60; ``layout="rtip2"``: geomet
 
 from dataclasses import dataclass, field
 
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 
 __all__ = [
     "NODE_BITS", "HEADER_BITS", "PAIR_DESC_BITS", "MAX_VERTICES", "MAX_PAIRS",

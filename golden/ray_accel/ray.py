@@ -31,7 +31,7 @@ Helpers: :func:`desc_from_tsharp`, :func:`tsharp_from_desc`, :func:`pointer_flag
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-from gpurtl.hdl.shapes import Float32, f32_bits, bits_f32
+from gpurtl.facts.fp32 import Float32, f32_bits, bits_f32
 
 __all__ = [
     "RAY_LAYOUT", "POINTER_FLAGS_SHAPE", "DESC_LAYOUT", "NODE_LAYOUT", "NODE_DWORDS",

@@ -25,7 +25,7 @@ grid cell); then the bit-parallel conversion of (iu, iv, iw) to the curve index.
 
 import numpy as np
 
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 
 __all__ = ["MAX_LEVEL", "f32_to_fixed", "grid_coords", "dbary_to_index", "index_fixed",
            "bary_to_index", "index_state_bits"]

@@ -11,7 +11,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 from .add import FPAddCore
 from .cmp import FPCmpCore

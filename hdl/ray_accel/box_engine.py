@@ -33,7 +33,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.box_test import grow_constant
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 from ._fpcores import fp_core
 from ._pipe import delay, reg

@@ -36,7 +36,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.ray import NODE_LAYOUT, RAY_LAYOUT
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 from .obb_transform import OBBTransformCore, _delay
 

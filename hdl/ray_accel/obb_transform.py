@@ -66,7 +66,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.obb import NO_ROTATION, OBB_COUNT, STAGE1, STAGE2
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 __all__ = ["core_in_layout", "core_out_layout", "ObbRom", "OBBTransformCore", "OBBTransformPipe",
            "fma_core_class"]

@@ -25,7 +25,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.golden.ray_accel.ray import NODE_LAYOUT
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 from ._pipe import EnableCoreStream
 

@@ -63,7 +63,7 @@ from amaranth.lib.wiring import In, Out
 from gpurtl.golden.ray_accel.ray import (INSTR_LAYOUT, OUT_LAYOUT, PF_FORCE_NON_OPAQUE,
                                          PF_FORCE_OPAQUE, STATUS_BAD_NODE, STATUS_NOT_MODELLED,
                                          STATUS_OK)
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 from ._fpcores import fp_core
 from ._pipe import delay, reg

@@ -37,7 +37,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 __all__ = ["SETUP_IN_LAYOUT", "SETUP_LAYOUT", "ENGINE_IN_LAYOUT", "LANE_LAYOUT",
            "ENGINE_OUT_LAYOUT", "RaySetupCore", "TriangleEngine", "engine_latency", "fp_core", "Sched", "Timed",

@@ -8,7 +8,7 @@ spec is silent).
 from amaranth.hdl import signed
 from amaranth.lib import data, enum
 
-from ..shapes import Float32
+from gpurtl.facts.fp32 import Float32
 
 __all__ = ["Source", "Action", "stoc_in_layout", "stoc_out_layout", "omm_index_in_layout",
            "omm_index_out_layout"]

@@ -4,7 +4,7 @@ import numpy as np
 
 from gpurtl.golden.ray_accel import instance as instance_model
 from gpurtl.golden.ray_accel import obb as obb_model
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 
 from ..registry import Block, Param, register
 

@@ -18,7 +18,7 @@ import numpy as np
 from gpurtl.golden.ray_accel import box_node
 from gpurtl.golden.ray_accel.intersect import IntersectModel
 from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT, default_desc
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 
 from ..registry import Block, Param, register
 

@@ -18,7 +18,7 @@ from gpurtl.golden.ray_accel import meshes
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
 from gpurtl.golden.ray_accel.ray import default_desc
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 
 from ..registry import Block, Param, register
 

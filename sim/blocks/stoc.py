@@ -5,7 +5,7 @@ import numpy as np
 
 from gpurtl.golden.stoc.classify import classify_arrays
 from gpurtl.golden.stoc.index import bary_to_index
-from gpurtl.hdl.shapes import f32_bits
+from gpurtl.facts.fp32 import f32_bits
 from gpurtl.hdl.stoc.layouts import (omm_index_in_layout, omm_index_out_layout, stoc_in_layout,
                                      stoc_out_layout)
 

@@ -6,7 +6,7 @@ import pytest
 from gpurtl.golden.ray_accel import instance
 from gpurtl.golden.ray_accel.ray import (PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES,
                                          make_ray)
-from gpurtl.hdl.shapes import bits_f32, f32_bits
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 
 def rotation_z(deg):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpurtl.golden.ray_accel import obb
-from gpurtl.hdl.shapes import bits_f32, f32_bits
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 SPEC = pathlib.Path("/work/shared/spec/obb_tables.md")
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpurtl.golden.stoc.index import (MAX_LEVEL, bary_to_index, f32_to_fixed, index_fixed)
-from gpurtl.hdl.shapes import bits_f32, f32_bits
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 F = 24
 

@@ -2,7 +2,7 @@ import pytest
 from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 
-from gpurtl.hdl.shapes import Float32, bits_f32, f32_bits
+from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
 from gpurtl.hdl.waitcnt.profiles import InstClass
 from gpurtl.sim import layouts
 

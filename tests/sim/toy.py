@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.hdl.shapes import Float32
+from gpurtl.facts.fp32 import Float32
 from gpurtl.sim.registry import Block, Param
 
 IN = data.StructLayout({"a": unsigned(8), "b": unsigned(8), "f": Float32()})

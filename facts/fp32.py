@@ -1,4 +1,4 @@
-"""Shapes shared by the RTL, the golden models and the testbenches."""
+"""The binary32 shape and bit-pattern helpers shared by the RTL, the golden models and the testbenches."""
 
 from amaranth.hdl import Const, ShapeCastable, unsigned
 import struct
