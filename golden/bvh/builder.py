@@ -34,10 +34,9 @@ pointer and a one-child filter box holding the BLAS root bounds (child type 5, r
 
 import numpy as np
 
-from gpurtl.golden.ray_accel import obb as obb_tables
+from gpurtl.facts.obb import OBB_COUNT
+from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.ray import INVALID_OBB
-
-from .mesh import Mesh
 
 __all__ = ["OBB_MATRICES", "OBB_THRESHOLD", "OBB_PAD", "BinNode", "BoxNode", "Leaf",
            "InstanceLeaf", "Bvh", "build_binary", "collapse", "build_bvh", "build_tlas",
@@ -46,7 +45,7 @@ __all__ = ["OBB_MATRICES", "OBB_THRESHOLD", "OBB_PAD", "BinNode", "BoxNode", "Le
 OBB_THRESHOLD = 1.12
 OBB_PAD = 7.15254e-7
 # float32 table matrices as float64 (the rotation the hardware applies), shape (104, 3, 3)
-OBB_MATRICES = np.array([obb_tables.obb_matrix(i) for i in range(obb_tables.OBB_COUNT)],
+OBB_MATRICES = np.array([obb_model.obb_matrix(i) for i in range(OBB_COUNT)],
                         dtype=np.float64)
 
 
@@ -352,7 +351,8 @@ def encode_bvh8(bvh):
 def encode_bvh4(bvh):
     """Write every box node as a legacy 128-byte FP32 BVH4 node (R1's ``encode_box4_fp32``);
     pointers use the legacy 3-bit types with 64-byte units (box 5, triangle 0, instance 6)."""
-    from gpurtl.golden.ray_accel import box_node, primitive_node as pn
+    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
     _layout(bvh, 128, lambda c: 64)
     for leaf in bvh.leaves:
@@ -395,7 +395,8 @@ def build_tlas(instances, *, width=8, obb_threshold=OBB_THRESHOLD, blas_base=1 <
     """TLAS over ``instances``: a list of ``(blas, object_to_world)`` (a :class:`Bvh` built with
     ``width=8`` and a 3x4 matrix). BLAS ``k`` is placed at VA ``blas_base * (k + 1)``; the
     returned TLAS has ``blas_va`` ({id(blas): VA}) and instance nodes with real dwords."""
-    from gpurtl.golden.ray_accel import box_node, instance as inst
+    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel import instance as inst
     if not instances:
         raise ValueError("a TLAS needs at least one instance")
     blas_va = {}

@@ -25,10 +25,10 @@ boxes tested in them), ``box_hits`` (child boxes that passed), ``obb_nodes`` (vi
 
 import numpy as np
 
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.instance import decode_instance
 from gpurtl.golden.ray_accel.ray import INVALID_OBB, default_desc
-from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 

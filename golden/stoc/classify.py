@@ -42,6 +42,8 @@ Choices where the spec says not found (B.2, B.7, B.9), all parameters:
 
 import numpy as np
 
+from gpurtl.facts import stoc as facts
+
 from .index import MAX_LEVEL, bary_to_index
 
 __all__ = ["Source", "Action", "State", "RAY_FORCE_2STATE", "INSTANCE_FORCE_2STATE",
@@ -50,11 +52,15 @@ __all__ = ["Source", "Action", "State", "RAY_FORCE_2STATE", "INSTANCE_FORCE_2STA
 
 
 class Source:
-    NONE, STOC1, STOC3, OMM = 0, 1, 2, 3
+    """Integer codes of :class:`gpurtl.facts.stoc.Source` (the models work on numpy arrays)."""
+    NONE, STOC1 = facts.Source.NONE.value, facts.Source.STOC1.value
+    STOC3, OMM = facts.Source.STOC3.value, facts.Source.OMM.value
 
 
 class Action:
-    IGNORE, OPAQUE, ANYHIT = 0, 1, 2
+    """Integer codes of :class:`gpurtl.facts.stoc.Action`."""
+    IGNORE, OPAQUE, ANYHIT = (facts.Action.IGNORE.value, facts.Action.OPAQUE.value,
+                              facts.Action.ANYHIT.value)
 
 
 class State:

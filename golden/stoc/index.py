@@ -26,13 +26,11 @@ grid cell); then the bit-parallel conversion of (iu, iv, iw) to the curve index.
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.stoc import MAX_LEVEL
 
 __all__ = ["MAX_LEVEL", "f32_to_fixed", "grid_coords", "dbary_to_index", "index_fixed",
            "bary_to_index", "index_state_bits"]
 
-#: Largest subdivision level (DXR `D3D12_RAYTRACING_OPACITY_MICROMAP_OC1_MAX_SUBDIVISION_LEVEL`,
-#: spec B.3; also the top of the Xe3 STOC3 level range 4..12).
-MAX_LEVEL = 12
 
 
 def _check_frac_bits(frac_bits):

@@ -30,31 +30,15 @@ an end pushes the released table entries back, lowest logical block first. VGPR 
 lives in physical row ``table[w][v // B] * B + v % B``.
 """
 
+from gpurtl.facts.vgpr_alloc import dyn_params_ok
+
 from .common import ERR, OP, as_op
 
-__all__ = ["DynVgprModel", "dyn_params_ok"]
-
-
-def dyn_params_ok(rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8, fwd_progress=True,
-                  reserve=7, **_):
-    """Raise ValueError for a configuration that cannot be built."""
-    if rf_vgprs not in (1024, 1536):
-        raise ValueError(f"`rf_vgprs` must be 1024 or 1536, not {rf_vgprs}")
-    if block_size not in (16, 32):
-        raise ValueError(f"`block_size` must be 16 or 32, not {block_size}")
-    if not 1 <= wave_limit <= 16:
-        raise ValueError(f"`wave_limit` must be an integer from 1 to 16, not {wave_limit}")
-    if not 1 <= max_blocks <= 8:
-        raise ValueError(f"`max_blocks` must be an integer from 1 to 8, not {max_blocks}")
-    if reserve < 0:
-        raise ValueError(f"`reserve` must be a non-negative integer, not {reserve}")
-    pool = rf_vgprs // block_size - wave_limit
-    if fwd_progress and reserve > pool:
-        raise ValueError(f"`reserve` ({reserve}) must not exceed the shared pool of {pool} blocks")
+__all__ = ["DynVgprModel"]
 
 
 class DynVgprModel:
-    """Golden model with ``step(inputs) -> outputs`` (see :mod:`gpurtl.hdl.vgpr_alloc.common`).
+    """Golden model with ``step(inputs) -> outputs`` (see :mod:`gpurtl.facts.vgpr_alloc`).
 
     Parameters
     ----------

@@ -11,11 +11,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import omm_index_in_layout, omm_index_out_layout
+from gpurtl.facts.stoc import MAX_LEVEL, omm_index_in_layout, omm_index_out_layout
 
 __all__ = ["MAX_LEVEL", "fixed_from_f32", "index_at_max_level", "shift_to_level", "OMMIndex"]
-
-MAX_LEVEL = 12
 
 
 def _check_frac_bits(frac_bits):

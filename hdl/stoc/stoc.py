@@ -16,9 +16,15 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import Action, Source, stoc_in_layout, stoc_out_layout
-from .omm_index import MAX_LEVEL, _check_frac_bits, fixed_from_f32, index_at_max_level, \
-    shift_to_level
+from gpurtl.facts.stoc import Action, Source, stoc_in_layout, stoc_out_layout
+
+from .omm_index import (
+    MAX_LEVEL,
+    _check_frac_bits,
+    fixed_from_f32,
+    index_at_max_level,
+    shift_to_level,
+)
 
 __all__ = ["STOCUnit", "PLANE_ORDERS", "BOTH_PLANES"]
 

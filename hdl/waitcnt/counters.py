@@ -28,7 +28,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .profiles import InstClass, profile as _profile
+from gpurtl.facts.waitcnt import InstClass
+from gpurtl.facts.waitcnt import profile as _profile
 
 __all__ = ["WaitCounters", "counter_layouts"]
 

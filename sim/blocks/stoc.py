@@ -3,11 +3,14 @@
 
 import numpy as np
 
+from gpurtl.facts.stoc import (
+    omm_index_in_layout,
+    omm_index_out_layout,
+    stoc_in_layout,
+    stoc_out_layout,
+)
 from gpurtl.golden.stoc.classify import classify_arrays
 from gpurtl.golden.stoc.index import bary_to_index
-from gpurtl.facts.fp32 import f32_bits
-from gpurtl.hdl.stoc.layouts import (omm_index_in_layout, omm_index_out_layout, stoc_in_layout,
-                                     stoc_out_layout)
 
 from ..registry import Block, Param, register
 

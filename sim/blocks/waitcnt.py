@@ -1,8 +1,8 @@
 """Registry entries of the split wait counters: ``waitcnt`` and ``waitcnt_mem``."""
 
+from gpurtl.facts.waitcnt import PROFILES, InstClass, profile
 from gpurtl.golden.waitcnt import WaitcntMemoryModel, WaitCountersModel
-from gpurtl.hdl.waitcnt import (PROFILES, InstClass, WaitcntMemory, WaitCounters, counter_layouts,
-                                memory_layouts, profile)
+from gpurtl.hdl.waitcnt import WaitcntMemory, WaitCounters, counter_layouts, memory_layouts
 from gpurtl.hdl.waitcnt.counters import FULL_POLICIES
 from gpurtl.hdl.waitcnt.return_queue import QUEUE_ORDERS
 

@@ -14,8 +14,9 @@ import csv
 
 from amaranth.sim import Simulator
 
+from gpurtl.facts.waitcnt import InstClass, profile
 from gpurtl.golden.waitcnt import WaitcntMemoryModel
-from gpurtl.hdl.waitcnt import InstClass, WaitcntMemory, memory_layouts, profile
+from gpurtl.hdl.waitcnt import WaitcntMemory, memory_layouts
 
 from .. import layouts
 from ..pysim import port_map

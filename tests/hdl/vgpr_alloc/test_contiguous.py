@@ -4,10 +4,10 @@ fault injection into the invariant assertions."""
 
 import pytest
 
+from gpurtl.facts.vgpr_alloc import rdna_static_config, xe_config
 from gpurtl.golden.vgpr_alloc import occupancy
 from gpurtl.golden.vgpr_alloc.common import ERR, OP
 from gpurtl.golden.vgpr_alloc.contiguous import ContigModel
-from gpurtl.hdl.vgpr_alloc.configs import rdna_static_config, xe_config
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
 from gpurtl.sim import lockstep, registry
 

@@ -7,8 +7,8 @@ shared/spec/rdna4_waitcnt_dynvgpr.md A.3 (not with the profile's own encoder).
 import numpy as np
 import pytest
 
+from gpurtl.facts.waitcnt import InstClass, profile
 from gpurtl.golden.waitcnt import WaitCountersModel, decode_wait
-from gpurtl.hdl.waitcnt import InstClass, profile
 from gpurtl.sim import lockstep, registry
 from gpurtl.sim.blocks.waitcnt import _counter_defaults
 
