@@ -12,11 +12,12 @@ from amaranth.lib import data, enum
 
 from gpurtl.facts.fp32 import Float32
 
-__all__ = ["MAX_LEVEL", "Source", "Action", "stoc_in_layout", "stoc_out_layout", "omm_index_in_layout",
-           "omm_index_out_layout"]
+__all__ = ["MAX_LEVEL", "Source", "Action", "stoc_in_layout", "stoc_out_layout",
+           "omm_index_in_layout", "omm_index_out_layout"]
 
-#: Largest micromap subdivision level (DXR ``D3D12_RAYTRACING_OPACITY_MICROMAP_OC1_MAX_SUBDIVISION_LEVEL``;
-#: also the top of the Xe3 STOC3 level range 4..12).
+#: Largest micromap subdivision level (DXR
+#: ``D3D12_RAYTRACING_OPACITY_MICROMAP_OC1_MAX_SUBDIVISION_LEVEL``; also the top of the Xe3 STOC3
+#: level range 4..12).
 MAX_LEVEL = 12
 
 

@@ -1,25 +1,29 @@
 """Cycle-stepped golden model of the RDNA 4 dynamic-VGPR block allocator of one SIMD.
 
-Facts (/work/shared/spec/rdna4_waitcnt_dynvgpr.md part B, which cites the RDNA 4 ISA guide
-section 3.3.3, LLVM ``SOPInstructions.td`` and Linux ``gc_12_0_0_sh_mask.h``):
+Facts (AMD "RDNA4 Instruction Set Architecture" guide section 3.3.3 "Dynamic VGPR allocation";
+LLVM ``llvm/lib/Target/AMDGPU/SOPInstructions.td`` ``S_ALLOC_VGPR``, ``SIInsertWaitcnts.cpp``;
+Linux ``drivers/gpu/drm/amd/include/asic_reg/gc/gc_12_0_0_sh_mask.h`` ``SQ_DYN_VGPR``):
 
-* the register file holds 1536 (gfx1200/gfx1201) or 1024 VGPRs per SIMD (B.6);
+* the register file holds 1536 (gfx1200/gfx1201) or 1024 VGPRs per SIMD (LLVM
+  ``AMDGPUBaseInfo.cpp`` ``getTotalNumVGPRs``);
 * blocks are 16 or 32 VGPRs (``SQ_DYN_VGPR.BLOCK_SIZE``), a wave holds 1..8 blocks
   (``MAX_BLOCK_ALLOC``), each enabled wave slot (``WAVE_LIMIT``) owns one reserved block that a
-  launched wave starts with (B.1, B.5, seed article 000);
+  launched wave starts with (ISA guide 3.3.3; Chips and Cheese, "Dynamic Register Allocation on
+  AMD's RDNA 4 GPU Architecture", 2025);
 * ``s_alloc_vgpr n`` asks for ``n[8:0]`` VGPRs in total, rounded up to whole blocks; growth is all
-  or nothing, SCC reports success, shrink and no change always succeed (B.1);
-* at wave end the hardware frees everything (B.3).
+  or nothing, SCC reports success, shrink and no change always succeed (ISA guide 3.3.3);
+* at wave end the hardware frees everything (the ``SIInsertWaitcnts.cpp`` comment on the
+  ``s_alloc_vgpr 0`` it emits before ``s_endpgm``).
 
-Choices where the spec is silent (B.1 and C.5 mark them [NOT FOUND] / [INFERRED]):
+Choices where the sources are silent:
 
-* a request of 0 VGPRs mid-program keeps one block (C.5 "clamp to 1 block");
+* a request of 0 VGPRs mid-program keeps one block (the ISA guide's minimum of one block);
 * a request above ``max_blocks`` blocks is misuse: ``OVER_MAX``, no change, SCC = 0;
-* deadlock avoidance (``SQ_DYN_VGPR.FWD_PROGRESS``) follows the seed article's reading of the ISA
-  text: ``reserve`` blocks of the shared pool (default ``max_blocks - 1`` = 7) are kept back. A
-  growth request is granted from the general part when at least ``reserve`` free blocks remain
-  after it; otherwise it may draw on the reserve only when no other wave holds the reserve, and the
-  wave that does becomes the *holder*. The holder is released when the free count is back at
+* deadlock avoidance (``SQ_DYN_VGPR.FWD_PROGRESS``) follows the Chips and Cheese article's reading
+  of the ISA text: ``reserve`` blocks of the shared pool (default ``max_blocks - 1`` = 7) are kept
+  back. A growth request is granted from the general part when at least ``reserve`` free blocks
+  remain after it; otherwise it may draw on the reserve only when no other wave holds the reserve,
+  and the wave that does becomes the *holder*. The holder is released when the free count is back at
   ``reserve`` or more, or when the holder ends. With ``reserve >= max_blocks - 1`` this keeps the
   invariant that the holder (or, with no holder, any wave) can always grow to ``max_blocks``.
 

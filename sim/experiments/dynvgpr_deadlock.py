@@ -1,7 +1,7 @@
 """Dynamic-VGPR deadlock: every wave grows at once, with and without the deadlock reserve, and
-the seed article's counter-case of two waves that wait on each other inside their high-register
-sections (/work/shared/seeds/000_d9689f4e48ff163c.txt, "deadlock avoidance mode";
-/work/shared/spec/rdna4_waitcnt_dynvgpr.md B.1).
+the counter-case of two waves that wait on each other inside their high-register sections
+(Chips and Cheese, "Dynamic Register Allocation on AMD's RDNA 4 GPU Architecture", 2025; the
+"deadlock avoidance mode" of the AMD "RDNA4 Instruction Set Architecture" guide, section 3.3.3).
 
 Everything runs on the ``vgpr_dyn`` RTL in the Amaranth simulator, every cycle cross-checked
 against its golden model; a run is declared deadlocked when nothing has progressed for a while
@@ -44,7 +44,7 @@ def pair_case(rendezvous_high):
     """Waves p0 and p1 must meet; the 14 others hold 6 blocks each (70 of the 80 pool blocks)
     and wait until p0 and p1 have ended, so only the reserve is left when p0 and p1 (2 blocks
     each) grow to 8 blocks. ``rendezvous_high``: p0/p1 grow to 8 blocks first and meet inside their
-    high-register sections (the seed's counter-case); otherwise they meet before growing."""
+    high-register sections (the article's counter-case); otherwise they meet before growing."""
     others = [f"q{n}" for n in range(SLOTS - 2)]
     pair = ["p0", "p1"]
     progs = []

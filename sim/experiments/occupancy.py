@@ -1,7 +1,8 @@
-"""Register allocation and occupancy: a ray-tracing-like wave program (a long low-register
-traversal phase, a short high-register shading phase, the shape the seed article describes for
-RDNA 4's inline ray tracing) under RDNA static allocation, RDNA 4 dynamic allocation with 16- and
-32-VGPR blocks, and Intel Xe3 per-thread GRF blocks; plus the occupancy-versus-registers table.
+"""Register allocation and occupancy: a ray-tracing-like wave program (a long low-register traversal
+phase, a short high-register shading phase, the shape Chips and Cheese, "Dynamic Register Allocation
+on AMD's RDNA 4 GPU Architecture" (2025), describes for RDNA 4's inline ray tracing) under RDNA
+static allocation, RDNA 4 dynamic allocation with 16- and 32-VGPR blocks, and Intel Xe3 per-thread
+GRF blocks; plus the occupancy-versus-registers table.
 
 All runs drive the allocator RTL (Amaranth simulator) from a wave scheduler
 (:mod:`._vgpr_sched`), cross-checked every cycle against the golden models.

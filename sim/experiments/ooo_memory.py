@@ -1,10 +1,11 @@
-"""The articles' cross-wave memory test, run on the ``waitcnt_mem`` RTL.
+"""The cross-wave memory test of Chips and Cheese, run on the ``waitcnt_mem`` RTL.
 
 Wave Y pointer-chases: one load that misses, wait for it (``loadcnt``/``vmcnt`` 0), repeat. Wave X
 issues ``U`` independent loads that hit, waits for all of them, repeats. The score is the number
 of wave X accesses per wave Y access when Y has finished. Chips and Cheese measured a ratio equal to
 ``U`` on RDNA 3 (X's hits return behind Y's miss in one shared in-order queue) and independence on
-RDNA 4 (``shared/seeds/004_*``, ``001_*``).
+RDNA 4 ("RDNA 4's 'Out-of-Order' Memory Accesses", 2025; "Examining AMD's RDNA 4 Changes in LLVM",
+2024).
 
 Both designs run on the RTL in Amaranth's simulator; every cycle's outputs are also compared with
 the golden model, so the numbers are those of the RTL and of the model at once.

@@ -9,17 +9,20 @@ walks its candidate hits front to back and stops at the first opaque one (accept
 shadow rays). Per scheme the golden `stoc` model classifies every candidate:
 
 * ``none``: no opacity data, every candidate runs the any-hit shader (one alpha test each);
-* ``STOC1``: Xe3 64-byte leaf, level-1 planes in DW3 (spec `xe3_registers_stoc_omm.md` B.2);
-* ``STOC3``: Xe3 128-byte leaf, inline level-3 planes (B.3); ``STOC3+SW6``: the same with the
-  swstoc flag and level-6 full-resolution states that the any-hit shader reads (B.4 needSWSTOC);
-* ``OMM L``: 4-state opacity micromaps at levels 1..6 (B.5); ``OMM2 6``: a 2-state map at level 6
-  (lossy: reports how many candidates get a different answer than the alpha test).
+* ``STOC1``: Xe3 64-byte leaf, level-1 planes in DW3 (IGC ``RTStackFormat.h`` ``QuadLeaf<Xe3>``);
+* ``STOC3``: Xe3 128-byte leaf, inline level-3 planes (``QuadLeaf_STOC3``); ``STOC3+SW6``: the same
+  with the swstoc flag and level-6 full-resolution states that the any-hit shader reads
+  (``MemHit.needSWSTOC``);
+* ``OMM L``: 4-state opacity micromaps at levels 1..6 (Vulkan ``VK_EXT_opacity_micromap``);
+  ``OMM2 6``: a 2-state map at level 6 (lossy: reports how many candidates get a different answer
+  than the alpha test).
 
 Counted: any-hit invocations and alpha tests (texture reads), the share of the baseline's alpha
-tests skipped (the source paper, Gruen/Benthin/Woop HPG 2020 (spec B.1), reports up to 86 %), the
-shadow result of every ray (must not change for the conservative schemes), and the memory each
-scheme costs per triangle. The RTL of the `stoc` block (Amaranth simulator) replays a sample of
-the lookups and is compared with the golden model.
+tests skipped (the source paper, Gruen, Benthin and Woop, "Sub-triangle opacity masks for faster ray
+tracing of transparent objects", HPG 2020, reports up to 86 %), the shadow result of every ray (must
+not change for the conservative schemes), and the memory each scheme costs per triangle. The RTL of
+the `stoc` block (Amaranth simulator) replays a sample of the lookups and is compared with the
+golden model.
 """
 
 import csv
@@ -74,7 +77,7 @@ def make_texture(kind, res):
 
 def _micro_triangles(level):
     """Corners (4**level, 3, 2) of every micro-triangle in curve order, in units of 2**-level
-    (spec B.6 child rule)."""
+    (the child rule of the Vulkan micromap curve)."""
     n = 1 << level
     tris = np.array([[[0, 0], [n, 0], [0, n]]], dtype=np.int64)
     for _ in range(level):
@@ -126,7 +129,7 @@ def bake_states(alpha, tri_uv, level, margin=1e-4):
 
 
 def pack_states(states, bits):
-    """Micromap data bytes of a state array (``bits`` = 1 or 2 per state, LSB first, spec B.5),
+    """Micromap data bytes of a state array (``bits`` = 1 or 2 per state, LSB first, as Vulkan micromaps),
     padded to whole 32-bit words."""
     count = len(states)
     words = np.zeros(max(1, (count * bits + 31) // 32), dtype=np.uint32)
@@ -281,7 +284,7 @@ def run(out_dir, *, quick=False, progress=None):
 
     schemes = {}
     # STOC1: DW3 with both triangles' level-1 planes (tri0 opaque 11:8, transp 15:12; tri1
-    # opaque 27:24, transp 31:28), spec B.2
+    # opaque 27:24, transp 31:28), IGC QuadLeaf<Xe3>
     dw3_of = {}
     for vi in range(3):
         o0, t0 = _planes(states[(vi, 0, 1)], 1)
@@ -372,7 +375,7 @@ def run(out_dir, *, quick=False, progress=None):
         progress(done, steps, "classified")
 
     # ---- memory per triangle -----------------------------------------------------------------
-    leaf = 32.0                                   # 64-byte quad leaf / 2 triangles (B.2)
+    leaf = 32.0                                   # 64-byte quad leaf / 2 triangles (IGC QuadLeaf)
     memory = {"none": leaf, "STOC1": leaf, "STOC3": 2 * leaf,
               "STOC3+SW6": 2 * leaf + 2 * 4 ** fine_level / 8}
     for level in levels:                          # data + VkMicromapTriangleKHR (8 B) + u32 index
