@@ -134,6 +134,7 @@ register(Block(
     defaults=_input_defaults,
     validate=_dyn_validate,
     check_count=5000,
+    small={"rf_vgprs": 1024, "block_size": 32, "wave_limit": 4, "max_blocks": 4, "reserve": 3},
     group=GROUP,
 ))
 

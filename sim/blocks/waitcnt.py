@@ -103,6 +103,7 @@ register(Block(
     stimulus=_counter_stimulus,
     defaults=_counter_defaults,
     check_count=20000,
+    small={"waves": 2},
 ))
 
 
@@ -150,4 +151,5 @@ register(Block(
     defaults=_memory_defaults,
     validate=_memory_validate,
     check_count=20000,
+    small={"waves": 2, "queue_depth": 4, "hit_latency": 2, "miss_latency": 6},
 ))
