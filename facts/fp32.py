@@ -1,7 +1,8 @@
 """The binary32 shape and bit-pattern helpers shared by the RTL, the golden models and the testbenches."""
 
-from amaranth.hdl import Const, ShapeCastable, unsigned
 import struct
+
+from amaranth.hdl import Const, ShapeCastable, unsigned
 
 __all__ = ["Float32", "f32_bits", "bits_f32"]
 

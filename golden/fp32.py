@@ -1,4 +1,4 @@
-"""Bit-exact golden models of the IEEE 754 binary32 units (the contract in ``fp32_contract.md``).
+"""Bit-exact golden models of the IEEE 754 binary32 units, the behaviour the FP32 RTL must match.
 
 Every function takes uint32 bit patterns (Python ints, sequences or numpy arrays, broadcast
 against each other) and returns uint32 bit patterns (``bool`` for the comparisons): a Python
@@ -22,11 +22,12 @@ Arithmetic follows IEEE 754-2019 binary32 with round to nearest, ties to even:
 Comparisons (``lt``, ``le``, ``eq``) are IEEE quiet comparisons: any NaN operand makes them
 false and ``unordered`` true; ``-0 == +0``. They take ``ftz`` too (subnormals compare as zero).
 
-min/max NaN rule (``fmin``/``fmax``): **NaN propagating**. If either operand is a NaN the result
-is ``CANONICAL_NAN``; otherwise the smaller (larger) operand, with ``-0`` ordered below ``+0``.
-This is the rule the box test of ``shared/spec/rdna4_ray_accelerator.md`` section 6.2 needs: a NaN
-slab bound must survive ``max3``/``min3`` so that its ``isnan`` check forces a miss. There is no
-``nan_mode`` parameter (IEEE 754-2019 ``minimum``/``maximum`` semantics, with the canonical NaN).
+min/max NaN rule (``fmin``/``fmax``): **NaN propagating**. If either operand is a NaN the result is
+``CANONICAL_NAN``; otherwise the smaller (larger) operand, with ``-0`` ordered below ``+0``. This is
+the rule the ray-box test needs (gpurt ``src/shaders/IntersectCommon.hlsl`` ``fast_intersect_bbox``
+and the RT IP 3.1 emulation in ``src/shaders/rtip3_opcode_emulation.hlsl``): a NaN slab bound must
+survive ``max3``/``min3`` so that its ``isnan`` check forces a miss. There is no ``nan_mode``
+parameter (IEEE 754-2019 ``minimum``/``maximum`` semantics, with the canonical NaN).
 
 ``neg`` and ``fabs`` are sign-bit operations (IEEE "quiet-computational" operations): they do not
 canonicalise NaNs and do not flush subnormals.

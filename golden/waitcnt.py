@@ -6,7 +6,7 @@ the rules in words). Each model's ``step(inputs) -> outputs`` takes one cycle's 
 Written as plain Python over lists, independently of the RTL's structure.
 """
 
-from gpurtl.hdl.waitcnt.profiles import SOPK_PREFIX, SOPP_PREFIX, InstClass, profile
+from gpurtl.facts.waitcnt import SOPK_PREFIX, SOPP_PREFIX, InstClass, profile
 
 __all__ = ["WaitCountersModel", "ReturnQueueModel", "WaitcntMemoryModel", "decode_wait"]
 

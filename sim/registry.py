@@ -129,6 +129,9 @@ class Block:
         ``validate(**params)`` raising ValueError for combinations that do not make sense.
     check_count : int
         Default ``--count`` of ``gpurtl check``.
+    small : dict, optional
+        Parameter overrides that give a small, quickly built and simulated variant (the registry
+        smoke test uses them); empty when the defaults are already small.
     """
 
     name: str
@@ -143,6 +146,7 @@ class Block:
     validate: object = None
     check_count: int = 1000
     group: str = ""
+    small: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ("pipeline", "cycle"):
@@ -166,6 +170,10 @@ class Block:
             except ValueError as error:
                 raise RegistryError(f"block `{self.name}`: {error}") from None
         return values
+
+    def small_params(self):
+        """Full parameter dictionary of the small variant (see ``small``)."""
+        return self.resolve(self.small)
 
     def input_defaults(self, params):
         return dict(self.defaults(**params)) if self.defaults is not None else {}

@@ -8,24 +8,24 @@ Steps
    ``M v`` over its vertices, with ``M`` the float32 table matrix), merged bottom up.
 2. :func:`collapse` -- a wide tree (8 or 4 children) by repeatedly opening the child with the
    largest surface area.
-3. OBB choice per wide box node (spec rdna4_ray_accelerator.md 2.3, gpurt
-   ``RefitOrientedBounds3_1.hlsl``): the candidate rotation with the smallest summed child surface
+3. OBB choice per wide box node (gpurt ``src/shaders/RefitOrientedBounds3_1.hlsl`` and
+   ``OrientedBoundingBoxes.hlsl``): the candidate rotation with the smallest summed child surface
    area, its boxes padded by ``7.15254e-7 x`` each box's longest extent, is kept only when that
    sum is below ``obb_threshold`` (1.12, gpurt ``OBB_SA_FACTOR_THRESHOLD``) times the summed
    surface area of the axis-aligned child boxes; otherwise the node stores 0x7F. (gpurt picks its
    candidate from a K-DOP and ``MatrixToOBBIndex``; this builder scores all 104 instead.)
-4. :func:`encode_bvh8` / :func:`encode_bvh4` -- real node dwords through R1's encoders
+4. :func:`encode_bvh8` / :func:`encode_bvh4` -- real node dwords through the node encoders
    (``golden/ray_accel/box_node.py``: ``encode_box8`` -- quantized planes rounded outward, the
    OBB index in DW7 -- and ``encode_box4_fp32``). Memory layout: a 128-byte header, the root box
    at byte 128 (pointer 0x15), box nodes in breadth-first order so that the box children of a node
    are contiguous (``internal_base`` + ``range`` 1 each), leaves after all box nodes, contiguous
    per parent (``leaf_base``). Box children come first in a node, leaves after them.
 
-Leaves: BVH8 leaves (at most ``leaf_size`` <= 4 triangles) become compressed primitive nodes
-through R2's packer (``golden/ray_accel/primitive_node.py`` ``pack_triangles``; the child's
+Leaves: BVH8 leaves (at most ``leaf_size`` <= 4 triangles) become compressed primitive nodes through
+the primitive-node packer (``golden/ray_accel/primitive_node.py`` ``pack_triangles``; the child's
 ``range`` is the number of 128-byte nodes, child type 0 = pair 0); BVH4 leaves are legacy 64-byte
-triangle nodes (one triangle, type 0). ``Leaf.prims`` keeps the triangle indices for the
-traversal models.
+triangle nodes (one triangle, type 0). ``Leaf.prims`` keeps the triangle indices for the traversal
+models.
 
 Instancing: :func:`build_tlas` turns ``(blas, object_to_world 3x4)`` pairs into a BVH8 over
 instance nodes (type 6), each with the world-to-object matrix (float32 inverse), the BLAS base
@@ -34,10 +34,9 @@ pointer and a one-child filter box holding the BLAS root bounds (child type 5, r
 
 import numpy as np
 
-from gpurtl.golden.ray_accel import obb as obb_tables
+from gpurtl.facts.obb import OBB_COUNT
+from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.ray import INVALID_OBB
-
-from .mesh import Mesh
 
 __all__ = ["OBB_MATRICES", "OBB_THRESHOLD", "OBB_PAD", "BinNode", "BoxNode", "Leaf",
            "InstanceLeaf", "Bvh", "build_binary", "collapse", "build_bvh", "build_tlas",
@@ -46,7 +45,7 @@ __all__ = ["OBB_MATRICES", "OBB_THRESHOLD", "OBB_PAD", "BinNode", "BoxNode", "Le
 OBB_THRESHOLD = 1.12
 OBB_PAD = 7.15254e-7
 # float32 table matrices as float64 (the rotation the hardware applies), shape (104, 3, 3)
-OBB_MATRICES = np.array([obb_tables.obb_matrix(i) for i in range(obb_tables.OBB_COUNT)],
+OBB_MATRICES = np.array([obb_model.obb_matrix(i) for i in range(OBB_COUNT)],
                         dtype=np.float64)
 
 
@@ -258,9 +257,9 @@ def build_bvh(mesh, *, width=8, leaf_size=None, bins=16, obb_threshold=OBB_THRES
     ``width`` 8 gives RT IP 3.1 BVH8 quantized nodes with leaves of up to ``leaf_size`` (default
     4) triangles in compressed primitive nodes; 4 gives the legacy FP32 BVH4 nodes with one
     triangle per legacy 64-byte triangle node (default ``leaf_size`` 1). The BVH4 OBB index is
-    written to byte 124, where gpurt keeps it for RT IP 3.1 builds (the spec finds no evidence the
-    hardware reads it there, section 4; the traversal models apply it, as the seed article
-    assumes).
+    written to byte 124, where gpurt keeps it for RT IP 3.1 builds (no public source shows the
+    hardware reads it there; the traversal models apply it, as Chips and Cheese, "RDNA 4's
+    Raytracing Improvements" (2025) assumes).
     """
     if width not in (4, 8):
         raise ValueError(f"`width` must be 4 or 8, not {width!r}")
@@ -299,10 +298,10 @@ def _layout(bvh, box_size, leaf_bytes):
 
 
 def encode_leaves(bvh):
-    """Primitive nodes of every BLAS leaf through R2's packer (``pack_triangles``: pairs of
-    consecutive triangles, as many 128-byte nodes as needed; the leaf's child ``range`` is their
-    number). Sets ``leaf.nodes`` (list of 32-dword lists) and ``leaf.where`` ((node, pair, tri)
-    of each triangle)."""
+    """Primitive nodes of every BLAS leaf through the primitive-node packer (``pack_triangles``:
+    pairs of consecutive triangles, as many 128-byte nodes as needed; the leaf's child ``range`` is
+    their number). Sets ``leaf.nodes`` (list of 32-dword lists) and ``leaf.where`` ((node, pair,
+    tri) of each triangle)."""
     from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
     tris = bvh.mesh.triangles
@@ -317,7 +316,7 @@ def encode_leaves(bvh):
 
 
 def encode_bvh8(bvh):
-    """Write every box node as a BVH8 quantized node (R1's ``encode_box8``)."""
+    """Write every box node as a BVH8 quantized node (``box_node.encode_box8``)."""
     from gpurtl.golden.ray_accel import box_node
     if bvh.mesh is not None:
         encode_leaves(bvh)
@@ -350,9 +349,10 @@ def encode_bvh8(bvh):
 
 
 def encode_bvh4(bvh):
-    """Write every box node as a legacy 128-byte FP32 BVH4 node (R1's ``encode_box4_fp32``);
+    """Write every box node as a legacy 128-byte FP32 BVH4 node (``box_node.encode_box4_fp32``);
     pointers use the legacy 3-bit types with 64-byte units (box 5, triangle 0, instance 6)."""
-    from gpurtl.golden.ray_accel import box_node, primitive_node as pn
+    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
     _layout(bvh, 128, lambda c: 64)
     for leaf in bvh.leaves:
@@ -395,7 +395,8 @@ def build_tlas(instances, *, width=8, obb_threshold=OBB_THRESHOLD, blas_base=1 <
     """TLAS over ``instances``: a list of ``(blas, object_to_world)`` (a :class:`Bvh` built with
     ``width=8`` and a 3x4 matrix). BLAS ``k`` is placed at VA ``blas_base * (k + 1)``; the
     returned TLAS has ``blas_va`` ({id(blas): VA}) and instance nodes with real dwords."""
-    from gpurtl.golden.ray_accel import box_node, instance as inst
+    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel import instance as inst
     if not instances:
         raise ValueError("a TLAS needs at least one instance")
     blas_va = {}

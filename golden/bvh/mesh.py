@@ -8,7 +8,8 @@ with a list property (``vertex_indices`` or ``vertex_index``).
 
 Scenes (all in float32, deterministic from a seed): :func:`rods` (thin boxes at many angles),
 :func:`chains` (hanging chains of thin links), :func:`chandelier` (a ring of arms with four
-support chains of different rotations, after the seed article's Elden Ring example), and
+support chains of different rotations, after the Elden Ring example of Chips and Cheese, "RDNA 4's
+Raytracing Improvements", 2025), and
 :func:`knot_mesh` (a closed torus-knot tube, a smooth organic mesh).
 
 A real scanned mesh ships with the package: :func:`bunny`, the Stanford Bunny at reconstruction
@@ -277,7 +278,8 @@ def _chain(start, direction, links, link_len=0.3, thick=0.02, twist=np.pi / 2):
 
 
 def chains(count=12, *, seed=0, links=10, spread=6.0):
-    """Chains hanging at many angles (the seed's "chains hanging from the ceiling")."""
+    """Chains hanging at many angles (the Elden Ring "chains hanging from the ceiling" of Chips
+    and Cheese, "RDNA 4's Raytracing Improvements")."""
     rng = np.random.default_rng(seed)
     parts = []
     for _ in range(count):
@@ -291,7 +293,7 @@ def chains(count=12, *, seed=0, links=10, spread=6.0):
 
 def chandelier(arms=8, *, links=12, radius=3.0, drop=4.0):
     """A chandelier: a ring of arms (thin rods) hung from a point by four support chains, each
-    with a different rotation (the seed article's chandelier example)."""
+    with a different rotation (the chandelier example of the same article)."""
     parts = []
     top = np.array([0.0, 0.0, drop])
     ring_z = 0.0

@@ -7,7 +7,7 @@ accelerator is the closest hit so far):
 
 ``model="exact"``
     Every box and instance node goes through the bit-exact instruction model
-    (:func:`gpurtl.golden.ray_accel.intersect.image_bvh8_intersect_ray`, R1), including the OBB
+    (:func:`gpurtl.golden.ray_accel.intersect.image_bvh8_intersect_ray`), including the OBB
     rotation (:mod:`gpurtl.golden.ray_accel.obb`) and the instance transform
     (:mod:`gpurtl.golden.ray_accel.instance`). Slow (~20 ms per node): for samples. BVH8 only.
 ``model="fast"``
@@ -16,23 +16,23 @@ accelerator is the closest hit so far):
     except for rays grazing a box plane (the experiment reports the agreement).
 
 Leaves (primitive nodes) are tested with a float64 Moller-Trumbore test on the leaf's triangles
-(the triangle path is R2's block; this module counts its work).
+(the triangle path has its own block, ``ray_triangle``; this module counts its work).
 
 Counts per ray (:class:`Counts`): ``box_nodes`` (box nodes visited), ``box_tests`` (valid child
-boxes tested in them), ``box_hits`` (child boxes that passed), ``obb_nodes`` (visited box nodes with a rotation), ``leaves``,
-``tri_tests``, ``instances``; plus ``t`` and ``prim`` of the closest hit.
+boxes tested in them), ``box_hits`` (child boxes that passed), ``obb_nodes`` (visited box nodes with
+a rotation), ``leaves``, ``tri_tests``, ``instances``; plus ``t`` and ``prim`` of the closest hit.
 """
 
 import numpy as np
 
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.instance import decode_instance
 from gpurtl.golden.ray_accel.ray import INVALID_OBB, default_desc
-from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 
-GROW = 6 * 2.0 ** -24        # gpurt's default box grow of 6 "ULP" (spec 6.2)
+GROW = 6 * 2.0 ** -24        # gpurt's default box grow of 6 "ULP" (IntersectCommon.hlsl)
 _FIELDS = ("box_nodes", "box_tests", "box_hits", "obb_nodes", "leaves", "tri_tests", "instances")
 
 
@@ -124,7 +124,8 @@ class _RaySpace:
 
 def _sort_children(ptr_kinds, tnear):
     """Hit children in the accelerator's order: primitives/instances by kind key then distance
-    (spec 6.3 ext key with sort_tri_first: triangle pairs 1, boxes and instances 3)."""
+    (gpurt ``rtip3_opcode_emulation.hlsl`` sort key with sort_tri_first: triangle pairs 1,
+    boxes and instances 3)."""
     keys = [(1 if kind == "leaf" else 3, t) for kind, t in zip(ptr_kinds, tnear)]
     return sorted(range(len(keys)), key=lambda i: keys[i])
 

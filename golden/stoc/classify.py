@@ -1,23 +1,28 @@
 """Golden model of the STOC / opacity-micromap classification of one candidate triangle hit.
 
-Facts used (spec `/work/shared/spec/xe3_registers_stoc_omm.md`, part B):
+Facts used (Intel IGC ``IGC/AdaptorCommon/RayTracing/RTStackFormat.h``; Khronos Vulkan-Docs
+``chapters/raytraversal.adoc`` "Ray Opacity Micromap"; Microsoft DirectX-Specs ``d3d/Raytracing.md``
+"Opacity micromaps"):
 
-* STOC1 (B.2, IGC `RTStackFormat.h` QuadLeaf<Xe3>): quad-leaf DW3 bits 5/6 = software-STOC flag of
+* STOC1 (IGC ``QuadLeaf<Xe3>``): quad-leaf DW3 bits 5/6 = software-STOC flag of
   triangle 0/1, bits 11:8 / 15:12 = opaque / transparent planes of triangle 0, bits 27:24 /
   31:28 = opaque / transparent planes of triangle 1. Level 1 (4 sub-triangles).
-* STOC3 (B.3, QuadLeaf_STOC3): per triangle a 64-bit fully-opaque and a 64-bit fully-transparent
+* STOC3 (IGC ``QuadLeaf_STOC3``): per triangle a 64-bit fully-opaque and a 64-bit fully-transparent
   plane (inline level 3), a 64-bit address of the full-resolution bits, a level byte (4..12) and a
   software-STOC bit.
-* Opacity micromaps (B.5): 2-state (1 bit) and 4-state (2 bits) formats (VkOpacityMicromapFormat
-  1 and 2), data packed LSB first, subdivision levels 0..12, states 0 transparent, 1 opaque,
-  2 unknown-transparent, 3 unknown-opaque, special indices -1..-4 = "fully" states 0..3.
-* Flags (B.4): ray flag FORCE_2STATE 0x400, instance flags FORCE_2STATE 0x10 and DISABLE 0x20,
-  internal ray flag DISABLE_STOC 0x8. Disable takes precedence over force-2-state (DXR).
-* Result table (B.5, Vulkan raytraversal.adoc): 0 -> ignore, 1 -> opaque, 2/3 -> any-hit; with
+* Opacity micromaps (Vulkan ``VkOpacityMicromapFormatEXT``, ``VkMicromapTriangleEXT``): 2-state
+  (1 bit) and 4-state (2 bits) formats (VkOpacityMicromapFormat 1 and 2), data packed LSB first,
+  subdivision levels 0..12, states 0 transparent, 1 opaque, 2 unknown-transparent, 3 unknown-opaque,
+  special indices -1..-4 = "fully" states 0..3.
+* Flags (IGC ``RayFlags_Xe3``, ``MemRay<Xe3>``; equal to the Vulkan and DXR values): ray flag
+  FORCE_2STATE 0x400, instance flags FORCE_2STATE 0x10 and DISABLE 0x20, internal ray flag
+  DISABLE_STOC 0x8. Disable takes precedence over force-2-state (DXR).
+* Result table (Vulkan ``raytraversal.adoc``): 0 -> ignore, 1 -> opaque, 2/3 -> any-hit; with
   force-2-state 2 -> ignore, 3 -> opaque. With data disabled or absent the geometry OPAQUE flag
   decides (opaque -> accept without any-hit, else any-hit).
 
-Choices where the spec says not found (B.2, B.7, B.9), all parameters:
+Choices where the sources are silent (the STOC plane bit order and the Xe3 hardware behaviour per
+state are not public), all parameters:
 
 * ``plane_order`` (``"omm"``, default): bit ``i`` of a STOC plane is micro-triangle ``i`` in the
   standard curve order. ``"corners"``: every base-4 digit is permuted so that the bits run near-V0,
@@ -26,8 +31,8 @@ Choices where the spec says not found (B.2, B.7, B.9), all parameters:
   fourth code carries UO, so force-2-state can resolve unknowns both ways); neither bit set means
   unknown-transparent. Alternatives ``"ut"``, ``"opaque"``, ``"transparent"``.
 * Software STOC: when the state is unknown and the action is any-hit, ``sw_fallback`` is set if the
-  triangle's swstoc flag is set (MemHit.needSWSTOC, B.4). For STOC3 the block also returns the
-  index at the leaf's level (4..12) and the address of the 32-bit word holding it, assuming the
+  triangle's swstoc flag is set (IGC ``MemHit<Xe3>.needSWSTOC``). For STOC3 the block also returns
+  the index at the leaf's level (4..12) and the address of the 32-bit word holding it, assuming the
   full-resolution bits are stored like a 4-state micromap (2 bits per micro-triangle, LSB first).
 * Micromap data is fetched outside the block: the caller passes the 32-bit little-endian word at
   ``fetch_addr`` = ``addr + 4 * floor(index * bits_per_state / 32)``, and the state is the field
@@ -35,12 +40,14 @@ Choices where the spec says not found (B.2, B.7, B.9), all parameters:
 * Misuse sets ``error`` and the hit is classified as if there were no opacity data: OMM format not
   1 or 2, OMM level above 12, OMM index below -5, or STOC3 with swstoc set and a level outside 4..12
   (the inline classification is kept in that last case). Index -5 (the cluster "disable OMM"
-  value, B.5) means no opacity data, without error.
+  value of DXR) means no opacity data, without error.
 * Outputs that do not apply are 0 (index and level when no data is used; fine index, fine level and
   fetch address outside STOC3 / non-special OMM lookups).
 """
 
 import numpy as np
+
+from gpurtl.facts import stoc as facts
 
 from .index import MAX_LEVEL, bary_to_index
 
@@ -50,21 +57,25 @@ __all__ = ["Source", "Action", "State", "RAY_FORCE_2STATE", "INSTANCE_FORCE_2STA
 
 
 class Source:
-    NONE, STOC1, STOC3, OMM = 0, 1, 2, 3
+    """Integer codes of :class:`gpurtl.facts.stoc.Source` (the models work on numpy arrays)."""
+    NONE, STOC1 = facts.Source.NONE.value, facts.Source.STOC1.value
+    STOC3, OMM = facts.Source.STOC3.value, facts.Source.OMM.value
 
 
 class Action:
-    IGNORE, OPAQUE, ANYHIT = 0, 1, 2
+    """Integer codes of :class:`gpurtl.facts.stoc.Action`."""
+    IGNORE, OPAQUE, ANYHIT = (facts.Action.IGNORE.value, facts.Action.OPAQUE.value,
+                              facts.Action.ANYHIT.value)
 
 
 class State:
     TRANSPARENT, OPAQUE, UNKNOWN_TRANSPARENT, UNKNOWN_OPAQUE = 0, 1, 2, 3
 
 
-RAY_FORCE_2STATE = 0x400       # ray flag (B.4)
-INSTANCE_FORCE_2STATE = 0x10   # instance flag (B.4)
-INSTANCE_DISABLE = 0x20        # instance flag (B.4)
-INTERNAL_DISABLE = 0x8         # MemRay<Xe3>.internalRayFlags (B.4)
+RAY_FORCE_2STATE = 0x400       # ray flag (IGC RayFlags_Xe3 FORCE_2STATE_STOC)
+INSTANCE_FORCE_2STATE = 0x10   # instance flag (IGC FORCE_2STATE_STOC)
+INSTANCE_DISABLE = 0x20        # instance flag (IGC DISABLE_STOC)
+INTERNAL_DISABLE = 0x8         # IGC MemRay<Xe3>.internalRayFlags DISABLE_STOC
 
 PLANE_ORDERS = ("omm", "corners")
 BOTH_PLANES = {"uo": State.UNKNOWN_OPAQUE, "ut": State.UNKNOWN_TRANSPARENT,

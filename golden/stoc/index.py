@@ -1,14 +1,14 @@
 """Barycentric (u, v) to micro-triangle index, bit-exact in fixed point.
 
-Sources (facts, re-expressed): `/work/shared/spec/xe3_registers_stoc_omm.md` part B.6, which
-summarises the Vulkan specification (KhronosGroup/Vulkan-Docs, `chapters/raytraversal.adoc`
-"Ray Opacity Micromap" and the reference algorithm in `appendices/VK_EXT_opacity_micromap.adoc`).
+Source: the Vulkan specification (KhronosGroup/Vulkan-Docs, ``chapters/raytraversal.adoc``
+"Ray Opacity Micromap" and the reference algorithm in ``appendices/VK_EXT_opacity_micromap.adoc``),
+re-expressed.
 
 Order of micro-triangles ("bird curve"): at every subdivision step the four children of a
 triangle with ordered corners (P0, P1, P2) are 0: near P0, 1: middle (flipped), 2: near P1,
 3: near P2 (flipped). ``u`` is the weight of vertex 1, ``v`` the weight of vertex 2.
 
-Fixed point (a project choice; the hardware's precision is not public, spec B.6 / B.9 item 3):
+Fixed point (a project choice; the hardware's precision is not public):
 the FP32 barycentric is clamped to [0, 1] and truncated to an unsigned fixed-point number with
 ``frac_bits`` fraction bits (1.0 = ``1 << frac_bits``). NaN (either sign) and every negative value
 (including -0 and -inf) give 0; values >= 1.0 and +inf give 1.0; subnormals give 0. Truncation
@@ -16,23 +16,21 @@ keeps ``floor(u * 2**level)`` exact for ``level <= frac_bits``, so only the in-c
 sees the quantization (a point within ``2**-frac_bits`` of a cell diagonal is judged on its
 truncated coordinates).
 
-Index at level ``L`` (the spec's steps, integer form): ``N = 2**L``, ``iu = floor(u N)``,
-``iv = floor(v N)`` with fractions ``uf``, ``vf``; clamp ``iu``, ``iv`` to ``N - 1``; if
-``iu + iv >= N`` lower ``iu`` to ``N - 1 - iv``; ``iw = N - 1 - iu - iv``, minus one when
-``uf + vf >= 1`` and the clamped ``iu + iv < N - 1`` (the point is in the inverted triangle of its
-grid cell); then the bit-parallel conversion of (iu, iv, iw) to the curve index.
+Index at level ``L`` (the Vulkan reference algorithm's steps, integer form): ``N = 2**L``,
+``iu = floor(u N)``, ``iv = floor(v N)`` with fractions ``uf``, ``vf``; clamp ``iu``, ``iv`` to
+``N - 1``; if ``iu + iv >= N`` lower ``iu`` to ``N - 1 - iv``; ``iw = N - 1 - iu - iv``, minus one
+when ``uf + vf >= 1`` and the clamped ``iu + iv < N - 1`` (the point is in the inverted triangle of
+its grid cell); then the bit-parallel conversion of (iu, iv, iw) to the curve index.
 """
 
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.stoc import MAX_LEVEL
 
 __all__ = ["MAX_LEVEL", "f32_to_fixed", "grid_coords", "dbary_to_index", "index_fixed",
            "bary_to_index", "index_state_bits"]
 
-#: Largest subdivision level (DXR `D3D12_RAYTRACING_OPACITY_MICROMAP_OC1_MAX_SUBDIVISION_LEVEL`,
-#: spec B.3; also the top of the Xe3 STOC3 level range 4..12).
-MAX_LEVEL = 12
 
 
 def _check_frac_bits(frac_bits):
@@ -72,7 +70,9 @@ def f32_to_fixed(bits, frac_bits=24):
 
 
 def grid_coords(U, V, level, frac_bits=24):
-    """The spec's steps 1-3 on fixed-point (U, V): returns ``(iu, iv, iw)`` arrays (int64)."""
+    """The Vulkan reference algorithm's steps 1-3 on fixed-point (U, V).
+
+    Returns ``(iu, iv, iw)`` arrays (int64)."""
     _check_frac_bits(frac_bits)
     _check_level(level)
     U = np.asarray(U, dtype=np.int64)
@@ -138,5 +138,6 @@ def bary_to_index(u_bits, v_bits, level, frac_bits=24):
 
 
 def index_state_bits(index, bits_per_state):
-    """Bit offset of state ``index`` in micromap data packed LSB-first (spec B.5)."""
+    """Bit offset of state ``index`` in micromap data packed LSB-first (Vulkan "Ray Opacity
+    Micromap")."""
     return np.asarray(index, dtype=np.int64) * bits_per_state

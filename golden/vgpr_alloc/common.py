@@ -1,7 +1,7 @@
-"""Integer codes shared by the allocator golden models (the same values as
-:class:`gpurtl.hdl.vgpr_alloc.common.Op` and ``Err``)."""
+"""Integer codes shared by the allocator golden models (the values of
+:class:`gpurtl.facts.vgpr_alloc.Op` and ``Err``)."""
 
-from gpurtl.hdl.vgpr_alloc.common import Err, Op
+from gpurtl.facts.vgpr_alloc import Err, Op
 
 __all__ = ["OP", "ERR", "as_op"]
 

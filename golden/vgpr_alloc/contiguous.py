@@ -1,6 +1,6 @@
 """Cycle-stepped golden model of the launch-time contiguous first-fit allocators (RDNA static
 VGPRs, Xe3 GRF blocks and the older fixed Intel modes); geometry in
-:mod:`gpurtl.hdl.vgpr_alloc.configs`.
+:mod:`gpurtl.facts.vgpr_alloc`.
 
 ``LAUNCH`` with ``count`` registers takes ``config.need(count)`` contiguous units at the lowest
 unit where they fit (first fit); ``ack = 0`` with no error when no hole is large enough (the
@@ -8,7 +8,7 @@ dispatcher retries later). ``END`` frees the wave's units. ``ALLOC`` is ``BAD_OP
 allocators never change an allocation mid-wave.
 """
 
-from gpurtl.hdl.vgpr_alloc.configs import rdna_static_config, xe_config
+from gpurtl.facts.vgpr_alloc import rdna_static_config, xe_config
 
 from .common import ERR, OP, as_op
 
@@ -17,7 +17,7 @@ __all__ = ["ContigModel", "static_model", "xe_model"]
 
 class ContigModel:
     """Golden model with ``step(inputs) -> outputs``; ``config`` is a
-    :class:`~gpurtl.hdl.vgpr_alloc.configs.ContigConfig`."""
+    :class:`~gpurtl.facts.vgpr_alloc.ContigConfig`."""
 
     def __init__(self, config, assertions=True):
         self.cfg, self.assertions = config, assertions

@@ -1,25 +1,29 @@
 """Cycle-stepped golden model of the RDNA 4 dynamic-VGPR block allocator of one SIMD.
 
-Facts (/work/shared/spec/rdna4_waitcnt_dynvgpr.md part B, which cites the RDNA 4 ISA guide
-section 3.3.3, LLVM ``SOPInstructions.td`` and Linux ``gc_12_0_0_sh_mask.h``):
+Facts (AMD "RDNA4 Instruction Set Architecture" guide section 3.3.3 "Dynamic VGPR allocation";
+LLVM ``llvm/lib/Target/AMDGPU/SOPInstructions.td`` ``S_ALLOC_VGPR``, ``SIInsertWaitcnts.cpp``;
+Linux ``drivers/gpu/drm/amd/include/asic_reg/gc/gc_12_0_0_sh_mask.h`` ``SQ_DYN_VGPR``):
 
-* the register file holds 1536 (gfx1200/gfx1201) or 1024 VGPRs per SIMD (B.6);
+* the register file holds 1536 (gfx1200/gfx1201) or 1024 VGPRs per SIMD (LLVM
+  ``AMDGPUBaseInfo.cpp`` ``getTotalNumVGPRs``);
 * blocks are 16 or 32 VGPRs (``SQ_DYN_VGPR.BLOCK_SIZE``), a wave holds 1..8 blocks
   (``MAX_BLOCK_ALLOC``), each enabled wave slot (``WAVE_LIMIT``) owns one reserved block that a
-  launched wave starts with (B.1, B.5, seed article 000);
+  launched wave starts with (ISA guide 3.3.3; Chips and Cheese, "Dynamic Register Allocation on
+  AMD's RDNA 4 GPU Architecture", 2025);
 * ``s_alloc_vgpr n`` asks for ``n[8:0]`` VGPRs in total, rounded up to whole blocks; growth is all
-  or nothing, SCC reports success, shrink and no change always succeed (B.1);
-* at wave end the hardware frees everything (B.3).
+  or nothing, SCC reports success, shrink and no change always succeed (ISA guide 3.3.3);
+* at wave end the hardware frees everything (the ``SIInsertWaitcnts.cpp`` comment on the
+  ``s_alloc_vgpr 0`` it emits before ``s_endpgm``).
 
-Choices where the spec is silent (B.1 and C.5 mark them [NOT FOUND] / [INFERRED]):
+Choices where the sources are silent:
 
-* a request of 0 VGPRs mid-program keeps one block (C.5 "clamp to 1 block");
+* a request of 0 VGPRs mid-program keeps one block (the ISA guide's minimum of one block);
 * a request above ``max_blocks`` blocks is misuse: ``OVER_MAX``, no change, SCC = 0;
-* deadlock avoidance (``SQ_DYN_VGPR.FWD_PROGRESS``) follows the seed article's reading of the ISA
-  text: ``reserve`` blocks of the shared pool (default ``max_blocks - 1`` = 7) are kept back. A
-  growth request is granted from the general part when at least ``reserve`` free blocks remain
-  after it; otherwise it may draw on the reserve only when no other wave holds the reserve, and the
-  wave that does becomes the *holder*. The holder is released when the free count is back at
+* deadlock avoidance (``SQ_DYN_VGPR.FWD_PROGRESS``) follows the Chips and Cheese article's reading
+  of the ISA text: ``reserve`` blocks of the shared pool (default ``max_blocks - 1`` = 7) are kept
+  back. A growth request is granted from the general part when at least ``reserve`` free blocks
+  remain after it; otherwise it may draw on the reserve only when no other wave holds the reserve,
+  and the wave that does becomes the *holder*. The holder is released when the free count is back at
   ``reserve`` or more, or when the holder ends. With ``reserve >= max_blocks - 1`` this keeps the
   invariant that the holder (or, with no holder, any wave) can always grow to ``max_blocks``.
 
@@ -30,31 +34,15 @@ an end pushes the released table entries back, lowest logical block first. VGPR 
 lives in physical row ``table[w][v // B] * B + v % B``.
 """
 
+from gpurtl.facts.vgpr_alloc import dyn_params_ok
+
 from .common import ERR, OP, as_op
 
-__all__ = ["DynVgprModel", "dyn_params_ok"]
-
-
-def dyn_params_ok(rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8, fwd_progress=True,
-                  reserve=7, **_):
-    """Raise ValueError for a configuration that cannot be built."""
-    if rf_vgprs not in (1024, 1536):
-        raise ValueError(f"`rf_vgprs` must be 1024 or 1536, not {rf_vgprs}")
-    if block_size not in (16, 32):
-        raise ValueError(f"`block_size` must be 16 or 32, not {block_size}")
-    if not 1 <= wave_limit <= 16:
-        raise ValueError(f"`wave_limit` must be an integer from 1 to 16, not {wave_limit}")
-    if not 1 <= max_blocks <= 8:
-        raise ValueError(f"`max_blocks` must be an integer from 1 to 8, not {max_blocks}")
-    if reserve < 0:
-        raise ValueError(f"`reserve` must be a non-negative integer, not {reserve}")
-    pool = rf_vgprs // block_size - wave_limit
-    if fwd_progress and reserve > pool:
-        raise ValueError(f"`reserve` ({reserve}) must not exceed the shared pool of {pool} blocks")
+__all__ = ["DynVgprModel"]
 
 
 class DynVgprModel:
-    """Golden model with ``step(inputs) -> outputs`` (see :mod:`gpurtl.hdl.vgpr_alloc.common`).
+    """Golden model with ``step(inputs) -> outputs`` (see :mod:`gpurtl.facts.vgpr_alloc`).
 
     Parameters
     ----------

@@ -1,13 +1,14 @@
 """Occupancy (resident waves or threads per SIMD / vector engine) as a function of the register
-count, written from the formulas of the reference notes, independent of the allocator models:
+count, written from the published formulas, independent of the allocator models:
 
-* RDNA static VGPRs (/work/shared/spec/rdna4_waitcnt_dynvgpr.md B.6, LLVM ``AMDGPUBaseInfo.cpp``
+* RDNA static VGPRs (LLVM ``llvm/lib/Target/AMDGPU/Utils/AMDGPUBaseInfo.cpp``
   ``getNumWavesPerEUWithNumVGPRs``): ``min(max(floor(Total / alignTo(max(N, 1), granule)), 1), 16)``
   with Total 1536/768 (wave32/wave64) on 1.5x parts and 1024/512 otherwise, granule 24/12 or 16/8.
-* Intel Xe3 (/work/shared/spec/xe3_registers_stoc_omm.md A.4, Mesa ``brw_register_blocks`` and
+* Intel Xe3 (Mesa ``src/intel/compiler/brw_compiler.c`` ``brw_register_blocks`` and
   ``calculate_threads_per_eu``): field ``= ceil(N/32) - 1`` (7 when that is 6 or more), GRFs
   ``32 * (field + 1)``, threads ``min(10, floor(1024 / GRFs))``.
-* Intel fixed modes (A.2, A.8): 128 GRFs x 8 threads, 256 GRFs x 4 threads.
+* Intel fixed modes (IGC ``visa/G4_Kernel.cpp`` ``GRFMode``): 128 GRFs x 8 threads, 256 GRFs x 4
+  threads.
 * RDNA 4 dynamic VGPRs: the number of waves that can hold ``ceil(N / B)`` blocks at the same time,
   given one slot block per enabled slot, the shared pool and the deadlock reserve as modelled in
   :mod:`.dynamic` (general grants stop at ``reserve`` free blocks; one wave may then use the

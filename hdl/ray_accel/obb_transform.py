@@ -65,8 +65,8 @@ from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.golden.ray_accel.obb import NO_ROTATION, OBB_COUNT, STAGE1, STAGE2
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.obb import NO_ROTATION, OBB_COUNT, STAGE1, STAGE2
 
 __all__ = ["core_in_layout", "core_out_layout", "ObbRom", "OBBTransformCore", "OBBTransformPipe",
            "fma_core_class"]

@@ -1,21 +1,20 @@
 """Barycentric (u, v) to opacity-micromap micro-triangle index: RTL datapath and block.
 
-The conversion follows `/work/shared/spec/xe3_registers_stoc_omm.md` B.6 (the Vulkan reference
-algorithm, re-expressed in integers; see :mod:`gpurtl.golden.stoc.index` for the golden model and
-the fixed-point rules). The hardware computes a single index at the maximum level 12 and shifts it
-right by ``2 * (12 - level)`` for coarser levels (the curve is hierarchical, spec B.6; the golden
-model computes each level directly and the lockstep check compares the two).
+The conversion follows the Vulkan reference algorithm (Vulkan-Docs
+``appendices/VK_EXT_opacity_micromap.adoc``), re-expressed in integers (see
+:mod:`gpurtl.golden.stoc.index` for the golden model and the fixed-point rules). The hardware
+computes a single index at the maximum level 12 and shifts it right by ``2 * (12 - level)`` for
+coarser levels (the curve is hierarchical; the golden model computes each level directly and the
+lockstep check compares the two).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import omm_index_in_layout, omm_index_out_layout
+from gpurtl.facts.stoc import MAX_LEVEL, omm_index_in_layout, omm_index_out_layout
 
 __all__ = ["MAX_LEVEL", "fixed_from_f32", "index_at_max_level", "shift_to_level", "OMMIndex"]
-
-MAX_LEVEL = 12
 
 
 def _check_frac_bits(frac_bits):
@@ -89,15 +88,16 @@ class OMMIndex(wiring.Component):
     ----------
     frac_bits : int
         Fraction bits of the fixed-point barycentrics (12..24, default 24 like the 24-bit unorm
-        u, v of the Xe3 MemHit, spec B.4).
+        u, v of the Xe3 MemHit, IGC ``RTStackFormat.h``).
     """
 
-    def __init__(self, frac_bits=24):
-        try:
-            _check_frac_bits(frac_bits)
-        except TypeError:
-            self._MustUse__silence = True      # no "created but never used" warning
-            raise
+    def __new__(cls, frac_bits=24, *, src_loc_at=0):
+        # Refuse a bad parameter before the component exists, so that a refused build leaves no
+        # "created but never used" object behind.
+        _check_frac_bits(frac_bits)
+        return super().__new__(cls, src_loc_at=src_loc_at + 1)
+
+    def __init__(self, frac_bits=24, *, src_loc_at=0):
         self._frac_bits = frac_bits
         super().__init__({
             "i": In(stream.Signature(omm_index_in_layout)),

@@ -5,7 +5,7 @@ the leaf or the micromap (memory is outside the block), and the ray / instance f
 returns the micro-triangle index used, the 4-state value found, the action (ignore, accept as
 opaque, run any-hit), the software-STOC fallback flag and, for the deep levels, the index and the
 word address of the full-resolution state. Decoding rules, sources and the choices made where the
-spec is silent: :mod:`gpurtl.golden.stoc.classify` (spec `xe3_registers_stoc_omm.md` part B).
+sources are silent: :mod:`gpurtl.golden.stoc.classify`.
 
 Pipeline: stage 1 registers the fixed-point barycentrics, stage 2 the level-12 micro-triangle
 index, stage 3 (the output register) the classification. ``latency`` = 3, II = 1, one global
@@ -16,16 +16,32 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .layouts import Action, Source, stoc_in_layout, stoc_out_layout
-from .omm_index import MAX_LEVEL, _check_frac_bits, fixed_from_f32, index_at_max_level, \
-    shift_to_level
+from gpurtl.facts.stoc import Action, Source, stoc_in_layout, stoc_out_layout
 
-__all__ = ["STOCUnit", "PLANE_ORDERS", "BOTH_PLANES"]
+from .omm_index import (
+    MAX_LEVEL,
+    _check_frac_bits,
+    fixed_from_f32,
+    index_at_max_level,
+    shift_to_level,
+)
+
+__all__ = ["STOCUnit", "PLANE_ORDERS", "BOTH_PLANES", "check_stoc_params"]
 
 PLANE_ORDERS = ("omm", "corners")
 #: 4-state value given to "opaque and transparent bits both set", per ``both_planes``
 BOTH_PLANES = {"uo": 3, "ut": 2, "opaque": 1, "transparent": 0}
 _CORNER_TABLE = Const(0 | (3 << 2) | (1 << 4) | (2 << 6), 8)   # curve digit -> plane digit
+
+
+def check_stoc_params(frac_bits=24, plane_order="omm", both_planes="uo"):
+    """Raise :exc:`TypeError` or :exc:`ValueError` for parameters :class:`STOCUnit` refuses."""
+    _check_frac_bits(frac_bits)
+    if plane_order not in PLANE_ORDERS:
+        raise ValueError(f"`plane_order` must be one of {PLANE_ORDERS}, not {plane_order!r}")
+    if both_planes not in BOTH_PLANES:
+        raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, "
+                         f"not {both_planes!r}")
 
 
 class STOCUnit(wiring.Component):
@@ -43,18 +59,13 @@ class STOCUnit(wiring.Component):
         ``"opaque"`` or ``"transparent"``.
     """
 
-    def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo"):
-        try:
-            _check_frac_bits(frac_bits)
-            if plane_order not in PLANE_ORDERS:
-                raise ValueError(f"`plane_order` must be one of {PLANE_ORDERS}, "
-                                 f"not {plane_order!r}")
-            if both_planes not in BOTH_PLANES:
-                raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, "
-                                 f"not {both_planes!r}")
-        except (TypeError, ValueError):
-            self._MustUse__silence = True      # no "created but never used" warning
-            raise
+    def __new__(cls, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
+        # Refuse bad parameters before the component exists, so that a refused build leaves no
+        # "created but never used" object behind.
+        check_stoc_params(frac_bits, plane_order, both_planes)
+        return super().__new__(cls, src_loc_at=src_loc_at + 1)
+
+    def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
         self._frac_bits, self._plane_order, self._both_planes = \
             frac_bits, plane_order, both_planes
         super().__init__({
@@ -122,7 +133,7 @@ class STOCUnit(wiring.Component):
         m.d.comb += [s2_idx1.eq(s2_idx[22:24]), s2_idx3.eq(s2_idx[18:24]),
                      s2_idxl.eq(shift_to_level(s2_idx, lvl[0:4]))]
 
-        # STOC1: quad-leaf DW3 (spec B.2)
+        # STOC1: quad-leaf DW3 (IGC QuadLeaf<Xe3>)
         dw3 = p.dw3
         o1 = Mux(p.tri, dw3[24:28], dw3[8:12])
         t1 = Mux(p.tri, dw3[28:32], dw3[12:16])
@@ -130,13 +141,13 @@ class STOCUnit(wiring.Component):
         pos1 = self._position(s2_idx1, 1)
         st1 = Signal(2)
         m.d.comb += st1.eq(self._state(o1.bit_select(pos1, 1), t1.bit_select(pos1, 1)))
-        # STOC3 inline level-3 planes (spec B.3)
+        # STOC3 inline level-3 planes (IGC QuadLeaf_STOC3)
         pos3 = self._position(s2_idx3, 3)
         st3 = Signal(2)
         m.d.comb += st3.eq(self._state(p.opaque.bit_select(pos3, 1),
                                        p.transp.bit_select(pos3, 1)))
         fine3_ok = (lvl >= 4) & (lvl <= MAX_LEVEL)
-        # OMM (spec B.5)
+        # OMM (Vulkan "Ray Opacity Micromap" states and special indices)
         oi = p.omm_index
         fmt = p.omm_format
         special = (oi < 0) & (oi >= -4)

@@ -8,12 +8,11 @@ plus the free count. First fit works on bit vectors: ``fits_k = free & free >> 1
 bit of ``fits_need`` (bit vectors also keep the Python simulator fast).
 """
 
-from amaranth.hdl import Assert, Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Assert, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import COUNT_BITS, Err, Op, command_layout, result_layout
-from .configs import ContigConfig
+from gpurtl.facts.vgpr_alloc import COUNT_BITS, ContigConfig, Err, Op, command_layout, result_layout
 
 __all__ = ["ContigAllocator", "contig_layouts"]
 
@@ -137,7 +136,6 @@ class ContigAllocator(wiring.Component):
         m = Module()
         cfg = self._cfg
         U, S, MU = cfg.units, cfg.slots, cfg.max_units
-        ALL = (1 << U) - 1
         i, o = self.i, self.o
 
         # per-slot ownership masks (bit u set = the slot owns unit u), first unit and unit count

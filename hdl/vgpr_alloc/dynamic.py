@@ -21,7 +21,15 @@ from amaranth.hdl import Array, Assert, Cat, Const, Module, Mux, Signal, unsigne
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .common import COUNT_BITS, REG_BITS, Err, Op, command_layout, result_layout
+from gpurtl.facts.vgpr_alloc import (
+    COUNT_BITS,
+    REG_BITS,
+    Err,
+    Op,
+    command_layout,
+    dyn_params_ok,
+    result_layout,
+)
 
 __all__ = ["DynVgprAllocator", "dyn_layouts"]
 
@@ -148,7 +156,6 @@ class DynVgprAllocator(wiring.Component):
 
     def __init__(self, *, rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8,
                  fwd_progress=True, reserve=7, assertions=True):
-        from gpurtl.golden.vgpr_alloc.dynamic import dyn_params_ok
         dyn_params_ok(rf_vgprs, block_size, wave_limit, max_blocks, fwd_progress, reserve)
         self._rf, self._B, self._limit = rf_vgprs, block_size, wave_limit
         self._max, self._fwd, self._reserve = max_blocks, bool(fwd_progress), reserve

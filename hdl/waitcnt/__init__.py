@@ -2,8 +2,6 @@
 
 from .counters import WaitCounters, counter_layouts
 from .memory import WaitcntMemory, memory_layouts
-from .profiles import PROFILES, InstClass, profile
 from .return_queue import ReturnQueue
 
-__all__ = ["WaitCounters", "WaitcntMemory", "ReturnQueue", "InstClass", "PROFILES", "profile",
-           "counter_layouts", "memory_layouts"]
+__all__ = ["WaitCounters", "WaitcntMemory", "ReturnQueue", "counter_layouts", "memory_layouts"]

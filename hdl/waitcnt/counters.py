@@ -6,8 +6,9 @@ one wait instruction and one return per counter type, and reports which waves mu
 Semantics (shared bit for bit with :mod:`gpurtl.golden.waitcnt`):
 
 * **Issue** of class ``cls`` by wave ``w`` increments every counter the class maps to (FLAT bumps
-  two, spec A.4). What happens when such a counter is already at its maximum is not documented
-  (spec A.7), so it is the ``full_policy`` parameter: ``"stall"`` (default) refuses the issue
+  two, LLVM ``SIInsertWaitcnts.cpp``). What happens when such a counter is already at its maximum
+  is not documented (LLVM never waits for the maximum value, which suggests that it saturates or
+  stalls), so it is the ``full_policy`` parameter: ``"stall"`` (default) refuses the issue
   (``issue_accepted`` low, nothing changes); ``"saturate"`` accepts it, leaves the counter at its
   maximum and raises ``err.overflow`` (so the lost count is never silent).
 * **Return** on the port of counter ``c`` for wave ``w`` decrements ``cnt[w][c]``. A return with
@@ -28,7 +29,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .profiles import InstClass, profile as _profile
+from gpurtl.facts.waitcnt import InstClass
+from gpurtl.facts.waitcnt import profile as _profile
 
 __all__ = ["WaitCounters", "counter_layouts"]
 
@@ -71,7 +73,7 @@ class WaitCounters(wiring.Component):
     generation : str
         ``"gfx12"`` (RDNA 4, seven split counters), ``"gfx11"``, ``"gfx10"`` or ``"gfx9"``.
     waves : int
-        Wave slots (1..64; 16 per SIMD on RDNA, spec B.6).
+        Wave slots (1..64; 16 per SIMD on RDNA, LLVM ``getMaxWavesPerEU``).
     full_policy : str
         ``"stall"`` or ``"saturate"``: issue into a counter that is at its maximum.
     external_returns : bool

@@ -11,8 +11,10 @@ from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.waitcnt import InstClass
+from gpurtl.facts.waitcnt import profile as _profile
+
 from .counters import WaitCounters, counter_layouts
-from .profiles import InstClass, profile as _profile
 from .return_queue import ReturnQueue
 
 __all__ = ["WaitcntMemory", "memory_layouts"]

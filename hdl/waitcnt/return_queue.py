@@ -3,16 +3,18 @@
 Every request enters with its wave and whether it hits; it is *done* ``hit_latency`` or
 ``miss_latency`` cycles after it entered (the memory serves all requests concurrently). At most
 one done request leaves per cycle and decrements its wave's counter. The order in which done
-requests may leave is the design choice the articles measured:
+requests may leave is the design choice that Chips and Cheese measured ("RDNA 4's 'Out-of-Order'
+Memory Accesses", 2025):
 
 ``"inorder"`` (RDNA 3 style)
     One queue shared by all waves, drained strictly oldest first: a request leaves only when it and
     every older request of *any* wave have left. One wave's miss holds back another wave's hits
-    (the false cross-wave dependency of ``shared/seeds/004_*``).
+    (the false cross-wave dependency the article measured on RDNA 3).
 
 ``"ooo"`` (RDNA 4 style)
-    Requests stay in order within a wave (the counter semantics need it, spec A.5) but waves are
-    independent: the oldest done request that is its wave's oldest outstanding one leaves.
+    Requests stay in order within a wave (the counter semantics need it; LLVM ``AMDGPUUsage.rst``
+    "Memory Model GFX12") but waves are independent: the oldest done request that is its wave's
+    oldest outstanding one leaves.
 
 Timing: a request entering in cycle ``t`` can leave in cycle ``t + latency`` at the earliest; the
 queue holds ``depth`` requests and reports ``full`` (the issue must then be refused).

@@ -267,6 +267,7 @@ register(Block(
     defaults=_defaults,
     validate=_validate,
     check_count=200,
+    small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
     group="ray_accel",
 ))
 

@@ -3,11 +3,14 @@
 
 import numpy as np
 
+from gpurtl.facts.stoc import (
+    omm_index_in_layout,
+    omm_index_out_layout,
+    stoc_in_layout,
+    stoc_out_layout,
+)
 from gpurtl.golden.stoc.classify import classify_arrays
 from gpurtl.golden.stoc.index import bary_to_index
-from gpurtl.facts.fp32 import f32_bits
-from gpurtl.hdl.stoc.layouts import (omm_index_in_layout, omm_index_out_layout, stoc_in_layout,
-                                     stoc_out_layout)
 
 from ..registry import Block, Param, register
 
@@ -124,9 +127,9 @@ register(Block(
     layouts=lambda **params: (stoc_in_layout, stoc_out_layout),
     stimulus=_stoc_stimulus,
     params=(_FRAC,
-            Param("plane_order", "omm", "STOC plane bit order (spec: not found)",
+            Param("plane_order", "omm", "STOC plane bit order (not published)",
                   choices=("omm", "corners")),
-            Param("both_planes", "uo", "state of opaque+transparent bits both set (not found)",
+            Param("both_planes", "uo", "state of opaque+transparent bits both set (not published)",
                   choices=("uo", "ut", "opaque", "transparent"))),
     defaults=lambda **params: {
         "source": 0, "tri": 0, "dw3": 0, "opaque": 0, "transp": 0, "swstoc": 0, "level": 0,

@@ -1,12 +1,12 @@
 """Registry entries of the register allocators (family ``vgpr_alloc``): RDNA 4 dynamic VGPR blocks
 (``vgpr_dyn``), RDNA static VGPR allocation (``vgpr_static``) and Intel Xe3 GRF blocks with the
 older fixed modes (``xe3_grf``). All three are cycle-stepped blocks sharing one port layout
-(:mod:`gpurtl.hdl.vgpr_alloc.common`)."""
+(:mod:`gpurtl.facts.vgpr_alloc`)."""
 
-from gpurtl.golden.vgpr_alloc.common import ERR, OP
+from gpurtl.facts.vgpr_alloc import XE_MODES, dyn_params_ok, rdna_static_config, xe_config
+from gpurtl.golden.vgpr_alloc.common import OP
 from gpurtl.golden.vgpr_alloc.contiguous import ContigModel
-from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel, dyn_params_ok
-from gpurtl.hdl.vgpr_alloc.configs import XE_MODES, rdna_static_config, xe_config
+from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
 from gpurtl.hdl.vgpr_alloc.dynamic import DynVgprAllocator, dyn_layouts
 
@@ -134,6 +134,7 @@ register(Block(
     defaults=_input_defaults,
     validate=_dyn_validate,
     check_count=5000,
+    small={"rf_vgprs": 1024, "block_size": 32, "wave_limit": 4, "max_blocks": 4, "reserve": 3},
     group=GROUP,
 ))
 

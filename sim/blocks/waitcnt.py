@@ -1,8 +1,8 @@
 """Registry entries of the split wait counters: ``waitcnt`` and ``waitcnt_mem``."""
 
+from gpurtl.facts.waitcnt import PROFILES, InstClass, profile
 from gpurtl.golden.waitcnt import WaitcntMemoryModel, WaitCountersModel
-from gpurtl.hdl.waitcnt import (PROFILES, InstClass, WaitcntMemory, WaitCounters, counter_layouts,
-                                memory_layouts, profile)
+from gpurtl.hdl.waitcnt import WaitcntMemory, WaitCounters, counter_layouts, memory_layouts
 from gpurtl.hdl.waitcnt.counters import FULL_POLICIES
 from gpurtl.hdl.waitcnt.return_queue import QUEUE_ORDERS
 
@@ -103,6 +103,7 @@ register(Block(
     stimulus=_counter_stimulus,
     defaults=_counter_defaults,
     check_count=20000,
+    small={"waves": 2},
 ))
 
 
@@ -150,4 +151,5 @@ register(Block(
     defaults=_memory_defaults,
     validate=_memory_validate,
     check_count=20000,
+    small={"waves": 2, "queue_depth": 4, "hit_latency": 2, "miss_latency": 6},
 ))

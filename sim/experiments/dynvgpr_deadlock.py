@@ -1,7 +1,7 @@
 """Dynamic-VGPR deadlock: every wave grows at once, with and without the deadlock reserve, and
-the seed article's counter-case of two waves that wait on each other inside their high-register
-sections (/work/shared/seeds/000_d9689f4e48ff163c.txt, "deadlock avoidance mode";
-/work/shared/spec/rdna4_waitcnt_dynvgpr.md B.1).
+the counter-case of two waves that wait on each other inside their high-register sections
+(Chips and Cheese, "Dynamic Register Allocation on AMD's RDNA 4 GPU Architecture", 2025; the
+"deadlock avoidance mode" of the AMD "RDNA4 Instruction Set Architecture" guide, section 3.3.3).
 
 Everything runs on the ``vgpr_dyn`` RTL in the Amaranth simulator, every cycle cross-checked
 against its golden model; a run is declared deadlocked when nothing has progressed for a while
@@ -44,7 +44,7 @@ def pair_case(rendezvous_high):
     """Waves p0 and p1 must meet; the 14 others hold 6 blocks each (70 of the 80 pool blocks)
     and wait until p0 and p1 have ended, so only the reserve is left when p0 and p1 (2 blocks
     each) grow to 8 blocks. ``rendezvous_high``: p0/p1 grow to 8 blocks first and meet inside their
-    high-register sections (the seed's counter-case); otherwise they meet before growing."""
+    high-register sections (the article's counter-case); otherwise they meet before growing."""
     others = [f"q{n}" for n in range(SLOTS - 2)]
     pair = ["p0", "p1"]
     progs = []
@@ -80,22 +80,36 @@ def _describe(simd):
 
 
 def _plot(path, runs, title):
+    """One panel per run: resident waves, waves waiting in ``s_alloc_vgpr`` and finished programs
+    over time; a deadlocked run marks the cycle of its last progress."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.6 * len(runs)), sharex=False)
-    if len(runs) == 1:
-        axes = [axes]
-    for ax, (label, simd) in zip(axes, runs):
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.6 * len(runs) + 0.8), squeeze=False)
+    series = (("resident waves", 0, "tab:blue"), ("waves waiting in s_alloc_vgpr", 2, "tab:orange"),
+              ("programs finished", 3, "tab:green"))
+    for ax, (label, simd) in zip(axes[:, 0], runs):
         t = range(len(simd.trace))
-        ax.plot(t, [x[0] for x in simd.trace], label="resident waves")
-        ax.plot(t, [x[2] for x in simd.trace], label="waves waiting in s_alloc_vgpr")
-        ax.plot(t, [x[3] for x in simd.trace], label="programs finished")
-        ax.set_title(f"{label}: {'DEADLOCK' if simd.stuck else 'finished'}", fontsize=9)
-        ax.set_xlabel("cycle")
-        ax.legend(fontsize=7, loc="upper left")
+        for name, column, color in series:
+            ax.plot(t, [x[column] for x in simd.trace], label=name, color=color)
+        if simd.stuck is not None:
+            ax.axvline(simd.last_progress, color="red", ls="--", lw=1,
+                       label="last progress (deadlock after it)")
+            state = f"DEADLOCK, no progress after cycle {simd.last_progress}"
+        else:
+            state = f"finished in {len(simd.trace)} cycles"
+        ax.set_title(f"{label}: {state}", fontsize=9)
+        ax.set_xlabel("time (cycles)")
+        ax.set_ylabel("waves / programs")
+    handles = {}
+    for ax in axes[:, 0]:
+        for handle, name in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(name, handle)
+    # one legend for all panels, below them, so that it covers no curve
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
+               fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -125,8 +139,8 @@ def run(out_dir, *, quick=False, progress=None):
             if progress:
                 progress(step, total, f"grow-at-once {label} trial {trial}")
         results[fwd] = outcomes
-        example.append((f"grow at once, {label}", outcomes[0][0]))
         dead = [s for s, _ in outcomes if s.stuck is not None]
+        example.append((f"{label} ({len(dead)} of {trials} runs deadlock; run 1)", outcomes[0][0]))
         done = [c for s, c in outcomes if s.stuck is None]
         rows.append((f"all waves grow at once, {label}: runs deadlocked",
                      f"{len(dead)} of {trials}"))
@@ -156,11 +170,12 @@ def run(out_dir, *, quick=False, progress=None):
             progress(step, total, f"pair case ({where})")
     files = []
     path = out_dir / "deadlock_grow_at_once.png"
-    _plot(path, example, "16 waves grow 4 -> 6 -> 8 blocks at once (vgpr_dyn RTL, 16-VGPR "
-                         "blocks, 1536 VGPRs)")
+    _plot(path, example, "All 16 waves grow 4 -> 6 -> 8 blocks at once: deadlock without the "
+                         "reserve, none with it\n(vgpr_dyn RTL, 16-VGPR blocks, 1536 VGPRs)")
     files.append(path)
     path = out_dir / "deadlock_pair.png"
-    _plot(path, pair_runs, "Two waves waiting on each other, deadlock reserve on")
+    _plot(path, pair_runs, "Two waves waiting on each other (reserve on): the reserve cannot "
+                           "prevent this deadlock")
     files.append(path)
     path = out_dir / "runs.csv"
     with path.open("w", newline="") as f:

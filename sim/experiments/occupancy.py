@@ -1,7 +1,8 @@
-"""Register allocation and occupancy: a ray-tracing-like wave program (a long low-register
-traversal phase, a short high-register shading phase, the shape the seed article describes for
-RDNA 4's inline ray tracing) under RDNA static allocation, RDNA 4 dynamic allocation with 16- and
-32-VGPR blocks, and Intel Xe3 per-thread GRF blocks; plus the occupancy-versus-registers table.
+"""Register allocation and occupancy: a ray-tracing-like wave program (a long low-register traversal
+phase, a short high-register shading phase, the shape Chips and Cheese, "Dynamic Register Allocation
+on AMD's RDNA 4 GPU Architecture" (2025), describes for RDNA 4's inline ray tracing) under RDNA
+static allocation, RDNA 4 dynamic allocation with 16- and 32-VGPR blocks, and Intel Xe3 per-thread
+GRF blocks; plus the occupancy-versus-registers table.
 
 All runs drive the allocator RTL (Amaranth simulator) from a wave scheduler
 (:mod:`._vgpr_sched`), cross-checked every cycle against the golden models.
@@ -81,38 +82,47 @@ def _plots(out_dir, results, table):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     files = []
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7))
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
+    window = 200
+    base = None
     for label, simd, cycles in results:
+        rate = 1000 * simd.work_done / cycles
+        base = base or rate
         t = range(len(simd.trace))
-        window = 200
         res = [x[0] for x in simd.trace]
         smooth = [sum(res[max(0, i - window):i + 1]) / (i + 1 - max(0, i - window))
                   for i in range(len(res))]
-        ax1.plot(t, smooth, label=label)
-        ax2.plot(t, [x[3] for x in simd.trace], label=label)
-    ax1.set_ylabel(f"resident waves ({200}-cycle mean)")
-    ax2.set_ylabel("programs finished")
-    ax2.set_xlabel("cycle")
-    ax1.legend(fontsize=7)
-    ax1.set_title(f"traversal {LOW} regs x {TRAV_STEPS} steps, shading {HIGH} regs x "
-                  f"{SHADE_STEPS} steps", fontsize=9)
-    fig.tight_layout()
+        # the legend carries each configuration's throughput, the number the README compares
+        ax1.plot(t, smooth, label=f"{label}: {rate:.2f} rays / 1000 cycles ({rate / base:.2f}x)")
+        ax2.plot(t, [x[3] for x in simd.trace])
+    ax1.set_ylabel(f"resident waves / threads\n({window}-cycle mean)")
+    ax2.set_ylabel("wave programs finished")
+    ax2.set_xlabel("time (cycles)")
+    ax1.set_title(f"Residency and work: traversal {LOW} registers x {TRAV_STEPS} steps, shading "
+                  f"{HIGH} registers x {SHADE_STEPS} steps", fontsize=10)
+    fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     path = out_dir / "residency_and_work.png"
     fig.savefig(path, dpi=90)
     plt.close(fig)
     files.append(path)
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = plt.subplots(figsize=(9, 4.8))
     xs = [r["registers"] for r in table]
-    for key, label in [("rdna4_static_1536", "RDNA 4 static (1536 VGPRs)"),
-                       ("rdna4_dynamic_b16", "RDNA 4 dynamic, 16 blocks (all waves at n)"),
-                       ("rdna4_dynamic_b32", "RDNA 4 dynamic, 32 blocks (all waves at n)"),
-                       ("xe3", "Xe3 threads / XVE"), ("xe2_fixed", "Xe2 fixed GRF modes")]:
+    for key, label in [("rdna4_static_1536", "RDNA 4 static (1536 VGPRs per SIMD)"),
+                       ("rdna4_dynamic_b16", "RDNA 4 dynamic, 16-VGPR blocks (every wave at n)"),
+                       ("rdna4_dynamic_b32", "RDNA 4 dynamic, 32-VGPR blocks (every wave at n)"),
+                       ("xe3", "Xe3 threads per XVE"),
+                       ("xe2_fixed", "Xe2 fixed GRF modes (128 GRFs x 8 or 256 x 4 threads)")]:
         ys = [r[key] if r[key] else float("nan") for r in table]   # 0 = not possible
         ax.step(xs, ys, where="post", label=label)
-    ax.set_xlabel("registers per wave / thread")
-    ax.set_ylabel("resident waves / threads")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    ax.set_xlabel("registers per wave / thread (VGPRs or GRFs)")
+    ax.set_ylabel("resident waves per SIMD /\nthreads per XVE")
+    ax.set_title("Occupancy versus register count (16-VGPR blocks stop at 128 VGPRs)",
+                 fontsize=10)
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     path = out_dir / "occupancy_vs_registers.png"
     fig.savefig(path, dpi=90)
     plt.close(fig)

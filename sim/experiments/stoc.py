@@ -9,17 +9,20 @@ walks its candidate hits front to back and stops at the first opaque one (accept
 shadow rays). Per scheme the golden `stoc` model classifies every candidate:
 
 * ``none``: no opacity data, every candidate runs the any-hit shader (one alpha test each);
-* ``STOC1``: Xe3 64-byte leaf, level-1 planes in DW3 (spec `xe3_registers_stoc_omm.md` B.2);
-* ``STOC3``: Xe3 128-byte leaf, inline level-3 planes (B.3); ``STOC3+SW6``: the same with the
-  swstoc flag and level-6 full-resolution states that the any-hit shader reads (B.4 needSWSTOC);
-* ``OMM L``: 4-state opacity micromaps at levels 1..6 (B.5); ``OMM2 6``: a 2-state map at level 6
-  (lossy: reports how many candidates get a different answer than the alpha test).
+* ``STOC1``: Xe3 64-byte leaf, level-1 planes in DW3 (IGC ``RTStackFormat.h`` ``QuadLeaf<Xe3>``);
+* ``STOC3``: Xe3 128-byte leaf, inline level-3 planes (``QuadLeaf_STOC3``); ``STOC3+SW6``: the same
+  with the swstoc flag and level-6 full-resolution states that the any-hit shader reads
+  (``MemHit.needSWSTOC``);
+* ``OMM L``: 4-state opacity micromaps at levels 1..6 (Vulkan ``VK_EXT_opacity_micromap``);
+  ``OMM2 6``: a 2-state map at level 6 (lossy: reports how many candidates get a different answer
+  than the alpha test).
 
 Counted: any-hit invocations and alpha tests (texture reads), the share of the baseline's alpha
-tests skipped (the source paper, Gruen/Benthin/Woop HPG 2020 (spec B.1), reports up to 86 %), the
-shadow result of every ray (must not change for the conservative schemes), and the memory each
-scheme costs per triangle. The RTL of the `stoc` block (Amaranth simulator) replays a sample of
-the lookups and is compared with the golden model.
+tests skipped (the source paper, Gruen, Benthin and Woop, "Sub-triangle opacity masks for faster ray
+tracing of transparent objects", HPG 2020, reports up to 86 %), the shadow result of every ray (must
+not change for the conservative schemes), and the memory each scheme costs per triangle. The RTL of
+the `stoc` block (Amaranth simulator) replays a sample of the lookups and is compared with the
+golden model.
 """
 
 import csv
@@ -74,7 +77,7 @@ def make_texture(kind, res):
 
 def _micro_triangles(level):
     """Corners (4**level, 3, 2) of every micro-triangle in curve order, in units of 2**-level
-    (spec B.6 child rule)."""
+    (the child rule of the Vulkan micromap curve)."""
     n = 1 << level
     tris = np.array([[[0, 0], [n, 0], [0, n]]], dtype=np.int64)
     for _ in range(level):
@@ -126,8 +129,8 @@ def bake_states(alpha, tri_uv, level, margin=1e-4):
 
 
 def pack_states(states, bits):
-    """Micromap data bytes of a state array (``bits`` = 1 or 2 per state, LSB first, spec B.5),
-    padded to whole 32-bit words."""
+    """Micromap data bytes of a state array (``bits`` = 1 or 2 per state, LSB first, as in Vulkan
+    micromaps), padded to whole 32-bit words."""
     count = len(states)
     words = np.zeros(max(1, (count * bits + 31) // 32), dtype=np.uint32)
     for i, st in enumerate(states):
@@ -203,11 +206,111 @@ def _fields(n, **values):
     return base
 
 
-def run(out_dir, *, quick=False, progress=None):
+def _scheme_color(name):
+    if name == "none":
+        return "grey"
+    if name.startswith("STOC"):
+        return "tab:blue"
+    return "tab:orange" if name.startswith("OMM2") else "tab:green"
+
+
+def _label_groups(points, near_pct=4.0, near_decades=0.2):
+    """Points ``(name, bytes, pct)`` grouped when their labels would overlap on the scatter."""
+    groups = []
+    for name, x, y in sorted(points, key=lambda p: (p[2], p[1])):
+        for group in groups:
+            _, gx, gy = group[0]
+            if abs(y - gy) < near_pct and abs(np.log10(x / gx)) < near_decades:
+                group.append((name, x, y))
+                break
+        else:
+            groups.append([(name, x, y)])
+    return groups
+
+
+def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, what):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
+    skipped = {k: 100 * (1 - results[k]["tests"] / base_tests) for k in names}
+    colors = [_scheme_color(k) for k in names]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": (1, 1, 0.8)})
+    bars = axes[0].bar(names, [skipped[k] for k in names], color=colors)
+    axes[0].bar_label(bars, fmt="%.0f", fontsize=7)
+    axes[0].axhline(86, color="red", ls="--", lw=1)
+    axes[0].set_ylabel("alpha tests skipped vs no opacity data (%)")
+    axes[0].set_title("all cards", fontsize=10)
+    axes[0].tick_params(axis="x", rotation=60)
+    axes[0].set_ylim(0, 150)                       # room for the legend above the bars
+    axes[0].legend(handles=[Patch(color="tab:blue", label="Xe3 STOC leaf bits"),
+                            Patch(color="tab:green", label="4-state micromap (conservative)"),
+                            Patch(color="tab:orange",
+                                  label="2-state micromap (lossy: changes shadow results)"),
+                            plt.Line2D([], [], color="red", ls="--",
+                                       label="paper: up to 86 % skipped")],
+                   fontsize=7, loc="upper left")
+    width = 0.8 / len(VARIANTS)
+    for vi, kind in enumerate(VARIANTS):
+        base_v = max(1, per_variant["none"][vi])
+        axes[1].bar(np.arange(len(names)) + (vi - 1) * width,
+                    [100 * (1 - per_variant[k][vi] / base_v) for k in names], width, label=kind)
+    axes[1].set_xticks(np.arange(len(names)))
+    axes[1].set_xticklabels(names, rotation=60)
+    axes[1].set_ylabel("alpha tests skipped (%)")
+    axes[1].set_title("per card type", fontsize=10)
+    axes[1].set_ylim(0, 112)
+    axes[1].legend(fontsize=8, loc="upper left", ncol=3)
+    axes[2].scatter([memory[k] for k in names], [skipped[k] for k in names], c=colors)
+    # Labels in a column right of the points, pushed apart vertically and joined to their points
+    # by thin lines; coinciding schemes share one label. No two labels can overlap.
+    groups = _label_groups([(k, memory[k], skipped[k]) for k in names])
+    line = 4.5                                     # height of one label line, in percent units
+    placed, floor = [], -6.0
+    for group in groups:
+        height = line * len(group)
+        centre = max(group[0][2], floor + height / 2)
+        placed.append(centre)
+        floor = centre + height / 2 + 1
+    shift = max(0.0, floor - 1 - 108)               # keep the column inside the axes
+    for group, centre in zip(groups, placed):
+        _, x, y = group[0]
+        axes[2].annotate("\n".join(f"{k} ({bx:g} B)" for k, bx, _ in group), (x, y),
+                         xytext=(1.03, centre - shift), textcoords=("axes fraction", "data"),
+                         fontsize=7, va="center", annotation_clip=False,
+                         arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5})
+    axes[2].set_xscale("log")
+    axes[2].set_xlabel("bytes per triangle (leaf + opacity data, log scale)")
+    axes[2].set_ylabel("alpha tests skipped (%)")
+    axes[2].set_title("cost in memory", fontsize=10)
+    axes[2].set_ylim(-8, 112)
+    axes[2].set_xlim(min(memory.values()) / 1.5, max(memory.values()) * 1.5)
+    best = max((k for k in names if not k.startswith("OMM2")), key=lambda k: skipped[k])
+    leaves = 100 * (1 - per_variant[best][0] / max(1, per_variant["none"][0]))
+    fig.suptitle(f"Sub-triangle opacity: {best} skips {skipped[best]:.0f}% of the alpha tests "
+                 f"({leaves:.0f}% on leaf cards; paper: up to 86%), {what}", fontsize=11)
+    fig.tight_layout()
+    plot = out_dir / "stoc_alpha_tests.png"
+    fig.savefig(plot, dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.4))
+    for ax, kind in zip(axes, VARIANTS):
+        ax.imshow(textures[kind].T, origin="lower", cmap="Greens", extent=(0, 1, 0, 1))
+        ax.set_title(kind, fontsize=10)
+        ax.set_xlabel("texture u")
+        ax.set_ylabel("texture v")
+    fig.suptitle("Alpha textures of the three card types (dark green = opaque, white = "
+                 "transparent)", fontsize=11)
+    fig.tight_layout()
+    tex_plot = out_dir / "stoc_textures.png"
+    fig.savefig(tex_plot, dpi=80)
+    plt.close(fig)
+    return plot, tex_plot
+
+
+def run(out_dir, *, quick=False, progress=None):
     from gpurtl.golden.stoc.classify import Action, Source, classify_arrays
     from gpurtl.golden.stoc.index import bary_to_index
     from gpurtl.sim import lockstep, registry
@@ -281,7 +384,7 @@ def run(out_dir, *, quick=False, progress=None):
 
     schemes = {}
     # STOC1: DW3 with both triangles' level-1 planes (tri0 opaque 11:8, transp 15:12; tri1
-    # opaque 27:24, transp 31:28), spec B.2
+    # opaque 27:24, transp 31:28), IGC QuadLeaf<Xe3>
     dw3_of = {}
     for vi in range(3):
         o0, t0 = _planes(states[(vi, 0, 1)], 1)
@@ -372,7 +475,7 @@ def run(out_dir, *, quick=False, progress=None):
         progress(done, steps, "classified")
 
     # ---- memory per triangle -----------------------------------------------------------------
-    leaf = 32.0                                   # 64-byte quad leaf / 2 triangles (B.2)
+    leaf = 32.0                                   # 64-byte quad leaf / 2 triangles (IGC QuadLeaf)
     memory = {"none": leaf, "STOC1": leaf, "STOC3": 2 * leaf,
               "STOC3+SW6": 2 * leaf + 2 * 4 ** fine_level / 8}
     for level in levels:                          # data + VkMicromapTriangleKHR (8 B) + u32 index
@@ -412,45 +515,8 @@ def run(out_dir, *, quick=False, progress=None):
         writer.writeheader()
         writer.writerows(rows_csv)
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    skipped = [100 * (1 - results[k]["tests"] / base_tests) for k in names]
-    axes[0].bar(names, skipped, color=["grey"] + ["tab:blue"] * 3 + ["tab:green"] * 6 +
-                ["tab:orange"])
-    axes[0].axhline(86, color="red", ls="--", lw=1, label="paper: up to 86 %")
-    axes[0].set_ylabel("alpha tests skipped vs none (%)")
-    axes[0].legend(fontsize=8)
-    axes[0].tick_params(axis="x", rotation=60)
-    width = 0.8 / len(VARIANTS)
-    for vi, kind in enumerate(VARIANTS):
-        base_v = max(1, per_variant["none"][vi])
-        axes[1].bar(np.arange(len(names)) + (vi - 1) * width,
-                    [100 * (1 - per_variant[k][vi] / base_v) for k in names], width, label=kind)
-    axes[1].set_xticks(np.arange(len(names)))
-    axes[1].set_xticklabels(names, rotation=60)
-    axes[1].set_ylabel("alpha tests skipped (%) per card type")
-    axes[1].legend(fontsize=8)
-    axes[2].scatter([memory[k] for k in names], skipped)
-    for k in names:
-        axes[2].annotate(k, (memory[k], 100 * (1 - results[k]["tests"] / base_tests)),
-                         fontsize=7)
-    axes[2].set_xscale("log")
-    axes[2].set_xlabel("bytes per triangle (leaf + opacity data)")
-    axes[2].set_ylabel("alpha tests skipped (%)")
-    fig.suptitle(f"Sub-triangle opacity: {n} candidate hits, {len(starts)} shadow rays, "
-                 f"{n_cards} cards")
-    fig.tight_layout()
-    plot = out_dir / "stoc_alpha_tests.png"
-    fig.savefig(plot, dpi=110)
-    plt.close(fig)
-
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
-    for ax, kind in zip(axes, VARIANTS):
-        ax.imshow(textures[kind].T, origin="lower", cmap="Greens", extent=(0, 1, 0, 1))
-        ax.set_title(kind)
-    fig.tight_layout()
-    tex_plot = out_dir / "stoc_textures.png"
-    fig.savefig(tex_plot, dpi=80)
-    plt.close(fig)
+    plot, tex_plot = _plots(out_dir, names, results, base_tests, per_variant, memory, textures,
+                            f"{n} candidate hits, {len(starts)} shadow rays, {n_cards} cards")
 
     rows = [("candidate hits / shadow rays with a hit", f"{n} / {len(starts)}"),
             ("any-hit invocations = alpha tests without opacity data", str(base_tests))]

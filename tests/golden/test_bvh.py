@@ -69,7 +69,7 @@ def test_decoded_boxes_contain_geometry(scene, threshold):
         for k, child in enumerate(box.children):
             v = _subtree_vertices(scene, child) @ m.T
             assert (v >= lo[k] - 1e-9).all() and (v <= hi[k] + 1e-9).all()
-        # the 1.12 rule (spec 2.3)
+        # the 1.12 rule (gpurt OBB_SA_FACTOR_THRESHOLD)
         if threshold is None:
             assert box.obb == INVALID_OBB
         elif box.obb != INVALID_OBB:

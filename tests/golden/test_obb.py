@@ -1,25 +1,26 @@
-"""Independent checks of the OBB tables and the OBB/instance ray transform (golden/ray_accel/obb.py).
+"""Independent checks of the OBB tables (facts/obb.py) and the OBB/instance ray transform
+(golden/ray_accel/obb.py).
 
-References used here are independent of the code under test: the axis/angle structure stated in
-/work/shared/spec/rdna4_ray_accelerator.md 2.1 (Rodrigues in float64, rounded to float32), the
-decoded matrices of obb_tables.md appendix B (when the spec folder is present), and an exact
-rational (fractions.Fraction) evaluation of the same FMA order with our own RNE rounding.
+References used here are independent of the code under test: the axis/angle structure of the
+tables (13 axes in the order of gpurt ``ObbAxesLut``, 4 angles of 22.5 degrees, 2 signs; Rodrigues
+in float64, rounded to float32), the published listing of the 104 decoded matrices kept in
+``data/obb_matrices.txt``, and an exact rational (fractions.Fraction) evaluation of the same FMA
+order with our own RNE rounding.
 """
 
 import math
 import pathlib
-import re
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from gpurtl.golden.ray_accel import obb
 from gpurtl.facts.fp32 import bits_f32, f32_bits
+from gpurtl.golden.ray_accel import obb
 
-SPEC = pathlib.Path("/work/shared/spec/obb_tables.md")
+LISTING = pathlib.Path(__file__).parent / "data" / "obb_matrices.txt"
 
-# spec 2.1: 13 axes in gpurt ObbAxesLut order; index = axis*8 + angleIdx*2 + signIdx.
+# 13 axes in gpurt ObbAxesLut order; index = axis*8 + angleIdx*2 + signIdx.
 _S2, _S3 = 1 / math.sqrt(2), 1 / math.sqrt(3)
 AXES = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0, _S2, _S2), (0, -_S2, _S2), (_S2, 0, _S2),
         (_S2, 0, -_S2), (_S2, _S2, 0), (-_S2, _S2, 0), (_S3, _S3, _S3), (-_S3, _S3, _S3),
@@ -54,7 +55,7 @@ def test_matrix_matches_axis_angle(index):
     angle = math.radians(22.5 * (angle_idx + 1)) * (-1 if sign else 1)
     exact = rodrigues(AXES[axis], angle)
     exact[np.abs(exact) < 1e-12] = 0.0      # exact zeros (float64 noise of cos 90 deg)
-    expected = exact.astype(np.float32)     # float32(RNE(exact Rodrigues entry)), spec 2.1
+    expected = exact.astype(np.float32)     # float32(RNE(exact Rodrigues entry))
     got = obb.obb_matrix(index)
     assert np.array_equal(got.view(np.uint32) & 0x7FFFFFFF, expected.view(np.uint32) & 0x7FFFFFFF)
     assert np.array_equal(np.sign(got), np.sign(expected))
@@ -66,19 +67,41 @@ def test_proper_rotation(index):
     err = np.abs(m @ m.T - np.eye(3)).max()
     assert err < 2 ** -22                    # orthonormal within float32 rounding
     assert abs(np.linalg.det(m) - 1) < 2 ** -21
-    assert not np.array_equal(m, np.eye(3))  # no table entry is the identity (spec 2.1)
+    assert not np.array_equal(m, np.eye(3))  # no table entry is the identity
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="spec folder not present")
+def read_listing(path=LISTING):
+    """``{index: (stage-1 entry, 3x3 matrix)}`` from the published listing."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        index, entry, *values = line.split()
+        rows[int(index)] = (int(entry, 16), np.array([float(v) for v in values]).reshape(3, 3))
+    return rows
+
+
+def listing_mismatches(stage1, matrix_of, rows):
+    """Indices whose stage-1 entry or decoded matrix differ from the listing."""
+    return [index for index, (entry, listed) in rows.items()
+            if stage1[index] != entry or not np.allclose(matrix_of(index), listed, atol=1e-6)]
+
+
 def test_matches_appendix_b():
-    text = SPEC.read_text()
-    rows = re.findall(r"^(\d+) 0x([0-9a-f]+) (\[\[.*\]\]) orthoerr", text, re.M)
-    assert len(rows) == 104
-    for index, entry, matrix in rows:
-        index = int(index)
-        assert obb.STAGE1[index] == int(entry, 16)
-        listed = np.array(eval(matrix))   # literal list of lists from the spec text
-        assert np.allclose(obb.obb_matrix(index), listed, atol=1e-6)
+    rows = read_listing()
+    assert sorted(rows) == list(range(104))
+    assert listing_mismatches(obb.STAGE1, obb.obb_matrix, rows) == []
+
+
+def test_listing_check_catches_a_wrong_entry():
+    rows = read_listing()
+    broken = list(obb.STAGE1)
+    broken[37] ^= 1 << 23                     # flip the sign bit of element (1, 0)
+    assert listing_mismatches(broken, obb.obb_matrix, rows) == [37]
+    # A matrix decoded with its columns in the wrong order is caught too.
+    def swapped(index):
+        return obb.obb_matrix(index)[:, ::-1] if index == 5 else obb.obb_matrix(index)
+    assert listing_mismatches(obb.STAGE1, swapped, rows) == [5]
 
 
 # --- exact rational reference of the transform --------------------------------------------------

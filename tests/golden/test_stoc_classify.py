@@ -1,11 +1,12 @@
-"""Directed checks of the STOC / OMM classification golden model against the spec's tables
-(`/work/shared/spec/xe3_registers_stoc_omm.md` B.2-B.5), with leaf bits placed by hand."""
+"""Directed checks of the STOC / OMM classification golden model against the published layouts and
+tables (IGC ``RTStackFormat.h`` leaves and flags, Vulkan "Ray Opacity Micromap" states), with leaf
+bits placed by hand."""
 
 import pytest
 
 from gpurtl.golden.stoc.classify import Action, Source, classify, plane_position
 
-# points well inside the level-1 micro-triangles (spec B.6 level-1 table: 0 near V0,
+# points well inside the level-1 micro-triangles (Vulkan micromap curve, level 1: 0 near V0,
 # 1 middle, 2 near V1, 3 near V2)
 NEAR = {0: (0.1, 0.1), 1: (0.3, 0.3), 2: (0.8, 0.1), 3: (0.1, 0.8)}
 
@@ -49,7 +50,7 @@ def test_stoc1_swstoc_flag_only_for_unknown(tri, bit):
     assert wrong["sw_fallback"] == 0
 
 
-# spec B.5 result table: state -> (normal action, action with force-2-state)
+# Vulkan "Ray Opacity Micromap" result table: state -> (normal action, action with force-2-state)
 RESULT = {0: (Action.IGNORE, Action.IGNORE), 1: (Action.OPAQUE, Action.OPAQUE),
           2: (Action.ANYHIT, Action.IGNORE), 3: (Action.ANYHIT, Action.OPAQUE)}
 

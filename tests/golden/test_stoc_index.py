@@ -1,13 +1,14 @@
 """The golden barycentric -> micro-triangle index against an independent recursive subdivision.
 
-The reference here never uses the bit-parallel conversion: it subdivides the base triangle with
-the spec's child rule (spec `xe3_registers_stoc_omm.md` B.6: children 0 (P0, m01, m20),
-1 (m20, m12, m01), 2 (m01, P1, m12), 3 (m12, m20, P2)) and locates points by exact integer
-point-in-triangle tests. Points on edges and vertices are settled by the spec's tie rules restated
-geometrically: a point takes the micro-triangle that contains it moved by an infinitesimal step
-along (+1, +1) (floor quantization, anti-diagonals to the inverted triangle); on the outer edge
-u + v = 1 the step is (-2, +1) (outer row stays upright, corners clamp), and (+1, -2) at v = 1;
-points beyond the outer edge first move to it along u (the spec's "lower iu" clamp).
+The reference here never uses the bit-parallel conversion: it subdivides the base triangle with the
+Vulkan specification's child rule (``chapters/raytraversal.adoc``: children 0 (P0, m01, m20), 1
+(m20, m12, m01), 2 (m01, P1, m12), 3 (m12, m20, P2)) and locates points by exact integer
+point-in-triangle tests. Points on edges and vertices are settled by the Vulkan reference
+algorithm's tie rules restated geometrically: a point takes the micro-triangle that contains it
+moved by an infinitesimal step along (+1, +1) (floor quantization, anti-diagonals to the inverted
+triangle); on the outer edge u + v = 1 the step is (-2, +1) (outer row stays upright, corners
+clamp), and (+1, -2) at v = 1; points beyond the outer edge first move to it along u (the reference
+algorithm's "lower iu" clamp).
 """
 
 from fractions import Fraction
@@ -15,8 +16,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from gpurtl.golden.stoc.index import (MAX_LEVEL, bary_to_index, f32_to_fixed, index_fixed)
 from gpurtl.facts.fp32 import bits_f32, f32_bits
+from gpurtl.golden.stoc.index import MAX_LEVEL, bary_to_index, f32_to_fixed, index_fixed
 
 F = 24
 
@@ -90,7 +91,8 @@ def test_centroids_map_to_their_own_index(level):
 
 
 def test_subdivision_matches_the_spec_level_tables():
-    # spec B.6 lists levels 1 and 2 in coordinates x2 and x4: an independent check of subdivide()
+    # levels 1 and 2 of the Vulkan curve in coordinates x2 and x4: an independent check of
+    # subdivide()
     level2 = [[(0, 0), (1, 0), (0, 1)], [(0, 1), (1, 1), (1, 0)], [(1, 0), (2, 0), (1, 1)],
               [(1, 1), (0, 1), (0, 2)], [(0, 2), (1, 2), (1, 1)], [(1, 1), (2, 1), (1, 2)],
               [(1, 2), (2, 2), (2, 1)], [(2, 1), (1, 1), (2, 0)], [(2, 0), (3, 0), (2, 1)],

@@ -1,4 +1,4 @@
-"""Occupancy functions of gpurtl.golden.vgpr_alloc.occupancy against the spec's tables, and
+"""Occupancy functions of gpurtl.golden.vgpr_alloc.occupancy against the published tables, and
 against the allocator golden models for every register count."""
 
 import pytest
@@ -7,12 +7,12 @@ from gpurtl.golden.vgpr_alloc import occupancy as occ
 from gpurtl.golden.vgpr_alloc.contiguous import static_model, xe_model
 from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 
-# /work/shared/spec/xe3_registers_stoc_omm.md A.4 (generated there from Mesa brw_register_blocks
-# and checked against IGC's GRFMode table): grf_used range -> (field, GRFs, threads per XVE)
+# Intel Xe3 register blocks (Mesa src/intel/compiler/brw_compiler.c brw_register_blocks, agreeing
+# with IGC visa/G4_Kernel.cpp GRFMode): grf_used range -> (field, GRFs, threads per XVE)
 XE3_TABLE = [((1, 32), 0, 32, 10), ((33, 64), 1, 64, 10), ((65, 96), 2, 96, 10),
              ((97, 128), 3, 128, 8), ((129, 160), 4, 160, 6), ((161, 192), 5, 192, 5),
              ((193, 256), 7, 256, 4)]
-# IGC GRFMode tuples for Xe3 (A.2): (GRFs, threads)
+# IGC GRFMode tuples for Xe3 (visa/G4_Kernel.cpp): (GRFs, threads)
 XE3_IGC = [(32, 10), (64, 10), (96, 10), (128, 8), (160, 6), (192, 5), (256, 4)]
 
 
@@ -52,7 +52,8 @@ def test_rdna_static_every_count(rf, wave64, total, granule):
 
 
 def test_rdna_static_anchor_points():
-    # B.6 / seed article: full 16-wave occupancy on 1536-VGPR parts needs <= 96 VGPRs
+    # LLVM getNumWavesPerEUWithNumVGPRs (Chips and Cheese quotes it too): full 16-wave occupancy
+    # on 1536-VGPR parts needs <= 96 VGPRs
     assert occ.rdna_static_waves(96) == 16 and occ.rdna_static_waves(97) == 12
     assert occ.rdna_static_waves(256) == 5 and occ.rdna_static_waves(64, 1024) == 16
     assert occ.rdna_static_waves(65, 1024) == 12

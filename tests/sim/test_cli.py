@@ -79,6 +79,7 @@ def test_user_mistakes_exit_2(capsys, argv, message):
 
 def test_missing_input_file_for_missing_field_without_default(tmp_path, capsys):
     from gpurtl.sim.jsonio import InputError, read_jsonl
+
     from .toy import IN
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1, "b": 2, "f": 1.5}\n{"a": 1, "f": "3f800000"}\n')
@@ -121,7 +122,8 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     assert code == 0, err
     assert "1 passed, 0 failed" in err
     (out,) = [json.loads(line) for line in target.read_text().splitlines()]
-    # spec 1.6: box children take internal_base | 5, each advancing by range (1) x 16 bytes
+    # gpurt QuantizedBVH8BoxNode::Decode: box children take internal_base | 5, each advancing by
+    # range (1) x 16 bytes
     ptr = [0x1000 + 16 * k | 5 for k in range(4)]
     dw = [int(v, 16) if isinstance(v, str) else v for v in out["dw"]]
     assert out["status"] == 0

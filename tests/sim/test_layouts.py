@@ -3,7 +3,7 @@ from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 
 from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
-from gpurtl.hdl.waitcnt.profiles import InstClass
+from gpurtl.facts.waitcnt import InstClass
 from gpurtl.sim import layouts
 
 LAYOUT = data.StructLayout({

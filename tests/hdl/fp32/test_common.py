@@ -31,10 +31,8 @@ def test_place_registers():
 def test_latency_and_validation(cls):
     for stages in (0, 1, cls.max_stages()):
         core = cls(stages)
-        core._MustUse__silence = True
         assert core.latency == stages
     core = cls()
-    core._MustUse__silence = True
     assert core.latency == cls.DEFAULT_STAGES
     with pytest.raises(ValueError, match="`stages` must be at most"):
         cls(cls.max_stages() + 1)

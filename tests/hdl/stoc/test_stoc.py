@@ -1,10 +1,12 @@
 """Lockstep checks of the STOC blocks (`stoc`, `omm_index`) against their golden models."""
 
+import gc
 import re
+import warnings
 
 import numpy as np
 import pytest
-from amaranth.hdl import Fragment
+from amaranth.hdl import Fragment, UnusedElaboratable
 
 from gpurtl.hdl.stoc.omm_index import OMMIndex
 from gpurtl.hdl.stoc.stoc import STOCUnit
@@ -61,6 +63,20 @@ def test_latency_and_parameter_validation():
         STOCUnit(both_planes="maybe")
     with pytest.raises(registry.RegistryError):
         registry.get("stoc").resolve({"frac_bits": "30"})
+
+
+def test_refused_build_leaves_no_unused_component():
+    # Parameters are checked before the component exists: nothing is left to warn about.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for build in (lambda: OMMIndex(frac_bits=25), lambda: STOCUnit(plane_order="zigzag")):
+            with pytest.raises((TypeError, ValueError)):
+                build()
+        gc.collect()
+        assert [w for w in caught if issubclass(w.category, UnusedElaboratable)] == []
+        STOCUnit()                         # a built, never elaborated unit is still reported
+        gc.collect()
+        assert [w for w in caught if issubclass(w.category, UnusedElaboratable)] != []
 
 
 # Yosys' Verilog writer trims constants and compares/shifts mixed widths everywhere in Amaranth

@@ -1,13 +1,13 @@
 """RDNA static VGPR and Intel Xe3/fixed-mode GRF allocators: lockstep against the golden model,
-first fit and fragmentation, misuse, occupancy measured on the RTL against the spec formulas, and
+first fit and fragmentation, misuse, occupancy measured on the RTL against the published formulas, and
 fault injection into the invariant assertions."""
 
 import pytest
 
+from gpurtl.facts.vgpr_alloc import rdna_static_config, xe_config
 from gpurtl.golden.vgpr_alloc import occupancy
 from gpurtl.golden.vgpr_alloc.common import ERR, OP
 from gpurtl.golden.vgpr_alloc.contiguous import ContigModel
-from gpurtl.hdl.vgpr_alloc.configs import rdna_static_config, xe_config
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
 from gpurtl.sim import lockstep, registry
 
@@ -102,7 +102,7 @@ OCCUPANCY = [
 @pytest.mark.parametrize("name,cfg,expect", OCCUPANCY, ids=[o[0] for o in OCCUPANCY])
 def test_rtl_occupancy_matches_spec(name, cfg, expect):
     """Launch identical waves until one does not fit, on the RTL: the count must equal the
-    spec formula (a sample of register counts here, every count in the slow test)."""
+    published formula (a sample of register counts here, every count in the slow test)."""
     counts = sorted({0, 1, 255, 256} | {t + d for t in cfg.thresholds for d in (0, 1)
                                         if 0 <= t + d <= cfg.max_count})
     rtl_occupancy(cfg, counts, expect)

@@ -1,14 +1,14 @@
 """Wait counters: lockstep against the golden model, directed semantics, and the encodings.
 
-The encodings are checked against words assembled by hand from the bit positions of
-shared/spec/rdna4_waitcnt_dynvgpr.md A.3 (not with the profile's own encoder).
+The encodings are checked against words assembled by hand from the SOPP/SOPK bit positions of LLVM
+``llvm/lib/Target/AMDGPU/SOPInstructions.td`` (not with the profile's own encoder).
 """
 
 import numpy as np
 import pytest
 
+from gpurtl.facts.waitcnt import InstClass, profile
 from gpurtl.golden.waitcnt import WaitCountersModel, decode_wait
-from gpurtl.hdl.waitcnt import InstClass, profile
 from gpurtl.sim import lockstep, registry
 from gpurtl.sim.blocks.waitcnt import _counter_defaults
 
@@ -162,7 +162,7 @@ def test_gfx11_gfx10_gfx9_layouts():
 
 
 def test_counter_widths_follow_the_spec():
-    # shared/spec/rdna4_waitcnt_dynvgpr.md A.2 (LLVM get*cntBitWidth).
+    # LLVM AMDGPUBaseInfo.cpp get*cntBitWidth.
     g12 = profile("gfx12")
     assert dict(zip(g12.counters, g12.widths)) == {"load": 6, "store": 6, "sample": 6, "bvh": 3,
                                                    "exp": 3, "ds": 6, "km": 5}

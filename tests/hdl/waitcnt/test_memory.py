@@ -2,8 +2,8 @@
 
 import pytest
 
+from gpurtl.facts.waitcnt import InstClass
 from gpurtl.golden.waitcnt import ReturnQueueModel
-from gpurtl.hdl.waitcnt import InstClass
 from gpurtl.sim import lockstep, registry
 
 BLOCK = registry.get("waitcnt_mem")

@@ -1,8 +1,10 @@
-"""Payload layouts of the STOC blocks, shared by the RTL, the golden models and the tests.
+"""Sub-triangle opacity culling (Xe3 STOC) and opacity micromaps: codes and payload layouts.
 
-Field meanings follow `/work/shared/spec/xe3_registers_stoc_omm.md` part B (see
-:mod:`gpurtl.golden.stoc.classify` for the full decoding rules and the choices made where the
-spec is silent).
+Shared by the RTL (:mod:`gpurtl.hdl.stoc`), the golden models (:mod:`gpurtl.golden.stoc`) and the
+tests. The leaf fields come from IGC ``visa/include/RTStackFormat.h`` (``QuadLeaf<Xe3>``,
+``QuadLeaf_STOC3``, ``MemHit``, ``MemRay``); the opacity-micromap fields and states from the Vulkan
+specification (``VK_EXT_opacity_micromap``, chapter "Ray Opacity Micromap"). The full decoding rules
+and the choices made where the sources are silent are in :mod:`gpurtl.golden.stoc.classify`.
 """
 
 from amaranth.hdl import signed
@@ -10,8 +12,13 @@ from amaranth.lib import data, enum
 
 from gpurtl.facts.fp32 import Float32
 
-__all__ = ["Source", "Action", "stoc_in_layout", "stoc_out_layout", "omm_index_in_layout",
-           "omm_index_out_layout"]
+__all__ = ["MAX_LEVEL", "Source", "Action", "stoc_in_layout", "stoc_out_layout",
+           "omm_index_in_layout", "omm_index_out_layout"]
+
+#: Largest micromap subdivision level (DXR
+#: ``D3D12_RAYTRACING_OPACITY_MICROMAP_OC1_MAX_SUBDIVISION_LEVEL``; also the top of the Xe3 STOC3
+#: level range 4..12).
+MAX_LEVEL = 12
 
 
 class Source(enum.Enum, shape=2):
@@ -34,8 +41,8 @@ stoc_in_layout = data.StructLayout({
     "tri": 1,                  # STOC1: triangle 0 or 1 of the quad leaf
     "u": Float32(),            # barycentric weight of vertex 1
     "v": Float32(),            # barycentric weight of vertex 2
-    "dw3": 32,                 # STOC1: quad-leaf DW3 (spec B.2)
-    "opaque": 64,              # STOC3: fullyOpaqueBitsN (spec B.3)
+    "dw3": 32,                 # STOC1: quad-leaf DW3
+    "opaque": 64,              # STOC3: fullyOpaqueBitsN
     "transp": 64,              # STOC3: fullyTransparentBitsN
     "swstoc": 1,               # STOC3: bit 0 of byte 0x69 / 0x79
     "level": 16,               # STOC3: stocN_level byte (4..12); OMM: subdivisionLevel (0..12)

@@ -1,13 +1,15 @@
 """Wait-counter generation profiles: counter sets, widths, instruction classes and wait encodings.
 
-These are facts, shared by the RTL and the golden model. Sources (see
-``shared/spec/rdna4_waitcnt_dynvgpr.md`` part A):
+These are facts, shared by the RTL (:mod:`gpurtl.hdl.waitcnt`) and the golden model
+(:mod:`gpurtl.golden.waitcnt`). Sources, all in LLVM ``llvm/lib/Target/AMDGPU/``:
 
-* counter sets and widths: LLVM ``AMDGPUBaseInfo.cpp`` (``get*cntBitWidth``) and
-  ``SIInsertWaitcnts.cpp`` (``InstCounterType``); RDNA 4 ISA guide Table 4 (spec A.1, A.2);
+* counter sets and widths: ``Utils/AMDGPUBaseInfo.cpp`` (``get*cntBitWidth``) and
+  ``SIInsertWaitcnts.cpp`` (``InstCounterType``); AMD "RDNA4 Instruction Set Architecture" guide,
+  Table 4 (counters);
 * instruction class to counter map: ``SIInsertWaitcnts.cpp`` ``WaitEventMaskForInstGFX12Plus`` and
-  ``WaitEventMaskForInstPreGFX12`` (spec A.4);
-* wait encodings: LLVM ``SOPInstructions.td`` and ``AMDGPUBaseInfo.cpp`` encoders (spec A.3).
+  ``WaitEventMaskForInstPreGFX12``;
+* wait encodings: ``SOPInstructions.td`` (SOPP/SOPK formats and opcodes) and the
+  ``Utils/AMDGPUBaseInfo.cpp`` encoders (``encodeWaitcnt``, ``encodeLoadcntDscnt``, ...).
 """
 
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ __all__ = ["InstClass", "WaitField", "WaitForm", "Profile", "PROFILES", "profile
 
 
 class InstClass(enum.Enum, shape=4):
-    """Instruction classes that bump wait counters (spec A.4)."""
+    """Instruction classes that bump wait counters (``SIInsertWaitcnts.cpp`` event map)."""
     VMEM_LOAD = 0      #: buffer/global/scratch load, atomic with return, image_load, global_inv
     VMEM_STORE = 1     #: buffer/global/scratch store, atomic without return, image store, global_wb
     IMAGE_SAMPLE = 2   #: image_sample*, gather4, get_lod, msaa_load (VSAMPLE encoding)
@@ -33,7 +35,8 @@ class InstClass(enum.Enum, shape=4):
     LDS_PARAM = 10     #: ds_param_load / ds_direct_load (LDSDIR)
 
 
-#: SOPP words have bits [31:23] = 0x17F; SOPK words have bits [31:28] = 0xB (spec A.3).
+#: SOPP words have bits [31:23] = 0x17F; SOPK words have bits [31:28] = 0xB
+#: (``SOPInstructions.td``).
 SOPP_PREFIX = 0x17F
 SOPK_PREFIX = 0xB
 
@@ -81,7 +84,7 @@ class WaitForm:
                 simm16 |= (high & ((1 << field.hi_bits) - 1)) << field.hi_shift
         if self.fmt == "sopp":
             return (SOPP_PREFIX << 23) | (self.opcode << 16) | simm16
-        # s_waitcnt_*cnt sdst, simm16 with sdst = null; only simm16 is modelled (spec A.3).
+        # s_waitcnt_*cnt sdst, simm16 with sdst = null; only simm16 is modelled.
         return (SOPK_PREFIX << 28) | (self.opcode << 23) | (0x7C << 16) | simm16
 
 
@@ -111,7 +114,7 @@ def _single(name, opcode, counter, fmt="sopp"):
     return WaitForm(name, fmt, opcode, (WaitField((counter,), 0, 16),))
 
 
-# GFX12 (RDNA 4): seven split counters. Widths: LLVM getLoadcntBitWidth & co. (spec A.2).
+# GFX12 (RDNA 4): seven split counters. Widths: LLVM getLoadcntBitWidth & co.
 _GFX12 = Profile(
     name="gfx12",
     counters=("load", "store", "sample", "bvh", "exp", "ds", "km"),
@@ -137,7 +140,7 @@ _GFX12 = Profile(
         WaitForm("s_wait_storecnt_dscnt", "sopp", 0x49,
                  (WaitField(("store",), 8, 6), WaitField(("ds",), 0, 6))),
         # Deprecated gfx11-layout s_waitcnt (op 0x09) still decodes on gfx12; its mapping onto the
-        # split counters is not documented (spec C.3): we apply vm to load/sample/bvh, lgkm to
+        # split counters is not documented: we apply vm to load/sample/bvh, lgkm to
         # ds/km and exp to exp.
         WaitForm("s_waitcnt", "sopp", 0x09,
                  (WaitField(("exp",), 0, 3), WaitField(("ds", "km"), 4, 6),
@@ -154,7 +157,7 @@ _GFX11_CLASSES = {
 }
 
 # GFX11 (RDNA 3): s_waitcnt simm16 = exp [2:0], lgkm [9:4], vm [15:10]; s_waitcnt_vscnt is SOPK
-# 0x18 and the SOPK vm/exp/lgkm forms are 0x19/0x1A/0x1B (spec A.3).
+# 0x18 and the SOPK vm/exp/lgkm forms are 0x19/0x1A/0x1B (``SOPInstructions.td``).
 _GFX11 = Profile(
     name="gfx11",
     counters=("vm", "lgkm", "vs", "exp"),
@@ -171,7 +174,7 @@ _GFX11 = Profile(
 )
 
 # GFX10 (RDNA 1/2): s_waitcnt is SOPP op 0x0C with vm = [3:0] + [15:14], exp [6:4], lgkm [13:8];
-# SOPK forms vscnt 0x17, vmcnt 0x18, expcnt 0x19, lgkmcnt 0x1A (spec A.3).
+# SOPK forms vscnt 0x17, vmcnt 0x18, expcnt 0x19, lgkmcnt 0x1A (``SOPInstructions.td``).
 _GFX10 = Profile(
     name="gfx10",
     counters=("vm", "lgkm", "vs", "exp"),
@@ -188,7 +191,7 @@ _GFX10 = Profile(
     ),
 )
 
-# GFX9 (Vega): no store counter (stores count on vm); lgkm is 4 bits in [11:8] (spec A.2, A.3).
+# GFX9 (Vega): no store counter (stores count on vm); lgkm is 4 bits in [11:8] (``AMDGPUBaseInfo.cpp``).
 _GFX9 = Profile(
     name="gfx9",
     counters=("vm", "lgkm", "exp"),
