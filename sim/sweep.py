@@ -7,7 +7,7 @@ A sweep spec (TOML) names what to run at every point of a parameter grid:
     [sweep]
     name = "fp32-depth"               # output folder name and report title
     run = "synth"                     # "synth", "check" or "experiment"
-    blocks = ["fp32_add", "fp32_mul"] # or block = "..." (synth, check); experiment = "..." (experiment)
+    blocks = ["fp32_add", "fp32_mul"] # or block = "..."; experiment = "..." for run = "experiment"
 
     [sweep.options]                   # per-run options (see OPTIONS below)
     device = "ecp5-85k"

@@ -11,9 +11,15 @@ import textwrap
 import pytest
 
 from gpurtl.sim import cli
-from gpurtl.sim.sweep import (SpecError, collect, load_spec, pareto_front, point_key, run_point,
-                              run_sweep)
-
+from gpurtl.sim.sweep import (
+    SpecError,
+    collect,
+    load_spec,
+    pareto_front,
+    point_key,
+    run_point,
+    run_sweep,
+)
 
 CHECK_SPEC = """\
 [sweep]
