@@ -274,6 +274,40 @@ def cmd_demo(args):
     return EXIT_FAIL if failures else 0
 
 
+def cmd_sweep(args):
+    from .sweep import SpecError, load_spec, run_sweep
+    if args.workers < 1:
+        raise UsageError(f"--workers must be a positive integer, not {args.workers}")
+    spec_path = Path(args.spec)
+    builtin = Path(__file__).parent / "sweeps" / f"{args.spec.replace('-', '_')}.toml"
+    if not spec_path.exists() and builtin.exists():
+        spec_path = builtin      # an example shipped with the package, by name
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as error:
+        raise UsageError(str(error)) from None
+    out = Path(args.out) if args.out else Path("gpurtl-out") / "sweep" / spec.name
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    where = args.scheduler or f"a local Dask cluster ({args.workers} workers)"
+    print(f"gpurtl sweep: {len(spec.tasks())} points of `{spec.name}` ({spec.run}) on {where} "
+          f"-> {out}/", file=sys.stderr)
+    try:
+        counts = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
+                           resume=args.resume)
+    except KeyboardInterrupt:
+        done = len(list((out / "points").glob("*.json"))) if (out / "points").is_dir() else 0
+        print(f"gpurtl: sweep interrupted; {done} finished points are in {out}/points "
+              f"(run again with --resume)", file=sys.stderr)
+        return 130
+    except OSError as error:
+        raise UsageError(f"cannot reach the Dask scheduler {args.scheduler}: {error}") from None
+    print(f"{counts['done']} done, {counts['failed']} failed, {counts['lost']} lost, "
+          f"{counts['skipped']} already on disk; table: {out / 'results.csv'}, "
+          f"report: {out / 'report.md'}")
+    return EXIT_FAIL if counts["failed"] or counts["lost"] else 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="gpurtl", description="Cycle-accurate RTL models of RDNA 4 / Xe3 GPU blocks")
@@ -335,6 +369,19 @@ def build_parser():
     p.add_argument("--out", default="gpurtl-out")
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     p.set_defaults(func=cmd_experiment)
+
+    p = sub.add_parser("sweep", help="run a parameter sweep (synth, check or an experiment) on "
+                       "Dask", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("spec", metavar="SPEC.toml",
+                   help="the sweep spec (see gpurtl.sim.sweep), or the name of a shipped "
+                        "example: fp32-depth, ray-accel-builds, ooo-memory-latency")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a Dask scheduler (tcp://host:8786); default: a local cluster")
+    p.add_argument("--workers", type=int, default=2, help="local cluster workers")
+    p.add_argument("--out", metavar="DIR", help="output folder (default gpurtl-out/sweep/NAME)")
+    p.add_argument("--resume", action="store_true",
+                   help="skip the points that already have a result in DIR")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("demo", help="every experiment on its default, summary, plots, VCDs")
     p.add_argument("--out", default="gpurtl-out")

@@ -179,3 +179,46 @@ def run(out_dir, *, quick=False, progress=None):
     return {"title": f"wave X accesses per wave Y access (hit {hit_latency}, miss "
                      f"{miss_latency} cycles, {y_accesses} Y accesses)",
             "rows": summary_rows, "files": files, "data": rows}
+
+
+#: Parameters of one sweep point (:func:`measure`): name -> (default, meaning).
+PARAMS = {
+    "queue": ("ooo", "return queues: `inorder` (RDNA 3, shared) or `ooo` (RDNA 4)"),
+    "unroll": (4, "U: independent hit loads per wave X iteration"),
+    "hit_latency": (20, "cycles of a load that hits"),
+    "miss_latency": (200, "cycles of a load that misses"),
+    "y_accesses": (9, "wave Y accesses measured"),
+}
+
+
+#: What :func:`measure` returns: name -> meaning (labels of the sweep report's plots).
+METRICS = {
+    "x_accesses": "wave X accesses while wave Y made its accesses",
+    "y_accesses": "wave Y accesses measured",
+    "ratio": "wave X accesses per wave Y access",
+    "cycles": "cycles from wave Y's first to its last completed access",
+}
+
+
+def measure(**params):
+    """One point for ``gpurtl sweep``: wave X accesses per wave Y access on the RTL (checked
+    against the golden model every cycle) for one design and one set of latencies."""
+    unknown = set(params) - set(PARAMS)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}; expected "
+                         f"{', '.join(PARAMS)}")
+    values = {name: params.get(name, default) for name, (default, _) in PARAMS.items()}
+    designs = {queue: (generation, word) for _, generation, queue, word in DESIGNS}
+    if values["queue"] not in designs:
+        raise ValueError(f"`queue` must be one of {', '.join(designs)}, not {values['queue']!r}")
+    for name in ("unroll", "hit_latency", "miss_latency", "y_accesses"):
+        if not isinstance(values[name], int) or isinstance(values[name], bool) \
+                or values[name] < 1:
+            raise ValueError(f"`{name}` must be a positive integer, not {values[name]!r}")
+    generation, word = designs[values["queue"]]
+    x_acc, y_acc, cycles = run_design(generation, values["queue"], word, values["unroll"],
+                                      y_accesses=values["y_accesses"],
+                                      hit_latency=values["hit_latency"],
+                                      miss_latency=values["miss_latency"])
+    return {"x_accesses": x_acc, "y_accesses": y_acc, "ratio": round(x_acc / y_acc, 4),
+            "cycles": cycles}
