@@ -59,8 +59,8 @@ decides the 3.1 rules):
   packed, exactly as the emulation does).
 * The block model :class:`BvhStackModel` refuses (``error = 1``, nothing written, the register
   returned unchanged, both results ``INVALID_NODE``) a register whose ring does not lie inside
-  its LDS or whose ``addr``, ``valid_entries`` or ``entries_to_tlas`` exceed the stack size:
-  values the instructions never produce.
+  its LDS or whose ``addr``, ``valid_entries`` or ``entries_to_tlas`` exceed the stack size
+  (values the instructions never produce), and an opcode that is not one of the three.
 """
 
 from gpurtl.facts.ds_bvh_stack import (
@@ -351,8 +351,11 @@ class BvhStackModel:
         fields = unpack_stack_addr(reg) if isinstance(reg, int) else \
             {name: _field_value(reg[name]) for name, _, _ in FIELDS}
         op = request["op"]
-        op = StackOp[op] if isinstance(op, str) else StackOp(_field_value(op))
-        if not self.fits(fields):
+        try:
+            op = StackOp[op] if isinstance(op, str) else StackOp(_field_value(op))
+        except (KeyError, ValueError):
+            op = None                       # not a stack opcode: refused like a bad register
+        if op is None or not self.fits(fields):
             return {"stack_addr": dict(fields), "dst0": INVALID_NODE, "dst1": INVALID_NODE,
                     "error": 1}
         new, dst = ds_bvh_stack(op, pack_stack_addr(fields), int(request["last_node_ptr"]),
