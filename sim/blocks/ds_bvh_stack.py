@@ -157,8 +157,10 @@ register(Block(
                                                           lanes=lanes),
     layouts=lambda stack_size, waves, lanes: (STACK_REQUEST_LAYOUT, STACK_RESPONSE_LAYOUT),
     stimulus=_stimulus,
-    defaults=lambda stack_size, waves, lanes: {"last_node_ptr": INVALID_NODE, "tri_size_opt": 0,
-                                               "prim_range": 0},
+    defaults=lambda stack_size, waves, lanes: {
+        "last_node_ptr": INVALID_NODE, "tri_size_opt": 0, "prim_range": 0,
+        "stack_addr": {"valid_entries": 0, "entries_to_tlas": 0, "addr": 0, "has_tlas": 0,
+                       "has_overflowed": 0, "blas2tlas_pop": 0}},
     validate=_validate,
     check_count=2000,
 ))
