@@ -13,17 +13,19 @@ Micro-architecture
   with a ring size that is a multiple of 8 they fall in eight different banks, so every bank
   needs one write port and the eight pushes take one cycle.
 * Stage 0 (the cycle the request is accepted): the push selection of the eight slots (walk-back
-  cut, skip values, RT IP 3.1 primitive-range update), the ring index of each push, the counters
-  after the pushes, the LDS writes, and the reads of the two ring entries below the incoming
-  ``addr`` (one read port per bank).
-* Stage 1: the pops. A pop takes the last pointer pushed by the same instruction when there is
-  one, otherwise the entry read in stage 0; then the instance, TLAS and pair rules. Registered
-  into the output (``latency = 2``).
-* Hazards: a request writes and reads the LDS in the cycle it is accepted, and an entry it reads
-  is never one it writes. Every later request therefore reads the LDS after all earlier
-  requests' writes, with no forwarding and no stall; II = 1 under any valid/ready pattern.
-  ``en = ~o.valid | o.ready`` holds the whole pipeline (the read ports too) while the output is
-  refused.
+  cut, skip values, RT IP 3.1 primitive-range update), registered.
+* Stage 1: the ring index of each push, the counters after the pushes, the LDS writes, and the
+  reads of the two ring entries below the incoming ``addr`` (one read port per bank).
+* Stage 2: the read data of the two entries is selected from the banks and registered (the
+  block RAM outputs are slow; popping straight from them was the critical path).
+* Stage 3: the pops. A pop takes the last pointer pushed by the same instruction when there is
+  one, otherwise the entry read in stage 1; then the instance, TLAS and pair rules. Registered
+  into the output (``latency = 4``).
+* Hazards: a request writes and reads the LDS in the same cycle, the one in which it leaves
+  stage 1, and an entry it reads is never one it writes. Requests pass stage 1 in order, so every
+  request reads the LDS after all earlier requests' writes: no forwarding and no stall; II = 1
+  under any valid/ready pattern. ``en = ~o.valid | o.ready`` holds the whole pipeline (the read
+  ports too) while the output is refused.
 * Misuse: a stack address whose ring does not lie in this LDS (lane at or above ``lanes``, rows
   past the end), with ``addr`` at or above the stack size or counters above it, or an unknown
   opcode, gives ``error = 1``, the register back unchanged, ``INVALID_NODE`` in both results, and
@@ -39,6 +41,7 @@ from gpurtl.facts.ds_bvh_stack import (
     NODE_TYPE_INSTANCE,
     NODE_TYPE_TRIANGLE_1,
     SPECIAL_NODE_PREFIX,
+    STACK_ADDR_LAYOUT,
     STACK_REQUEST_LAYOUT,
     STACK_RESPONSE_LAYOUT,
     STACK_STRIDE_DWORDS,
@@ -100,7 +103,7 @@ class BvhStack(wiring.Component):
 
     @property
     def latency(self):
-        return 2
+        return 4
 
     @property
     def bank_depth(self):
@@ -116,6 +119,12 @@ class BvhStack(wiring.Component):
         en = Signal()
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
         req = self.i.payload
+
+        def reg(value, name, shape=None):
+            r = Signal(shape if shape is not None else value.shape(), name=name)
+            with m.If(en):
+                m.d.sync += r.eq(value)
+            return r
         sa = req.stack_addr
 
         # --- stage 0: validity of the request -------------------------------------------------
@@ -189,61 +198,74 @@ class BvhStack(wiring.Component):
             valid_run = still
             m.d.comb += push[k].eq(still & ~special[k] & ~skip)
 
+        # --- stage 1 registers: the push selection --------------------------------------------
+        s1_live = Signal()
+        with m.If(en):
+            m.d.sync += s1_live.eq(self.i.valid)
+        s1_ok = reg(s0_ok, "s1_ok")
+        s1_pop2 = reg(s0_pop2, "s1_pop2")
+        sa = reg(sa, "s1_stack_addr", STACK_ADDR_LAYOUT)
+        push = reg(push, "s1_push")
+        value = [reg(v, f"s1_value{k}") for k, v in enumerate(value)]
+        s1_row = Signal(9)
+        s1_lane = Signal(5)
+        m.d.comb += [s1_row.eq(sa.base[5:]), s1_lane.eq(sa.base[:5])]
+
         # Push ordinals (slot 7 is pushed first), the count, and the last two pushed pointers.
         ordinal = [None] * 8
         count = Const(0, 4)
         top, below = Const(0, 32), Const(0, 32)
         for k in range(7, -1, -1):
-            o = Signal(3, name=f"s0_ordinal{k}")
+            o = Signal(3, name=f"s1_ordinal{k}")
             m.d.comb += o.eq(count)
             ordinal[k] = o
-            c = Signal(4, name=f"s0_count_after{k}")
+            c = Signal(4, name=f"s1_count_after{k}")
             m.d.comb += c.eq(count + push[k])
             count = c
-            t, b = Signal(32, name=f"s0_top_after{k}"), Signal(32, name=f"s0_below_after{k}")
+            t, b = Signal(32, name=f"s1_top_after{k}"), Signal(32, name=f"s1_below_after{k}")
             m.d.comb += [t.eq(Mux(push[k], value[k], top)), b.eq(Mux(push[k], top, below))]
             top, below = t, b
-        s0_count = count
+        s1_count = count
 
-        # Counters after the pushes (gpurt push, applied s0_count times).
-        s0_valid = Signal(range(size + 1))
-        s0_etr = Signal(range(size + 1))
-        s0_addr = Signal(range(size))
-        s0_ovf = Signal()
-        s0_tlas = Signal()
-        grown_valid = sa.valid_entries + s0_count
-        grown_etr = sa.entries_to_tlas + s0_count
-        grown_addr = sa.addr + s0_count
+        # Counters after the pushes (gpurt push, applied s1_count times).
+        s1_valid = Signal(range(size + 1))
+        s1_etr = Signal(range(size + 1))
+        s1_addr = Signal(range(size))
+        s1_ovf = Signal()
+        s1_tlas = Signal()
+        grown_valid = sa.valid_entries + s1_count
+        grown_etr = sa.entries_to_tlas + s1_count
+        grown_addr = sa.addr + s1_count
         m.d.comb += [
-            s0_valid.eq(Mux(grown_valid > size, size, grown_valid)),
-            s0_etr.eq(Mux(grown_etr > size, size, grown_etr)),
-            s0_addr.eq(Mux(grown_addr >= size, grown_addr - size, grown_addr)),
-            s0_ovf.eq(sa.has_overflowed | (grown_valid > size)),
-            s0_tlas.eq(sa.has_tlas & ~(grown_etr > size)),
+            s1_valid.eq(Mux(grown_valid > size, size, grown_valid)),
+            s1_etr.eq(Mux(grown_etr > size, size, grown_etr)),
+            s1_addr.eq(Mux(grown_addr >= size, grown_addr - size, grown_addr)),
+            s1_ovf.eq(sa.has_overflowed | (grown_valid > size)),
+            s1_tlas.eq(sa.has_tlas & ~(grown_etr > size)),
         ]
 
-        # --- stage 0: LDS banks, writes and reads ----------------------------------------------
+        # --- stage 1: LDS banks, writes and reads ----------------------------------------------
         def ring_row(index, name):
             row = Signal(10, name=name)
-            m.d.comb += row.eq(s0_row + index)
+            m.d.comb += row.eq(s1_row + index)
             return row
 
         def bank_addr(row):
-            return (row[3:] << lane_bits) | s0_lane[:lane_bits] if lane_bits else row[3:]
+            return (row[3:] << lane_bits) | s1_lane[:lane_bits] if lane_bits else row[3:]
 
         rd_row = []
         for back in (1, 2):
-            idx = Signal(range(size), name=f"s0_read_index{back}")
+            idx = Signal(range(size), name=f"s1_read_index{back}")
             m.d.comb += idx.eq(Mux(sa.addr >= back, sa.addr - back, sa.addr + size - back))
-            rd_row.append(ring_row(idx, f"s0_read_row{back}"))
-        write = Signal(name="s0_write")
-        m.d.comb += write.eq(en & self.i.valid & s0_ok)
+            rd_row.append(ring_row(idx, f"s1_read_row{back}"))
+        write = Signal(name="s1_write")
+        m.d.comb += write.eq(en & s1_live & s1_ok)
         push_row = []
         for k in range(8):
-            pos = Signal(range(size), name=f"s0_pos{k}")
+            pos = Signal(range(size), name=f"s1_pos{k}")
             grown = sa.addr + ordinal[k]
             m.d.comb += pos.eq(Mux(grown >= size, grown - size, grown))
-            push_row.append(ring_row(pos, f"s0_push_row{k}"))
+            push_row.append(ring_row(pos, f"s1_push_row{k}"))
         read_data = []
         for j in range(_BANKS):
             bank = Memory(shape=32, depth=self.bank_depth, init=[])
@@ -259,88 +281,101 @@ class BvhStack(wiring.Component):
                                         bank_addr(rd_row[1])))]
             read_data.append(rp.data)
 
-        # --- stage 1 registers ---------------------------------------------------------------
-        def reg(value, name, shape=None):
-            r = Signal(shape if shape is not None else value.shape(), name=name)
-            with m.If(en):
-                m.d.sync += r.eq(value)
-            return r
-
-        s1_live = Signal()
+        # --- stage 2 registers ---------------------------------------------------------------
+        s2_live = Signal()
         with m.If(en):
-            m.d.sync += s1_live.eq(self.i.valid)
-        s1_ok = reg(s0_ok, "s1_ok")
-        s1_pop2 = reg(s0_pop2, "s1_pop2")
-        s1_stack_addr = reg(sa.as_value(), "s1_stack_addr", unsigned(32))
-        s1_count = reg(s0_count, "s1_count")
-        s1_top = reg(top, "s1_top")
-        s1_below = reg(below, "s1_below")
-        s1_valid = reg(s0_valid, "s1_valid")
-        s1_etr = reg(s0_etr, "s1_etr")
-        s1_addr = reg(s0_addr, "s1_addr")
-        s1_ovf = reg(s0_ovf, "s1_ovf")
-        s1_tlas = reg(s0_tlas, "s1_tlas")
-        s1_bank1 = reg(rd_row[0][:3], "s1_bank1")
-        s1_bank2 = reg(rd_row[1][:3], "s1_bank2")
-        s1_base = reg(sa.base, "s1_base")
+            m.d.sync += s2_live.eq(s1_live)
+        s2_ok = reg(s1_ok, "s2_ok")
+        s2_pop2 = reg(s1_pop2, "s2_pop2")
+        s2_stack_addr = reg(sa.as_value(), "s2_stack_addr", unsigned(32))
+        s2_count = reg(s1_count, "s2_count")
+        s2_top = reg(top, "s2_top")
+        s2_below = reg(below, "s2_below")
+        s2_valid = reg(s1_valid, "s2_valid")
+        s2_etr = reg(s1_etr, "s2_etr")
+        s2_addr = reg(s1_addr, "s2_addr")
+        s2_ovf = reg(s1_ovf, "s2_ovf")
+        s2_tlas = reg(s1_tlas, "s2_tlas")
+        s2_bank1 = reg(rd_row[0][:3], "s2_bank1")
+        s2_bank2 = reg(rd_row[1][:3], "s2_bank2")
+        s2_base = reg(sa.base, "s2_base")
 
-        s1_read1 = Signal(32)
-        s1_read2 = Signal(32)
-        with m.Switch(s1_bank1):
+        s2_read1 = Signal(32)
+        s2_read2 = Signal(32)
+        with m.Switch(s2_bank1):
             for j in range(_BANKS):
                 with m.Case(j):
-                    m.d.comb += s1_read1.eq(read_data[j])
-        with m.Switch(s1_bank2):
+                    m.d.comb += s2_read1.eq(read_data[j])
+        with m.Switch(s2_bank2):
             for j in range(_BANKS):
                 with m.Case(j):
-                    m.d.comb += s1_read2.eq(read_data[j])
+                    m.d.comb += s2_read2.eq(read_data[j])
+        # --- stage 3 registers: the LDS read data leaves the banks unregistered ----------------
+        s3_live = Signal()
+        with m.If(en):
+            m.d.sync += s3_live.eq(s2_live)
+        s3_ok = reg(s2_ok, "s3_ok")
+        s3_pop2 = reg(s2_pop2, "s3_pop2")
+        s3_stack_addr = reg(s2_stack_addr, "s3_stack_addr")
+        s3_count = reg(s2_count, "s3_count")
+        s3_top = reg(s2_top, "s3_top")
+        s3_below = reg(s2_below, "s3_below")
+        s3_valid = reg(s2_valid, "s3_valid")
+        s3_etr = reg(s2_etr, "s3_etr")
+        s3_addr = reg(s2_addr, "s3_addr")
+        s3_ovf = reg(s2_ovf, "s3_ovf")
+        s3_tlas = reg(s2_tlas, "s3_tlas")
+        s3_base = reg(s2_base, "s3_base")
+        s3_read1 = reg(s2_read1, "s3_read1")
+        s3_read2 = reg(s2_read2, "s3_read2")
+
         # The entry popped first and the one below it: pushed by this instruction, or from LDS.
-        s1_first_entry = Signal(32)
-        s1_second_entry = Signal(32)
+        s3_first_entry = Signal(32)
+        s3_second_entry = Signal(32)
         m.d.comb += [
-            s1_first_entry.eq(Mux(s1_count != 0, s1_top, s1_read1)),
-            s1_second_entry.eq(Mux(s1_count >= 2, s1_below,
-                                   Mux(s1_count == 1, s1_read1, s1_read2))),
+            s3_first_entry.eq(Mux(s3_count != 0, s3_top, s3_read1)),
+            s3_second_entry.eq(Mux(s3_count >= 2, s3_below,
+                                   Mux(s3_count == 1, s3_read1, s3_read2))),
         ]
 
-        # --- stage 1: pop (gpurt pop) ---------------------------------------------------------
+        # --- stage 3: pop (gpurt pop) ---------------------------------------------------------
         def dec_ring(addr):
             return Mux(addr == 0, size - 1, addr - 1)
 
-        s1_b2t = Signal()
-        s1_empty = Signal()
-        m.d.comb += [s1_b2t.eq((s1_etr == 0) & s1_tlas), s1_empty.eq(s1_valid == 0)]
+        s3_b2t = Signal()
+        s3_empty = Signal()
+        m.d.comb += [s3_b2t.eq((s3_etr == 0) & s3_tlas), s3_empty.eq(s3_valid == 0)]
         p_valid = Signal(range(size + 1))
         p_etr = Signal(range(size + 1))
         p_addr = Signal(range(size))
         p_ovf, p_tlas, p_b2t = Signal(), Signal(), Signal()
-        first = Signal(32, name="s1_first")
-        instance = Signal(name="s1_first_is_instance")
-        m.d.comb += instance.eq(s1_first_entry[:3] == NODE_TYPE_INSTANCE)
-        with m.If(s1_empty):
-            m.d.comb += [p_valid.eq(0), p_etr.eq(s1_etr), p_addr.eq(s1_addr), p_ovf.eq(s1_ovf),
+        first = Signal(32, name="s3_first")
+        instance = Signal(name="s3_first_is_instance")
+        m.d.comb += instance.eq(s3_first_entry[:3] == NODE_TYPE_INSTANCE)
+        with m.If(s3_empty):
+            m.d.comb += [p_valid.eq(0), p_etr.eq(s3_etr), p_addr.eq(s3_addr), p_ovf.eq(s3_ovf),
                          p_tlas.eq(0), p_b2t.eq(0),
-                         first.eq(Mux(s1_ovf, INVALID_NODE, TERMINAL_NODE))]
+                         first.eq(Mux(s3_ovf, INVALID_NODE, TERMINAL_NODE))]
         with m.Else():
-            etr_dec = Mux(s1_etr == 0, 0, s1_etr - 1)
-            m.d.comb += [p_addr.eq(dec_ring(s1_addr)), p_b2t.eq(s1_b2t),
-                         first.eq(s1_first_entry)]
+            etr_dec = Mux(s3_etr == 0, 0, s3_etr - 1)
+            m.d.comb += [p_addr.eq(dec_ring(s3_addr)), p_b2t.eq(s3_b2t),
+                         first.eq(s3_first_entry)]
             with m.If(instance):
                 # An instance starts a BLAS; a TLAS part already on the stack is dropped.
-                tlas_left = s1_tlas & ~s1_b2t
-                m.d.comb += [p_valid.eq(Mux(tlas_left, etr_dec, s1_valid - 1)), p_etr.eq(0),
-                             p_ovf.eq(s1_ovf | tlas_left), p_tlas.eq(1)]
+                tlas_left = s3_tlas & ~s3_b2t
+                m.d.comb += [p_valid.eq(Mux(tlas_left, etr_dec, s3_valid - 1)), p_etr.eq(0),
+                             p_ovf.eq(s3_ovf | tlas_left), p_tlas.eq(1)]
             with m.Else():
-                m.d.comb += [p_valid.eq(s1_valid - 1), p_etr.eq(etr_dec), p_ovf.eq(s1_ovf),
-                             p_tlas.eq(s1_tlas & ~s1_b2t)]
+                m.d.comb += [p_valid.eq(s3_valid - 1), p_etr.eq(etr_dec), p_ovf.eq(s3_ovf),
+                             p_tlas.eq(s3_tlas & ~s3_b2t)]
 
-        # --- stage 1: second pop of PUSH8_POP2 (the pair rule, gpurt try_pop) -------------------
-        pair = Signal(name="s1_pair")
-        refuse = Signal(name="s1_refuse")
+        # --- stage 3: second pop of PUSH8_POP2 (the pair rule, gpurt try_pop) -------------------
+        pair = Signal(name="s3_pair")
+        refuse = Signal(name="s3_refuse")
         m.d.comb += [
             pair.eq(first[:3] == NODE_TYPE_TRIANGLE_1),
             refuse.eq(((p_etr == 0) & p_tlas) | (p_valid == 0)
-                      | (s1_second_entry[:3] == NODE_TYPE_INSTANCE)),
+                      | (s3_second_entry[:3] == NODE_TYPE_INSTANCE)),
         ]
         out = self.o.payload
         r_valid = Signal(range(size + 1))
@@ -349,29 +384,29 @@ class BvhStack(wiring.Component):
         dst0, dst1 = Signal(32), Signal(32)
         m.d.comb += [r_valid.eq(p_valid), r_etr.eq(p_etr), r_addr.eq(p_addr), dst0.eq(first),
                      dst1.eq(INVALID_NODE)]
-        with m.If(s1_pop2):
+        with m.If(s3_pop2):
             with m.If(pair):
                 m.d.comb += [dst0.eq(first & ~7), dst1.eq(first)]
             with m.Elif(~refuse):
                 m.d.comb += [r_valid.eq(p_valid - 1), r_etr.eq(Mux(p_etr == 0, 0, p_etr - 1)),
-                             r_addr.eq(dec_ring(p_addr)), dst0.eq(s1_second_entry),
+                             r_addr.eq(dec_ring(p_addr)), dst0.eq(s3_second_entry),
                              dst1.eq(first)]
 
         # --- output register -----------------------------------------------------------------
         with m.If(en):
-            m.d.sync += self.o.valid.eq(s1_live)
-            with m.If(s1_ok):
+            m.d.sync += self.o.valid.eq(s3_live)
+            with m.If(s3_ok):
                 m.d.sync += [
                     out.stack_addr.valid_entries.eq(r_valid),
                     out.stack_addr.entries_to_tlas.eq(r_etr),
                     out.stack_addr.addr.eq(r_addr),
-                    out.stack_addr.base.eq(s1_base),
+                    out.stack_addr.base.eq(s3_base),
                     out.stack_addr.has_tlas.eq(p_tlas),
                     out.stack_addr.has_overflowed.eq(p_ovf),
                     out.stack_addr.blas2tlas_pop.eq(p_b2t),
                     out.dst0.eq(dst0), out.dst1.eq(dst1), out.error.eq(0),
                 ]
             with m.Else():
-                m.d.sync += [out.stack_addr.eq(s1_stack_addr), out.dst0.eq(INVALID_NODE),
+                m.d.sync += [out.stack_addr.eq(s3_stack_addr), out.dst0.eq(INVALID_NODE),
                              out.dst1.eq(INVALID_NODE), out.error.eq(1)]
         return m

@@ -128,7 +128,7 @@ def test_lockstep_lds_state_matters():
 
 
 def test_parameters():
-    assert BvhStack().latency == 2 and BvhStack().bank_depth == 2 * 16 // 8 * 32
+    assert BvhStack().latency == 4 and BvhStack().bank_depth == 2 * 16 // 8 * 32
     for bad in ({"stack_size": 12}, {"lanes": 3}, {"waves": 0}, {"waves": 40}):
         with pytest.raises(ValueError, match=f"`{next(iter(bad))}"):
             BvhStack(**bad)
