@@ -88,6 +88,43 @@ def test_golden_follows_the_worked_sequence():
         assert model(request) == expected, k
 
 
+def test_harness_keeps_one_stateful_model_in_order():
+    # the lockstep harness must feed every transaction to one model, in order
+    block = registry.get("ds_bvh_stack")
+    expected = [e for _, e in SEQUENCE]
+    assert lockstep.golden_outputs(block, block.resolve(PARAMS), [r for r, _ in SEQUENCE]) == \
+        expected
+
+
+def test_stimulus_covers_the_rules():
+    block = registry.get("ds_bvh_stack")
+    params = block.resolve({})
+    inputs = block.stimulus(np.random.default_rng(0), 2000, **params)
+    seen = {}
+    for request, response in zip(inputs, lockstep.golden_outputs(block, params, inputs)):
+        last, op, reg = request["last_node_ptr"], int(request["op"]), response["stack_addr"]
+        for rule, hit in [
+            ("error", response["error"]),
+            ("push4", op == StackOp.PUSH4_POP1),
+            ("walk-back", last >> 3 != 0x1FFFFFFF),
+            ("range update", request["prim_range"] and last >> 2 == PRIM_RANGE_UPDATE >> 2),
+            ("end of range", request["prim_range"] and last == PRIM_RANGE_UPDATE | 2),
+            ("overflowed empty", response["dst0"] == NONE and not response["error"]),
+            ("clean empty", response["dst0"] == 0xFFFFFFFE),
+            ("blas2tlas pop", reg["blas2tlas_pop"]),
+            ("instance pop", response["dst0"] & 7 == 6 and response["dst0"] >> 3 != 0x1FFFFFFF),
+            ("pair pop", op == StackOp.PUSH8_POP2 and response["dst1"] & 7 == 1
+             and response["dst0"] == response["dst1"] & ~7),
+            ("second pop", op == StackOp.PUSH8_POP2 and response["dst1"] != NONE
+             and response["dst1"] & 7 != 1),
+            ("second pop refused", op == StackOp.PUSH8_POP2 and response["dst1"] == NONE
+             and reg["valid_entries"] > 0),
+            ("full", reg["valid_entries"] == params["stack_size"] - 1),
+        ]:
+            seen[rule] = seen.get(rule, 0) + bool(hit)
+    assert min(seen.values()) >= 10, seen
+
+
 @pytest.mark.parametrize("stalls", [StallPattern(), StallPattern(seed=4, p_valid=0.5,
                                                                   p_ready=0.4)])
 def test_rtl_follows_the_worked_sequence(stalls):
