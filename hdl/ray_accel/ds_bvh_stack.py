@@ -125,6 +125,7 @@ class BvhStack(wiring.Component):
             with m.If(en):
                 m.d.sync += r.eq(value)
             return r
+
         sa = req.stack_addr
 
         # --- stage 0: validity of the request -------------------------------------------------
@@ -204,12 +205,12 @@ class BvhStack(wiring.Component):
             m.d.sync += s1_live.eq(self.i.valid)
         s1_ok = reg(s0_ok, "s1_ok")
         s1_pop2 = reg(s0_pop2, "s1_pop2")
-        sa = reg(sa, "s1_stack_addr", STACK_ADDR_LAYOUT)
-        push = reg(push, "s1_push")
-        value = [reg(v, f"s1_value{k}") for k, v in enumerate(value)]
+        s1_sa = reg(sa, "s1_stack_addr", STACK_ADDR_LAYOUT)
+        s1_push = reg(push, "s1_push")
+        s1_value = [reg(v, f"s1_value{k}") for k, v in enumerate(value)]
         s1_row = Signal(9)
         s1_lane = Signal(5)
-        m.d.comb += [s1_row.eq(sa.base[5:]), s1_lane.eq(sa.base[:5])]
+        m.d.comb += [s1_row.eq(s1_sa.base[5:]), s1_lane.eq(s1_sa.base[:5])]
 
         # Push ordinals (slot 7 is pushed first), the count, and the last two pushed pointers.
         ordinal = [None] * 8
@@ -220,10 +221,10 @@ class BvhStack(wiring.Component):
             m.d.comb += o.eq(count)
             ordinal[k] = o
             c = Signal(4, name=f"s1_count_after{k}")
-            m.d.comb += c.eq(count + push[k])
+            m.d.comb += c.eq(count + s1_push[k])
             count = c
             t, b = Signal(32, name=f"s1_top_after{k}"), Signal(32, name=f"s1_below_after{k}")
-            m.d.comb += [t.eq(Mux(push[k], value[k], top)), b.eq(Mux(push[k], top, below))]
+            m.d.comb += [t.eq(Mux(s1_push[k], s1_value[k], top)), b.eq(Mux(s1_push[k], top, below))]
             top, below = t, b
         s1_count = count
 
@@ -233,15 +234,15 @@ class BvhStack(wiring.Component):
         s1_addr = Signal(range(size))
         s1_ovf = Signal()
         s1_tlas = Signal()
-        grown_valid = sa.valid_entries + s1_count
-        grown_etr = sa.entries_to_tlas + s1_count
-        grown_addr = sa.addr + s1_count
+        grown_valid = s1_sa.valid_entries + s1_count
+        grown_etr = s1_sa.entries_to_tlas + s1_count
+        grown_addr = s1_sa.addr + s1_count
         m.d.comb += [
             s1_valid.eq(Mux(grown_valid > size, size, grown_valid)),
             s1_etr.eq(Mux(grown_etr > size, size, grown_etr)),
             s1_addr.eq(Mux(grown_addr >= size, grown_addr - size, grown_addr)),
-            s1_ovf.eq(sa.has_overflowed | (grown_valid > size)),
-            s1_tlas.eq(sa.has_tlas & ~(grown_etr > size)),
+            s1_ovf.eq(s1_sa.has_overflowed | (grown_valid > size)),
+            s1_tlas.eq(s1_sa.has_tlas & ~(grown_etr > size)),
         ]
 
         # --- stage 1: LDS banks, writes and reads ----------------------------------------------
@@ -256,14 +257,14 @@ class BvhStack(wiring.Component):
         rd_row = []
         for back in (1, 2):
             idx = Signal(range(size), name=f"s1_read_index{back}")
-            m.d.comb += idx.eq(Mux(sa.addr >= back, sa.addr - back, sa.addr + size - back))
+            m.d.comb += idx.eq(Mux(s1_sa.addr >= back, s1_sa.addr - back, s1_sa.addr + size - back))
             rd_row.append(ring_row(idx, f"s1_read_row{back}"))
         write = Signal(name="s1_write")
         m.d.comb += write.eq(en & s1_live & s1_ok)
         push_row = []
         for k in range(8):
             pos = Signal(range(size), name=f"s1_pos{k}")
-            grown = sa.addr + ordinal[k]
+            grown = s1_sa.addr + ordinal[k]
             m.d.comb += pos.eq(Mux(grown >= size, grown - size, grown))
             push_row.append(ring_row(pos, f"s1_push_row{k}"))
         read_data = []
@@ -273,9 +274,9 @@ class BvhStack(wiring.Component):
             wp = bank.write_port()
             rp = bank.read_port(domain="sync", transparent_for=())
             for k in range(8):
-                with m.If(push[k] & (push_row[k][:3] == j)):
+                with m.If(s1_push[k] & (push_row[k][:3] == j)):
                     m.d.comb += [wp.en.eq(write), wp.addr.eq(bank_addr(push_row[k])),
-                                 wp.data.eq(value[k])]
+                                 wp.data.eq(s1_value[k])]
             m.d.comb += [rp.en.eq(en),
                          rp.addr.eq(Mux(rd_row[0][:3] == j, bank_addr(rd_row[0]),
                                         bank_addr(rd_row[1])))]
@@ -287,7 +288,7 @@ class BvhStack(wiring.Component):
             m.d.sync += s2_live.eq(s1_live)
         s2_ok = reg(s1_ok, "s2_ok")
         s2_pop2 = reg(s1_pop2, "s2_pop2")
-        s2_stack_addr = reg(sa.as_value(), "s2_stack_addr", unsigned(32))
+        s2_stack_addr = reg(s1_sa.as_value(), "s2_stack_addr", unsigned(32))
         s2_count = reg(s1_count, "s2_count")
         s2_top = reg(top, "s2_top")
         s2_below = reg(below, "s2_below")
@@ -298,7 +299,7 @@ class BvhStack(wiring.Component):
         s2_tlas = reg(s1_tlas, "s2_tlas")
         s2_bank1 = reg(rd_row[0][:3], "s2_bank1")
         s2_bank2 = reg(rd_row[1][:3], "s2_bank2")
-        s2_base = reg(sa.base, "s2_base")
+        s2_base = reg(s1_sa.base, "s2_base")
 
         s2_read1 = Signal(32)
         s2_read2 = Signal(32)
@@ -310,6 +311,7 @@ class BvhStack(wiring.Component):
             for j in range(_BANKS):
                 with m.Case(j):
                     m.d.comb += s2_read2.eq(read_data[j])
+
         # --- stage 3 registers: the LDS read data leaves the banks unregistered ----------------
         s3_live = Signal()
         with m.If(en):
