@@ -156,13 +156,14 @@ async def drive_block(block, io, input_bits, stalls, report, on_output):
     return report
 
 
-def random_stream(block, params, count, seed, *, chunk=CHUNK):
+def random_stream(block, params, count, seed, *, chunk=None):
     """``(input_bits, expected_bits)``: two iterators over ``count`` random transactions (or
     cycles) of ``block`` and their golden outputs, produced ``chunk`` at a time.
 
     Reading ``input_bits`` generates the expected outputs of each chunk, so the driver must read an
     input before its output is compared (true for both drivers); memory holds one chunk.
     """
+    chunk = chunk or CHUNK
     in_layout, out_layout = block.layouts(**params)
     rng = np.random.default_rng(seed)
     model = GoldenModel(block, params)
