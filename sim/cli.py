@@ -164,11 +164,11 @@ def cmd_run(args):
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
     inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
-    if len(inputs) > 100:
-        cliutil.progress(f"run: {len(inputs)} inputs through `{block.name}` on {args.backend}")
+    cliutil.progress(f"run: {len(inputs)} inputs through `{block.name}` on {args.backend}")
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
     report = run_block(block, params, inputs, backend=args.backend, expected=expected,
-                       stalls=StallPattern(), vcd=args.vcd, keep_outputs=True)
+                       stalls=StallPattern(), vcd=args.vcd, keep_outputs=True,
+                       progress=_cycle_progress("run", len(inputs)))
     outputs = [layouts.unpack(out_layout, bits) for bits in report.outputs]
     _emit_jsonl(args.output, out_layout, outputs)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
@@ -180,6 +180,13 @@ def cmd_run(args):
         print(f"golden model agreement: {report.line()}", file=sys.stderr)
         return EXIT_FAIL if report.failed else 0
     return 0
+
+
+def _cycle_progress(command, total):
+    def progress(cycles, report):
+        cliutil.progress(f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} "
+                         f"compared")
+    return progress
 
 
 def cmd_stimulus(args):
@@ -201,8 +208,9 @@ def cmd_check(args):
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()
-    report = check(block, params, count=args.count, seed=args.seed, backend=args.backend,
-                   vcd=args.vcd)
+    count = block.check_count if args.count is None else args.count
+    report = check(block, params, count=count, seed=args.seed, backend=args.backend,
+                   vcd=args.vcd, progress=_cycle_progress("check", count))
     # The Verilator build (minutes the first time, cached after) is not simulation speed.
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
@@ -305,7 +313,8 @@ def cmd_demo(args):
         _print_result(name, result)
         for metric, value in result.get("rows", []):
             summary.append(f"| {name} | {metric} | {value} |")
-        cliutil.progress(f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s")
+        cliutil.progress(f"[{index}/{len(found)}] {name} done in "
+                         f"{time.monotonic() - started:.0f} s")
     # A short waveform of every block, for a first look in a VCD viewer.
     count = args.vcd_count or DEMO_VCD_COUNT[args.quick]
     summary += ["", f"| block | short lockstep run (pysim, {count} transactions or cycles) | VCD |",

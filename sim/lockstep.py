@@ -6,11 +6,12 @@ every transaction (pipelines) or every cycle (cycle-stepped blocks), field by fi
 """
 
 import collections
+import time
 
 import numpy as np
 
 from . import layouts, registry
-from .engine import StallPattern, StreamRuleError, drive_cycles, drive_pipeline
+from .engine import PortIO, StallPattern, StreamRuleError, drive_cycles, drive_pipeline
 
 __all__ = ["Mismatch", "Report", "GoldenModel", "golden_outputs", "compare_events", "drive_block",
            "random_stream", "check", "run_block", "CHUNK"]
@@ -66,6 +67,9 @@ class Report:
 #: :func:`check`: memory stays flat for any ``count``. Each chunk is one call of the block's
 #: ``stimulus``, so the corner cases it puts first recur once per chunk.
 CHUNK = 4096
+
+#: Seconds between progress calls of a long simulation (see :func:`drive_block`).
+PROGRESS_INTERVAL = 10.0
 
 
 class GoldenModel:
@@ -133,12 +137,42 @@ def compare_events(block, params, expected_bits, *, latency=None, keep_outputs=F
     return report, on_output
 
 
-async def drive_block(block, io, input_bits, stalls, report, on_output):
+class _ProgressIO(PortIO):
+    """``io`` that calls ``progress(cycles, report)`` at most every ``interval`` seconds."""
+
+    def __init__(self, io, progress, report, interval):
+        self._io, self._progress, self._report, self._interval = io, progress, report, interval
+        self._cycles = 0
+        self._last = time.monotonic()
+
+    def set(self, name, value):
+        self._io.set(name, value)
+
+    def get(self, name):
+        return self._io.get(name)
+
+    async def settle(self):
+        await self._io.settle()
+
+    async def tick(self):
+        await self._io.tick()
+        self._cycles += 1
+        now = time.monotonic()
+        if now - self._last >= self._interval:
+            self._last = now
+            self._progress(self._cycles, self._report)
+
+
+async def drive_block(block, io, input_bits, stalls, report, on_output, *, progress=None,
+                      interval=None):
     """Drive ``input_bits`` through ``block`` on any backend's ``io`` and complete ``report``.
 
     Both backends call this, so they apply the same stream-rule checks: a violation is counted as
     a failure and becomes the report's first mismatch (with its cycle) unless one came before.
+    ``progress(cycles, report)``, if given, is called every ``interval`` seconds of a long run.
     """
+    if progress is not None:
+        io = _ProgressIO(io, progress, report, interval or PROGRESS_INTERVAL)
     try:
         if block.kind == "pipeline":
             report.free_run = stalls.free_run
@@ -193,29 +227,32 @@ def _pack_all(layout, values):
     return (layouts.pack(layout, value) for value in values)
 
 
-def _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, keep_outputs):
+def _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, keep_outputs,
+                    progress):
     dut = block.build(**params)
     report, on_output = compare_events(block, params, expected_bits,
                                        latency=getattr(dut, "latency", None),
                                        keep_outputs=keep_outputs)
     from .pysim import simulate
-    simulate(dut, lambda io: drive_block(block, io, input_bits, stalls, report, on_output),
+    simulate(dut, lambda io: drive_block(block, io, input_bits, stalls, report, on_output,
+                                         progress=progress),
              vcd=vcd)
     return report
 
 
 def run_block(block, params, inputs, *, backend="pysim", expected=None, stalls=None, vcd=None,
-              keep_outputs=False):
+              keep_outputs=False, progress=None):
     """Drive ``inputs`` (dictionaries) through the block's RTL on ``backend``.
 
-    ``expected`` (dictionaries) enables comparison. Returns a :class:`Report`.
+    ``expected`` (dictionaries) enables comparison. ``progress(cycles, report)`` is called every
+    few seconds of a long Amaranth-simulator run. Returns a :class:`Report`.
     """
     in_layout, out_layout = block.layouts(**params)
     stalls = stalls or StallPattern()
     if backend == "pysim":
         expected_bits = _pack_all(out_layout, expected) if expected is not None else None
         return _simulate_pysim(block, params, _pack_all(in_layout, inputs), expected_bits,
-                               stalls, vcd, keep_outputs)
+                               stalls, vcd, keep_outputs, progress)
     if backend == "verilator":
         from .verilator import run_cocotb
         expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
@@ -225,7 +262,7 @@ def run_block(block, params, inputs, *, backend="pysim", expected=None, stalls=N
 
 
 def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
-          p_valid=0.7, p_ready=0.7):
+          p_valid=0.7, p_ready=0.7, progress=None):
     """Random lockstep check; returns a :class:`Report`.
 
     Pipelines: the first tenth of the transactions run with no stalls (and must each take exactly
@@ -237,7 +274,8 @@ def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
                           free_run=max(1, count // 10))
     if backend == "pysim":
         input_bits, expected_bits = random_stream(block, params, count, seed)
-        return _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, False)
+        return _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, False,
+                               progress)
     if backend == "verilator":
         from .verilator import run_cocotb
         return run_cocotb(block, params, None, None, stalls, vcd=vcd,

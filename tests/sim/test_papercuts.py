@@ -32,7 +32,7 @@ def one_line_error(code, err, message):
     assert "Traceback" not in err and err.count("\n") == 1, err
 
 
-# 2. FP32 numbers beyond binary32 -----------------------------------------------------------------
+# 2. FP32 numbers beyond binary32 ------------------------------------------------------------------
 
 @pytest.mark.parametrize("value", ["1e39", "-1e39", str(2**128)])
 def test_fp32_number_out_of_range_is_one_line(tmp_path, capsys, value):
@@ -91,7 +91,7 @@ def test_check_vcd_and_demo_out_are_checked_too(tmp_path, capsys, no_simulation)
     one_line_error(code, err, "not a folder")
 
 
-# 4. --seed, --freq -------------------------------------------------------------------------------
+# 4. --seed, --freq --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, message", [
     (("stimulus", "waitcnt", "--seed", "-1", "-o", "-"), "--seed must be a non-negative integer"),
@@ -288,7 +288,7 @@ def test_version_defaults_in_help_and_run_o(tmp_path, capsys):
     assert code == 0 and len((tmp_path / "out.jsonl").read_text().splitlines()) == 2
 
 
-# 11. the Verilator cache ---------------------------------------------------------------------------
+# 11. the Verilator cache --------------------------------------------------------------------------
 
 def test_cache_folder_is_per_user_unless_gpurtl_cache(monkeypatch, tmp_path):
     from platformdirs import user_cache_dir
@@ -302,7 +302,7 @@ def test_cache_folder_is_per_user_unless_gpurtl_cache(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "mine"
 
 
-# 12. progress lines, cycles/s without the build ------------------------------------------------
+# 12. progress lines, cycles/s without the build ---------------------------------------------------
 
 def test_progress_lines_when_not_a_terminal(capsys):
     progress = cliutil.Progress("sweep", interval=3600)
@@ -324,7 +324,7 @@ def test_check_rate_leaves_out_the_build(capsys, monkeypatch):
     assert rate > 50_000, out          # 10000 cycles in ~0.05 s of simulation, not 0.5 s
 
 
-# 13. demo --quick ----------------------------------------------------------------------------------
+# 13. demo --quick ---------------------------------------------------------------------------------
 
 def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
     from gpurtl.sim import experiments
@@ -346,7 +346,7 @@ def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
     assert not [p for p in (tmp_path / "demo").iterdir() if p.name.startswith(".")]
 
 
-# 15. README ----------------------------------------------------------------------------------------
+# 15. README ---------------------------------------------------------------------------------------
 
 def test_readme_block_table_lists_every_block():
     from gpurtl.sim import registry
@@ -362,7 +362,7 @@ def test_readme_fmax_table_says_it_varies():
     assert "vary by a few percent between runs" in section
 
 
-# 1. waveforms from Verilator ---------------------------------------------------------------------
+# 1. waveforms from Verilator ----------------------------------------------------------------------
 
 @pytest.mark.verilator
 @pytest.mark.slow          # a trace-enabled Verilator build: about two minutes on a loaded machine
@@ -379,3 +379,11 @@ def test_verilator_vcd_for_check_and_run(tmp_path, capsys):
                          "--input", str(source), "--vcd", str(wave))
     assert code == 0, err
     assert "$enddefinitions" in wave.read_text()
+
+
+def test_long_check_prints_progress_lines(capsys, monkeypatch):
+    monkeypatch.setattr(lockstep, "PROGRESS_INTERVAL", 1e-9)
+    code, out, err = run(capsys, "check", "waitcnt", "-p", "waves=2", "--count", "30")
+    assert code == 0
+    lines = [line for line in err.splitlines() if line.startswith("gpurtl: check: cycle ")]
+    assert len(lines) >= 25 and lines[-1].endswith("of 30 compared")
