@@ -341,8 +341,12 @@ def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, "demo", "--quick", "--out", str(tmp_path / "demo"))
     assert code == 0, err
     assert set(counts) == {cli.DEMO_VCD_COUNT[True]} and cli.DEMO_VCD_COUNT[True] <= 10
+    assert len(counts) == len(cli.QUICK_VCD_BLOCKS)   # the slow ray-accelerator blocks are left out
     assert "writing waveforms" in err
     assert (tmp_path / "demo" / "vcd" / "waitcnt.vcd").exists()
+    assert not (tmp_path / "demo" / "vcd" / "ray_accel.vcd").exists()
+    summary = (tmp_path / "demo" / "summary.md").read_text()
+    assert "gpurtl check ray_accel --count 8 --vcd" in summary
     assert not [p for p in (tmp_path / "demo").iterdir() if p.name.startswith(".")]
 
 
