@@ -193,12 +193,22 @@ def cmd_stimulus(args):
     """Write ``count`` of the block's own random inputs as JSON Lines: a template of real
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
+
+    from .lockstep import CHUNK
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
-    inputs = block.stimulus(np.random.default_rng(args.seed), args.count, **params)
-    _emit_jsonl(args.output, in_layout, inputs)
+    rng = np.random.default_rng(args.seed)
+    written = [0]
+
+    def inputs():
+        # In chunks, as `check` does: memory stays flat for any --count.
+        while written[0] < args.count:
+            batch = block.stimulus(rng, min(CHUNK, args.count - written[0]), **params)
+            written[0] += len(batch)
+            yield from batch
+    _emit_jsonl(args.output, in_layout, inputs())
     if args.output != "-":
-        print(f"{len(inputs)} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
+        print(f"{written[0]} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
     return 0
 
 

@@ -165,6 +165,22 @@ def test_check_streams_stimulus_and_golden_outputs(monkeypatch):
     assert state["most_pending"] <= 64 + 8
 
 
+def test_stimulus_is_written_in_chunks(capsys, monkeypatch):
+    from gpurtl.sim import registry
+    monkeypatch.setattr(lockstep, "CHUNK", 16)
+    block = registry.get("waitcnt")
+    requests = []
+
+    def stimulus(rng, count, **params):
+        requests.append(count)
+        return block.stimulus(rng, count, **params)
+    monkeypatch.setattr(registry, "get", lambda name: block.__class__(
+        **{**block.__dict__, "stimulus": stimulus}))
+    code, out, _ = run(capsys, "stimulus", "waitcnt", "--count", "40", "-o", "-")
+    assert code == 0 and len(out.splitlines()) == 40
+    assert requests == [16, 16, 8]
+
+
 @pytest.mark.slow
 def test_peak_memory_does_not_grow_with_count():
     """Peak RSS of a subprocess: 20x the transactions, about the same memory."""
