@@ -203,7 +203,8 @@ def cmd_stimulus(args):
     def inputs():
         # In chunks, as `check` does: memory stays flat for any --count.
         while written[0] < args.count:
-            batch = block.stimulus(rng, min(CHUNK, args.count - written[0]), **params)
+            size = max(CHUNK, block.check_count) if written[0] == 0 else CHUNK
+            batch = block.stimulus(rng, min(size, args.count - written[0]), **params)
             written[0] += len(batch)
             yield from batch
     _emit_jsonl(args.output, in_layout, inputs())

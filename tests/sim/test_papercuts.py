@@ -148,7 +148,8 @@ def test_check_streams_stimulus_and_golden_outputs(monkeypatch):
             return {"s": tx["a"] + tx["b"], "f": tx["f"]}
         return model
 
-    counting = block.__class__(**{**block.__dict__, "stimulus": stimulus, "golden": golden})
+    counting = block.__class__(**{**block.__dict__, "stimulus": stimulus, "golden": golden,
+                                  "check_count": 10})
     compare = lockstep.compare_events
 
     def counting_compare(*args, **kwargs):
@@ -175,10 +176,24 @@ def test_stimulus_is_written_in_chunks(capsys, monkeypatch):
         requests.append(count)
         return block.stimulus(rng, count, **params)
     monkeypatch.setattr(registry, "get", lambda name: block.__class__(
-        **{**block.__dict__, "stimulus": stimulus}))
-    code, out, _ = run(capsys, "stimulus", "waitcnt", "--count", "40", "-o", "-")
-    assert code == 0 and len(out.splitlines()) == 40
-    assert requests == [16, 16, 8]
+        **{**block.__dict__, "stimulus": stimulus, "check_count": 20}))
+    code, out, _ = run(capsys, "stimulus", "waitcnt", "--count", "60", "-o", "-")
+    assert code == 0 and len(out.splitlines()) == 60
+    assert requests == [20, 16, 16, 8]      # the first chunk is at least the block's check_count
+
+
+def test_default_check_is_one_stimulus_call(monkeypatch):
+    """The FP32 units' default run keeps its whole special-value cross product."""
+    from gpurtl.sim import registry
+    block = registry.get("fp32_add")
+    assert block.check_count > lockstep.CHUNK
+    params = block.resolve()
+    inputs, _ = lockstep.random_stream(block, params, block.check_count, seed=0)
+    expected = block.stimulus(__import__("numpy").random.default_rng(0), block.check_count,
+                              **params)
+    from gpurtl.sim import layouts
+    in_layout, _ = block.layouts(**params)
+    assert list(inputs) == [layouts.pack(in_layout, value) for value in expected]
 
 
 @pytest.mark.slow
