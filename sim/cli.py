@@ -52,7 +52,8 @@ def _param_json(param):
 
 
 def _block_json(block, params, latency, in_layout, out_layout):
-    return {"name": block.name, "kind": block.kind, "doc": block.doc, "latency": latency,
+    return {"name": block.name, "kind": block.kind, "doc": block.doc,
+            "latency": int(latency) if latency.isdigit() else None,
             "params": [_param_json(p) for p in block.params], "values": params,
             "in": layouts.structure(in_layout), "out": layouts.structure(out_layout),
             "optional_inputs": layouts.field_paths(block.input_defaults(params))}

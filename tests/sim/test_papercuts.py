@@ -309,6 +309,7 @@ def test_list_json_has_ranges_structures_and_optional_fields(capsys):
     assert cls["enum"] == "InstClass" and "VMEM_LOAD" in cls["members"]
     assert entries["fp32_add"]["in"]["a"] == "f32"
     assert entries["fp32_add"]["optional_inputs"] == ["sub"]
+    assert entries["fp32_add"]["latency"] == 9 and waitcnt["latency"] is None
     assert entries["ray_accel"]["out"]["dw"] == {"array": "u32", "length": 10}
 
 
