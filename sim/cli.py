@@ -1,7 +1,9 @@
-"""The ``gpurtl`` command line: list, export, run, check, synth, experiment, demo.
+"""The ``gpurtl`` command line: list, export, run, stimulus, check, synth, experiment, demo.
 
-User mistakes (unknown block or parameter, malformed input) print one ``gpurtl: error: ...`` line
-naming the file, line and field, exit with status 2 and leave no partial output file.
+User mistakes (unknown block or parameter, malformed input, an output path that cannot be written)
+print one ``gpurtl: error: ...`` line naming the file, line and field, exit with status 2 and leave
+no partial output file; they are caught before any simulation starts. Ctrl-C prints one line and
+exits with status 130.
 """
 
 import argparse
@@ -10,16 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-from . import layouts, registry
+from . import cliutil, layouts, registry
+from .cliutil import UsageError
 from .jsonio import InputError
 
 __all__ = ["main"]
 
 EXIT_FAIL, EXIT_USAGE = 1, 2
-
-
-class UsageError(Exception):
-    pass
 
 
 def _params(block, pairs):
@@ -46,29 +45,82 @@ def _latency(block, params):
         return f"? ({error})"
 
 
+def _param_json(param):
+    return {"name": param.name, "default": param.default, "type": type(param.default).__name__,
+            "choices": list(param.choices) if param.choices is not None else None,
+            "range": list(param.range) if param.range is not None else None, "doc": param.doc}
+
+
+def _block_json(block, params, latency, in_layout, out_layout):
+    return {"name": block.name, "kind": block.kind, "doc": block.doc,
+            "latency": int(latency) if latency.isdigit() else None,
+            "params": [_param_json(p) for p in block.params], "values": params,
+            "in": layouts.structure(in_layout), "out": layouts.structure(out_layout),
+            "optional_inputs": layouts.field_paths(block.input_defaults(params))}
+
+
+def _width(layout):
+    return sum(leaf.width for leaf in layouts.leaves(layout))
+
+
 def cmd_list(args):
+    if args.block:
+        chosen = [registry.get(args.block)]
+        params_of = {args.block: _params(chosen[0], args.param)}
+    else:
+        if args.param:
+            raise UsageError("-p/--param needs a BLOCK: gpurtl list BLOCK -p NAME=VALUE")
+        chosen = registry.blocks()
+        params_of = {block.name: block.resolve() for block in chosen}
     rows = []
-    for block in registry.blocks():
-        params = block.resolve()
+    for block in chosen:
+        params = params_of[block.name]
         in_layout, out_layout = block.layouts(**params)
-        rows.append((block, _latency(block, params), in_layout, out_layout))
+        rows.append((block, params, _latency(block, params), in_layout, out_layout))
     if args.json:
-        print(json.dumps([{"name": b.name, "kind": b.kind, "doc": b.doc, "latency": lat,
-                           "params": {p.name: p.default for p in b.params},
-                           "in": layouts.describe(i), "out": layouts.describe(o)}
-                          for b, lat, i, o in rows], indent=1))
+        print(json.dumps([_block_json(b, p, lat, i, o) for b, p, lat, i, o in rows], indent=1))
         return 0
-    for block, latency, in_layout, out_layout in rows:
+    one = args.block is not None
+    for block, params, latency, in_layout, out_layout in rows:
         kind = f"pipeline, latency {latency}" if block.kind == "pipeline" else "cycle-stepped"
         print(f"{block.name}  ({kind})")
         print(f"    {block.doc}")
-        if block.params:
+        if block.params and one:
+            print("    params:")
+            for p in block.params:
+                print(f"      {p.name} = {params[p.name]}  (default {p.summary()})"
+                      + (f"  {p.doc}" if p.doc else ""))
+        elif block.params:
             print("    params: " + "  ".join(p.summary() for p in block.params))
-        print(f"    in  ({sum(leaf.width for leaf in layouts.leaves(in_layout))} bits): "
-              f"{_short(layouts.describe(in_layout))}")
-        print(f"    out ({sum(leaf.width for leaf in layouts.leaves(out_layout))} bits): "
-              f"{_short(layouts.describe(out_layout))}")
+        shorten = (lambda text: text) if one else _short
+        print(f"    in  ({_width(in_layout)} bits): {shorten(layouts.describe(in_layout))}")
+        print(f"    out ({_width(out_layout)} bits): {shorten(layouts.describe(out_layout))}")
+        if one:
+            print(f"    input fields that may be left out: {_optional_text(block, params)}")
+    if not one:
+        print("\n`gpurtl list BLOCK [-p NAME=VALUE]` shows one block in full; `--json` as data.")
     return 0
+
+
+def _optional_text(block, params):
+    defaults = block.input_defaults(params)
+    optional = layouts.field_paths(defaults)
+    if not optional:
+        return "none (every field must be given)"
+    in_layout, _ = block.layouts(**params)
+    if set(optional) >= {leaf.path for leaf in layouts.leaves(in_layout)}:
+        return "all (a missing field takes its default, e.g. {})".format(
+            "an empty line `{}` is an idle cycle" if block.kind == "cycle" else "0")
+    return " ".join(f"{path}={value}" for path, value in
+                    zip(optional, _leaf_values(defaults)))
+
+
+def _leaf_values(value):
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaf_values(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaf_values(item)]
+    return [value]
 
 
 def _short(text, limit=160):
@@ -113,9 +165,11 @@ def cmd_run(args):
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
     inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
+    cliutil.progress(f"run: {len(inputs)} inputs through `{block.name}` on {args.backend}")
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
     report = run_block(block, params, inputs, backend=args.backend, expected=expected,
-                       stalls=StallPattern(), vcd=args.vcd, keep_outputs=True)
+                       stalls=StallPattern(), vcd=args.vcd, keep_outputs=True,
+                       progress=_cycle_progress("run", len(inputs)))
     outputs = [layouts.unpack(out_layout, bits) for bits in report.outputs]
     _emit_jsonl(args.output, out_layout, outputs)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
@@ -129,16 +183,34 @@ def cmd_run(args):
     return 0
 
 
+def _cycle_progress(command, total):
+    def progress(cycles, report):
+        cliutil.progress(f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} "
+                         f"compared")
+    return progress
+
+
 def cmd_stimulus(args):
     """Write ``count`` of the block's own random inputs as JSON Lines: a template of real
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
+
+    from .lockstep import CHUNK
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
-    inputs = block.stimulus(np.random.default_rng(args.seed), args.count, **params)
-    _emit_jsonl(args.output, in_layout, inputs)
+    rng = np.random.default_rng(args.seed)
+    written = [0]
+
+    def inputs():
+        # In chunks, as `check` does: memory stays flat for any --count.
+        while written[0] < args.count:
+            size = max(CHUNK, block.check_count) if written[0] == 0 else CHUNK
+            batch = block.stimulus(rng, min(size, args.count - written[0]), **params)
+            written[0] += len(batch)
+            yield from batch
+    _emit_jsonl(args.output, in_layout, inputs())
     if args.output != "-":
-        print(f"{len(inputs)} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
+        print(f"{written[0]} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -148,9 +220,11 @@ def cmd_check(args):
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()
-    report = check(block, params, count=args.count, seed=args.seed, backend=args.backend,
-                   vcd=args.vcd)
-    elapsed = time.monotonic() - started
+    count = block.check_count if args.count is None else args.count
+    report = check(block, params, count=count, seed=args.seed, backend=args.backend,
+                   vcd=args.vcd, progress=_cycle_progress("check", count))
+    # The Verilator build (minutes the first time, cached after) is not simulation speed.
+    elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
     print(f"{report.passed + report.failed - report.latency_errors} {unit}, "
           f"{report.cycles} clock cycles, {elapsed:.1f} s "
@@ -159,6 +233,8 @@ def cmd_check(args):
         print(f"first mismatch: {report.first}")
         if not args.vcd:
             print("rerun with --vcd wave.vcd to record the waveform")
+    if report.stream_error:
+        print(f"stream rule broken: {report.stream_error}")
     print(report.line())
     return EXIT_FAIL if report.failed else 0
 
@@ -167,8 +243,8 @@ def cmd_synth(args):
     from .synth import synthesize
     block, params = _block_and_params(args)
     if not args.json:
-        print(f"synthesizing {block.name} for {args.device} at {args.freq} MHz...",
-              file=sys.stderr)
+        cliutil.progress(f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
+                         f"(yosys, then nextpnr: a minute for small blocks, more for large ones)")
     result = synthesize(block, params, device=args.device, freq=args.freq, nodsp=args.nodsp,
                         synth_only=args.synth_only)
     if args.json:
@@ -177,38 +253,23 @@ def cmd_synth(args):
     fmax = "n/a (synthesis only)" if result["fmax_mhz"] is None else f"{result['fmax_mhz']} MHz"
     print(f"{block.name} on {result['device']}: LUT4 {result['lut4']}  FF {result['ff']}  "
           f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {fmax}")
+    if result.get("timed"):
+        print(f"Fmax timed: {result['timed']}")
     return 0
 
 
-def _progress_bar(description):
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dev dependency
-        return None, lambda done, total, what: None
-    bar = {"bar": None}
-
-    def progress(done, total, what):
-        if bar["bar"] is None:
-            bar["bar"] = tqdm(total=total, desc=description, unit="step", leave=False,
-                              file=sys.stderr, disable=None)
-        bar["bar"].total = total
-        bar["bar"].n = done
-        bar["bar"].set_postfix_str(str(what)[:40], refresh=True)
-
-    def close():
-        if bar["bar"] is not None:
-            bar["bar"].close()
-    return close, progress
-
-
 def _run_experiment(module, out_dir, quick):
-    out_dir.mkdir(parents=True, exist_ok=True)
-    close, progress = _progress_bar(module.NAME)
-    try:
-        result = module.run(out_dir, quick=quick, progress=progress)
-    finally:
-        if close:
-            close()
+    """Run ``module`` into a staging folder that replaces ``out_dir`` when it succeeds (an
+    interrupted or failed run leaves nothing behind); paths in the result name ``out_dir``."""
+    with cliutil.staged_folder(out_dir) as staging:
+        result = module.run(staging, quick=quick, progress=cliutil.Progress(module.NAME))
+
+    def moved(value):
+        return str(value).replace(str(staging), str(out_dir))
+    result = dict(result)
+    result["files"] = [moved(path) for path in result.get("files", [])]
+    result["rows"] = [(metric, moved(value) if isinstance(value, (str, Path)) else value)
+                      for metric, value in result.get("rows", [])]
     return result
 
 
@@ -227,23 +288,37 @@ def cmd_experiment(args):
             print(f"{name}: {module.DESCRIPTION}")
         return 0
     module = experiments.get(args.name)
+    cliutil.progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> "
+                     f"{Path(args.out) / module.NAME}")
     out = Path(args.out) / module.NAME
     result = _run_experiment(module, out, args.quick)
     _print_result(module.NAME, result)
     return 0
 
 
+#: Transactions (or cycles) per block in the demo's waveforms: enough to see the pipeline fill,
+#: stall and drain in a viewer; ``--quick`` records fewer.
+DEMO_VCD_COUNT = {False: 50, True: 8}
+
+#: The blocks whose waveform ``demo --quick`` records: one small block per family, a few seconds
+#: each. The large ray-accelerator blocks take a minute or more each in Amaranth's simulator
+#: (mostly building the simulation), which is what made the quick demo slow.
+QUICK_VCD_BLOCKS = ("fp32_add", "omm_index", "ray_sort", "stoc", "vgpr_dyn", "waitcnt")
+
+
 def cmd_demo(args):
     from . import experiments
+    from .jsonio import write_text_atomic
     from .lockstep import check
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    started_demo = time.monotonic()
     summary = ["# gpurtl demo", "", "| experiment | metric | value |", "|---|---|---|"]
     found = experiments.experiments()
-    print(f"gpurtl demo: {len(found)} experiments -> {out}/", file=sys.stderr)
+    cliutil.progress(f"demo{' (quick)' if args.quick else ''}: {len(found)} experiments and a "
+                     f"waveform of every block -> {out}/")
     failures = []
     for index, (name, module) in enumerate(found.items(), 1):
-        print(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}", file=sys.stderr)
+        cliutil.progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
         started = time.monotonic()
         try:
             result = _run_experiment(module, out / name, args.quick)
@@ -255,21 +330,33 @@ def cmd_demo(args):
         _print_result(name, result)
         for metric, value in result.get("rows", []):
             summary.append(f"| {name} | {metric} | {value} |")
-        print(f"   ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+        cliutil.progress(f"[{index}/{len(found)}] {name} done in "
+                         f"{time.monotonic() - started:.0f} s")
     # A short waveform of every block, for a first look in a VCD viewer.
-    vcd_dir = out / "vcd"
-    vcd_dir.mkdir(exist_ok=True)
-    summary += ["", "| block | short lockstep run (pysim) | VCD |", "|---|---|---|"]
-    for block in registry.blocks():
-        params = block.resolve()
-        path = vcd_dir / f"{block.name}.vcd"
-        try:
-            report = check(block, params, count=args.vcd_count, seed=1, vcd=str(path))
-            summary.append(f"| {block.name} | {report.line()} | vcd/{path.name} |")
-            print(f"   vcd {block.name}: {report.line()}", file=sys.stderr)
-        except Exception as error:
-            summary.append(f"| {block.name} | error: {error} | |")
-    (out / "summary.md").write_text("\n".join(summary) + "\n")
+    count = args.vcd_count or DEMO_VCD_COUNT[args.quick]
+    summary += ["", f"| block | short lockstep run (pysim, {count} transactions or cycles) | VCD |",
+                "|---|---|---|"]
+    started_vcd = time.monotonic()
+    with cliutil.staged_folder(out / "vcd") as vcd_dir:
+        for block in registry.blocks():
+            if args.quick and block.name not in QUICK_VCD_BLOCKS:
+                summary.append(f"| {block.name} | not recorded by `--quick`: `gpurtl check "
+                               f"{block.name} --count {count} --vcd {block.name}.vcd` | |")
+                continue
+            params = block.resolve()
+            path = vcd_dir / f"{block.name}.vcd"
+            started = time.monotonic()
+            try:
+                report = check(block, params, count=count, seed=1, vcd=str(path))
+                summary.append(f"| {block.name} | {report.line()} | vcd/{path.name} |")
+                cliutil.progress(f"vcd {block.name}: {report.line()} "
+                                 f"({time.monotonic() - started:.1f} s)")
+            except Exception as error:
+                summary.append(f"| {block.name} | error: {error} | |")
+                cliutil.progress(f"vcd {block.name}: error: {error}")
+    vcd_s, total_s = time.monotonic() - started_vcd, time.monotonic() - started_demo
+    write_text_atomic(out / "summary.md", "\n".join(summary) + "\n")
+    cliutil.progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
     print(f"\nsummary: {out / 'summary.md'}")
     return EXIT_FAIL if failures else 0
 
@@ -287,8 +374,6 @@ def cmd_sweep(args):
     except SpecError as error:
         raise UsageError(str(error)) from None
     out = Path(args.out) if args.out else Path("gpurtl-out") / "sweep" / spec.name
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a folder")
     where = args.scheduler or f"a local Dask cluster ({args.workers} workers)"
     print(f"gpurtl sweep: {len(spec.tasks())} points of `{spec.name}` ({spec.run}) on {where} "
           f"-> {out}/", file=sys.stderr)
@@ -308,70 +393,101 @@ def cmd_sweep(args):
     return EXIT_FAIL if counts["failed"] or counts["lost"] else 0
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows ``(default: ...)`` for options that have a meaningful default."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False, argparse.SUPPRESS) or action.help is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("gpurtl")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="gpurtl", description="Cycle-accurate RTL models of RDNA 4 / Xe3 GPU blocks")
+        prog="gpurtl", description="Cycle-accurate RTL models of RDNA 4 / Xe3 GPU blocks",
+        formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def with_block(p):
-        p.add_argument("block", metavar="BLOCK", help="registered block name (see `gpurtl list`)")
-        p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
-                       help="build parameter (repeatable)")
+    def command(name, help):
+        return sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
 
-    p = sub.add_parser("list", help="blocks, parameters, latency, interfaces")
-    p.add_argument("--json", action="store_true")
+    def with_block(p, required=True):
+        p.add_argument("block", metavar="BLOCK", nargs=None if required else "?",
+                       help="registered block name (see `gpurtl list`)")
+        p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                       help="build parameter (repeatable; `gpurtl list BLOCK` shows them)")
+
+    def with_backend(p):
+        p.add_argument("--backend", choices=("pysim", "verilator"), default="pysim",
+                       help="Amaranth's Python simulator, or cocotb on a Verilator model "
+                            "(compiled once per design into the cache folder)")
+        p.add_argument("--vcd", metavar="FILE", help="write a VCD waveform")
+
+    p = command("list", "blocks, parameters, latency, interfaces")
+    with_block(p, required=False)
+    p.add_argument("--json", action="store_true",
+                   help="as JSON: parameter ranges, layouts as structures, optional input fields")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("export", help="write Verilog of a block")
+    p = command("export", "write Verilog of a block")
     with_block(p)
     p.add_argument("-o", "--output", required=True, help="output .v file ('-' for stdout)")
     p.add_argument("--lint", action="store_true", help="also run verilator --lint-only -Wall")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("run", help="run your own transactions / per-cycle events through the RTL")
+    p = command("run", "run your own transactions / per-cycle events through the RTL")
     with_block(p)
     p.add_argument("--input", required=True, help="JSON Lines input file")
-    p.add_argument("--output", help="JSON Lines output file (default: stdout)")
-    p.add_argument("--backend", choices=("pysim", "verilator"), default="pysim")
-    p.add_argument("--vcd", help="write a VCD waveform")
+    p.add_argument("-o", "--output", help="JSON Lines output file (default: stdout)")
+    with_backend(p)
     p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("stimulus", help="write random inputs of a block as JSON Lines (a "
-                       "template for `run --input`)")
+    p = command("stimulus", "write random inputs of a block as JSON Lines (a template for "
+                "`run --input`)")
     with_block(p)
-    p.add_argument("--count", type=int, default=4, help="how many inputs (default 4)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--count", type=int, default=4, help="how many inputs")
+    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
     p.add_argument("-o", "--output", required=True, help="output .jsonl file ('-' for stdout)")
     p.set_defaults(func=cmd_stimulus)
 
-    p = sub.add_parser("check", help="random lockstep check against the golden model")
+    p = command("check", "random lockstep check against the golden model")
     with_block(p)
-    p.add_argument("--count", type=int, help="transactions (pipelines) or cycles")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--backend", choices=("pysim", "verilator"), default="pysim")
-    p.add_argument("--vcd", help="write a VCD waveform")
+    p.add_argument("--count", type=int,
+                   help="transactions (pipelines) or cycles (default: the block's own, see "
+                        "`gpurtl list BLOCK --json`)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
+    with_backend(p)
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("synth", help="out-of-context FPGA synthesis and place-and-route")
+    p = command("synth", "out-of-context FPGA synthesis and place-and-route")
     with_block(p)
-    p.add_argument("--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k")
+    p.add_argument("--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k",
+                   help="target FPGA")
     p.add_argument("--freq", type=float, default=100.0, help="target clock, MHz")
     p.add_argument("--nodsp", action="store_true", help="map multipliers to LUTs")
     p.add_argument("--synth-only", action="store_true",
                    help="ECP5: stop after yosys (designs larger than the device); no Fmax")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_synth)
 
-    p = sub.add_parser("experiment", help="run one experiment")
-    p.add_argument("name", nargs="?", metavar="NAME")
-    p.add_argument("--list", action="store_true")
-    p.add_argument("--out", default="gpurtl-out")
+    p = command("experiment", "run one experiment")
+    p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
+    p.add_argument("--list", action="store_true", help="list the experiments")
+    p.add_argument("--out", default="gpurtl-out", help="output folder")
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     p.set_defaults(func=cmd_experiment)
 
-    p = sub.add_parser("sweep", help="run a parameter sweep (synth, check or an experiment) on "
-                       "Dask", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = command("sweep", "run a parameter sweep (synth, check or an experiment) on Dask")
     p.add_argument("spec", metavar="SPEC.toml",
                    help="the sweep spec (see gpurtl.sim.sweep), or the name of a shipped "
                         "example: fp32-depth, ray-accel-builds, ooo-memory-latency")
@@ -383,27 +499,42 @@ def build_parser():
                    help="skip the points that already have a result in DIR")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("demo", help="every experiment on its default, summary, plots, VCDs")
-    p.add_argument("--out", default="gpurtl-out")
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--vcd-count", type=int, default=50, help=argparse.SUPPRESS)
+    p = command("demo", "every experiment on its default, summary, plots, VCDs")
+    p.add_argument("--out", default="gpurtl-out", help="output folder")
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes and short waveforms (under a minute)")
+    p.add_argument("--vcd-count", type=int, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
     return parser
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _validate(args):
+    """Every check of the command line that needs no simulation, before any work starts."""
     if getattr(args, "count", None) is not None and args.count < 1:
-        parser.error(f"--count must be a positive integer, not {args.count}")
+        raise UsageError(f"--count must be a positive integer, not {args.count}")
+    cliutil.check_seed(getattr(args, "seed", None))
+    if args.command == "synth":
+        cliutil.check_positive(args.freq, "--freq")
+    if args.command in ("export", "run", "stimulus"):
+        cliutil.check_output_file(args.output, "--output")
+    if getattr(args, "vcd", None):
+        cliutil.check_output_file(args.vcd, "--vcd")
+    if args.command in ("experiment", "demo") and (args.command == "demo" or args.name):
+        cliutil.check_output_folder(args.out, "--out")
+    if args.command == "sweep" and args.out:
+        cliutil.check_output_folder(args.out, "--out")
+
+
+def main(argv=None):
     try:
+        args = build_parser().parse_args(argv)
+        _validate(args)
         return args.func(args)
     except (registry.RegistryError, InputError, UsageError) as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("gpurtl: interrupted", file=sys.stderr)
-        return 130
+        return cliutil.interrupted()
     except BrokenPipeError:
         return 0
 

@@ -10,9 +10,11 @@ then wait for the clock edge. A transfer on a stream happens in a cycle where ``
 ``ready`` are both high when read.
 """
 
+import collections
 import random
 
-__all__ = ["PortIO", "StallPattern", "PipelineEvent", "drive_pipeline", "drive_cycles"]
+__all__ = ["PortIO", "StallPattern", "PipelineEvent", "StreamRuleError", "drive_pipeline",
+           "drive_cycles"]
 
 
 class PortIO:
@@ -32,8 +34,9 @@ class PortIO:
 
 
 class StallPattern:
-    """Random valid/ready stalls: ``p_valid`` and ``p_ready`` are the chances, per cycle, that the
-    source offers a pending transaction and that the sink accepts an output. ``free_run`` first
+    """Random valid/ready stalls: ``p_valid`` is the chance, per cycle, that the source offers its
+    next transaction once the previous one was transferred (an offer is then held until taken),
+    ``p_ready`` the chance that the sink accepts an output. ``free_run`` first
     transactions are sent with no stalls at all (to measure latency and II)."""
 
     def __init__(self, seed=0, p_valid=1.0, p_ready=1.0, free_run=0):
@@ -64,41 +67,77 @@ class Abort(Exception):
     """Raised by an ``on_output`` callback to stop a run early (e.g. at the first mismatch)."""
 
 
+class StreamRuleError(AssertionError):
+    """The block broke the ``lib.stream`` rules on its output in clock cycle ``cycle``.
+
+    ``field`` names the port (``o.valid``, ``o.payload``); ``expected`` and ``got`` are the values
+    that the rule required and the one read.
+    """
+
+    def __init__(self, cycle, field, expected, got, message):
+        self.cycle, self.field, self.expected, self.got = cycle, field, expected, got
+        super().__init__(f"cycle {cycle}: {message}")
+
+
 async def drive_pipeline(io, inputs, stalls, on_output, *, max_idle=10_000):
-    """Send every bit pattern of ``inputs`` into ``i`` and collect as many outputs from ``o``.
+    """Send every bit pattern of ``inputs`` (any iterable, read lazily) into ``i`` and collect as
+    many outputs from ``o``.
+
+    The driver obeys the stream rules as a producer: once it offers a transaction it holds
+    ``i.valid`` and ``i.payload`` until the transfer happens; random stalls (``stalls.valid``) only
+    delay the next offer. It checks the same rules on the block's output: after a cycle with
+    ``o.valid`` high and ``o.ready`` low, ``o.valid`` must stay high and ``o.payload`` must not
+    change, otherwise :class:`StreamRuleError` is raised with the cycle.
 
     ``on_output(event)`` is called for each output in order. Returns the number of cycles run.
     Raises ``TimeoutError`` when no output appears for ``max_idle`` cycles.
     """
-    accepted = []
+    source = iter(inputs)
+    pending = next(source, None)      # the next transaction's bits; None once all are sent
+    accept_cycles = collections.deque()
     sent = received = cycle = idle = 0
-    total = len(inputs)
+    offering = False
+    held = None                       # payload offered on o and not taken in the previous cycle
     io.set("i__valid", 0)
     io.set("o__ready", 0)
-    while received < total:
-        offer = sent < total and stalls.valid(sent)
+    while pending is not None or received < sent:
+        if not offering and pending is not None and stalls.valid(sent):
+            offering = True
+            io.set("i__payload", pending)
         take = stalls.ready(received)
-        io.set("i__valid", int(offer))
-        if offer:
-            io.set("i__payload", inputs[sent])
+        io.set("i__valid", int(offering))
         io.set("o__ready", int(take))
         await io.settle()
-        in_fire = offer and io.get("i__ready")
-        out_fire = take and io.get("o__valid")
-        if out_fire:
-            if received >= len(accepted):
-                raise AssertionError(f"cycle {cycle}: output {received} appeared before its input "
-                                     f"was accepted")
-            on_output(PipelineEvent(received, io.get("o__payload"), accepted[received], cycle))
+        in_fire = offering and io.get("i__ready")
+        out_valid = io.get("o__valid")
+        payload = io.get("o__payload") if out_valid or held is not None else None
+        if held is not None:
+            if not out_valid:
+                raise StreamRuleError(cycle, "o.valid", 1, 0,
+                                      "o.valid fell while an output was offered and o.ready was "
+                                      "low (a stream must hold valid until the transfer)")
+            if payload != held:
+                raise StreamRuleError(cycle, "o.payload", f"0x{held:x}", f"0x{payload:x}",
+                                      f"o.payload changed from 0x{held:x} to 0x{payload:x} "
+                                      f"while o.valid was high and o.ready low")
+        if take and out_valid:
+            if not accept_cycles:
+                raise StreamRuleError(cycle, "o.valid", 0, 1,
+                                      f"output {received} appeared before its input was accepted")
+            on_output(PipelineEvent(received, payload, accept_cycles.popleft(), cycle))
             received += 1
             idle = 0
         else:
             idle += 1
             if idle > max_idle:
-                raise TimeoutError(f"no output for {max_idle} cycles after {received} of {total}")
+                raise TimeoutError(f"no output for {max_idle} cycles after {received} of "
+                                   f"{sent + (pending is not None)} or more")
+        held = payload if out_valid and not take else None
         if in_fire:
-            accepted.append(cycle)
+            accept_cycles.append(cycle)
             sent += 1
+            offering = False
+            pending = next(source, None)
         await io.tick()
         cycle += 1
     io.set("i__valid", 0)
@@ -106,11 +145,14 @@ async def drive_pipeline(io, inputs, stalls, on_output, *, max_idle=10_000):
 
 
 async def drive_cycles(io, inputs, on_output):
-    """Apply ``inputs[t]`` in cycle ``t`` and pass the outputs read in that cycle to
-    ``on_output(t, bits)``. Returns the number of cycles run."""
+    """Apply the ``t``-th bit pattern of ``inputs`` (any iterable, read lazily) in cycle ``t`` and
+    pass the outputs read in that cycle to ``on_output(t, bits)``. Returns the number of cycles
+    run."""
+    cycles = 0
     for cycle, bits in enumerate(inputs):
         io.set("i", bits)
         await io.settle()
         on_output(cycle, io.get("o"))
         await io.tick()
-    return len(inputs)
+        cycles = cycle + 1
+    return cycles

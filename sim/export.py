@@ -35,8 +35,11 @@ LINT_WAIVERS = {
 
 
 def cache_dir():
-    """Folder for build products (``$GPURTL_CACHE`` or ``.gpurtl-cache`` in the working folder)."""
-    path = Path(os.environ.get("GPURTL_CACHE", ".gpurtl-cache")).resolve()
+    """Folder for build products: ``$GPURTL_CACHE`` if set, else the per-user cache folder
+    (``platformdirs.user_cache_dir("gpurtl")``, e.g. ``~/.cache/gpurtl`` on Linux), so Verilator
+    models (~150 MB for a large block) are built once and not left in the working folder."""
+    from platformdirs import user_cache_dir
+    path = Path(os.environ.get("GPURTL_CACHE") or user_cache_dir("gpurtl")).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

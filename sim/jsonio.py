@@ -3,7 +3,9 @@
 One JSON object per line, fields named as in the block's layout (nested objects for structures,
 lists for arrays). FP32 fields accept a number or a bit pattern written as a string of 8 hex
 digits (``"3f800000"`` or ``"0x3f800000"``); they are written out as ``"0x%08x"`` bit patterns so
-nothing is lost. Enumeration fields accept the member name or its value. Blank lines and lines
+nothing is lost. A number beyond the binary32 range (``1e39``) is refused rather than rounded to
+infinity: write ``"7f800000"`` (or ``Infinity``) for that. Enumeration fields accept the member
+name or its value and are written out as member names. Blank lines and lines
 starting with ``#`` are skipped.
 """
 
@@ -62,9 +64,12 @@ def _convert(shape, value, path, where):
                                      f"digits, not {node!r}")
                 return int(text, 16)
             if isinstance(node, (int, float)):
-                if isinstance(node, int) and abs(node) >= 2**128:
-                    raise InputError(f"{where}: field `{prefix}` is out of the FP32 range: {node}")
-                return f32_bits(float(node))
+                try:
+                    return f32_bits(float(node))
+                except OverflowError:      # finite, but rounds beyond the largest binary32
+                    raise InputError(f"{where}: field `{prefix}` must be within the FP32 range "
+                                     f"(magnitude at most 3.4028235e+38; write \"7f800000\" "
+                                     f"for infinity), not {node!r}") from None
             raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex digits, "
                              f"not {node!r}")
         if isinstance(node, str) and leaf.kind != "enum":
@@ -121,20 +126,44 @@ def read_jsonl(path, shape, defaults=None):
     return values
 
 
+def _plain_int(node):
+    if isinstance(node, bool):
+        return int(node)
+    if not isinstance(node, int) and hasattr(node, "value"):    # an enumeration member
+        return int(node.value)
+    return int(node)
+
+
 def to_jsonable(shape, value):
-    """Dictionary ready for ``json.dumps``: FP32 fields as ``"0x%08x"`` strings."""
-    f32 = {leaf.path for leaf in layouts.leaves(shape) if leaf.kind == "f32"}
+    """Dictionary ready for ``json.dumps``: FP32 fields as ``"0x%08x"`` strings, enumeration
+    fields as member names (values that name no member stay numbers)."""
+    special = {leaf.path: leaf for leaf in layouts.leaves(shape) if leaf.kind in ("f32", "enum")}
 
     def walk(node, prefix):
         if isinstance(node, dict):
             return {k: walk(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in node.items()}
         if isinstance(node, list):
             return [walk(v, f"{prefix}[{i}]") for i, v in enumerate(node)]
-        if prefix in f32:
-            return f"0x{int(node):08x}"
-        return int(node)
+        leaf = special.get(prefix)
+        if isinstance(node, str):      # already a member name
+            return node
+        number = _plain_int(node)
+        if leaf is None:
+            return number
+        if leaf.kind == "f32":
+            return f"0x{number:08x}"
+        try:
+            return leaf.enum(number).name
+        except ValueError:
+            return number
 
     return walk(value, "")
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(path, text):
@@ -144,6 +173,8 @@ def write_text_atomic(path, text):
     folder = path.parent if str(path.parent) else Path(".")
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     try:
+        # mkstemp creates the file 0600; give it the mode any other tool would (umask applied).
+        os.fchmod(handle, 0o666 & ~_umask())
         with os.fdopen(handle, "w") as file:
             file.writelines([text] if isinstance(text, str) else text)
         os.replace(temporary, path)

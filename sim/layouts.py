@@ -11,7 +11,8 @@ from amaranth.lib import data, enum
 
 from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
 
-__all__ = ["Leaf", "leaves", "pack", "unpack", "zero", "diff", "describe", "LayoutValueError"]
+__all__ = ["Leaf", "leaves", "pack", "unpack", "zero", "diff", "describe", "structure",
+           "field_paths", "LayoutValueError"]
 
 
 class LayoutValueError(ValueError):
@@ -218,3 +219,32 @@ def describe(shape):
         return shape.__name__
     cast = Shape.cast(shape)
     return f"{'s' if cast.signed else 'u'}{cast.width}"
+
+
+def structure(shape):
+    """JSON-ready nested description of a layout: a dictionary per structure, ``{"array": elem,
+    "length": n}`` per array, ``"u8"``/``"s16"``/``"f32"`` per scalar and ``{"enum": name,
+    "width": w, "members": {name: value}}`` per enumeration."""
+    layout = _as_layout(shape)
+    if isinstance(layout, data.ArrayLayout):
+        return {"array": structure(layout.elem_shape), "length": layout.length}
+    if isinstance(layout, data.Layout):
+        return {str(name): structure(field.shape) for name, field in layout}
+    if isinstance(shape, Float32):
+        return "f32"
+    if isinstance(shape, enum.EnumType):
+        return {"enum": shape.__name__, "width": Shape.cast(shape).width,
+                "members": {member.name: member.value for member in shape}}
+    cast = Shape.cast(shape)
+    return f"{'s' if cast.signed else 'u'}{cast.width}"
+
+
+def field_paths(value, prefix=""):
+    """Dotted paths of the scalar entries of a nested dictionary/list ``value``."""
+    if isinstance(value, dict):
+        return [path for key, item in value.items()
+                for path in field_paths(item, f"{prefix}.{key}" if prefix else str(key))]
+    if isinstance(value, list):
+        return [path for index, item in enumerate(value)
+                for path in field_paths(item, f"{prefix}[{index}]")]
+    return [prefix]

@@ -6,6 +6,8 @@ Fmax. iCE40 UP5K: nextpnr-ice40 has no out-of-context mode and the package has 3
 ``synth_ice40`` resource counts are reported (LUT4 ``SB_LUT4``, FF, DSP ``SB_MAC16``, BRAM
 ``SB_RAM40_4K``) and Fmax is ``None``.
 
+The ECP5 Fmax times register-to-register paths only (see :data:`TIMED`); the result says so.
+
 ``synth_only=True`` stops the ECP5 flow after ``synth_ecp5`` (for designs larger than the device,
 or to save the place-and-route time): LUT4 is then counted as yosys's ``LUT4`` cells plus two per
 ``CCU2C`` carry cell (an estimate of what nextpnr reports as ``TRELLIS_COMB``, which adds a few
@@ -23,9 +25,16 @@ from pathlib import Path
 
 from .export import cache_dir, to_verilog
 
-__all__ = ["DEVICES", "synthesize", "SynthError"]
+__all__ = ["DEVICES", "TIMED", "synthesize", "SynthError"]
 
 DEVICES = ("ecp5-85k", "ice40-up5k")
+
+#: What the Fmax of an out-of-context place and route measures. The ports are not registered, and
+#: nextpnr does not time paths that start at an input port, so logic in front of the first register
+#: is not in the figure (``gpurtl experiment fp32-synth`` puts a register in front of the inputs).
+TIMED = ("register-to-register paths inside the block only; paths from the unregistered input "
+         "ports are not timed (for Fmax with registered inputs, as in the README's FP32 table: "
+         "`gpurtl experiment fp32-synth`)")
 
 
 class SynthError(Exception):
@@ -59,6 +68,8 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
     """Synthesize ``block``; returns a dictionary of resources and Fmax (MHz)."""
     if device not in DEVICES:
         raise ValueError(f"`device` must be one of {', '.join(DEVICES)}, not {device!r}")
+    if not (isinstance(freq, (int, float)) and freq > 0):
+        raise ValueError(f"`freq` must be a positive number of MHz, not {freq!r}")
     text = to_verilog(block, params)
     folder = Path(workdir) if workdir else cache_dir() / "synth" / \
         f"{block.name}-{hashlib.sha1(repr((text, device, freq, nodsp, speed, seed, synth_only)).encode()).hexdigest()[:12]}"
@@ -105,7 +116,7 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
             device=f"{device} (speed {speed})",
             lut4=used.get("TRELLIS_COMB", 0), ff=used.get("TRELLIS_FF", 0),
             dsp=used.get("MULT18X18D", 0), bram=used.get("DP16KD", 0),
-            fmax_mhz=round(min(fmax), 2) if fmax else None)
+            fmax_mhz=round(min(fmax), 2) if fmax else None, timed=TIMED)
     cells = _cells(yosys_stat(f"synth_ice40 -top {top} {'' if nodsp else '-dsp '}-json top.json"),
                    ["SB_LUT4", "SB_MAC16", "SB_RAM40_4K",
                     "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS",

@@ -4,9 +4,12 @@ generic cocotb test :mod:`gpurtl.sim.cocotb_lockstep` against it."""
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
+from .cliutil import progress
 from .export import cache_dir, to_verilog, verilator_env
 
 __all__ = ["build", "run_cocotb", "CXX_OPT"]
@@ -17,12 +20,17 @@ __all__ = ["build", "run_cocotb", "CXX_OPT"]
 CXX_OPT = os.environ.get("GPURTL_VERILATOR_OPT", "-O0")
 
 
-def build(block, params):
-    """Export and compile ``block``; returns the build folder (cached by Verilog text)."""
+def build(block, params, *, waves=False):
+    """Export and compile ``block``; returns the build folder (cached by Verilog text).
+
+    ``waves=True`` compiles the model with trace support (needed to write a VCD) into a folder of
+    its own, so that runs without a waveform keep the smaller, faster build.
+    """
     from cocotb_tools.runner import get_runner
     text = to_verilog(block, params)
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
-    folder = cache_dir() / "verilator" / f"{block.name}-{digest}-{CXX_OPT.lstrip('-')}"
+    trace = "-trace" if waves else ""
+    folder = cache_dir() / "verilator" / f"{block.name}-{digest}-{CXX_OPT.lstrip('-')}{trace}"
     source = folder / f"{block.name}.v"
     folder.mkdir(parents=True, exist_ok=True)
     if not source.exists() or source.read_text() != text:
@@ -35,27 +43,44 @@ def build(block, params):
                         f" OPT_FAST={CXX_OPT} OPT_SLOW={CXX_OPT} OPT_GLOBAL={CXX_OPT}").strip()
     saved = dict(os.environ)
     os.environ.update(env)
+    started = time.monotonic()
+    fresh = not (folder / "build" / block.name).exists()
+    if fresh:
+        progress(f"verilator: compiling `{block.name}` into {folder} (once per design; "
+                 f"large blocks take minutes)")
     try:
         runner = get_runner("verilator")
+        # `waves` also sets VM_TRACE=1 for the C++ harness; `--trace` alone in build_args is not
+        # enough for the simulator's own `--trace` option.
         runner.build(sources=[str(source)], hdl_toplevel=block.name,
-                     build_dir=str(folder / "build"), build_args=["-Wno-fatal", "--trace"],
+                     build_dir=str(folder / "build"), build_args=["-Wno-fatal"], waves=waves,
                      log_file=str(folder / "build.log"))
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    if fresh:
+        progress(f"verilator: `{block.name}` compiled in {time.monotonic() - started:.0f} s")
     return folder
 
 
 def run_cocotb(block, params, input_bits, expected_bits, stalls, *, vcd=None,
-               keep_outputs=False):
-    """Run the generic cocotb lockstep test; returns a :class:`gpurtl.sim.lockstep.Report`."""
+               keep_outputs=False, generate=None):
+    """Run the generic cocotb lockstep test; returns a :class:`gpurtl.sim.lockstep.Report`.
+
+    Either ``input_bits`` (and ``expected_bits`` or ``None``) are given, or ``generate`` holds the
+    ``count`` and ``seed`` of a random run that the cocotb side generates chunk by chunk.
+    The report's ``build_s`` is the time spent compiling (0 when the model was cached).
+    """
     from cocotb_tools.runner import get_runner
+
     from .lockstep import Report
-    folder = build(block, params)
+    started = time.monotonic()
+    folder = build(block, params, waves=bool(vcd))
+    build_s = time.monotonic() - started
     with tempfile.TemporaryDirectory(dir=folder) as work:
         job = {
-            "block": block.name, "params": params,
-            "inputs": [f"{bits:x}" for bits in input_bits],
+            "block": block.name, "params": params, "generate": generate,
+            "inputs": None if input_bits is None else [f"{bits:x}" for bits in input_bits],
             "expected": None if expected_bits is None else [f"{bits:x}" for bits in expected_bits],
             "stalls": {"seed": 0, **stalls.to_json()},
             "keep_outputs": keep_outputs,
@@ -83,10 +108,13 @@ def run_cocotb(block, params, input_bits, expected_bits, stalls, *, vcd=None,
             tail = log.read_text()[-3000:] if log.exists() else ""
             raise RuntimeError(f"the cocotb run of `{block.name}` wrote no result\n{tail}")
         result = json.loads(result_path.read_text())
-        if vcd and result.get("vcd_from"):
-            src = Path(result["vcd_from"])
-            if src.exists():
-                Path(vcd).write_bytes(src.read_bytes())
         if "error" in result:
             raise RuntimeError(f"cocotb run of `{block.name}` failed: {result['error']}")
-        return Report.from_json(result)
+        if vcd:
+            waves = Path(work) / "dump.vcd"
+            if not waves.exists():
+                raise RuntimeError(f"the cocotb run of `{block.name}` wrote no waveform")
+            shutil.move(str(waves), vcd)
+        report = Report.from_json(result)
+        report.build_s = build_s
+        return report

@@ -1,6 +1,8 @@
 """The gpurtl command line: normal use and clear errors for bad input."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +130,7 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     dw = [int(v, 16) if isinstance(v, str) else v for v in out["dw"]]
     assert out["status"] == 0
     assert dw[:8] == [ptr[1], ptr[2], ptr[0]] + [0xFFFFFFFF] * 5   # closest first, misses -1
+    # The README's claim of how a miss looks in the output is what the output holds.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    claim = re.search(r"misses print as (\S+)", readme).group(1)
+    assert f", {claim}," in target.read_text()
