@@ -12,8 +12,13 @@ from amaranth.lib import data
 
 from .layouts import pack, unpack
 
-__all__ = ["word_count", "words_from_ints", "ints_from_words", "words_from_dicts",
-           "dicts_from_words"]
+__all__ = [
+    "dicts_from_words",
+    "ints_from_words",
+    "word_count",
+    "words_from_dicts",
+    "words_from_ints",
+]
 
 
 def word_count(layout):

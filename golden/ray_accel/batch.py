@@ -27,12 +27,24 @@ from . import obb, triangle
 from .bitfields import FieldWriter, field_span, read_fields, word_count
 from .instance import ADDRESS_MASK, UNDEFINED_DW
 from .intersect import available_paths, image_bvh_dual_intersect_ray
-from .ray import (INSTR_LAYOUT, INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE,
-                  OUT_LAYOUT, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL,
-                  PF_SKIP_TRIANGLES, STATUS_BAD_NODE, STATUS_NOT_MODELLED, STATUS_OK,
-                  node_bytes)
+from .ray import (
+    INSTR_LAYOUT,
+    INVALID_NODE,
+    INVALID_OBB,
+    NODE_TYPE_BOX8,
+    NODE_TYPE_INSTANCE,
+    OUT_LAYOUT,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+    node_bytes,
+)
 
-__all__ = ["intersect_words", "decode_instr_words", "encode_out_words", "CHUNK"]
+__all__ = ["CHUNK", "decode_instr_words", "encode_out_words", "intersect_words"]
 
 #: Rows processed at once (bounds the temporary arrays to a few hundred MB).
 CHUNK = 1 << 15
@@ -297,7 +309,8 @@ def intersect_words(words, *, ftz=False, paths=None):
     Parameters
     ----------
     words : numpy.ndarray of uint32, shape (N, W_in)
-        Packed instructions (:mod:`.bitfields` word arrays, ``W_in = ceil(INSTR_LAYOUT.size / 32)``).
+        Packed instructions (:mod:`.bitfields` word arrays,
+        ``W_in = ceil(INSTR_LAYOUT.size / 32)``).
     ftz : bool
         Flush subnormals in the box-path arithmetic (as :class:`.intersect.IntersectModel`).
     paths : set of str, optional

@@ -11,12 +11,27 @@ import numpy as np
 
 from . import batch_fp as F
 from .box_test import grow_constant
-from .ray import (HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT, HEURISTIC_NONE, INVALID_NODE,
-                  PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE)
+from .ray import (
+    HEURISTIC_LARGEST_FIRST,
+    HEURISTIC_MIDPOINT,
+    HEURISTIC_NONE,
+    INVALID_NODE,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+)
 from .sort import NARROW_STAGES, STAGES
 
-__all__ = ["effective_pointer_flags", "box_culled", "maxnum", "minnum", "box_test", "sort_keys",
-           "test_slots", "sort_enabled", "sort_slots"]
+__all__ = [
+    "box_culled",
+    "box_test",
+    "effective_pointer_flags",
+    "maxnum",
+    "minnum",
+    "sort_enabled",
+    "sort_keys",
+    "sort_slots",
+    "test_slots",
+]
 
 _INVALID = np.uint32(INVALID_NODE)
 _POS_INF = np.uint32(0x7F800000)

@@ -13,8 +13,15 @@ import numpy as np
 from . import batch_fp as F
 from .ray import INVALID_NODE, NODE_TYPE_BOX8
 
-__all__ = ["dequant_offset", "dequantize", "decode_box8", "decode_box4_fp32",
-           "decode_box4_fp16", "f16_to_f32", "decode_instance"]
+__all__ = [
+    "decode_box4_fp16",
+    "decode_box4_fp32",
+    "decode_box8",
+    "decode_instance",
+    "dequant_offset",
+    "dequantize",
+    "f16_to_f32",
+]
 
 _NAN = np.uint32(F.CANONICAL_NAN)
 _INVALID = np.uint32(INVALID_NODE)
@@ -131,6 +138,7 @@ def decode_instance(d):
     ptrs = _child_pointers(ctype, crange, valid, zero | np.uint32(NODE_TYPE_BOX8), zero)
     mins, maxs = _planes(d[:, 16:19], _exponents(d[:, 19]), qmin, qmax, valid)
     return {"world_to_object": d[:, 0:12].reshape(m, 3, 4),
-            "child_base": d[:, 12].astype(np.uint64) | (d[:, 13].astype(np.uint64) << np.uint64(32)),
+            "child_base": d[:, 12].astype(np.uint64)
+            | (d[:, 13].astype(np.uint64) << np.uint64(32)),
             "user_data": d[:, 15] & np.uint32(0xFFFFFF), "mask": d[:, 15] >> np.uint32(24),
             "ptr": ptrs, "valid": valid, "min": mins, "max": maxs}

@@ -11,7 +11,7 @@ import numpy as np
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
-__all__ = ["word_count", "field_span", "read_field", "read_fields", "FieldWriter"]
+__all__ = ["FieldWriter", "field_span", "read_field", "read_fields", "word_count"]
 
 
 def word_count(layout):
