@@ -129,6 +129,13 @@ class Block:
         ``validate(**params)`` raising ValueError for combinations that do not make sense.
     check_count : int
         Default ``--count`` of ``gpurtl check``.
+    stimulus_words : callable, optional
+        ``stimulus_words(rng, count, **params) -> (count, W_in) uint32`` word array (rows packed
+        as :func:`gpurtl.sim.layouts.pack` does, little-endian 32-bit words): fast stimulus for
+        long runs.
+    golden_words : callable, optional
+        ``golden_words(words, **params) -> (count, W_out) uint32``: the golden model on a whole
+        word array at once.
     """
 
     name: str
@@ -143,6 +150,8 @@ class Block:
     validate: object = None
     check_count: int = 1000
     group: str = ""
+    stimulus_words: object = None
+    golden_words: object = None
 
     def __post_init__(self):
         if self.kind not in ("pipeline", "cycle"):

@@ -11,7 +11,14 @@ import numpy as np
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
-__all__ = ["FieldWriter", "field_span", "read_field", "read_fields", "word_count"]
+__all__ = [
+    "FieldWriter",
+    "field_span",
+    "read_field",
+    "read_fields",
+    "word_count",
+    "write_fields",
+]
 
 
 def word_count(layout):
@@ -84,6 +91,26 @@ def read_fields(words, offsets, width):
 def read_field(words, offset, width):
     """One field (``width`` <= 32 bits at bit ``offset``) of every row, as uint32 ``(N,)``."""
     return read_fields(words, [offset], width)[:, 0]
+
+
+def write_fields(words, offsets, width, values):
+    """Overwrite, in place, the fields of ``width`` (1..32) bits at each bit offset of
+    ``offsets`` in every row of the uint32 word array ``words`` with ``values``
+    (``(N, len(offsets))``); the other bits are kept."""
+    if not 1 <= width <= 32:
+        raise ValueError(f"`width` must be from 1 to 32, not {width}")
+    values = np.asarray(values).astype(np.uint64).reshape(words.shape[0], len(offsets))
+    full = (1 << width) - 1
+    for k, bit in enumerate(offsets):
+        index, shift = bit // 32, bit % 32
+        v = (values[:, k] & np.uint64(full)) << np.uint64(shift)
+        low_mask = (full << shift) & 0xFFFFFFFF
+        words[:, index] = (words[:, index] & np.uint32(~low_mask & 0xFFFFFFFF)) | \
+            (v & np.uint64(low_mask)).astype(np.uint32)
+        if shift + width > 32:
+            high_mask = full >> (32 - shift)
+            words[:, index + 1] = (words[:, index + 1] & np.uint32(~high_mask & 0xFFFFFFFF)) | \
+                (v >> np.uint64(32)).astype(np.uint32)
 
 
 class FieldWriter:
