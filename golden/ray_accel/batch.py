@@ -8,12 +8,10 @@ types exactly as :mod:`.intersect` does, and runs each path on all its rows at o
 * BVH8 box nodes, with or without an OBB rotation: fully vectorised (:mod:`.batch_nodes`,
   :mod:`.batch_box`, :func:`.obb.obb_transform_ray`);
 * instance nodes (transform, BLAS pointer, filter box): fully vectorised;
-* dual form with two legacy box nodes (FP32 or FP16): fully vectorised; the dual-form status
-  rules (instance, undefined and unmodelled types): vectorised;
-* triangle-pair nodes: :func:`.triangle.triangle_pair_eval_batch` (its FP32 work is vectorised,
-  the compressed node decode runs per row);
-* dual form with a legacy triangle node: the scalar :func:`.intersect.image_bvh_dual_intersect_ray`
-  for just those rows.
+* dual form (legacy FP32/FP16 box nodes and legacy triangle nodes, the status rules): fully
+  vectorised (:mod:`.batch_triangle` for the triangles);
+* triangle-pair nodes: :func:`.triangle.triangle_pair_eval_batch` on just those rows (its FP32
+  work is vectorised, the compressed node decode runs per row in Python).
 
 Large batches are processed in chunks of :data:`CHUNK` rows to bound memory.
 """
@@ -23,10 +21,11 @@ import numpy as np
 from . import batch_box as B
 from . import batch_fp as F
 from . import batch_nodes as N
+from . import batch_triangle as T
 from . import obb, triangle
 from .bitfields import FieldWriter, field_span, read_fields, word_count
 from .instance import ADDRESS_MASK, UNDEFINED_DW
-from .intersect import available_paths, image_bvh_dual_intersect_ray
+from .intersect import available_paths
 from .ray import (
     INSTR_LAYOUT,
     INVALID_NODE,
@@ -255,26 +254,21 @@ def _dual(r, f, rows, pf, paths, ftz):
     r.fail(rows[~instance & bad], STATUS_BAD_NODE)
     r.fail(rows[~instance & ~bad & unmodelled], STATUS_NOT_MODELLED)
     ok = ~instance & ~bad & ~unmodelled
-    boxes = ok & np.all((types == 4) | (types == 5), axis=1)
-    if np.any(boxes):
-        _dual_boxes(r, f, rows[boxes], pf[boxes], ftz)
-    for n in rows[ok & ~boxes]:                                        # a legacy triangle
-        out = image_bvh_dual_intersect_ray(
-            [int(v) for v in f["node_ptr"][n]], [[int(v) for v in node] for node in f["node"][n]],
-            _ray_dict(f, n), int(f["pointer_flags"][n]), _desc_dict(f, n), ftz=ftz, paths=paths)
-        r.dw[n] = out["dw"]
-        r.status[n] = out["status"]
+    if np.any(ok):
+        _dual_nodes(r, f, rows[ok], types[ok], pf[ok], ftz)
 
 
-def _dual_boxes(r, f, rows, pf, ftz):
-    """Two legacy box nodes: 4 slots each, tested together, sorted 8-wide with ``wide_sort``,
-    else as two 4-wide sorts (the narrow stages keep slots 0-3 and 4-7 apart)."""
+def _dual_nodes(r, f, rows, types, pf, ftz):
+    """Two legacy nodes, each a box (4 slots) or a triangle (4 dwords and its geometry index in
+    DW8/9). Two boxes are sorted 8-wide with ``wide_sort``, otherwise each box's 4 slots are
+    sorted alone (the narrow stages keep slots 0-3 and 4-7 apart)."""
+    is_box = (types == 4) | (types == 5)
     halves = []
     for k in range(2):
         d = f["node"][rows, k]
         fp32_node = N.decode_box4_fp32(d)
         fp16_node = N.decode_box4_fp16(d)
-        is32 = ((f["node_ptr"][rows, k] & np.uint32(7)) == 5)
+        is32 = types[:, k] == 5
         sel = {name: np.where(is32.reshape((-1,) + (1,) * (fp32_node[name].ndim - 1)),
                               fp32_node[name], fp16_node[name])
                for name in ("ptr", "valid", "cull_flags", "min", "max")}
@@ -282,11 +276,20 @@ def _dual_boxes(r, f, rows, pf, ftz):
     slots = {name: np.concatenate([h[name] for h in halves], axis=1)
              for name in ("ptr", "valid", "cull_flags", "min", "max")}
     slots["culled"] = B.box_culled(slots["cull_flags"], pf)
-    slots["wide"] = f["wide_sort"][rows]
-    ptrs = _slots_result(r, f, rows, slots, F.rcp(f["dir"][rows], ftz=ftz), f["origin"][rows],
-                         np.zeros(rows.shape, dtype=bool), ftz)
-    r.dw[rows, :8] = ptrs
-    r.dw[rows, 8:] = 0
+    slots["wide"] = np.where(np.all(is_box, axis=1), f["wide_sort"][rows], np.uint32(0))
+    dw = np.zeros((rows.shape[0], 10), dtype=np.uint32)
+    dw[:, :8] = _slots_result(r, f, rows, slots, F.rcp(f["dir"][rows], ftz=ftz),
+                              f["origin"][rows], np.zeros(rows.shape, dtype=bool), ftz)
+    for k in range(2):
+        tri = ~is_box[:, k]
+        if np.any(tri):
+            t_rows = rows[tri]
+            dwords, geo = T.legacy_triangle_dwords(
+                f["node"][t_rows, k], types[tri, k], f["origin"][t_rows], f["dir"][t_rows],
+                pf[tri], f["return_mode"][t_rows])
+            dw[tri, 4 * k:4 * k + 4] = dwords
+            dw[tri, 8 + k] = geo
+    r.dw[rows] = dw
     r.status[rows] = STATUS_OK
 
 
