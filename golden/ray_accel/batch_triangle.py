@@ -1,5 +1,5 @@
-"""Legacy triangle nodes of the dual instruction over arrays (:func:`.triangle.legacy_triangle_result`
-with the node layout ``rtip3_0``, for many nodes at once).
+"""Legacy triangle nodes of the dual instruction over arrays: what
+:func:`.triangle.legacy_triangle_result` (node layout ``rtip3_0``) does, for many nodes at once.
 
 The node (64 bytes): vertices v0..v3 in dwords 0..11, primitive indices in 12/13, the geometry
 index in 14, the triangle id in 15 (:func:`.primitive_node.decode_legacy_node`). Type 0 tests

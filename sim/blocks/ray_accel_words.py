@@ -20,7 +20,6 @@ node kinds.
 """
 
 import numpy as np
-
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel.batch import intersect_words
 from gpurtl.golden.ray_accel.bitfields import field_span, read_fields, write_fields
