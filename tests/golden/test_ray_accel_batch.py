@@ -4,7 +4,6 @@ helpers against ``sim/layouts``; and the fast word stimulus."""
 
 import numpy as np
 import pytest
-
 from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel import batch, batch_box, batch_fp, bitfields
 from gpurtl.golden.ray_accel.intersect import IntersectModel, available_paths

@@ -1,0 +1,87 @@
+"""Throughput of the ray accelerator's golden models: scalar vs batch, and the word stimulus.
+
+``python -m gpurtl.sim.bench_golden_words [--count N] [--scalar-count K] [--repeat R]``
+
+1. :func:`~gpurtl.sim.blocks.ray_accel_words.stimulus_words` makes ``N`` rows (rows/s).
+2. The batch model (``golden_words``) runs on all ``N`` rows and on the BVH8 box rows among them
+   (single form, node type 5, no OBB rotation): instructions/s and box tests/s (8 per node).
+3. Side by side on the same ``K`` rows of each set: the scalar model
+   (:class:`~gpurtl.golden.ray_accel.intersect.IntersectModel`, one dictionary per call) and the
+   batch model; the ratio. Every timing is the median of ``R`` runs; the batch results are
+   compared with the scalar ones on the ``K`` rows.
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from gpurtl.golden.ray_accel.batch import decode_instr_words
+from gpurtl.golden.ray_accel.intersect import IntersectModel
+from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, OUT_LAYOUT
+
+from . import registry
+from .words import dicts_from_words, words_from_dicts
+
+__all__ = ["main"]
+
+
+def _median_time(function, repeat):
+    times = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def _compare(name, words, block, params, scalar_count, repeat):
+    n = min(scalar_count, words.shape[0])
+    part = words[:n]
+    txs = dicts_from_words(INSTR_LAYOUT, part)
+    model = IntersectModel(ftz=params["ftz"])
+    t_scalar, outs = _median_time(lambda: [model(tx) for tx in txs], repeat)
+    t_batch, got = _median_time(lambda: block.golden_words(part, **params), repeat)
+    same = np.array_equal(words_from_dicts(OUT_LAYOUT, outs), got)
+    print(f"{name}, same {n} rows: scalar {n / t_scalar:,.0f} instr/s, batch "
+          f"{n / t_batch:,.0f} instr/s, ratio {t_scalar / t_batch:,.1f}x, "
+          f"{'bit-identical' if same else 'MISMATCH'}")
+    return same
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.bench_golden_words",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=1_000_000)
+    parser.add_argument("--scalar-count", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.count < 1 or args.scalar_count < 1 or args.repeat < 1:
+        parser.error("--count, --scalar-count and --repeat must be positive")
+    block = registry.get("ray_accel")
+    params = block.resolve()
+
+    t, words = _median_time(
+        lambda: block.stimulus_words(np.random.default_rng(args.seed), args.count, **params), 1)
+    print(f"stimulus_words: {args.count:,} rows in {t:.2f} s, {args.count / t:,.0f} rows/s")
+
+    f = decode_instr_words(words)
+    box = (f["dual"] == 0) & ((f["node_ptr"][:, 0] & 0xF) == 5) & \
+        ((f["node"][:, 0, 7] & 0x7F) == 0x7F)
+    box_words = np.ascontiguousarray(words[box])
+    t, _ = _median_time(lambda: block.golden_words(words, **params), args.repeat)
+    print(f"batch, mixed stimulus: {args.count:,} rows, median {t:.2f} s, "
+          f"{args.count / t:,.0f} instr/s")
+    t, _ = _median_time(lambda: block.golden_words(box_words, **params), args.repeat)
+    rows = box_words.shape[0]
+    print(f"batch, BVH8 box rows: {rows:,} rows, median {t:.2f} s, {rows / t:,.0f} instr/s, "
+          f"{8 * rows / t:,.0f} box tests/s")
+    ok = _compare("mixed stimulus", words, block, params, args.scalar_count, args.repeat)
+    ok &= _compare("BVH8 box rows", box_words, block, params, args.scalar_count, args.repeat)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
