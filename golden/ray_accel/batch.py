@@ -71,21 +71,19 @@ def decode_instr_words(words):
     if words.ndim != 2 or words.dtype != np.uint32 or words.shape[1] != word_count(INSTR_LAYOUT):
         raise ValueError(f"`words` must be a uint32 array of shape (N, "
                          f"{word_count(INSTR_LAYOUT)}), not {words.dtype} {words.shape}")
-    padded = np.zeros((words.shape[0], words.shape[1] + 1), dtype=np.uint64)
-    padded[:, :-1] = words
     node_offsets = [field_span(INSTR_LAYOUT, "node", k, i)[0] for k in range(2) for i in range(32)]
     f = {
-        "dual": _read(padded, INSTR_LAYOUT, "dual"),
-        "origin": _read_array(padded, INSTR_LAYOUT, ("ray", "origin"), 3),
-        "dir": _read_array(padded, INSTR_LAYOUT, ("ray", "dir"), 3),
-        "extent": _read(padded, INSTR_LAYOUT, "ray", "extent"),
-        "instance_mask": _read(padded, INSTR_LAYOUT, "ray", "instance_mask"),
-        "node_ptr": _read_array(padded, INSTR_LAYOUT, ("node_ptr",), 2),
-        "node": read_fields(padded, node_offsets, 32).reshape(-1, 2, 32),
-        "pointer_flags": _read(padded, INSTR_LAYOUT, "pointer_flags"),
+        "dual": _read(words, INSTR_LAYOUT, "dual"),
+        "origin": _read_array(words, INSTR_LAYOUT, ("ray", "origin"), 3),
+        "dir": _read_array(words, INSTR_LAYOUT, ("ray", "dir"), 3),
+        "extent": _read(words, INSTR_LAYOUT, "ray", "extent"),
+        "instance_mask": _read(words, INSTR_LAYOUT, "ray", "instance_mask"),
+        "node_ptr": _read_array(words, INSTR_LAYOUT, ("node_ptr",), 2),
+        "node": read_fields(words, node_offsets, 32).reshape(-1, 2, 32),
+        "pointer_flags": _read(words, INSTR_LAYOUT, "pointer_flags"),
     }
     for name in _DESC_FIELDS:
-        f[name] = _read(padded, INSTR_LAYOUT, "desc", name)
+        f[name] = _read(words, INSTR_LAYOUT, "desc", name)
     return f
 
 

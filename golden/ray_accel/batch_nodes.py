@@ -11,6 +11,7 @@ once. Slot arrays: ``ptr``, ``valid``, ``cull_flags``, ``mask`` ``(M, S)`` and `
 import numpy as np
 
 from . import batch_fp as F
+from . import box_node
 from .ray import INVALID_NODE, NODE_TYPE_BOX8
 
 __all__ = [
@@ -27,17 +28,16 @@ _NAN = np.uint32(F.CANONICAL_NAN)
 _INVALID = np.uint32(INVALID_NODE)
 
 
+_DQ_TABLE = []
+
+
 def dequant_offset(exp, q):
-    """``Dq(q)`` FP32 patterns (:func:`.box_node.dequant_offset`): ``p = floor(log2 q)``,
-    ``se = p - 12 + exp``; 0 when ``q == 0`` or ``se <= 0``, else
-    ``(se << 23) | ((q << (23 - p)) & 0x7FFFFF)``."""
-    q = q.astype(np.int64)
-    p = np.frexp(q.astype(np.float64))[1].astype(np.int64) - 1   # exact for q <= 4096
-    p = np.maximum(p, 0)
-    se = p - 12 + exp.astype(np.int64)
-    mant = np.left_shift(q, 23 - p) & 0x7FFFFF
-    bits = np.where((q == 0) | (se <= 0), 0, (np.clip(se, 0, 255) << 23) | mant)
-    return bits.astype(np.uint32)
+    """``Dq(q)`` FP32 patterns of 8-bit exponents and planes ``q`` in 0..4096: a look-up in the
+    table of every ``(exp, q)`` made once by :func:`.box_node.dequant_offset`."""
+    if not _DQ_TABLE:
+        _DQ_TABLE.append(box_node.dequant_offset(np.arange(256)[:, None],
+                                                 np.arange(4097)[None, :]).ravel())
+    return _DQ_TABLE[0][exp.astype(np.intp) * 4097 + q.astype(np.intp)]
 
 
 def dequantize(origin, exp, q):

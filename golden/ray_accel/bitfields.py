@@ -61,31 +61,43 @@ def field_span(layout, *path):
     return offset, _width(shape)
 
 
-def _padded(words):
-    """``words`` as uint64 with one zero column appended (so ``w[:, i + 1]`` always exists)."""
-    words = np.asarray(words)
-    if words.dtype != np.uint32 or words.ndim != 2:
-        raise ValueError(f"a word array must be a 2-D uint32 array, not {words.dtype} "
-                         f"{words.shape}")
-    out = np.zeros((words.shape[0], words.shape[1] + 1), dtype=np.uint64)
-    out[:, :-1] = words
-    return out
+def _check(words):
+    if not isinstance(words, np.ndarray) or words.dtype != np.uint32 or words.ndim != 2:
+        raise ValueError("a word array must be a 2-D numpy array of dtype uint32")
+
+
+def _runs(offsets):
+    """Split bit offsets into runs of consecutive 32-bit strides: ``[(first, count), ...]``."""
+    runs = []
+    for bit in offsets:
+        if runs and bit == runs[-1][0] + 32 * runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([bit, 1])
+    return runs
 
 
 def read_fields(words, offsets, width):
     """Fields of ``width`` (1..32) bits at each bit offset of ``offsets``, for every row.
 
-    ``words`` may be the output of :func:`_padded` (uint64, one extra column) to save the copy
-    when many fields are read. Returns a uint32 array of shape ``(N, len(offsets))``.
+    Returns a uint32 array of shape ``(N, len(offsets))``. Offsets 32 bits apart (array
+    elements) are read with one pair of column slices.
     """
+    _check(words)
     if not 1 <= width <= 32:
         raise ValueError(f"`width` must be from 1 to 32, not {width}")
-    w = words if words.dtype == np.uint64 else _padded(words)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    index, shift = offsets // 32, (offsets % 32).astype(np.uint64)
-    pair = w[:, index] | (w[:, index + 1] << np.uint64(32))
-    mask = np.uint64((1 << width) - 1)
-    return ((pair >> shift) & mask).astype(np.uint32)
+    out = np.empty((words.shape[0], len(offsets)), dtype=np.uint32)
+    column = 0
+    for first, count in _runs([int(b) for b in offsets]):
+        index, shift = first // 32, first % 32
+        value = words[:, index:index + count] >> np.uint32(shift)
+        if shift + width > 32:
+            value = value | (words[:, index + 1:index + count + 1] << np.uint32(32 - shift))
+        if width < 32:
+            value = value & np.uint32((1 << width) - 1)
+        out[:, column:column + count] = value
+        column += count
+    return out
 
 
 def read_field(words, offset, width):
@@ -97,6 +109,7 @@ def write_fields(words, offsets, width, values):
     """Overwrite, in place, the fields of ``width`` (1..32) bits at each bit offset of
     ``offsets`` in every row of the uint32 word array ``words`` with ``values``
     (``(N, len(offsets))``); the other bits are kept."""
+    _check(words)
     if not 1 <= width <= 32:
         raise ValueError(f"`width` must be from 1 to 32, not {width}")
     values = np.asarray(values).astype(np.uint64).reshape(words.shape[0], len(offsets))
