@@ -10,8 +10,8 @@ types exactly as :mod:`.intersect` does, and runs each path on all its rows at o
 * instance nodes (transform, BLAS pointer, filter box): fully vectorised;
 * dual form (legacy FP32/FP16 box nodes and legacy triangle nodes, the status rules): fully
   vectorised (:mod:`.batch_triangle` for the triangles);
-* triangle-pair nodes: :func:`.triangle.triangle_pair_eval_batch` on just those rows (its FP32
-  work is vectorised, the compressed node decode runs per row in Python).
+* triangle-pair nodes: vectorised except the compressed node decode, which runs per distinct
+  node in Python (:mod:`.batch_pairs`).
 
 Large batches are processed in chunks of :data:`CHUNK` rows to bound memory.
 """
@@ -21,8 +21,9 @@ import numpy as np
 from . import batch_box as B
 from . import batch_fp as F
 from . import batch_nodes as N
+from . import batch_pairs as P
 from . import batch_triangle as T
-from . import obb, triangle
+from . import obb
 from .bitfields import FieldWriter, field_span, read_fields, word_count
 from .instance import ADDRESS_MASK, UNDEFINED_DW
 from .intersect import available_paths
@@ -40,7 +41,6 @@ from .ray import (
     STATUS_BAD_NODE,
     STATUS_NOT_MODELLED,
     STATUS_OK,
-    node_bytes,
 )
 
 __all__ = ["CHUNK", "decode_instr_words", "encode_out_words", "intersect_words"]
@@ -197,25 +197,13 @@ def _instance(r, f, rows, pf, ftz):
     r.status[rows] = STATUS_OK
 
 
-def _ray_dict(f, n):
-    return {"origin": [int(v) for v in f["origin"][n]], "dir": [int(v) for v in f["dir"][n]],
-            "extent": int(f["extent"][n]), "instance_mask": int(f["instance_mask"][n])}
-
-
-def _desc_dict(f, n):
-    return {name: int(f[name][n]) for name in _DESC_FIELDS}
-
-
-def _triangle_pairs(r, f, rows):
-    """Triangle-pair nodes: the scalar model's batch evaluator on just these rows."""
-    items = [(node_bytes([int(v) for v in f["node"][n, 0]]), int(f["node_ptr"][n, 0]),
-              _ray_dict(f, n), int(f["pointer_flags"][n]), _desc_dict(f, n)) for n in rows]
-    for n, res in zip(rows, triangle.triangle_pair_eval_batch(items)):
-        if res["error"]:
-            r.fail(n, STATUS_BAD_NODE)
-        else:
-            r.dw[n] = res["dwords"]
-            r.status[n] = STATUS_OK
+def _triangle_pairs(r, f, rows, pf):
+    """Triangle-pair nodes (:mod:`.batch_pairs`)."""
+    dwords, error = P.triangle_pair_dwords(f["node"][rows, 0], f["node_ptr"][rows, 0],
+                                           f["origin"][rows], f["dir"][rows], pf)
+    r.dw[rows] = dwords
+    r.status[rows] = STATUS_OK
+    r.fail(rows[error], STATUS_BAD_NODE)
 
 
 def _single(r, f, rows, pf, paths, ftz):
@@ -228,7 +216,7 @@ def _single(r, f, rows, pf, paths, ftz):
         _bvh8(r, f, rows[box], pf[box], paths, ftz)
     if np.any(tri):
         if "triangle" in paths:
-            _triangle_pairs(r, f, rows[tri])
+            _triangle_pairs(r, f, rows[tri], pf[tri])
         else:
             r.fail(rows[tri], STATUS_NOT_MODELLED)
     if np.any(inst):
