@@ -9,6 +9,7 @@ from gpurtl.golden.ray_accel import batch, batch_box, batch_fp, bitfields
 from gpurtl.golden.ray_accel.intersect import IntersectModel, available_paths
 from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.sim import registry
+from gpurtl.sim.blocks import ray_accel_words
 from gpurtl.sim.layouts import pack
 from gpurtl.sim.words import dicts_from_words, words_from_dicts
 
@@ -28,6 +29,12 @@ def instructions(block):
 @pytest.fixture(scope="module")
 def words(instructions):
     return words_from_dicts(INSTR_LAYOUT, instructions)
+
+
+@pytest.fixture(scope="module")
+def expected(instructions):
+    """The scalar model's packed results (default paths, no flushing)."""
+    return scalar_words(instructions)
 
 
 def scalar_words(instructions, **kwargs):
@@ -109,21 +116,21 @@ def test_stimulus_covers_every_kind(instructions):
 
 
 @pytest.mark.parametrize("ftz", [False, True])
-def test_batch_equals_scalar(instructions, words, ftz):
-    expected = scalar_words(instructions, ftz=ftz)
+def test_batch_equals_scalar(instructions, words, expected, ftz):
+    reference = scalar_words(instructions, ftz=True) if ftz else expected
     got = batch.intersect_words(words, ftz=ftz)
-    assert mismatched_rows(expected, got) == []
-    status = np.array([d["status"] for d in dicts_from_words(OUT_LAYOUT, got[:400])])
-    assert {0, 1, 2} <= set(status.tolist()) or {0, 2} <= set(status.tolist())
+    assert mismatched_rows(reference, got) == []
+    status = bitfields.read_field(got, *bitfields.field_span(OUT_LAYOUT, "status"))
+    assert set(status.tolist()) == {0, 1, 2}
 
 
 @pytest.mark.parametrize("paths", [{"box"}, {"box", "obb", "instance"},
                                    {"box", "triangle", "legacy_triangle"}])
 def test_batch_equals_scalar_restricted_paths(instructions, words, paths):
-    part = slice(0, 500)
-    expected = scalar_words(instructions[part], paths=paths)
+    part = slice(0, 400)
+    reference = scalar_words(instructions[part], paths=paths)
     got = batch.intersect_words(words[part], paths=paths)
-    assert mismatched_rows(expected, got) == []
+    assert mismatched_rows(reference, got) == []
     if "triangle" not in paths:
         assert any(d["status"] == 1 for d in dicts_from_words(OUT_LAYOUT, got))
 
@@ -134,10 +141,9 @@ def test_chunks_give_the_same_rows(words, monkeypatch):
     assert np.array_equal(batch.intersect_words(words[:300]), whole)
 
 
-def test_perturbed_row_is_caught(instructions, words):
+def test_perturbed_row_is_caught(words, expected):
     """The comparison names exactly the row whose input the batch saw differently."""
     part = slice(0, 300)
-    expected = scalar_words(instructions[part])
     changed = words[part].copy()
     f = batch.decode_instr_words(changed)
     rows = [n for n in range(300) if not f["dual"][n] and f["node_ptr"][n, 0] & 0xF == 5
@@ -147,7 +153,7 @@ def test_perturbed_row_is_caught(instructions, words):
     changed[victim] = words[victim]
     bitfields.write_fields(changed, [offset], 32,
                            np.where(np.arange(300) == victim, 0x80000000, f["extent"])[:, None])
-    assert mismatched_rows(expected, batch.intersect_words(changed)) == [victim]
+    assert mismatched_rows(expected[part], batch.intersect_words(changed)) == [victim]
 
 
 def _no_wide_stages(ptrs, keys, sort_tri_first, wide, enable, *, ftz=False):
@@ -163,11 +169,10 @@ def _propagating_maxnum(a, b, *, ftz=False):
 
 @pytest.mark.parametrize("name, broken", [("sort_slots", _no_wide_stages),
                                           ("maxnum", _propagating_maxnum)])
-def test_broken_variants_are_caught(instructions, words, monkeypatch, name, broken):
+def test_broken_variants_are_caught(words, expected, monkeypatch, name, broken):
     part = slice(0, 400)
-    expected = scalar_words(instructions[part])
     monkeypatch.setattr(batch_box, name, broken)
-    assert len(mismatched_rows(expected, batch.intersect_words(words[part]))) > 0
+    assert len(mismatched_rows(expected[part], batch.intersect_words(words[part]))) > 0
 
 
 def test_bad_words_shape():
@@ -177,14 +182,15 @@ def test_bad_words_shape():
 
 # --- registry hooks -------------------------------------------------------------------------------
 
-def test_hooks_fast_stimulus(block):
+def test_hooks_fast_stimulus(block, monkeypatch):
+    monkeypatch.setattr(ray_accel_words, "POOL", 300)
     params = block.resolve()
     count = 3000                                    # above the pool, so rows are varied
     words = block.stimulus_words(np.random.default_rng(11), count, **params)
     assert words.dtype == np.uint32 and words.shape == (count, (INSTR_LAYOUT.size + 31) // 32)
     again = block.stimulus_words(np.random.default_rng(11), count, **params)
     assert np.array_equal(words, again)
-    assert len(np.unique(words, axis=0)) > 0.9 * count
+    assert len(np.unique(words, axis=0)) > 0.75 * count   # a fifth are pool rows unchanged
     got = block.golden_words(words, **params)
     sample = np.random.default_rng(0).choice(count, 300, replace=False)
     expected = scalar_words(dicts_from_words(INSTR_LAYOUT, words[sample]))
