@@ -9,6 +9,9 @@
    (:class:`~gpurtl.golden.ray_accel.intersect.IntersectModel`, one dictionary per call) and the
    batch model; the ratio. Every timing is the median of ``R`` runs; the batch results are
    compared with the scalar ones on the ``K`` rows.
+
+Wall-clock rates depend on what else the machine runs; the rates per CPU second (process time)
+do much less.
 """
 
 import argparse
@@ -16,7 +19,7 @@ import statistics
 import time
 
 import numpy as np
-from gpurtl.golden.ray_accel.batch import decode_instr_words
+from gpurtl.golden.ray_accel.bitfields import field_span, read_field
 from gpurtl.golden.ray_accel.intersect import IntersectModel
 from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, OUT_LAYOUT
 
@@ -27,13 +30,19 @@ __all__ = ["main"]
 
 
 def _median_time(function, repeat):
-    times = []
+    """Median wall-clock and process (CPU) seconds of ``repeat`` calls, and the last result."""
+    wall, cpu = [], []
     result = None
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return (statistics.median(wall), statistics.median(cpu)), result
+
+
+def _rate(count, times, unit):
+    return f"{count / times[0]:,.0f} {unit} ({count / times[1]:,.0f} per CPU second)"
 
 
 def _compare(name, words, block, params, scalar_count, repeat):
@@ -44,9 +53,9 @@ def _compare(name, words, block, params, scalar_count, repeat):
     t_scalar, outs = _median_time(lambda: [model(tx) for tx in txs], repeat)
     t_batch, got = _median_time(lambda: block.golden_words(part, **params), repeat)
     same = np.array_equal(words_from_dicts(OUT_LAYOUT, outs), got)
-    print(f"{name}, same {n} rows: scalar {n / t_scalar:,.0f} instr/s, batch "
-          f"{n / t_batch:,.0f} instr/s, ratio {t_scalar / t_batch:,.1f}x, "
-          f"{'bit-identical' if same else 'MISMATCH'}")
+    print(f"{name}, same {n} rows: scalar {_rate(n, t_scalar, 'instr/s')}, batch "
+          f"{_rate(n, t_batch, 'instr/s')}, ratio {t_scalar[0] / t_batch[0]:,.1f}x wall, "
+          f"{t_scalar[1] / t_batch[1]:,.1f}x CPU, {'bit-identical' if same else 'MISMATCH'}")
     return same
 
 
@@ -65,19 +74,22 @@ def main(argv=None):
 
     t, words = _median_time(
         lambda: block.stimulus_words(np.random.default_rng(args.seed), args.count, **params), 1)
-    print(f"stimulus_words: {args.count:,} rows in {t:.2f} s, {args.count / t:,.0f} rows/s")
+    print(f"stimulus_words: {args.count:,} rows in {t[0]:.2f} s, "
+          f"{_rate(args.count, t, 'rows/s')}")
 
-    f = decode_instr_words(words)
-    box = (f["dual"] == 0) & ((f["node_ptr"][:, 0] & 0xF) == 5) & \
-        ((f["node"][:, 0, 7] & 0x7F) == 0x7F)
+    def field(*path):
+        return read_field(words, *field_span(INSTR_LAYOUT, *path))
+
+    box = (field("dual") == 0) & ((field("node_ptr", 0) & 0xF) == 5) & \
+        ((field("node", 0, 7) & 0x7F) == 0x7F)
     box_words = np.ascontiguousarray(words[box])
     t, _ = _median_time(lambda: block.golden_words(words, **params), args.repeat)
-    print(f"batch, mixed stimulus: {args.count:,} rows, median {t:.2f} s, "
-          f"{args.count / t:,.0f} instr/s")
+    print(f"batch, mixed stimulus: {args.count:,} rows, median {t[0]:.2f} s, "
+          f"{_rate(args.count, t, 'instr/s')}")
     t, _ = _median_time(lambda: block.golden_words(box_words, **params), args.repeat)
     rows = box_words.shape[0]
-    print(f"batch, BVH8 box rows: {rows:,} rows, median {t:.2f} s, {rows / t:,.0f} instr/s, "
-          f"{8 * rows / t:,.0f} box tests/s")
+    print(f"batch, BVH8 box rows: {rows:,} rows, median {t[0]:.2f} s, "
+          f"{_rate(rows, t, 'instr/s')}, {_rate(8 * rows, t, 'box tests/s')}")
     ok = _compare("mixed stimulus", words, block, params, args.scalar_count, args.repeat)
     ok &= _compare("BVH8 box rows", box_words, block, params, args.scalar_count, args.repeat)
     return 0 if ok else 1
