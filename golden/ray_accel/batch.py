@@ -99,12 +99,8 @@ def encode_out_words(dw, origin, direction, status):
     return out.words()
 
 
-def _rows(f, index):
-    return {name: value[index] for name, value in f.items()}
-
-
 class _Result:
-    """Output arrays of one chunk; every row starts as "not yet decided"."""
+    """Output arrays of one chunk (every path writes its rows)."""
 
     def __init__(self, f):
         n = f["dual"].shape[0]
@@ -118,7 +114,7 @@ class _Result:
         self.status[index] = status
 
 
-def _slots_result(r, f, rows, slots, inv_dir, box_origin, dedup, ftz):
+def _slots_result(f, rows, slots, inv_dir, box_origin, dedup, ftz):
     """Test, de-duplicate and sort ``slots`` of ``rows``; returns the 8 (or 4) pointers."""
     ptrs, keys = B.test_slots(slots["ptr"], slots["valid"], slots["min"], slots["max"],
                               slots["culled"], box_origin, inv_dir, f["extent"][rows],
@@ -139,12 +135,11 @@ def _bvh8(r, f, rows, pf, paths, ftz):
             r.fail(rows[rotate], STATUS_NOT_MODELLED)
             keep = ~rotate
         else:
-            new_o, new_d, bad = obb.obb_transform_ray(obb_index.astype(np.int64), origin,
-                                                      direction)
-            origin = np.where(rotate[:, None], new_o, origin)
-            direction = np.where(rotate[:, None], new_d, direction)
-            r.fail(rows[bad], STATUS_BAD_NODE)
-            keep = ~bad
+            turn = np.nonzero(rotate)[0]                  # origin, direction: copies
+            origin[turn], direction[turn], bad = obb.obb_transform_ray(
+                obb_index[turn].astype(np.int64), origin[turn], direction[turn])
+            r.fail(rows[turn[bad]], STATUS_BAD_NODE)
+            keep[turn[bad]] = False
     if not np.any(keep):
         return
     rows = rows[keep]
@@ -154,7 +149,7 @@ def _bvh8(r, f, rows, pf, paths, ftz):
     node["culled"] = B.box_culled(node["cull_flags"], pf) | \
         ((node["mask"] & f["instance_mask"][rows][:, None]) == 0)
     node["wide"] = f["wide_sort"][rows]
-    ptrs = _slots_result(r, f, rows, node, F.rcp(direction, ftz=ftz), origin,
+    ptrs = _slots_result(f, rows, node, F.rcp(direction, ftz=ftz), origin,
                          np.ones(rows.shape, dtype=bool), ftz)
     r.dw[rows, :8] = ptrs
     r.dw[rows, 8:] = 0
@@ -180,7 +175,7 @@ def _instance(r, f, rows, pf, ftz):
     slots = {"ptr": node["ptr"], "valid": node["valid"], "min": node["min"], "max": node["max"],
              "culled": np.zeros(node["ptr"].shape, dtype=bool),
              "wide": np.zeros(rows.shape, dtype=np.uint32)}
-    ptrs = _slots_result(r, f, rows, slots, F.rcp(new_d, ftz=ftz), new_o,
+    ptrs = _slots_result(f, rows, slots, F.rcp(new_d, ftz=ftz), new_o,
                          np.ones(rows.shape, dtype=bool), ftz)
     low = ptrs & np.uint32(0xFF)
     dw7 = low[:, 0] | (low[:, 1] << np.uint32(8)) | (low[:, 2] << np.uint32(16)) | \
@@ -264,7 +259,7 @@ def _dual_nodes(r, f, rows, types, pf, ftz):
     slots["culled"] = B.box_culled(slots["cull_flags"], pf)
     slots["wide"] = np.where(np.all(is_box, axis=1), f["wide_sort"][rows], np.uint32(0))
     dw = np.zeros((rows.shape[0], 10), dtype=np.uint32)
-    dw[:, :8] = _slots_result(r, f, rows, slots, F.rcp(f["dir"][rows], ftz=ftz),
+    dw[:, :8] = _slots_result(f, rows, slots, F.rcp(f["dir"][rows], ftz=ftz),
                               f["origin"][rows], np.zeros(rows.shape, dtype=bool), ftz)
     for k in range(2):
         tri = ~is_box[:, k]
