@@ -142,10 +142,9 @@ def _bvh8(r, f, rows, pf, paths, ftz):
             keep[turn[bad]] = False
     if not np.any(keep):
         return
-    rows = rows[keep]
-    node = {name: value[keep] for name, value in node.items()}
-    origin, direction = origin[keep], direction[keep]
-    pf = pf[keep]
+    if not np.all(keep):
+        rows, origin, direction, pf = rows[keep], origin[keep], direction[keep], pf[keep]
+        node = {name: value[keep] for name, value in node.items()}
     node["culled"] = B.box_culled(node["cull_flags"], pf) | \
         ((node["mask"] & f["instance_mask"][rows][:, None]) == 0)
     node["wide"] = f["wide_sort"][rows]

@@ -10,7 +10,6 @@ The same operations in the same order as the scalar model (:mod:`.box_path`, :mo
 import numpy as np
 
 from . import batch_fp as F
-from .box_test import grow_constant
 from .ray import (
     HEURISTIC_LARGEST_FIRST,
     HEURISTIC_MIDPOINT,
@@ -36,7 +35,6 @@ __all__ = [
 _INVALID = np.uint32(INVALID_NODE)
 _POS_INF = np.uint32(0x7F800000)
 _NEG_INF = np.uint32(0xFF800000)
-_GROW = np.array([grow_constant(g) for g in range(256)], dtype=np.uint32)
 
 
 def effective_pointer_flags(pointer_flags, pointer_flags_en):
@@ -89,8 +87,7 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
     min_t = np.where(nan, _POS_INF, min_t)
     max_t = np.where(nan, _NEG_INF, max_t)
     grow = (box_grow & np.uint32(0xFF))[:, None]
-    grown = F.fma(max_t, _GROW[grow], max_t, ftz=ftz)
-    grown = np.where(grow == 0, max_t, grown)
+    grown = np.where(grow == 0, max_t, F.grow(max_t, grow, ftz=ftz))
     hit = ~nan & F.le(min_t, grown, ftz=ftz)
     return {"hit": hit, "min_t": min_t, "max_t": max_t,
             "tmin_raw": np.where(tmin_nan, np.uint32(0), tmin_raw),

@@ -18,7 +18,7 @@ All functions take and return uint32 bit-pattern arrays (bool for comparisons).
 import numpy as np
 from gpurtl.golden import fp32
 
-__all__ = ["CANONICAL_NAN", "add", "flush", "fma", "is_nan", "le", "lt", "mul", "rcp", "sub"]
+__all__ = ["CANONICAL_NAN", "add", "flush", "fma", "grow", "is_nan", "le", "lt", "mul", "rcp", "sub"]
 
 CANONICAL_NAN = fp32.CANONICAL_NAN
 _MAG = np.uint32(0x7FFFFFFF)
@@ -75,6 +75,22 @@ def mul(a, b, *, ftz=False):
 def fma(a, b, c, *, ftz=False):
     """``a * b + c`` rounded once (:func:`gpurtl.golden.fp32.fma`)."""
     return np.asarray(fp32.fma(_u32(a), _u32(b), _u32(c), ftz=ftz), dtype=np.uint32)
+
+
+_GROW_FACTOR = 1.0 + np.arange(256, dtype=np.float64) * 2.0 ** -24
+
+
+def grow(max_t, box_grow, *, ftz=False):
+    """``fma(max_t, box_grow * 2**-24, max_t)`` (:func:`.box_test.grow_max` for ``box_grow``
+    1..255): ``max_t * (1 + box_grow * 2**-24)`` is exact in float64 (24 + 25 significant
+    bits), so casting it to float32 rounds the exact value once, as the FMA does."""
+    max_t = _u32(max_t)
+    if ftz:
+        max_t = flush(max_t)
+    factor = _GROW_FACTOR[np.asarray(box_grow).astype(np.intp) & 0xFF]
+    with np.errstate(all="ignore"):
+        z = (max_t.view(np.float32).astype(np.float64) * factor).astype(np.float32)
+    return _finish(z.view(np.uint32), ftz)
 
 
 def rcp(a, *, ftz=False):

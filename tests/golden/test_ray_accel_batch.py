@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel import batch, batch_box, batch_fp, bitfields
+from gpurtl.golden.ray_accel import box_test as bt
 from gpurtl.golden.ray_accel.intersect import IntersectModel, available_paths
 from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.sim import registry
@@ -68,6 +69,18 @@ def test_fp_shortcuts_match_golden_fp32(ftz):
     for name in ("lt", "le"):
         assert np.array_equal(getattr(batch_fp, name)(a, b, ftz=ftz),
                               getattr(fp32, name)(a, b, ftz=ftz)), name
+
+
+@pytest.mark.parametrize("ftz", [False, True])
+def test_grow_matches_fma(ftz):
+    rng = np.random.default_rng(8)
+    special = np.array(fp32.special_values(), dtype=np.uint32)
+    max_t = np.concatenate([np.repeat(special, 256),
+                            rng.integers(0, 1 << 32, 256 * 400, dtype=np.uint64).astype(np.uint32)])
+    g = np.tile(np.arange(256), len(max_t) // 256)
+    expected = bt.grow_max(max_t, g, ftz=ftz)
+    got = np.where(g == 0, max_t, batch_fp.grow(max_t, g, ftz=ftz))
+    assert np.array_equal(got, expected)
 
 
 # --- word arrays ----------------------------------------------------------------------------------
