@@ -18,7 +18,8 @@ All functions take and return uint32 bit-pattern arrays (bool for comparisons).
 import numpy as np
 from gpurtl.golden import fp32
 
-__all__ = ["CANONICAL_NAN", "add", "flush", "fma", "grow", "is_nan", "le", "lt", "mul", "rcp", "sub"]
+__all__ = ["CANONICAL_NAN", "add", "flush", "fma", "grow", "is_nan", "le", "lt", "mul", "rcp",
+           "sub"]
 
 CANONICAL_NAN = fp32.CANONICAL_NAN
 _MAG = np.uint32(0x7FFFFFFF)

@@ -61,8 +61,9 @@ def _exponents(dword):
 
 
 def _child_pointers(ctype, crange, valid, internal, prim):
-    """Running box / leaf offsets (spec 1.4): box children take ``internal``, others
-    ``prim | type``; each advances its own offset by ``range << 4``."""
+    """Child pointers from running offsets (gpurt ``src/shadersClean/common/gfx12/
+    internalNode.hlsli``): box children take ``internal``, others ``prim | type``; each kind
+    advances its own offset by ``range << 4``."""
     ptrs = np.empty(ctype.shape, dtype=np.uint32)
     for i in range(ctype.shape[1]):
         is_box = ctype[:, i] == NODE_TYPE_BOX8
