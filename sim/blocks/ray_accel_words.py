@@ -133,7 +133,8 @@ def _vary_desc(rng, words, vary):
 
 def stimulus_words(rng, count, **params):
     """``(count, W_in)`` uint32 word array of random ``INSTR_LAYOUT`` instructions (module doc
-    string); ``params`` are the block's build parameters."""
+    string); ``params`` are the block's build parameters. Up to :data:`POOL` rows are exactly
+    the block's ``stimulus(rng, count)``, packed."""
     from .ray_accel import stimulus
     if count < 0:
         raise ValueError(f"`count` must be a non-negative integer, not {count}")
