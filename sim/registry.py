@@ -132,6 +132,13 @@ class Block:
     small : dict, optional
         Parameter overrides that give a small, quickly built and simulated variant (the registry
         smoke test uses them); empty when the defaults are already small.
+    stimulus_words : callable, optional
+        ``stimulus_words(rng, count, **params) -> (count, W_in) uint32`` word array (rows packed
+        as :func:`gpurtl.sim.layouts.pack` does, little-endian 32-bit words): fast stimulus for
+        long runs.
+    golden_words : callable, optional
+        ``golden_words(words, **params) -> (count, W_out) uint32``: the golden model on a whole
+        word array at once.
     """
 
     name: str
@@ -147,6 +154,8 @@ class Block:
     check_count: int = 1000
     group: str = ""
     small: dict = field(default_factory=dict)
+    stimulus_words: object = None
+    golden_words: object = None
 
     def __post_init__(self):
         if self.kind not in ("pipeline", "cycle"):

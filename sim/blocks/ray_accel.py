@@ -21,6 +21,7 @@ from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT, 
 from gpurtl.facts.fp32 import f32_bits
 
 from ..registry import Block, Param, register
+from .ray_accel_words import golden_words, stimulus_words
 
 __all__ = ["stimulus"]
 
@@ -269,6 +270,8 @@ register(Block(
     check_count=200,
     small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
     group="ray_accel",
+    stimulus_words=stimulus_words,
+    golden_words=golden_words,
 ))
 
 
