@@ -20,14 +20,13 @@ every kind of node.
 """
 
 import numpy as np
-
 from gpurtl.golden import fp32
 
 from . import box_node, box_path, sort
 from . import box_test as bt
 from . import intersect as scalar
 from . import triangle as tri
-from .ray import (INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK, node_bytes)
+from .ray import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK, node_bytes
 
 __all__ = ["intersect_wave", "sort_network"]
 

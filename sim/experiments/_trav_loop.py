@@ -30,15 +30,19 @@ fetch; the cycle model (:mod:`._cu_model`) times it.
 """
 
 import numpy as np
-
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import (INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE,
-                                         default_desc)
+from gpurtl.golden.ray_accel.ray import (
+    INVALID_NODE,
+    ROOT_NODE_PTR,
+    SKIP_0_7,
+    TERMINAL_NODE,
+    default_desc,
+)
 
 from . import _trav_stack as S
 
-__all__ = ["MODES", "COUNTERS", "Scene", "WaveTrace", "trace_wave", "LANES"]
+__all__ = ["COUNTERS", "LANES", "MODES", "Scene", "WaveTrace", "trace_wave"]
 
 MODES = ("bvh8", "bvh4x2", "bvh4")
 LANES = 32
@@ -97,13 +101,14 @@ class Scene:
 
 
 class WaveTrace:
-    """Per-iteration record of one wave: ``active`` (lanes), ``lines`` (node lines fetched, as
-    ``(bvh, byte offset)``), ``walkbacks`` (lanes in a walk-back step), plus per-ray counters
+    """Per-iteration record of one wave: ``active`` (lanes), ``lines`` (per active lane, the node
+    lines it fetches, as ``(bvh, byte offset)``), ``walkbacks`` (lanes in a walk-back step),
+    ``stack_dwords`` (DWORDs the stack instruction writes and reads), plus per-ray counters
     (``counts[name]``: arrays of 32), the closest hits (``t``, ``prim``, ``inst``) and how many
     iterations had two live paths (``dual_live``, ``dual_slots``)."""
 
     def __init__(self, n):
-        self.active, self.lines, self.walkbacks = [], [], []
+        self.active, self.lines, self.walkbacks, self.stack_dwords = [], [], [], []
         self.counts = {name: np.zeros(n, np.int64) for name in COUNTERS}
         self.t = np.full(n, np.inf)
         self.prim = np.full(n, -1, np.int64)
@@ -137,7 +142,7 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
     inst = [-1] * n
     t_hit = [_POS_INF] * n
     nodes = [[ROOT_NODE_PTR, INVALID_NODE] for _ in range(n)]
-    last = [INVALID_NODE] * n            # last visited node (for a walk-back)
+    [INVALID_NODE] * n            # last visited node (for a walk-back)
     walk = [None] * n                    # the child being walked back from, or None
     addr = [S.initial_stack_addr(r) for r in range(n)]
     done = [False] * n
@@ -153,19 +158,21 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                 instrs.append({"dual": 0, "ray": ray, "node_ptr": [n0, 0],
                                "node": [scene.node(b, n0), [0] * 32], "pointer_flags": 0,
                                "desc": desc})
-                lines.append((b, scene.offset(n0)))
+                lines.append(((b, scene.offset(n0)),))
             else:
                 ptrs, dws = [n0, _NULL_PTR], [scene.node(b, n0), _NULL_BOX]
-                lines.append((b, scene.offset(n0)))
+                lane_lines = [(b, scene.offset(n0))]
                 if not _is_special(n1):
                     ptrs[1], dws[1] = n1, scene.node(b, n1)
-                    lines.append((b, scene.offset(n1)))
+                    lane_lines.append((b, scene.offset(n1)))
+                lines.append(tuple(lane_lines))
                 instrs.append({"dual": 1, "ray": ray, "node_ptr": ptrs, "node": dws,
                                "pointer_flags": 0, "desc": desc})
         outs = intersect_wave(instrs)
         tr.active.append(len(lanes))
         tr.lines.append(lines)
         tr.walkbacks.append(sum(1 for r in lanes if walk[r] is not None))
+        tr.stack_dwords.append(0)
         for r, instr, out in zip(lanes, instrs, outs):
             if record is not None:
                 record(instr, out)
@@ -247,8 +254,10 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
             addr[r] = new_addr
             first, second = dst if op == S.PUSH8_POP2 else (dst, INVALID_NODE)
             pushes = _pushed(data, last_arg, op, prim_range)
+            pops = 1 + (op == S.PUSH8_POP2 and not _is_special(second))
             c["pushes"][r] += pushes
-            c["pops"][r] += 1 + (op == S.PUSH8_POP2 and not _is_special(second))
+            c["pops"][r] += pops
+            tr.stack_dwords[-1] += pushes + pops
             if after["blas2tlas_pop"]:
                 where[r], space[r], inst[r] = 0, world[r], -1
             if first == TERMINAL_NODE:

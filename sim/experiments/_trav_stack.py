@@ -11,8 +11,16 @@ primitive-range update; the TLAS/BLAS boundary on instance pops; the second pop 
 form stays inside the current BVH.
 """
 
-__all__ = ["SOURCE", "PUSH4_POP1", "PUSH8_POP1", "PUSH8_POP2", "LdsMemory", "stack_op",
-           "initial_stack_addr", "unpack_stack_addr"]
+__all__ = [
+    "PUSH4_POP1",
+    "PUSH8_POP1",
+    "PUSH8_POP2",
+    "SOURCE",
+    "LdsMemory",
+    "initial_stack_addr",
+    "stack_op",
+    "unpack_stack_addr",
+]
 
 PUSH4_POP1, PUSH8_POP1, PUSH8_POP2 = 224, 225, 226
 _INVALID, _TERMINAL = 0xFFFFFFFF, 0xFFFFFFFE

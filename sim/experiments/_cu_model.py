@@ -1,0 +1,173 @@
+"""Cycle-level model of one compute unit's ray-tracing slice running traversal-loop traces.
+
+Resources (each a timeline of the cycle at which it is next free):
+
+* two SIMDs: a wave's loop overhead (``alu_cycles`` per iteration: address set-up, the closest-hit
+  compare, the loop branch) occupies its SIMD;
+* the texture path and the ray accelerator: an intersect instruction sends its active lanes one
+  per cycle; each lane's node line(s) come from the L0 cache model (``l0_lines`` lines of 128 B,
+  LRU; ``l0_hit`` / ``l0_miss`` cycles); the accelerator takes one lane instruction every
+  ``ra_ii`` cycles in arrival order and answers ``ra_latency`` cycles later. ``queue="ooo"``
+  returns each wave's results as they complete (RDNA 4's per-type counters); ``"in_order"``
+  makes an instruction complete no earlier than the one issued before it (RDNA 3's shared queue,
+  the ``waitcnt_mem`` return-queue semantics). ``s_wait_bvhcnt 0`` stalls the wave until the
+  result is back;
+* the LDS: a stack instruction occupies it for ``ceil(dwords / lds_dwords_per_cycle)`` cycles
+  (each push writes and each pop reads one DWORD per lane) and answers ``stack_latency`` cycles
+  later; ``s_wait_dscnt 0`` stalls the wave until then.
+
+``slots`` waves are resident at once (from the register allocators' occupancy); a finished wave
+frees its slot for the next one after ``launch_cycles``.
+"""
+
+import heapq
+import math
+from collections import OrderedDict
+
+__all__ = ["CuParams", "CuResult", "simulate"]
+
+
+class CuParams:
+    """Parameters of :func:`simulate` (cycles unless named otherwise)."""
+
+    _DEFAULTS = {  # noqa: RUF012 (read-only table)"slots": 16, "ra_latency": 122, "ra_ii": 1, "stack_latency": 32,
+                 "lds_dwords_per_cycle": 32, "l0_hit": 20, "l0_miss": 200, "l0_lines": 256,
+                 "alu_cycles": 12, "launch_cycles": 64, "queue": "ooo", "simds": 2}
+
+    def __init__(self, **kwargs):
+        for key in kwargs:
+            if key not in self._DEFAULTS:
+                raise TypeError(f"unknown CU model parameter `{key}`")
+        values = dict(self._DEFAULTS, **kwargs)
+        for key, value in values.items():
+            if key == "queue":
+                if value not in ("ooo", "in_order"):
+                    raise ValueError(f"`queue` must be 'ooo' or 'in_order', not {value!r}")
+            elif not isinstance(value, int) or value < (1 if key in ("slots", "ra_ii", "simds",
+                                                                     "l0_lines",
+                                                                     "lds_dwords_per_cycle")
+                                                        else 0):
+                raise ValueError(f"`{key}` must be a non-negative integer, not {value!r}")
+        self._values = values
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def replace(self, **changes):
+        return CuParams(**dict(self._values, **changes))
+
+    def as_dict(self):
+        return dict(self._values)
+
+
+class CuResult:
+    """Totals of one simulated run."""
+
+    def __init__(self):
+        self.cycles = self.rays = self.box_tests = self.tri_tests = 0
+        self.lane_instrs = self.iterations = 0
+        self.bvh_stall = self.ds_stall = 0
+        self.l0_hits = self.l0_misses = 0
+
+    @property
+    def rays_per_kcycle(self):
+        return 1000.0 * self.rays / self.cycles if self.cycles else 0.0
+
+    @property
+    def utilization(self):
+        """Ray-accelerator work as a fraction of its peak (8 box or 2 triangle tests a cycle)."""
+        if not self.cycles:
+            return 0.0
+        return (self.box_tests / 8 + self.tri_tests / 2) / self.cycles
+
+    @property
+    def issue_utilization(self):
+        """Fraction of cycles the accelerator accepted a lane instruction."""
+        return self.lane_instrs / self.cycles if self.cycles else 0.0
+
+
+class _L0:
+    def __init__(self, lines):
+        self.lines, self.lru = lines, OrderedDict()
+        self.hits = self.misses = 0
+
+    def access(self, key):
+        if key in self.lru:
+            self.lru.move_to_end(key)
+            self.hits += 1
+            return True
+        self.misses += 1
+        self.lru[key] = None
+        if len(self.lru) > self.lines:
+            self.lru.popitem(last=False)
+        return False
+
+
+def simulate(traces, params, *, waves=None):
+    """Run the wave traces (:class:`._trav_loop.WaveTrace`, in launch order) on one CU.
+
+    ``waves``: how many waves to launch, cycling through ``traces`` (default: each trace once);
+    more waves than ``traces`` measure the steady state of a full CU from a small ray sample."""
+    p = params
+    res = CuResult()
+    l0 = _L0(p.l0_lines)
+    simd_free = [0] * p.simds
+    ra_free = lds_free = last_done = 0
+    waves = len(traces) if waves is None else waves
+    queue = [k % len(traces) for k in range(waves)][::-1]
+    events = []        # (time, seq, slot, trace index, iteration)
+    seq = 0
+    for slot in range(min(p.slots, waves)):
+        heapq.heappush(events, (p.launch_cycles, seq, slot, queue.pop(), 0))
+        seq += 1
+    end = 0
+    while events:
+        t, _, slot, w, it = heapq.heappop(events)
+        tr = traces[w]
+        if it == len(tr.active):
+            res.rays += len(tr.t)
+            res.box_tests += int(tr.counts["box_tests"].sum())
+            res.tri_tests += int(tr.counts["tri_tests"].sum())
+            end = max(end, t)
+            if queue:
+                heapq.heappush(events, (t + p.launch_cycles, seq, slot, queue.pop(), 0))
+                seq += 1
+            continue
+        res.iterations += 1
+        # loop overhead on the wave's SIMD
+        s = slot % p.simds
+        start = max(t, simd_free[s])
+        simd_free[s] = start + p.alu_cycles
+        t = start + p.alu_cycles
+        # the intersect instruction: one lane per cycle through the texture path and the accelerator
+        lanes = tr.active[it]
+        lane_lat = []
+        for lane_lines in tr.lines[it]:
+            lane_lat.append(max(p.l0_hit if l0.access(line) else p.l0_miss
+                                for line in lane_lines))
+        last_service = t
+        for lane, lat in enumerate(sorted(lane_lat)):
+            service = max(t + lane + lat, ra_free)
+            ra_free = service + p.ra_ii
+            last_service = service
+        done = last_service + p.ra_latency
+        if p.queue == "in_order":
+            done = max(done, last_done)
+        last_done = max(last_done, done)
+        res.lane_instrs += lanes
+        res.bvh_stall += done - (t + lanes)
+        # the stack instruction
+        dwords = tr.stack_dwords[it]
+        start = max(done, lds_free)
+        occupy = max(1, math.ceil(dwords / p.lds_dwords_per_cycle))
+        lds_free = start + occupy
+        ready = start + occupy + p.stack_latency
+        res.ds_stall += ready - done
+        heapq.heappush(events, (ready, seq, slot, w, it + 1))
+        seq += 1
+    res.cycles = end
+    res.l0_hits, res.l0_misses = l0.hits, l0.misses
+    return res
