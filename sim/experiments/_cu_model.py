@@ -30,7 +30,7 @@ __all__ = ["CuParams", "CuResult", "simulate"]
 class CuParams:
     """Parameters of :func:`simulate` (cycles unless named otherwise)."""
 
-    _DEFAULTS = {  # noqa: RUF012 (read-only table)"slots": 16, "ra_latency": 122, "ra_ii": 1, "stack_latency": 32,
+    _DEFAULTS = {"slots": 16, "ra_latency": 122, "ra_ii": 1, "stack_latency": 32,  # noqa: RUF012
                  "lds_dwords_per_cycle": 32, "l0_hit": 20, "l0_miss": 200, "l0_lines": 256,
                  "alu_cycles": 12, "launch_cycles": 64, "queue": "ooo", "simds": 2}
 

@@ -25,6 +25,10 @@ RDNA 2/3 style), ``push4_pop1``. The dual instruction's unused second node is an
 (four ``INVALID_NODE`` children) that is not fetched and not counted: the golden model has no
 single legacy form.
 
+Known limit: after an overflow in ``bvh4x2`` the walk-back starts from the later of the two
+nodes just visited; the other path's unvisited siblings can be lost, so a small stack can miss a
+closest hit there (the tests bound it). ``bvh8`` and ``bvh4`` walk back exactly.
+
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
 fetch; the cycle model (:mod:`._cu_model`) times it.
 """
@@ -133,7 +137,7 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
     desc = default_desc(wide_sort=0) if mode == "bvh4" else default_desc()
     op = {"bvh8": S.PUSH8_POP1, "bvh4x2": S.PUSH8_POP2, "bvh4": S.PUSH4_POP1}[mode]
     prim_range = mode == "bvh8"
-    lds = S.LdsMemory(32 * stack_size + LANES)
+    lds = S.LdsMemory(32 * stack_size)
     o_bits = np.asarray(origins, np.float32).view(np.uint32)
     d_bits = np.asarray(dirs, np.float32).view(np.uint32)
     world = [([int(v) for v in o_bits[r]], [int(v) for v in d_bits[r]]) for r in range(n)]
