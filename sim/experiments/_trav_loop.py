@@ -25,9 +25,10 @@ RDNA 2/3 style), ``push4_pop1``. The dual instruction's unused second node is an
 (four ``INVALID_NODE`` children) that is not fetched and not counted: the golden model has no
 single legacy form.
 
-Known limit: after an overflow in ``bvh4x2`` the walk-back starts from the later of the two
-nodes just visited; the other path's unvisited siblings can be lost, so a small stack can miss a
-closest hit there (the tests bound it). ``bvh8`` and ``bvh4`` walk back exactly.
+Known limit: after an overflow in ``bvh4x2`` the walk-back starts from the node popped second
+(the deeper stack entry) of the two just visited; when the two come from different parents the
+children just pushed for the other one can be lost, so a very small stack can miss a closest hit
+there (the tests bound it). ``bvh8`` and ``bvh4`` walk back exactly.
 
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
 fetch; the cycle model (:mod:`._cu_model`) times it.
@@ -244,7 +245,7 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                     tr.dual_live += instr["node_ptr"][1] != _NULL_PTR
             if walk[r] is not None:
                 last_arg = walk[r]
-            visited = nodes[r][1] if not _is_special(nodes[r][1]) else nodes[r][0]
+            visited = nodes[r][0]
             new_addr, dst = S.stack_op(op, addr[r], last_arg, data, lds, stack_size=stack_size,
                                        prim_range=prim_range)
             if stack_record is not None:

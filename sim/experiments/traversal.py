@@ -5,8 +5,8 @@ intersect, ``s_wait_bvhcnt``, ``ds_bvh_stack_*``, ``s_wait_dscnt``, leaf handlin
 transitions, the stackless walk-back after a stack overflow -- in three modes: ``bvh8`` (RDNA 4:
 BVH8 + ``push8_pop1``), ``bvh4x2`` (dual intersect on a BVH4 + ``push8_pop2``) and ``bvh4``
 (RDNA 2/3 style: one BVH4 node per instruction + ``push4_pop1``). Every intersect goes through the
-golden ray-accelerator model (batched per wave) and every stack instruction through the stack
-model; the closest hits are checked against the project's float64 reference traversal.
+golden ray-accelerator model (batched per wave) and every stack instruction through the golden
+``ds_bvh_stack`` model; the closest hits are checked against the project's float64 reference traversal.
 
 Timing part (:mod:`._cu_model`): the traces run on one CU (two SIMDs, one ray accelerator, the
 LDS, an L0 cache) with the accelerator's latency and initiation interval taken from the
@@ -14,7 +14,9 @@ LDS, an L0 cache) with the accelerator's latency and initiation interval taken f
 (static vs RDNA 4 dynamic VGPRs) and the node-fetch latency swept.
 
 RTL in the loop: a sample of the intersect instructions the loop issued is replayed through the
-``ray_accel`` RTL (Amaranth simulator) and compared with the results the loop used.
+``ray_accel`` RTL (Amaranth simulator) and compared with the results the loop used (not with
+``--quick``: the full build takes minutes); one wave's stack instructions per mode are replayed in
+program order through the ``ds_bvh_stack`` RTL (the LDS contents carry over between them).
 
 The article compared: Chips and Cheese, "RDNA 4's Raytracing Improvements" (2025): BVH8 takes
 fewer steps than BVH4 but does more intersection tests; BVH4x2 needs more memory accesses and
@@ -184,6 +186,34 @@ def _rtl_replay(records, limit):
     return report.passed, report.failed, kinds
 
 
+def stack_replay(scene, origins, dirs, *, stack_size=16, limit=None):
+    """Replay the stack instructions of one wave (in program order, the LDS carrying over)
+    through the ``ds_bvh_stack`` RTL (Amaranth simulator), expecting the results the loop used.
+    Returns ``(passed, failed)``."""
+    from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
+    from gpurtl.golden.ray_accel.ray import INVALID_NODE
+    from gpurtl.sim import lockstep, registry
+
+    from ._trav_loop import trace_wave
+    requests, expected = [], []
+
+    def record(request, response):
+        new, dst = response
+        dst0, dst1 = dst if isinstance(dst, tuple) else (dst, INVALID_NODE)
+        requests.append(dict(request, stack_addr=unpack_stack_addr(request["stack_addr"]),
+                             tri_size_opt=0))
+        expected.append({"stack_addr": unpack_stack_addr(new), "dst0": dst0, "dst1": dst1,
+                         "error": 0})
+
+    trace_wave(scene, origins[:32], dirs[:32], stack_size=stack_size, stack_record=record)
+    if limit is not None:       # a prefix keeps the LDS contents consistent
+        requests, expected = requests[:limit], expected[:limit]
+    block = registry.get("ds_bvh_stack")
+    params = block.resolve({"stack_size": stack_size, "waves": 1, "lanes": 32})
+    report = lockstep.run_block(block, params, requests, expected=expected, backend="pysim")
+    return report.passed, report.failed
+
+
 def run(out_dir, *, quick=False, progress=None):
     import matplotlib
     matplotlib.use("Agg")
@@ -196,7 +226,7 @@ def run(out_dir, *, quick=False, progress=None):
 
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    res_w, res_h = (16, 8) if quick else (24, 16)
+    res_w, res_h = (16, 4) if quick else (24, 16)
     ra_latency, ra_ii = _ra_timing()
     static_slots, dynamic_slots = _occupancy()
     base = CuParams(ra_latency=ra_latency, ra_ii=ra_ii, slots=dynamic_slots)
@@ -293,10 +323,15 @@ def run(out_dir, *, quick=False, progress=None):
     if progress:
         progress(done, steps, "RTL replay")
     t0 = time.monotonic()
-    rtl, rtl_note = None, ("not run with --quick (the full ray_accel build takes minutes to " \
-        "elaborate and simulate)")
+    rtl, rtl_note = None, ("not run with --quick (the full ray_accel build takes minutes to "
+                           "elaborate and simulate)")
     if not quick:
         rtl = _rtl_replay(records, 200)
+    stack_rtl = {}
+    for mode in MODES:
+        o, d, _ = ray_sets[first_name]["diffuse"]
+        stack_rtl[mode] = stack_replay(scenes_built[(first_name, mode)], o, d,
+                                       limit=64 if quick else None)
     rtl_time = time.monotonic() - t0
 
     # --- outputs --------------------------------------------------------------------------------
@@ -368,8 +403,11 @@ def run(out_dir, *, quick=False, progress=None):
     total_time = time.monotonic() - started
     rows = [("closest hits equal to the float64 reference traversal", f"{agree}/{total}"),
             ("RTL ray_accel replay (pysim) of loop instructions vs the loop's results", rtl_line),
-            ("ran on RTL", ("ray_accel (sample replay); timing: RayAccel latency/II from the RTL "
-             "component; stack and CU timing: models")),
+            (("RTL ds_bvh_stack replay (pysim) of one wave's stack instructions per mode, in "
+              "order, vs the loop's results"), "; ".join(
+                 f"{m}: {p} passed, {f} failed" for m, (p, f) in stack_rtl.items())),
+            ("ran on RTL", ("ray_accel and ds_bvh_stack (replays above); timing: RayAccel "
+                            "latency/II from the RTL component; CU timing: the model")),
             ("functional model speed (rays/s, golden intersect + stack)",
              f"{func_rays / func_time:.0f}" if func_time else "-"),
             ("cycle model speed (simulated cycles/s)",

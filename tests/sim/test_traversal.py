@@ -147,6 +147,12 @@ def test_quick_experiment(tmp_path):
     assert len([f for f in result["files"] if f.endswith(".png")]) == 3
 
 
+def test_stack_rtl_replay_of_a_wave(bunny, rays):
+    origins, dirs = rays
+    passed, failed = X.stack_replay(_scene(bunny, "bvh8"), origins, dirs, limit=96)
+    assert (passed, failed) == (96, 0)
+
+
 @pytest.mark.slow
 def test_rtl_replay_of_loop_instructions(bunny, rays):
     origins, dirs = rays
