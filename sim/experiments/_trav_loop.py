@@ -147,7 +147,6 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
     inst = [-1] * n
     t_hit = [_POS_INF] * n
     nodes = [[ROOT_NODE_PTR, INVALID_NODE] for _ in range(n)]
-    [INVALID_NODE] * n            # last visited node (for a walk-back)
     walk = [None] * n                    # the child being walked back from, or None
     addr = [S.initial_stack_addr(r) for r in range(n)]
     done = [False] * n
@@ -315,23 +314,6 @@ def _instance_ptr(scene, index):
 
 def _pushed(data, last, op, prim_range):
     """Entries the stack instruction writes (for the LDS traffic count)."""
-    walkback = not _is_special(last)
-    if prim_range and not last & 4 and not walkback:
-        return 0 if last & 2 else 1
-    slots = 4 if op == S.PUSH4_POP1 else 8
-    n = 0
-    skip_lo = skip_hi = False
-    valid = not walkback or any(not _is_special(d) and (d == last or d & 7 <= 3)
-                                for d in data[:slots])
-    for i in reversed(range(slots)):
-        v = data[i]
-        if walkback and not _is_special(v) and (v == last or v & 7 <= 3):
-            valid = False
-        if _is_special(v):
-            skip_lo |= not v & 2
-            skip_hi |= not v & 4
-            continue
-        if (skip_hi if i >= 4 else skip_lo) or not valid:
-            continue
-        n += 1
-    return n
+    if op == S.PUSH4_POP1:
+        data = list(data[:4]) + [INVALID_NODE] * 4
+    return len(S.push_slots(last, data, rules31=op == S.PUSH8_POP1 and prim_range))

@@ -6,11 +6,12 @@ from gpurtl.golden.ray_accel.ds_bvh_stack import (
     LdsMemory,
     ds_bvh_stack,
     pack_stack_addr,
+    push_slots,
     unpack_stack_addr,
 )
 
 __all__ = ["PUSH4_POP1", "PUSH8_POP1", "PUSH8_POP2", "SOURCE", "LdsMemory",
-           "initial_stack_addr", "stack_op", "unpack_stack_addr"]
+           "initial_stack_addr", "push_slots", "stack_op", "unpack_stack_addr"]
 
 PUSH4_POP1, PUSH8_POP1, PUSH8_POP2 = (int(StackOp.PUSH4_POP1), int(StackOp.PUSH8_POP1),
                                       int(StackOp.PUSH8_POP2))
