@@ -166,11 +166,20 @@ def _occupancy():
             SIMDS * rdna_dynamic_waves(VGPR_TRAVERSAL, block_size=16))
 
 
-def _rtl_replay(records, limit):
+def _rtl_replay(buckets, limit):
+    """Replay about ``limit`` intersect instructions, evenly spaced within each bucket (one per
+    scene and mode), through the ``ray_accel`` RTL; ``(passed, failed, {kind: count})``."""
+    per = max(1, limit // max(1, len(buckets)))
+    records = [recs[k * len(recs) // per] for recs in buckets.values()
+               for k in range(min(per, len(recs)))]
+    return _replay_instructions(records)
+
+
+def _replay_instructions(records):
     from gpurtl.sim import lockstep, registry
     if not records:
         return None
-    picks = [records[k * len(records) // limit] for k in range(min(limit, len(records)))]
+    picks = records
     block = registry.get("ray_accel")
     params = block.resolve({})
     report = lockstep.run_block(block, params, [i for i, _ in picks],
@@ -178,7 +187,8 @@ def _rtl_replay(records, limit):
     kinds = {}
     for instr, _ in picks:
         if instr["dual"]:
-            key = "dual " + "+".join("box" if p & 7 == 5 else "tri" for p in instr["node_ptr"])
+            key = "dual " + "+".join("empty" if p == 0x5 else "box" if p & 7 == 5 else "tri"
+                                     for p in instr["node_ptr"])
         else:
             key = "bvh8 box" if instr["node_ptr"][0] & 0xF == 5 else (
                 "instance" if instr["node_ptr"][0] & 7 == 6 else "triangle pair")
@@ -231,7 +241,7 @@ def run(out_dir, *, quick=False, progress=None):
     static_slots, dynamic_slots = _occupancy()
     base = CuParams(ra_latency=ra_latency, ra_ii=ra_ii, slots=dynamic_slots)
     scene_list = _scenes(quick)
-    records = []
+    records = {}
     results, traces_of, ray_sets, scenes_built = {}, {}, {}, {}
     func_time = func_rays = 0.0
     agree = total = 0
@@ -257,7 +267,8 @@ def run(out_dir, *, quick=False, progress=None):
             scenes_built[(scene_name, mode)] = scene
             for set_name, (o, d, ref) in sets.items():
                 t0 = time.monotonic()
-                rec = (lambda i, out: records.append((i, out))) if len(records) < 4000 else None
+                bucket = records.setdefault((scene_name, mode), [])
+                rec = lambda i, out, bucket=bucket: bucket.append((i, out))
                 traces = _trace_all(scene, o, d, 16, record=rec)
                 func_time += time.monotonic() - t0
                 func_rays += len(o)
@@ -326,7 +337,7 @@ def run(out_dir, *, quick=False, progress=None):
     rtl, rtl_note = None, ("not run with --quick (the full ray_accel build takes minutes to "
                            "elaborate and simulate)")
     if not quick:
-        rtl = _rtl_replay(records, 200)
+        rtl = _rtl_replay(records, 300)
     stack_rtl = {}
     for mode in MODES:
         o, d, _ = ray_sets[first_name]["diffuse"]

@@ -160,5 +160,5 @@ def test_rtl_replay_of_loop_instructions(bunny, rays):
     for mode in L.MODES:
         L.trace_wave(_scene(bunny, mode), origins[:4], dirs[:4],
                      record=lambda i, o: records.append((i, o)))
-    passed, failed, _kinds = X._rtl_replay(records, 12)
+    passed, failed, _kinds = X._rtl_replay({"bunny": records}, 12)
     assert failed == 0 and passed == 12
