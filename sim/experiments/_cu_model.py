@@ -12,16 +12,17 @@ Resources (each a timeline of the cycle at which it is next free):
   makes an instruction complete no earlier than the one issued before it (RDNA 3's shared queue,
   the ``waitcnt_mem`` return-queue semantics). ``s_wait_bvhcnt 0`` stalls the wave until the
   result is back;
-* the LDS: a stack instruction occupies it for ``ceil(dwords / lds_dwords_per_cycle)`` cycles
-  (each push writes and each pop reads one DWORD per lane) and answers ``stack_latency`` cycles
-  later; ``s_wait_dscnt 0`` stalls the wave until then.
+* the stack unit in the LDS: a stack instruction sends its active lanes one every ``stack_ii``
+  cycles (the ``ds_bvh_stack`` RTL takes one lane's eight pushes and its pops per cycle) and the
+  last lane's result is back ``stack_latency`` (the RTL's pipeline) plus ``lds_path_cycles`` (the
+  DS instruction's way to the LDS and back, an assumption) cycles later; ``s_wait_dscnt 0`` stalls
+  the wave until then.
 
 ``slots`` waves are resident at once (from the register allocators' occupancy); a finished wave
 frees its slot for the next one after ``launch_cycles``.
 """
 
 import heapq
-import math
 from collections import OrderedDict
 
 __all__ = ["CuParams", "CuResult", "simulate"]
@@ -30,8 +31,9 @@ __all__ = ["CuParams", "CuResult", "simulate"]
 class CuParams:
     """Parameters of :func:`simulate` (cycles unless named otherwise)."""
 
-    _DEFAULTS = {"slots": 16, "ra_latency": 122, "ra_ii": 1, "stack_latency": 32,  # noqa: RUF012
-                 "lds_dwords_per_cycle": 32, "l0_hit": 20, "l0_miss": 200, "l0_lines": 256,
+    _DEFAULTS = {"slots": 16, "ra_latency": 122, "ra_ii": 1, "stack_latency": 2,  # noqa: RUF012
+                 "stack_ii": 1, "lds_path_cycles": 24, "l0_hit": 20, "l0_miss": 200,
+                 "l0_lines": 256,
                  "alu_cycles": 12, "launch_cycles": 64, "queue": "ooo", "simds": 2}
 
     def __init__(self, **kwargs):
@@ -45,7 +47,7 @@ class CuParams:
                     raise ValueError(f"`queue` must be 'ooo' or 'in_order', not {value!r}")
             elif not isinstance(value, int) or value < (1 if key in ("slots", "ra_ii", "simds",
                                                                      "l0_lines",
-                                                                     "lds_dwords_per_cycle")
+                                                                     "stack_ii")
                                                         else 0):
                 raise ValueError(f"`{key}` must be a non-negative integer, not {value!r}")
         self._values = values
@@ -160,11 +162,10 @@ def simulate(traces, params, *, waves=None):
         res.lane_instrs += lanes
         res.bvh_stall += done - (t + lanes)
         # the stack instruction
-        dwords = tr.stack_dwords[it]
         start = max(done, lds_free)
-        occupy = max(1, math.ceil(dwords / p.lds_dwords_per_cycle))
+        occupy = lanes * p.stack_ii
         lds_free = start + occupy
-        ready = start + occupy + p.stack_latency
+        ready = start + occupy - p.stack_ii + p.stack_latency + p.lds_path_cycles
         res.ds_stall += ready - done
         heapq.heappush(events, (ready, seq, slot, w, it + 1))
         seq += 1

@@ -153,11 +153,13 @@ def _per_ray(traces):
     return out
 
 
-def _ra_timing():
-    """Latency and initiation interval of the full ``RayAccel`` build (read from the RTL)."""
+def _rtl_timing():
+    """Latency and initiation interval of the full ``RayAccel`` build and latency of the
+    ``BvhStack`` (one lane per cycle), read from the RTL components."""
+    from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
     from gpurtl.hdl.ray_accel.ray_accel import RayAccel
     ra = RayAccel()
-    return ra.latency, ra.initiation_interval
+    return ra.latency, ra.initiation_interval, BvhStack().latency
 
 
 def _occupancy():
@@ -237,9 +239,10 @@ def run(out_dir, *, quick=False, progress=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     res_w, res_h = (16, 4) if quick else (24, 16)
-    ra_latency, ra_ii = _ra_timing()
+    ra_latency, ra_ii, stack_latency = _rtl_timing()
     static_slots, dynamic_slots = _occupancy()
-    base = CuParams(ra_latency=ra_latency, ra_ii=ra_ii, slots=dynamic_slots)
+    base = CuParams(ra_latency=ra_latency, ra_ii=ra_ii, stack_latency=stack_latency,
+                    slots=dynamic_slots)
     scene_list = _scenes(quick)
     records = {}
     results, traces_of, ray_sets, scenes_built = {}, {}, {}, {}
@@ -362,7 +365,8 @@ def run(out_dir, *, quick=False, progress=None):
              f"Ray accelerator from the RTL: latency {ra_latency} cycles, II {ra_ii}. "
              f"CU: {SIMDS} SIMDs, {base.slots} resident waves (dynamic VGPRs) unless stated, "
              f"L0 {base.l0_lines} x 128 B lines, hit {base.l0_hit} / miss {base.l0_miss} "
-             f"cycles, stack latency {base.stack_latency}, {base.alu_cycles} ALU cycles per "
+             f"cycles, stack unit from the RTL: one lane per cycle, latency {base.stack_latency}, "
+             f"plus {base.lds_path_cycles} cycles of LDS path, {base.alu_cycles} ALU cycles per "
              "iteration. Utilization = (box tests / 8 + triangle tests / 2) per cycle."),
              ("Timing runs cycle through the traced waves until at least 4 waves per slot have "
              "run (steady state of a full CU from a small ray sample)."),
