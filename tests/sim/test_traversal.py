@@ -149,8 +149,10 @@ def test_quick_experiment(tmp_path):
 
 def test_stack_rtl_replay_of_a_wave(bunny, rays):
     origins, dirs = rays
-    passed, failed = X.stack_replay(_scene(bunny, "bvh8"), origins, dirs, limit=96)
-    assert (passed, failed) == (96, 0)
+    scenes = [_scene(bunny, mode) for mode in ("bvh8", "bvh4x2")]
+    passed, failed, ops = X.stack_replay(scenes, origins, dirs, limit=64)
+    assert (passed, failed) == (128, 0)
+    assert ops == {"push8_pop1": 64, "push8_pop2": 64}
 
 
 @pytest.mark.slow
