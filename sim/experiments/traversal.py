@@ -6,7 +6,8 @@ transitions, the stackless walk-back after a stack overflow -- in three modes: `
 BVH8 + ``push8_pop1``), ``bvh4x2`` (dual intersect on a BVH4 + ``push8_pop2``) and ``bvh4``
 (RDNA 2/3 style: one BVH4 node per instruction + ``push4_pop1``). Every intersect goes through the
 golden ray-accelerator model (batched per wave) and every stack instruction through the golden
-``ds_bvh_stack`` model; the closest hits are checked against the project's float64 reference traversal.
+``ds_bvh_stack`` model; the closest hits are checked against the project's float64 reference
+traversal.
 
 Timing part (:mod:`._cu_model`): the traces run on one CU (two SIMDs, one ray accelerator, the
 LDS, an L0 cache) with the accelerator's latency and initiation interval taken from the
@@ -433,8 +434,10 @@ def run(out_dir, *, quick=False, progress=None):
     claims = _claims(results, util_waves, util_lat, util_alu, static_slots, dynamic_slots)
     lines += ["", "## The article's statements", "", "| statement | measured | verdict |",
               "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in claims]
-    rtl_line = (f"{rtl[0]} passed, {rtl[1]} failed ({', '.join(f'{k}: {v}' for k, v in rtl[2].items())})"
-                if rtl else rtl_note or "no instructions")
+    rtl_line = rtl_note or "no instructions"
+    if rtl:
+        kinds = ", ".join(f"{k}: {v}" for k, v in rtl[2].items())
+        rtl_line = f"{rtl[0]} passed, {rtl[1]} failed ({kinds})"
     total_time = time.monotonic() - started
     rows = [("closest hits equal to the float64 reference traversal", f"{agree}/{total}"),
             ("RTL ray_accel replay (pysim) of loop instructions vs the loop's results", rtl_line),

@@ -1,4 +1,4 @@
-"""The traversal loop, its wave-batched intersect, the CU model and ``gpurtl experiment traversal``."""
+"""The traversal loop, its wave-batched intersect, the CU model, ``gpurtl experiment traversal``."""
 
 import numpy as np
 import pytest
