@@ -46,7 +46,9 @@ __all__ = [
     "run",
 ]
 
-STACK_SIZES = (8, 16, 31)        # 31 is the largest OFFSET0[4:0] stack size
+#: 8/16/31 (31 is the largest OFFSET0[4:0] stack size) and two smaller ones, where the small
+#: scenes of this experiment start to overflow
+STACK_SIZES = (2, 4, 8, 16, 31)
 #: VGPRs of a ray-tracing shader that keeps traversal and hit shading in one kernel (static
 #: allocation reserves the peak for the whole wave) and of its traversal loop alone (what a
 #: dynamic-VGPR wave holds while it traverses). Assumptions of this experiment, not measurements.
@@ -142,7 +144,9 @@ def _trace_all(scene, origins, dirs, stack_size, record=None):
                        record=record) for w in range(0, len(origins), 32)]
 
 
-def _per_ray(traces):
+def _per_ray(traces, ref=None):
+    """Per-ray means of the counters; ``same_hits``: fraction of rays whose closest hit equals
+    the reference traversal ``ref`` (when given)."""
     from ._trav_loop import COUNTERS
     rays = sum(len(tr.t) for tr in traces)
     out = {name: sum(int(tr.counts[name].sum()) for tr in traces) / rays for name in COUNTERS}
@@ -151,6 +155,10 @@ def _per_ray(traces):
     out["rays"] = rays
     slots = sum(tr.dual_slots for tr in traces)
     out["two_live"] = sum(tr.dual_live for tr in traces) / slots if slots else float("nan")
+    if ref is not None:
+        prim = np.concatenate([tr.prim for tr in traces])
+        inst = np.concatenate([tr.inst for tr in traces])
+        out["same_hits"] = float(((prim == ref.prim) & (inst == ref.inst)).mean())
     return out
 
 
@@ -287,7 +295,7 @@ def run(out_dir, *, quick=False, progress=None):
                 inst = np.concatenate([tr.inst for tr in traces])
                 agree += int(((prim == ref.prim) & (inst == ref.inst)).sum())
                 total += len(prim)
-                per = _per_ray(traces)
+                per = _per_ray(traces, ref)
                 timing = simulate(traces, base, waves=_waves(traces, base.slots))
                 per.update(rays_per_kcycle=timing.rays_per_kcycle,
                            util=100 * timing.utilization,
@@ -303,13 +311,13 @@ def run(out_dir, *, quick=False, progress=None):
     first_name = scene_list[0][0]
     for mode in MODES:
         scene = scenes_built[(first_name, mode)]
-        for set_name, (o, d, _) in ray_sets[first_name].items():
+        for set_name, (o, d, ref) in ray_sets[first_name].items():
             for size in STACK_SIZES:
                 if size == 16:
                     stack_rows[(mode, set_name, size)] = results[(first_name, mode, set_name)]
                     continue
                 t0 = time.monotonic()
-                stack_rows[(mode, set_name, size)] = _per_ray(_trace_all(scene, o, d, size))
+                stack_rows[(mode, set_name, size)] = _per_ray(_trace_all(scene, o, d, size), ref)
                 func_time += time.monotonic() - t0
                 func_rays += len(o)
         if progress:
@@ -395,11 +403,12 @@ def run(out_dir, *, quick=False, progress=None):
                      f"{p['fetches']:.1f} | {live} | {p['rays_per_kcycle']:.1f} | "
                      f"{p['util']:.1f} |")
     lines += ["", f"## Stack size ({first_name})", "",
-              "| mode | rays | stack size | rays that overflow | walk-back steps | steps |",
-              "|---|---|---|---|---|---|"]
+              ("| mode | rays | stack size | rays that overflow | walk-back steps | steps | "
+               "closest hit = reference |"), "|---|---|---|---|---|---|---|"]
     for (m, r, size), p in stack_rows.items():
         lines.append(f"| {m} | {r} | {size} | {100 * p['overflow_rays']:.1f}% | "
-                     f"{p['walkback_steps']:.2f} | {p['steps']:.1f} |")
+                     f"{p['walkback_steps']:.2f} | {p['steps']:.1f} | "
+                     f"{100 * p['same_hits']:.1f}% |")
     lines += ["", f"## Utilization against resident waves ({first_name}, diffuse rays)", "",
               (f"Static VGPRs ({VGPR_STATIC} per wave for the whole shader): {static_slots} waves "
               f"per CU; dynamic VGPRs ({VGPR_TRAVERSAL} while traversing, 16-VGPR blocks): "
