@@ -28,7 +28,10 @@ single legacy form.
 Known limit: after an overflow in ``bvh4x2`` the walk-back starts from the node popped second
 (the deeper stack entry) of the two just visited; when the two come from different parents the
 children just pushed for the other one can be lost, so a very small stack can miss a closest hit
-there (the tests bound it). ``bvh8`` and ``bvh4`` walk back exactly.
+there (the tests bound it). ``bvh8`` and ``bvh4`` walk back as the stack model says; with a ring
+smaller than one node's children (below 8 entries) a BVH8 leaf pointer can be overwritten, and the
+RT IP 3.1 walk-back rule (every triangle slot counts as visited) does not push it again, so such a
+stack can miss a hit.
 
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
 fetch; the cycle model (:mod:`._cu_model`) times it.
