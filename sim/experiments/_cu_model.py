@@ -7,13 +7,14 @@ Resources (each a timeline of the cycle at which it is next free):
 * the texture path and the ray accelerator: an intersect instruction sends its active lanes one
   per cycle; each lane's node line(s) come from the L0 cache model (``l0_lines`` lines of 128 B,
   LRU; ``l0_hit`` / ``l0_miss`` cycles); the accelerator takes one lane instruction every
-  ``ra_ii`` cycles in arrival order and answers ``ra_latency`` cycles later. ``queue="ooo"``
+  ``ra_ii`` cycles, each as soon as its node data is there and a slot is free (whichever wave
+  it belongs to), and answers ``ra_latency`` cycles later. ``queue="ooo"``
   returns each wave's results as they complete (RDNA 4's per-type counters); ``"in_order"``
   makes an instruction complete no earlier than the one issued before it (RDNA 3's shared queue,
   the ``waitcnt_mem`` return-queue semantics). ``s_wait_bvhcnt 0`` stalls the wave until the
   result is back;
 * the stack unit in the LDS: a stack instruction sends its active lanes one every ``stack_ii``
-  cycles (the ``ds_bvh_stack`` RTL takes one lane's eight pushes and its pops per cycle) and the
+  cycles (each lane to the first free slot once its intersect result is back) (the ``ds_bvh_stack`` RTL takes one lane's eight pushes and its pops per cycle) and the
   last lane's result is back ``stack_latency`` (the RTL's pipeline) plus ``lds_path_cycles`` (the
   DS instruction's way to the LDS and back, an assumption) cycles later; ``s_wait_dscnt 0`` stalls
   the wave until then.
@@ -108,6 +109,29 @@ class _L0:
         return False
 
 
+class _Slots:
+    """Issue slots of a unit that accepts one item every ``ii`` cycles, claimed in any order:
+    an item arriving at cycle ``c`` takes the first free slot at or after ``c`` (the slots are a
+    union-find of "next free slot" pointers)."""
+
+    def __init__(self, ii):
+        self.ii, self._next = ii, {}
+
+    def _find(self, k):
+        path = []
+        while k in self._next:
+            path.append(k)
+            k = self._next[k]
+        for j in path:
+            self._next[j] = k
+        return k
+
+    def claim(self, cycle):
+        k = self._find(-(-cycle // self.ii))
+        self._next[k] = k + 1
+        return k * self.ii
+
+
 def simulate(traces, params, *, waves=None):
     """Run the wave traces (:class:`._trav_loop.WaveTrace`, in launch order) on one CU.
 
@@ -117,7 +141,8 @@ def simulate(traces, params, *, waves=None):
     res = CuResult()
     l0 = _L0(p.l0_lines)
     simd_free = [0] * p.simds
-    ra_free = lds_free = last_done = 0
+    ra, stack = _Slots(p.ra_ii), _Slots(p.stack_ii)
+    last_done = 0
     waves = len(traces) if waves is None else waves
     queue = [k % len(traces) for k in range(waves)][::-1]
     events = []        # (time, seq, slot, trace index, iteration)
@@ -151,10 +176,8 @@ def simulate(traces, params, *, waves=None):
             lane_lat.append(max(p.l0_hit if l0.access(line) else p.l0_miss
                                 for line in lane_lines))
         last_service = t
-        for lane, lat in enumerate(sorted(lane_lat)):
-            service = max(t + lane + lat, ra_free)
-            ra_free = service + p.ra_ii
-            last_service = service
+        for lane, lat in enumerate(lane_lat):
+            last_service = max(last_service, ra.claim(t + lane + lat))
         done = last_service + p.ra_latency
         if p.queue == "in_order":
             done = max(done, last_done)
@@ -162,10 +185,8 @@ def simulate(traces, params, *, waves=None):
         res.lane_instrs += lanes
         res.bvh_stall += done - (t + lanes)
         # the stack instruction
-        start = max(done, lds_free)
-        occupy = lanes * p.stack_ii
-        lds_free = start + occupy
-        ready = start + occupy - p.stack_ii + p.stack_latency + p.lds_path_cycles
+        last_lane = max(stack.claim(done + lane) for lane in range(lanes))
+        ready = last_lane + p.stack_latency + p.lds_path_cycles
         res.ds_stall += ready - done
         heapq.heappush(events, (ready, seq, slot, w, it + 1))
         seq += 1
