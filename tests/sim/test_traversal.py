@@ -135,6 +135,11 @@ def test_cu_model_utilization_grows_with_waves(bunny, rays):
     assert utils[0] < utils[1] < utils[2] <= 1.0
     slow = C.simulate(traces, C.CuParams(slots=4, l0_miss=800, l0_lines=1), waves=8)
     assert slow.utilization < utils[1]
+    # a shared in-order return queue (RDNA 3) makes hits wait behind misses of other waves
+    mixed = C.CuParams(slots=8, l0_lines=64, l0_miss=400)
+    ooo = C.simulate(traces, mixed, waves=16)
+    in_order = C.simulate(traces, mixed.replace(queue="in_order"), waves=16)
+    assert in_order.utilization < ooo.utilization
     with pytest.raises(ValueError, match="`queue` must be"):
         C.CuParams(queue="fifo")
 
