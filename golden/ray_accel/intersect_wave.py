@@ -22,7 +22,7 @@ every kind of node.
 import numpy as np
 from gpurtl.golden import fp32
 
-from . import box_node, box_path, sort
+from . import box_node, box_path, primitive_node, sort
 from . import box_test as bt
 from . import intersect as scalar
 from . import triangle as tri
@@ -174,8 +174,7 @@ def _dual_group(items, desc, ftz, out):
         for s in range(2):
             if (k, s) in tri_of:
                 dw += list(tri_of[(k, s)][:4])
-                geo.append(scalar._optional("primitive_node")
-                           .decode_legacy_node(instr["node"][s]).geometry_index)
+                geo.append(primitive_node.decode_legacy_node(instr["node"][s]).geometry_index)
             else:
                 row = narrow[k] if sorting else slot_ptrs[k]
                 dw += [int(p) for p in row[4 * s:4 * s + 4]]
