@@ -35,11 +35,9 @@ formula says; the encoder never writes it.)
 from fractions import Fraction
 
 import numpy as np
-
-from gpurtl.golden import fp32
 from gpurtl.facts.fp32 import bits_f32, f32_bits
-
-from .ray import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8
+from gpurtl.facts.ray_accel import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8
+from gpurtl.golden import fp32
 
 __all__ = [
     "dequant_offset", "dequantize", "decode_box8", "encode_box8", "quantize_axis",

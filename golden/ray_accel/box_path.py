@@ -24,10 +24,16 @@ has that opacity whatever the build recorded. FORCE_OPAQUE wins if both are set.
 """
 
 import numpy as np
+from gpurtl.facts.ray_accel import (
+    HEURISTIC_NONE,
+    INVALID_NODE,
+    PF_BOX_CULL_SHIFT,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+)
 
-from . import box_test as bt
 from . import box_node, sort
-from .ray import (INVALID_NODE, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, HEURISTIC_NONE)
+from . import box_test as bt
 
 __all__ = ["box_culled", "effective_pointer_flags", "test_slots", "sort_enabled",
            "bvh8_box_pointers", "legacy_box_slots", "filter_box_pointers"]
@@ -45,7 +51,7 @@ def box_culled(cull_flags, pointer_flags):
         flags = (flags & 0xC) | 1
     elif pointer_flags & PF_FORCE_NON_OPAQUE:
         flags = (flags & 0xC) | 2
-    return bool(flags & (int(pointer_flags) >> 6) & 0xF)
+    return bool(flags & (int(pointer_flags) >> PF_BOX_CULL_SHIFT) & 0xF)
 
 
 def sort_enabled(desc):

@@ -39,14 +39,15 @@ the test is not conservative (the tests show a counterexample).
 """
 
 import numpy as np
-
+from gpurtl.facts.ray_accel import BOX_GROW_UNIT, box_grow_constant
 from gpurtl.golden import fp32
 
 __all__ = ["maxnum", "minnum", "ray_reciprocal", "grow_constant", "grow_max", "box_test",
            "filter_box_pointers",
            "GROW_UNIT"]
 
-GROW_UNIT = 0x33800000  # 2**-24
+GROW_UNIT = BOX_GROW_UNIT
+grow_constant = box_grow_constant
 
 
 def _u32(x):
@@ -70,15 +71,6 @@ def minnum(a, b, *, ftz=False):
 def ray_reciprocal(direction, *, ftz=False):
     """``rcp(dir)`` per component (the instruction has no inverse-direction operand, spec 6.1)."""
     return np.asarray(fp32.rcp(_u32(direction), ftz=ftz), dtype=np.uint32)
-
-
-def grow_constant(box_grow):
-    """FP32 pattern of ``box_grow * 2**-24`` (exact; 0 for 0)."""
-    g = int(box_grow) & 0xFF
-    if g == 0:
-        return 0
-    e = g.bit_length() - 1                     # g * 2**-24 = 1.m * 2**(e - 24), exact
-    return ((127 - 24 + e) << 23) | ((g << (23 - e)) & 0x7FFFFF)
 
 
 def grow_max(max_t, box_grow, *, ftz=False):

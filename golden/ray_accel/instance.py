@@ -50,19 +50,28 @@ Choices where the sources are silent (documented, also used by the RTL)
 """
 
 import numpy as np
+from gpurtl.facts.ray_accel import (
+    INSTANCE_AABB_BIT,
+    INSTANCE_ADDRESS_MASK,
+    INSTANCE_UNDEFINED_DW,
+    INVALID_NODE,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+)
 
 from . import obb
-from .ray import (INVALID_NODE, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL,
-                  PF_SKIP_TRIANGLES, node_dwords)
+from .ray import node_dwords
 
 __all__ = [
     "UNDEFINED_DW", "ADDRESS_MASK", "decode_instance", "encode_instance", "blas_base_pointer",
     "instance_culled", "filter_children", "instance_transform", "instance_node_result",
 ]
 
-UNDEFINED_DW = 0xDEADBEEF
-ADDRESS_MASK = 0x3FFFFFFFFFFFF8          # spec 5.2: childBasePtr & 0x3FFFFFFFFFFFF8
-_GEOMETRY_AABB_BIT = 62
+UNDEFINED_DW = INSTANCE_UNDEFINED_DW
+ADDRESS_MASK = INSTANCE_ADDRESS_MASK
+_GEOMETRY_AABB_BIT = INSTANCE_AABB_BIT
 
 
 def _dwords(node):

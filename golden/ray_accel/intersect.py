@@ -35,10 +35,19 @@ When ``status != 0`` every result dword is ``0xFFFFFFFF`` and the ray is returne
 
 import importlib
 
+from gpurtl.facts.ray_accel import (
+    INVALID_NODE,
+    INVALID_OBB,
+    NODE_TYPE_BOX8,
+    NODE_TYPE_INSTANCE,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+)
+
 from . import box_node, box_path, sort
 from . import box_test as bt
-from .ray import (INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE, STATUS_BAD_NODE,
-                  STATUS_NOT_MODELLED, STATUS_OK, node_bytes)
+from .ray import node_bytes
 
 __all__ = ["intersect", "image_bvh8_intersect_ray", "image_bvh_dual_intersect_ray",
            "available_paths", "IntersectModel"]

@@ -17,22 +17,19 @@ Source: /work/shared/spec/rdna4_ray_accelerator.md section 6.3 (gpurt
 """
 
 import numpy as np
-
+from gpurtl.facts.ray_accel import (
+    HEURISTIC_LARGEST_FIRST,
+    HEURISTIC_MIDPOINT,
+    INVALID_NODE,
+    NARROW_SORT_STAGES,
+    SORT_STAGES,
+)
 from gpurtl.golden import fp32
-
-from .ray import INVALID_NODE, HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT
 
 __all__ = ["STAGES", "NARROW_STAGES", "sort_key", "class_key", "compare_swap", "sort_slots"]
 
-STAGES = (
-    ((0, 2), (1, 3), (4, 6), (5, 7)),
-    ((0, 1), (2, 3), (4, 5), (6, 7)),
-    ((1, 2), (5, 6)),
-    ((0, 4), (1, 5), (2, 6), (3, 7)),
-    ((2, 4), (3, 5)),
-    ((1, 2), (3, 4), (5, 6)),
-)
-NARROW_STAGES = STAGES[:3]
+STAGES = SORT_STAGES
+NARROW_STAGES = NARROW_SORT_STAGES
 
 
 def sort_key(heuristic, min_t, max_t, tmin_raw, tmax_raw, *, ftz=False):

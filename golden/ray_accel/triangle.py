@@ -82,12 +82,22 @@ the flip-winding, double-sided and procedural bits are not used (as in gpurt's e
 """
 
 import numpy as np
-
+from gpurtl.facts.ray_accel import (
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+)
 from gpurtl.golden import fp32
+
 from . import primitive_node as pn
-from .ray import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE,
-                  PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                  PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, pair_index)
+from .ray import pair_index
 
 __all__ = ["ONE", "POS_INF", "SIGN", "ray_setup", "intersect", "triangle_result_dwords",
            "triangle_pair_eval", "triangle_pair_eval_batch", "triangle_pair_result", "legacy_triangle_result", "legacy_triangle_result_batch",

@@ -31,11 +31,10 @@ reciprocal, sampled ``inv_offset`` enabled cycles after ``i``; ``o``: ``boxes[bo
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.box_test import grow_constant
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import box_grow_constant
 
-from ._fpcores import fp_core
+from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
 from ._pipe import delay, reg
 
 __all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "BoxEngine"]
@@ -76,9 +75,9 @@ class BoxEngine(wiring.Component):
         self._boxes, self._ftz = boxes, ftz
         # FP32 core latency == its stages (fp32 contract); no probe instances (they would be
         # unused elaboratables)
-        self._la = fp_core("FPAddCore").DEFAULT_STAGES if add_stages is None else add_stages
-        self._lm = fp_core("FPMulCore").DEFAULT_STAGES if mul_stages is None else mul_stages
-        self._lf = fp_core("FPFMACore").DEFAULT_STAGES if fma_stages is None else fma_stages
+        self._la = FPAddCore.DEFAULT_STAGES if add_stages is None else add_stages
+        self._lm = FPMulCore.DEFAULT_STAGES if mul_stages is None else mul_stages
+        self._lf = FPFMACore.DEFAULT_STAGES if fma_stages is None else fma_stages
         self._stages = (add_stages, mul_stages, fma_stages)
         super().__init__({
             "en": In(1),
@@ -106,9 +105,9 @@ class BoxEngine(wiring.Component):
         return 2 * self._la + self._lm + 2 + max(self._lf, self._la) + 1
 
     def _core(self, m, cls, name, *, ftz=None, **ports):
-        stages = {"FPAddCore": self._stages[0], "FPMulCore": self._stages[1],
-                  "FPFMACore": self._stages[2], "FPCmpCore": 0}[cls]
-        core = fp_core(cls)(stages, self._ftz if ftz is None else ftz)
+        stages = {FPAddCore: self._stages[0], FPMulCore: self._stages[1],
+                  FPFMACore: self._stages[2], FPCmpCore: 0}[cls]
+        core = cls(stages, self._ftz if ftz is None else ftz)
         m.submodules[name] = core
         m.d.comb += core.en.eq(self.en)
         for port, value in ports.items():
@@ -116,7 +115,7 @@ class BoxEngine(wiring.Component):
         return core
 
     def _cmp(self, m, name, a, b):
-        return self._core(m, "FPCmpCore", name, a=a, b=b)
+        return self._core(m, FPCmpCore, name, a=a, b=b)
 
     def _maxnum(self, m, name, a, b):
         c = self._cmp(m, name, a, b)
@@ -142,7 +141,7 @@ class BoxEngine(wiring.Component):
         with m.Switch(r_grow):
             for g in range(256):
                 with m.Case(g):
-                    m.d.comb += gconst.eq(grow_constant(g))
+                    m.d.comb += gconst.eq(box_grow_constant(g))
         for b in range(self._boxes):
             box = self.i.boxes[b]
             lo_t, hi_t = [], []
@@ -150,12 +149,12 @@ class BoxEngine(wiring.Component):
             for a in range(3):
                 for side, off in (("min", box.off_min[a]), ("max", box.off_max[a])):
                     tag = f"b{b}_{side}{a}"
-                    deq = self._core(m, "FPAddCore", f"{tag}_deq", ftz=False, a=box.base[a], b=off,
+                    deq = self._core(m, FPAddCore, f"{tag}_deq", ftz=False, a=box.base[a], b=off,
                                      sub=0)
                     off_d = delay(m, en, off, la, f"{tag}_c1_off")
                     plane = Mux(raw, off_d, deq.z)
-                    d = self._core(m, "FPAddCore", f"{tag}_sub", a=plane, b=r_origin[a], sub=1)
-                    tp = self._core(m, "FPMulCore", f"{tag}_mul", a=d.z, b=self.inv_dir[a])
+                    d = self._core(m, FPAddCore, f"{tag}_sub", a=plane, b=r_origin[a], sub=1)
+                    tp = self._core(m, FPMulCore, f"{tag}_mul", a=d.z, b=self.inv_dir[a])
                     (lo_t if side == "min" else hi_t).append(tp.z)
             # c3: slab selection and max3/min3 (NaN-ignoring), then a register
             lo, hi = [], []
@@ -183,9 +182,9 @@ class BoxEngine(wiring.Component):
                           shape=32)
             # c5: grow (FMA) and key (add/sub), aligned to the longer of the two
             lc5 = max(lf, la)
-            fma = self._core(m, "FPFMACore", f"b{b}_c5_grow", a=s5_max_t, b=gconst, c=s5_max_t)
+            fma = self._core(m, FPFMACore, f"b{b}_c5_grow", a=s5_max_t, b=gconst, c=s5_max_t)
             midpoint = r_heur == 2
-            key_add = self._core(m, "FPAddCore", f"b{b}_c5_key",
+            key_add = self._core(m, FPAddCore, f"b{b}_c5_key",
                                  a=Mux(midpoint, s5_tmin, s5_min_t),
                                  b=Mux(midpoint, s5_tmax, s5_max_t), sub=~midpoint)
             grown = delay(m, en, fma.z, lc5 - lf, f"b{b}_c6_grown_al")

@@ -34,9 +34,8 @@ of the hardware does.
 from amaranth.hdl import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import NODE_LAYOUT, RAY_LAYOUT
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import NODE_LAYOUT, RAY_LAYOUT
 
 from .obb_transform import OBBTransformCore, _delay
 

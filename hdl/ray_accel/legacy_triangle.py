@@ -19,15 +19,30 @@ The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
-                                         PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL,
-                                         PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                                         PF_SKIP_TRIANGLES, RAY_LAYOUT)
+from gpurtl.facts.ray_accel import (
+    DESC_LAYOUT,
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_TRIANGLES,
+    RAY_LAYOUT,
+)
 
 from ._pipe import EnableCoreStream
-from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
-                              engine_latency, unit_latency)
+from .triangle_engine import (
+    RaySetupCore,
+    Sched,
+    Timed,
+    TriangleEngine,
+    check_stages,
+    engine_latency,
+    unit_latency,
+)
 
 __all__ = ["LEGACY_IN_LAYOUT", "LEGACY_OUT_LAYOUT", "LegacyTriangleCore", "RayTriangleLegacy",
            "legacy_latency"]

@@ -23,9 +23,8 @@ Procedural triangles carry meaningless vertices (the triangle test ignores them)
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import NODE_LAYOUT
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import NODE_LAYOUT
 
 from ._pipe import EnableCoreStream
 

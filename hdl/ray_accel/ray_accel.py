@@ -59,13 +59,18 @@ accepted instruction (II = G); the latency stays fixed.
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import (INSTR_LAYOUT, OUT_LAYOUT, PF_FORCE_NON_OPAQUE,
-                                         PF_FORCE_OPAQUE, STATUS_BAD_NODE, STATUS_NOT_MODELLED,
-                                         STATUS_OK)
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import (
+    INSTR_LAYOUT,
+    OUT_LAYOUT,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+)
 
-from ._fpcores import fp_core
+from ..fp32 import FPRcpCore
 from ._pipe import delay, reg
 from .box_engine import BOX_IN_LAYOUT, BoxEngine
 from .sort_unit import SortUnit
@@ -164,11 +169,7 @@ class RayAccel(wiring.Component):
     def __init__(self, *, engines=2, boxes_per_engine=4, ftz=False, triangles=True,
                  transforms=True, add_stages=None, mul_stages=None, fma_stages=None,
                  rcp_stages=None, xf_fma_stages=2):
-        try:
-            self._check(engines, boxes_per_engine, ftz, triangles, transforms)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True     # a rejected build is not an unused design
-            raise
+        self._check(engines, boxes_per_engine, ftz, triangles, transforms)
         self._engines, self._boxes, self._ftz = engines, boxes_per_engine, ftz
         self._init(engines, boxes_per_engine, ftz, triangles, transforms, add_stages, mul_stages,
                    fma_stages, rcp_stages, xf_fma_stages)
@@ -198,7 +199,7 @@ class RayAccel(wiring.Component):
                              for _ in range(engines)]
         self._engine_latency = self._box_engines[0].latency
         self._inv_offset = self._box_engines[0].inv_offset
-        self._rcps = [fp_core("FPRcpCore")(rcp_stages, ftz) for _ in range(3)]
+        self._rcps = [FPRcpCore(rcp_stages, ftz) for _ in range(3)]
         self._lr = self._rcps[0].latency
         self._sorter = SortUnit(ftz=ftz)
         self._engine_delay = max(0, self._lr - self._inv_offset)

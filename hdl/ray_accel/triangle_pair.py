@@ -19,20 +19,37 @@ the result rules: culling by pointer flags, opaque / procedural sign bits, inval
 navigation bits).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from gpurtl.facts.ray_accel import (
+    DESC_LAYOUT,
+    NODE_LAYOUT,
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+    RAY_LAYOUT,
+    RESULT_LAYOUT,
+)
 
-from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, NODE_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
-                                         PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL,
-                                         PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                                         PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, RAY_LAYOUT,
-                                         RESULT_LAYOUT)
-
-from .primitive_decode import PrimitiveDecodeCore
 from ._pipe import EnableCoreStream
-from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
-                              engine_latency, unit_latency)
+from .primitive_decode import PrimitiveDecodeCore
+from .triangle_engine import (
+    RaySetupCore,
+    Sched,
+    Timed,
+    TriangleEngine,
+    check_stages,
+    engine_latency,
+    unit_latency,
+)
 
 __all__ = ["PAIR_IN_LAYOUT", "PAIR_OUT_LAYOUT", "TrianglePairCore", "RayTriangle", "pair_latency"]
 

@@ -14,11 +14,11 @@ pointer flags, other node types and garbage node bytes.
 """
 
 import numpy as np
-
+from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel import box_node
 from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT, default_desc
-from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
+from gpurtl.golden.ray_accel.ray import default_desc
 
 from ..registry import Block, Param, register
 

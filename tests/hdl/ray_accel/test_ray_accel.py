@@ -11,7 +11,6 @@ the pysim counts are modest; the Verilator test carries the volume."""
 
 import numpy as np
 import pytest
-
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
 from gpurtl.sim import layouts, lockstep, registry
 from gpurtl.sim.engine import StallPattern, drive_pipeline

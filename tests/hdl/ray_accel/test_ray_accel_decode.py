@@ -2,10 +2,8 @@
 ``Dq(q)`` (spec 1.5) for every exponent and a sweep of plane values, and the exact FP16 -> FP32
 widening of the legacy FP16 box node for every FP16 pattern."""
 
-import numpy as np
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
-
 from gpurtl.golden.ray_accel import box_node
 from gpurtl.hdl.ray_accel.ray_accel import _f16_to_f32, dequant_offset
 
