@@ -101,7 +101,7 @@ PF_SKIP_PROCEDURAL = 1 << 9     # 63
 #: the pointer flags from CULL_OPAQUE on: a child is culled when ``flags & (pf >> 6)``.
 PF_BOX_CULL_SHIFT = 6
 
-# --- descriptor (T# of the BVH resource) -------------------------------------------------------------
+# --- descriptor (T# of the BVH resource) ----------------------------------------------------------
 HEURISTIC_CLOSEST = 0
 HEURISTIC_LARGEST_FIRST = 1
 HEURISTIC_MIDPOINT = 2
@@ -127,7 +127,7 @@ TSHARP_FIELDS = {
     "instance_en": (118, 1), "pointer_flags_en": (119, 1), "return_mode": (120, 1),
 }
 
-# --- nodes, instruction and result -------------------------------------------------------------------
+# --- nodes, instruction and result ----------------------------------------------------------------
 NODE_DWORDS = 32
 NODE_LAYOUT = data.ArrayLayout(unsigned(32), NODE_DWORDS)
 RESULT_DWORDS = 10
@@ -186,7 +186,7 @@ INSTANCE_AABB_BIT = 62
 #: Dword of a legacy (RT IP 3.0 layout) triangle node holding the geometry index.
 LEGACY_GEOMETRY_INDEX_DW = 14
 
-# --- BVH8 box node ---------------------------------------------------------------------------------
+# --- BVH8 box node --------------------------------------------------------------------------------
 QUANT_BITS = 12
 BOX8_CHILDREN = 8
 FILTER_CHILDREN = 4
@@ -272,7 +272,7 @@ PRIMITIVE_HEADER_LAYOUT = data.StructLayout({
     "midpoint": unsigned(10),
 })
 
-# --- box test and sort -----------------------------------------------------------------------------
+# --- box test and sort ----------------------------------------------------------------------------
 BOX_GROW_UNIT = 0x33800000  # 2**-24: ``box_grow`` counts units of this in the T#
 
 

@@ -1,9 +1,9 @@
 """Box nodes: the RT IP 3.1 BVH8 quantized node and the legacy BVH4 FP32/FP16 nodes.
 
 Decoders give the exact FP32 planes the hardware tests against; encoders turn child boxes into
-real node bytes (as 32 dwords) with the conservative rounding of the spec's encoder rules.
+real node bytes (as 32 dwords) with the conservative rounding of gpurt's encoder.
 
-Sources: /work/shared/spec/rdna4_ray_accelerator.md
+Sources:
 
 * section 1.2 (header), 1.3 (ChildInfo), 1.4 (child pointers), 1.5 (dequantization and encoder)
   from gpurt ``src/shadersClean/common/gfx12/internalNode.hlsli``, ``childInfo.hlsl``,
@@ -45,7 +45,8 @@ __all__ = [
     "f16_to_f32", "f32_to_f16", "round_f32", "INVALID_CHILD_DWORDS",
 ]
 
-#: ChildInfo of an invalid child (spec 1.3): qmin = 0xFFF, qmax = 0, type 0, range 0.
+#: ChildInfo of an invalid child (gpurt ``gfx12/childInfo.hlsl``): qmin = 0xFFF, qmax = 0, type 0,
+#: range 0.
 INVALID_CHILD_DWORDS = (0xFFFFFFFF, 0x00000FFF, 0x00000000)
 _NAN = fp32.CANONICAL_NAN
 
@@ -89,7 +90,7 @@ def round_f32(value, mode):
     raise ValueError(f"`mode` must be 'down', 'up' or 'nearest', not {mode!r}")
 
 
-# --- dequantization (spec 1.5) --------------------------------------------------------------------
+# --- dequantization (gpurt ``Math.hlsl`` ``Dequantize``) ------------------------------------------
 def dequant_offset(exp, q):
     """``Dq(q)`` FP32 pattern(s) for an 8-bit exponent and plane value(s) ``q`` in 0..4096."""
     q = np.asarray(q, dtype=np.int64)
@@ -109,7 +110,7 @@ def dequantize(origin, exp, q):
                       dtype=np.uint32)
 
 
-# --- BVH8 quantized node (spec 1.2 - 1.4) --------------------------------------------------------
+# --- BVH8 quantized node (gpurt ``gfx12/internalNode.hlsli``, ``childInfo.hlsl``) -----------------
 def decode_box8(dwords):
     """Decode a 128 B BVH8 quantized box node (32 dwords); see the module doc string."""
     d = [int(x) & 0xFFFFFFFF for x in dwords]
@@ -160,7 +161,8 @@ def _bits(value):
 
 
 def quantize_axis(origin, extent_max, mins, maxs):
-    """Exponent and 12-bit planes of one axis (spec 1.5 encoder rules, gpurt ``Math.hlsl``).
+    """Exponent and 12-bit planes of one axis (gpurt ``Math.hlsl`` ``Dequantize`` encoder rules,
+    gpurt ``Math.hlsl``).
 
     ``origin`` and the planes are FP32 patterns; ``extent_max`` the largest max plane of the axis.
     Returns ``(exp, qmins, qmaxs)``.
@@ -192,7 +194,8 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
     reuse the pointer of the next child of the same kind), ``cull_flags`` (default 0) and
     ``mask`` (default 0xFF). ``internal_base``/``leaf_base`` are pointer-style offsets
     (byte offset >> 3, low 4 bits 0). ``origin`` defaults to the componentwise min of the mins
-    (spec 1.5). The decoded box of every child contains the given box (directed rounding).
+    (gpurt ``Math.hlsl`` ``Dequantize``). The decoded box of every child contains the given box
+    (directed rounding).
     """
     if not 1 <= len(children) <= 8:
         raise ValueError(f"a BVH8 node has 1 to 8 children, not {len(children)}")
@@ -237,12 +240,13 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
     return d
 
 
-# --- legacy BVH4 nodes (spec 4) --------------------------------------------------------------------
+# --- legacy BVH4 nodes (gpurt ``gfx10/BoxNode1_0.hlsli``, ``TriangleNode1_0.hlsli``) --------------
 def decode_box4_fp32(dwords):
     """Legacy 128 B FP32 box node: ``children`` 4 x {ptr, min[3], max[3], cull_flags}.
 
     Per-child flags are the low 4 bits of the 8-bit flags at byte 112; the instance masks and OBB
-    index at bytes 120/124 are not read (gpurt: "not used", spec 4).
+    index at bytes 120/124 are not read (gpurt: "not used", gpurt ``gfx10/BoxNode1_0.hlsli``,
+    ``TriangleNode1_0.hlsli``).
     """
     d = [int(x) & 0xFFFFFFFF for x in dwords]
     children = []

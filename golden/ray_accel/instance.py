@@ -1,9 +1,9 @@
 """The RT IP 3.1 instance node (type 6): layout, encoder and the instruction's result.
 
-Facts from /work/shared/spec/rdna4_ray_accelerator.md section 5 (gpurt
-``gpurt/gpurtAccelStruct.h`` ``HwInstanceTransformNode``, ``src/shaders/rtip3_opcode_emulation.hlsl``
-``IntersectHardwareInstanceNode``, Mesa ``src/amd/vulkan/bvh/README.md``) and section 6.1 (pointer
-flags in bits 54..63 of the BVH base).
+Sources: gpurt ``gpurt/gpurtAccelStruct.h`` ``HwInstanceTransformNode``,
+``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``, Mesa
+``src/amd/vulkan/bvh/README.md``; the AMD "RDNA4 Instruction Set Architecture" guide
+(``IMAGE_BVH8_INTERSECT_RAY``: pointer flags in bits 54..63 of the BVH base).
 
 Node layout (128 bytes = 32 dwords)
 -----------------------------------
@@ -17,10 +17,10 @@ DW      field
 15      [23:0] user data, [31:24] instance mask
 16..18  filter box origin (FP32 x 3)
 19      filter box exponents x/y/z (8 bits each), valid child count - 1 in [29:28]
-20..31  4 ChildInfo (3 dwords each, the BVH8 ChildInfo format of spec 1.3)
+20..31  4 ChildInfo (3 dwords each, the BVH8 ChildInfo format of gpurt ``gfx12/childInfo.hlsl``)
 ====== ===================================================================================
 
-What the instruction does (spec 5.2)
+What the instruction does (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``)
 ------------------------------------
 * Cull: ``((DW15 >> 24) & ray.instance_mask) == 0``, or the BLAS geometry type (bit 62 of
   ``child_base``: 0 triangles, 1 AABBs) is skipped by the ray's pointer flags (skip triangles /
@@ -35,7 +35,8 @@ What the instruction does (spec 5.2)
 * DW6 = user data (``DW15 & 0xFFFFFF``).
 * DW7 = the low bytes of the 4 sorted child pointers of the embedded filter box, tested against
   the transformed ray: ``c0 & 0xFF | (c1 & 0xFF) << 8 | ...``. The child pointers are decoded as in
-  spec 1.4 with both running offsets starting at 0 (``offset | nodeType``), so a box-root hit gives
+  gpurt ``QuantizedBVH8BoxNode::Decode`` with both running offsets starting at 0 (``offset |
+  nodeType``), so a box-root hit gives
   ``0xFFFFFF05`` and a primitive-root hit ``0xFFFFFF1N``.
 * DW0, DW1, DW4, DW5 are ``0xDEADBEEF`` in the emulation (undefined); DW8/DW9 are ``0xFFFFFFFF``.
 
@@ -111,8 +112,8 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
 
     ``world_to_object`` is 3x4 FP32 bit patterns (ints) or floats; ``child_base`` the 64-bit
     BLAS base operand (VA >> 3 plus instance flags in bits 54..63). ``filter_info`` holds up to
-    4 ChildInfos (3 dwords each, e.g. from R1's BVH8 encoder); missing ones are written invalid
-    (``0xFFFFFFFF, 0x00000FFF, 0``, spec 1.3).
+    4 ChildInfos (3 dwords each, e.g. from :func:`.box_node.encode_box8`); missing ones are written invalid
+    (``0xFFFFFFFF, 0x00000FFF, 0``, gpurt ``gfx12/childInfo.hlsl``).
     """
     from gpurtl.facts.fp32 import f32_bits
     rows = [[v if isinstance(v, (int, np.integer)) else f32_bits(float(v)) for v in row]
@@ -145,7 +146,8 @@ def _flags(pointer_flags, desc):
 
 
 def blas_base_pointer(child_base, ray_flags):
-    """BLAS base operand with merged flags (spec 5.2 ``GetBlasBaseNodePtr``)."""
+    """BLAS base operand with merged flags (gpurt ``rtip3_opcode_emulation.hlsl``
+    ``IntersectHardwareInstanceNode`` ``GetBlasBaseNodePtr``)."""
     inst_flags = (child_base >> 54) & 0x3FF
     override = ray_flags & (PF_FORCE_OPAQUE | PF_FORCE_NON_OPAQUE)
     merged = (inst_flags & (0x3FC if override else 0x3FF)) | ray_flags
@@ -164,7 +166,8 @@ def instance_culled(child_base, mask, ray_mask, ray_flags):
 def filter_children(fields):
     """The 4 filter-box children: list of dicts ``ptr, qmin[3], qmax[3], valid``.
 
-    Pointers follow spec 1.4 with both running offsets starting at 0; children at or after the
+    Pointers follow gpurt ``QuantizedBVH8BoxNode::Decode`` with both running offsets starting at 0;
+    children at or after the
     valid count get ``INVALID_NODE``.
     """
     internal = prim = 0
@@ -209,9 +212,10 @@ def instance_transform(node, ray, pointer_flags, desc=None):
 def instance_node_result(node_bytes, ray, pointer_flags, desc):
     """The instance-node result of ``image_bvh8_intersect_ray``.
 
-    Returns ``(dwords, new_origin, new_dir)``: 10 result dwords (spec 5.2) and the returned ray.
-    The filter box is tested by the ray accelerator's box test (R1's
-    ``golden/ray_accel/box_test.py``) against the transformed ray.
+    Returns ``(dwords, new_origin, new_dir)``: 10 result dwords (gpurt
+    ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``) and the returned ray.
+    The filter box is tested by the ray accelerator's box test (:mod:`.box_test`) against the
+    transformed ray.
     """
     t = instance_transform(node_bytes, ray, pointer_flags, desc)
     dw7 = INVALID_NODE
@@ -224,8 +228,8 @@ def instance_node_result(node_bytes, ray, pointer_flags, desc):
 
 
 def _filter_sorted_pointers(fields, t, ray, desc):
-    """Sorted pointers of the filter box: decoded here, tested and sorted by R1's box path."""
-    from . import box_test  # R1's module (spec 6.2/6.3)
+    """Sorted pointers of the filter box: decoded here, tested and sorted by the box path."""
+    from . import box_test
     children = filter_children(fields)
     new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
     return box_test.filter_box_pointers(fields["filter_origin"], fields["filter_exp"], children,

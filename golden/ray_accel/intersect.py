@@ -1,32 +1,38 @@
 """The whole intersect instruction: ``image_bvh8_intersect_ray`` and
-``image_bvh_dual_intersect_ray`` (spec sections 6.1-6.5), one ``INSTR_LAYOUT`` dictionary in,
-one ``OUT_LAYOUT`` dictionary out (:mod:`.ray`).
+``image_bvh_dual_intersect_ray`` (AMD "RDNA4 Instruction Set Architecture" guide, "Ray Tracing"),
+one ``INSTR_LAYOUT`` dictionary in, one ``OUT_LAYOUT`` dictionary out
+(:mod:`gpurtl.facts.ray_accel`).
 
-Source: /work/shared/spec/rdna4_ray_accelerator.md (gpurt ``src/shaders/rtip3_opcode_emulation.hlsl``).
+Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl``.
 
-Dispatch, BVH8 form (4-bit RT IP 3.1 node type of ``node_ptr[0]``, spec 1.1):
+Dispatch, BVH8 form (4-bit RT IP 3.1 node type of ``node_ptr[0]``, gpurt ``NodePointers.hlsli``):
 
-* 5, box: :func:`.box_path.bvh8_box_pointers` -> DW0..7; DW8/9 = 0 (undefined in the spec; this
-  model writes 0). An OBB index other than 0x7F first rotates the ray (O's ``obb.obb_transform_ray``,
-  spec 2.2) before the reciprocal; indices 104..126 are undefined -> status 2.
-* 0-3, 8-11, triangle pair: R2's ``triangle.triangle_pair_eval`` (spec 6.4) when that module
-  exists (its ``error``, a misused node, gives status 2); otherwise status 1 ("not modelled").
-* 6, instance: with ``desc.instance_en`` O's instance model (spec 5.2; the ray is returned
-  transformed): ``instance.instance_transform`` plus the filter box through this package's box
-  path (the same as ``instance.instance_node_result``, with ``ftz`` passed on); without
+* 5, box: :func:`.box_path.bvh8_box_pointers` -> DW0..7; DW8/9 = 0 (undefined in the
+  sources; this model writes 0). An OBB index other than 0x7F first rotates the ray
+  (``obb.obb_transform_ray``, gpurt ``Common.hlsl`` ``OBBTransform``) before the reciprocal;
+  indices 104..126 are undefined -> status 2.
+* 0-3, 8-11, triangle pair: ``triangle.triangle_pair_eval`` (gpurt ``IntersectTriangle3_1``)
+  when that module exists (its ``error``, a misused node, gives status 2); otherwise status 1
+  ("not modelled").
+* 6, instance: with ``desc.instance_en`` the instance model (gpurt
+  ``IntersectHardwareInstanceNode``; the ray is returned transformed):
+  ``instance.instance_transform`` plus the filter box through this package's box path (the same as
+  ``instance.instance_node_result``, with ``ftz`` passed on); without
   ``instance_en`` status 2.
 * 4, 7, 12-15: undefined in RT IP 3.1 -> status 2.
 
-Dual form (legacy 3-bit types of both pointers, spec 4 and 6.5):
+Dual form (legacy 3-bit types of both pointers, gpurt ``gfx10/BoxNode1_0.hlsli``; RDNA4 ISA guide,
+``IMAGE_BVH_DUAL_INTERSECT_RAY``):
 
 * 5: FP32 box (128 B); 4: FP16 box (64 B) -- or HPB64 when ``desc.box_node_64b`` (not modelled,
   status 1). Each node gives 4 slots (DW0..3 node 0, DW4..7 node 1); both boxes with ``wide_sort``
   sort all 8 together (the 8-wide network), otherwise each node's 4 slots are sorted 4-wide.
-* 0/1 legacy triangle: R2's ``triangle.legacy_triangle_result`` (4 dwords) when present, else
+* 0/1 legacy triangle: ``triangle.legacy_triangle_result`` (4 dwords) when present, else
   status 1; DW8/9 = the geometry index of node 0/1's legacy triangle node (0 for box nodes).
-* 6: instance: O's instance result is a 10-dword form, so two instances (or an instance with
-  anything else) give all ``0xFFFFFFFF``, status 0 (spec 6.5 "two instance nodes at once => all
-  -1"; the mixed case is [INFERRED]). This is checked first.
+* 6: instance: the instance result is a 10-dword form, so two instances (or an instance with
+  anything else) give all ``0xFFFFFFFF``, status 0 (RDNA4 ISA guide,
+  ``IMAGE_BVH_DUAL_INTERSECT_RAY`` "two instance nodes at once => all
+  -1"; the mixed case is inferred). This is checked first.
 * 2, 3: undefined legacy types, status 2; 7 (procedural/user node): not modelled, status 1.
   Status 2 wins over status 1.
 
@@ -124,7 +130,7 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
 
 
 def _instance(node, ray, pointer_flags, desc, ftz):
-    """O's instance model (``instance.instance_transform``) with the filter box tested here, so
+    """The instance model (``instance.instance_transform``) with the filter box tested here, so
     that ``ftz`` reaches the filter's box test (identical to ``instance_node_result`` otherwise)."""
     inst = _optional("instance")
     t = inst.instance_transform(node, ray, pointer_flags, desc)

@@ -1,17 +1,21 @@
-"""Box intersection engine: dequantization and the slab test of spec section 6.2 (``BoxEngine``).
+"""Box intersection engine: dequantization and the slab test (``BoxEngine``).
 
-Facts: /work/shared/spec/rdna4_ray_accelerator.md sections 1.5 (dequantization) and 6.2 (box
-test), gpurt ``rtip3_opcode_emulation.hlsl`` / ``IntersectCommon.hlsl``. Golden model:
-:mod:`gpurtl.golden.ray_accel.box_test` (every choice documented there is followed here:
-NaN-ignoring max3/min3, the FMA grow, ``-0 >= 0``).
+The box test of ``IMAGE_BVH8_INTERSECT_RAY`` (AMD "RDNA4 Instruction Set Architecture" guide,
+"Ray Tracing") as gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8`` and
+``IntersectCommon.hlsl`` emulate it. Golden reference:
+:func:`gpurtl.golden.ray_accel.box_test.box_engine` (every choice documented in
+:mod:`gpurtl.golden.ray_accel.box_test` is followed here: NaN-ignoring max3/min3, the FMA grow,
+``-0 >= 0``).
 
 One engine tests ``boxes`` child boxes per cycle (RDNA 4: 4 per engine, two engines). Per box,
 all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
 
-    c0  plane = raw ? off : base + off          6 FPAddCore (dequant: base = node origin,
-                                                 off = Dq(q) bits; raw legacy planes bypass;
-                                                 never flushes: the golden decoder's add keeps
-                                                 subnormals, ``ftz`` applies from c1 on)
+    c0  plane = base + off                      6 FPAddCore (dequant: base = node origin,
+                                                 off = Dq(q) bits; legacy nodes give base -0.0
+                                                 and their raw planes, which the add passes
+                                                 through bit for bit; never flushes: the golden
+                                                 decoder's add keeps subnormals, ``ftz``
+                                                 applies from c1 on)
     c1  d = plane - ray.origin                  6 FPAddCore (sub)
     c2  tp = d * inv_dir                        6 FPMulCore      (inv_dir enters here)
     c3  lo/hi by sign of inv_dir; max3/min3     4 FPCmpCore (combinational) + register
@@ -22,10 +26,10 @@ all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
 
 Interface (clock-enable core, no valid/ready)
 ---------------------------------------------
-``en``; ``i``: ``boxes[boxes]`` {``base[3]``, ``off_min[3]``, ``off_max[3]``, ``raw``} and
-``ray`` {``origin[3]``, ``extent``, ``box_grow``, ``heuristic``}; ``inv_dir[3]``: the ray's
-reciprocal, sampled ``inv_offset`` enabled cycles after ``i``; ``o``: ``boxes[boxes]``
-{``hit``, ``key``}, ``latency`` cycles after ``i``.
+``en``; ``i``: ``base[3]`` (shared by the boxes of one node), ``boxes[boxes]`` {``off_min[3]``,
+``off_max[3]``} and ``ray`` {``origin[3]``, ``extent``, ``box_grow``, ``heuristic``};
+``inv_dir[3]``: the ray's reciprocal, sampled ``inv_offset`` enabled cycles after ``i``;
+``o``: ``boxes[boxes]`` {``hit``, ``key``}, ``latency`` cycles after ``i``.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
@@ -35,16 +39,29 @@ from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import box_grow_constant
 
 from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
-from ._pipe import delay, reg
+from ._pipe import EnableCoreStream, delay, reg
 
-__all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "BoxEngine"]
+__all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "engine_in_layout",
+           "engine_out_layout", "BoxEngine", "BoxEnginePipe"]
 
 _F3 = data.ArrayLayout(Float32(), 3)
-BOX_IN_LAYOUT = data.StructLayout({"base": _F3, "off_min": _F3, "off_max": _F3,
-                                   "raw": unsigned(1)})
+BOX_IN_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 ENGINE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "extent": Float32(),
                                        "box_grow": unsigned(8), "heuristic": unsigned(2)})
 BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32()})
+
+
+
+def engine_in_layout(boxes):
+    """``i`` of a :class:`BoxEngine` of ``boxes`` tests."""
+    return data.StructLayout({"base": _F3, "boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes),
+                              "ray": ENGINE_RAY_LAYOUT})
+
+
+def engine_out_layout(boxes):
+    """``o`` of a :class:`BoxEngine` of ``boxes`` tests."""
+    return data.StructLayout({"boxes": data.ArrayLayout(BOX_OUT_LAYOUT, boxes)})
+
 
 _POS_INF = 0x7F800000
 _NEG_INF = 0xFF800000
@@ -81,10 +98,9 @@ class BoxEngine(wiring.Component):
         self._stages = (add_stages, mul_stages, fma_stages)
         super().__init__({
             "en": In(1),
-            "i": In(data.StructLayout({"boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes),
-                                       "ray": ENGINE_RAY_LAYOUT})),
+            "i": In(engine_in_layout(boxes)),
             "inv_dir": In(_F3),
-            "o": Out(data.StructLayout({"boxes": data.ArrayLayout(BOX_OUT_LAYOUT, boxes)})),
+            "o": Out(engine_out_layout(boxes)),
         })
 
     @property
@@ -145,15 +161,12 @@ class BoxEngine(wiring.Component):
         for b in range(self._boxes):
             box = self.i.boxes[b]
             lo_t, hi_t = [], []
-            raw = delay(m, en, box.raw, la, f"b{b}_c1_raw")
             for a in range(3):
                 for side, off in (("min", box.off_min[a]), ("max", box.off_max[a])):
                     tag = f"b{b}_{side}{a}"
-                    deq = self._core(m, FPAddCore, f"{tag}_deq", ftz=False, a=box.base[a], b=off,
-                                     sub=0)
-                    off_d = delay(m, en, off, la, f"{tag}_c1_off")
-                    plane = Mux(raw, off_d, deq.z)
-                    d = self._core(m, FPAddCore, f"{tag}_sub", a=plane, b=r_origin[a], sub=1)
+                    deq = self._core(m, FPAddCore, f"{tag}_deq", ftz=False, a=self.i.base[a],
+                                     b=off, sub=0)
+                    d = self._core(m, FPAddCore, f"{tag}_sub", a=deq.z, b=r_origin[a], sub=1)
                     tp = self._core(m, FPMulCore, f"{tag}_mul", a=d.z, b=self.inv_dir[a])
                     (lo_t if side == "min" else hi_t).append(tp.z)
             # c3: slab selection and max3/min3 (NaN-ignoring), then a register
@@ -201,4 +214,34 @@ class BoxEngine(wiring.Component):
             out_hit = reg(m, en, hit, f"b{b}_out_hit", shape=1)
             out_key = reg(m, en, key, f"b{b}_out_key", shape=32)
             m.d.comb += [self.o.boxes[b].hit.eq(out_hit), self.o.boxes[b].key.eq(out_key)]
+        return m
+
+
+class BoxEnginePipe(EnableCoreStream):
+    """A :class:`BoxEngine` in a valid/ready stream (block ``ray_box_engine``), II = 1; the
+    reciprocal is an input field, delayed inside to the cycle the engine reads it."""
+
+    def __init__(self, boxes=4, **params):
+        core = _AlignedEngine(boxes, **params)
+        super().__init__(core, core.i.shape(), engine_out_layout(boxes))
+
+
+class _AlignedEngine(wiring.Component):
+    def __init__(self, boxes, **params):
+        self._engine = BoxEngine(boxes, **params)
+        super().__init__({"en": In(1),
+                          "i": In(data.StructLayout({"box": engine_in_layout(boxes),
+                                                     "inv_dir": _F3})),
+                          "o": Out(engine_out_layout(boxes))})
+
+    @property
+    def latency(self):
+        return self._engine.latency
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = eng = self._engine
+        m.d.comb += [eng.en.eq(self.en), eng.i.eq(self.i.box),
+                     eng.inv_dir.eq(delay(m, self.en, self.i.inv_dir, eng.inv_offset, "inv")),
+                     self.o.eq(eng.o)]
         return m

@@ -4,7 +4,7 @@
 lane, two lanes per cycle (``image_bvh_dual_intersect_ray`` with two triangle pointers), on the
 same :class:`~.triangle_engine.TriangleEngine` as the compressed path. Bit-exact with
 :func:`gpurtl.golden.ray_accel.triangle.legacy_triangle_result` (its doc string gives the result
-rules; layout in spec section 4 of /work/shared/spec/rdna4_ray_accelerator.md).
+rules; layout of gpurt ``gfx10/TriangleNode1_0.hlsli``).
 
 Ports: ``en: In(1)``; ``i: In(LEGACY_IN_LAYOUT)``: ``ray`` (``RAY_LAYOUT``), ``node[2]`` (16 dwords
 each: the 64-byte node; the vertices are dwords 0..11 and ``triangle_id`` is dword 15 in both the

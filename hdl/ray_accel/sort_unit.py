@@ -1,7 +1,7 @@
-"""The sort unit: the 19-comparator 8-wide network of spec section 6.3 (``SortUnit``).
+"""The sort unit: the 19-comparator 8-wide network of gpurt ``rtip3_opcode_emulation.hlsl``
+``IntersectNodeBvh8`` (``SortUnit``).
 
-Facts: /work/shared/spec/rdna4_ray_accelerator.md section 6.3 (gpurt
-``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``); golden model
+Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``; golden model
 :mod:`gpurtl.golden.ray_accel.sort`.
 
 Each slot carries a 32-bit pointer and a 32-bit FP key. The 3-bit class key is computed at the
@@ -9,7 +9,8 @@ input, ``ext = 4 * (ptr == INVALID_NODE) + 2 * (stf & (ptr & 7) > 3) + (stf & (p
 A comparator on slots ``(i, j)``, ``i < j``, swaps when ``ext_j < ext_i`` or, with equal classes,
 ``key_j < key_i`` (IEEE less-than from an ``FPCmpCore``; a NaN key never swaps).
 
-Stages S1..S6 as in the spec; one register after each stage (``latency = 6``). ``wide = 0``
+Stages S1..S6 of ``SORT_STAGES`` (:mod:`gpurtl.facts.ray_accel`); one register after each stage
+(``latency = 6``). ``wide = 0``
 disables the comparators of S4..S6 (two independent 4-wide sorts), ``enable = 0`` all of them
 (slots pass through in order, with the same latency).
 

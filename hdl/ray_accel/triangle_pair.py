@@ -1,11 +1,12 @@
 """The triangle-pair path of the ray accelerator: node bytes + ray -> the 10 result dwords (RTL).
 
-``TrianglePairCore`` (clock-enable core, no valid/ready; what R1's top level instantiates)
+``TrianglePairCore`` (clock-enable core, no valid/ready; used by the ``ray_accel`` top level)
     ``en: In(1)``; ``i: In(PAIR_IN_LAYOUT)`` with ``ray`` (``RAY_LAYOUT``: ``origin[3]``,
     ``dir[3]``, ``extent``, ``instance_mask``), ``node`` (32 dwords of the 128-byte primitive
     node), ``node_ptr`` (32 bits; the pair index is bits 0, 1 and 3), ``pointer_flags`` (10 bits =
     BVH base bits 54..63) and ``desc`` (``DESC_LAYOUT``; only ``pointer_flags_en`` matters here);
-    ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of spec 6.4) and
+    ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of gpurt
+    ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``) and
     ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
     ``latency`` = ``max(2, divider latency)`` (pair decode :class:`PrimitiveDecodeCore` in
     parallel with :class:`RaySetupCore`) + :attr:`TriangleEngine.latency` + 1 (result format

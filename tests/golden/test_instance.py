@@ -1,4 +1,4 @@
-"""Checks of the instance-node model (golden/ray_accel/instance.py) against spec section 5."""
+"""Checks of the instance-node model (golden/ray_accel/instance.py) against the instance node of gpurt ``IntersectHardwareInstanceNode``."""
 
 import numpy as np
 import pytest
@@ -94,7 +94,8 @@ def test_instance_result_filter_box():
     node = node_bytes(_filter_node())
     hit = make_ray((0.0, 0.0, 0.0), (1.0, 0.0, 0.0))
     dw, o, d = instance.instance_node_result(node, hit, 0, desc)
-    assert dw[7] == 0xFFFFFF05                      # box root hit (spec 5.2)
+    # box root hit (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``)
+    assert dw[7] == 0xFFFFFF05
     assert dw[6] == 0x123456 and dw[2] == 0x1000 << 3 and dw[3] == 0
     assert [bits_f32(v) for v in o] == [-10.0, 0.0, 0.0]
     assert dw[0] == dw[1] == dw[4] == dw[5] == instance.UNDEFINED_DW

@@ -2,7 +2,7 @@
 
 Independent references: a float64 Moeller-Trumbore test (away from edges), exact rays through the
 shared edges and vertices of closed meshes (watertightness), and hand-derived result dwords for
-the culling / sign-bit rules of spec section 6.4.
+the culling / sign-bit rules of gpurt ``IntersectTriangle3_1``.
 """
 
 import struct
@@ -151,7 +151,7 @@ def test_exact_rays_through_pair_nodes():
 
 
 # ---------------------------------------------------------------------------------------------
-# result encoding (spec 6.4)
+# result encoding (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``)
 
 T0 = pn.Triangle(((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), prim_id=5, geo_id=3)
 T1 = pn.Triangle(((1.0, 0.0, 0.0), (1.0, 1.0, 0.0), (0.0, 1.0, 0.0)), prim_id=6, geo_id=4,
