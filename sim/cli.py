@@ -38,32 +38,40 @@ def _block_and_params(args):
 
 
 def _latency(block, params):
+    """The latency of a pipeline block and the ``details`` its build reports (a dict, if any)."""
     if block.kind != "pipeline":
-        return "-"
+        return "-", {}
     try:
-        return str(block.build(**params).latency)
+        dut = block.build(**params)
+        return str(dut.latency), dict(getattr(dut, "details", None) or {})
     except Exception as error:  # a block that cannot build at defaults is reported, not fatal
-        return f"? ({error})"
+        return f"? ({error})", {}
 
 
 def cmd_list(args):
+    if args.param and not args.block:
+        raise UsageError("`-p` needs a BLOCK: gpurtl list BLOCK -p NAME=VALUE")
+    blocks = [registry.get(args.block)] if args.block else registry.blocks()
     rows = []
-    for block in registry.blocks():
-        params = block.resolve()
+    for block in blocks:
+        params = _params(block, args.param) if args.block else block.resolve()
         in_layout, out_layout = block.layouts(**params)
-        rows.append((block, _latency(block, params), in_layout, out_layout))
+        latency, details = _latency(block, params)
+        rows.append((block, latency, details, in_layout, out_layout))
     if args.json:
         print(json.dumps([{"name": b.name, "kind": b.kind, "doc": b.doc, "latency": lat,
-                           "params": {p.name: p.default for p in b.params},
+                           "params": {p.name: p.default for p in b.params}, **details,
                            "in": layouts.describe(i), "out": layouts.describe(o)}
-                          for b, lat, i, o in rows], indent=1))
+                          for b, lat, details, i, o in rows], indent=1))
         return 0
-    for block, latency, in_layout, out_layout in rows:
+    for block, latency, details, in_layout, out_layout in rows:
         kind = f"pipeline, latency {latency}" if block.kind == "pipeline" else "cycle-stepped"
         print(f"{block.name}  ({kind})")
         print(f"    {block.doc}")
         if block.params:
             print("    params: " + "  ".join(p.summary() for p in block.params))
+        for name, value in details.items():
+            print(f"    {name}: {value}")
         print(f"    in  ({sum(leaf.width for leaf in layouts.leaves(in_layout))} bits): "
               f"{_short(layouts.describe(in_layout))}")
         print(f"    out ({sum(leaf.width for leaf in layouts.leaves(out_layout))} bits): "
@@ -285,6 +293,9 @@ def build_parser():
                        help="build parameter (repeatable)")
 
     p = sub.add_parser("list", help="blocks, parameters, latency, interfaces")
+    p.add_argument("block", nargs="?", metavar="BLOCK", help="only this block")
+    p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                   help="build parameter of BLOCK (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
 

@@ -235,6 +235,15 @@ class RayAccel(wiring.Component):
                 "sort": self._sorter.latency * SORT_SLOTS * (32 + 32 + 3),
                 "format": OUT_LAYOUT.size}
 
+    @property
+    def details(self):
+        """What ``gpurtl list`` shows besides the latency."""
+        bits = self.register_bits
+        return {"initiation_interval": self.initiation_interval,
+                "box_path_latency": self.box_latency,
+                "register_bits": ", ".join(f"{k} {v}" for k, v in bits.items())
+                + f" (total {sum(bits.values())})"}
+
     def elaborate(self, platform):
         m = Module()
         G, T = self._groups, self._engines * self._boxes

@@ -119,3 +119,18 @@ def test_shallow_preset_box_path_within_24_cycles():
 def test_bad_preset():
     with pytest.raises(ValueError, match="`fp` must be one of 'fpga', 'shallow', not 'deep'"):
         RayAccel(fp="deep")
+
+
+def test_list_shows_a_build_of_one_block(capsys):
+    """`gpurtl list ray_accel -p fp=shallow`: the latency, the box path and the register bits of
+    that build; `-p` without a block is a usage error (exit status 2, one line)."""
+    from gpurtl.sim.cli import main
+    assert main(["list", "ray_accel", "-p", "fp=shallow", "-p", "triangles=0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ray_accel  (pipeline, latency ")
+    box = int(out.split("box_path_latency: ")[1].split()[0])
+    assert box <= 24
+    assert "register_bits: s1 " in out
+    assert main(["list", "-p", "fp=shallow"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "BLOCK" in err
