@@ -36,7 +36,12 @@ from fractions import Fraction
 
 import numpy as np
 from gpurtl.facts.fp32 import bits_f32, f32_bits
-from gpurtl.facts.ray_accel import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8
+from gpurtl.facts.ray_accel import (
+    CHILD_RANGE_SHIFT,
+    INVALID_NODE,
+    INVALID_OBB,
+    NODE_TYPE_BOX8,
+)
 from gpurtl.golden import fp32
 
 __all__ = [
@@ -121,7 +126,7 @@ def decode_box8(dwords):
         "origin": d[3:6],
         "exp": [d[6] & 0xFF, (d[6] >> 8) & 0xFF, (d[6] >> 16) & 0xFF],
         "count": ((d[6] >> 28) & 7) + 1,
-        "obb_index": d[7] & 0x7F,
+        "obb_index": d[7] & INVALID_OBB,
     }
     internal = (d[0] | NODE_TYPE_BOX8) & 0xFFFFFFFF
     prim = d[1]
@@ -140,10 +145,10 @@ def decode_box8(dwords):
         if child["valid"]:
             if child["type"] == NODE_TYPE_BOX8:
                 child["ptr"] = internal
-                internal = (internal + (child["range"] << 4)) & 0xFFFFFFFF
+                internal = (internal + (child["range"] << CHILD_RANGE_SHIFT)) & 0xFFFFFFFF
             else:
                 child["ptr"] = (prim | child["type"]) & 0xFFFFFFFF
-                prim = (prim + (child["range"] << 4)) & 0xFFFFFFFF
+                prim = (prim + (child["range"] << CHILD_RANGE_SHIFT)) & 0xFFFFFFFF
             child["min"] = [int(v) for v in dequantize(node["origin"], node["exp"], child["qmin"])]
             child["max"] = [int(v) for v in dequantize(
                 node["origin"], node["exp"], [q + 1 for q in child["qmax"]])]
@@ -225,7 +230,7 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
     d[3:6] = origin
     d[6] = exps[0] | exps[1] << 8 | exps[2] << 16 | (index_in_parent & 7) << 25 \
         | (len(children) - 1) << 28
-    d[7] = obb_index & 0x7F
+    d[7] = obb_index & INVALID_OBB
     for i in range(8):
         if i < len(children):
             c = children[i]

@@ -52,10 +52,12 @@ Choices where the sources are silent (documented, also used by the RTL)
 
 import numpy as np
 from gpurtl.facts.ray_accel import (
+    CHILD_RANGE_SHIFT,
     INSTANCE_AABB_BIT,
     INSTANCE_ADDRESS_MASK,
     INSTANCE_UNDEFINED_DW,
     INVALID_NODE,
+    NODE_TYPE_BOX8,
     PF_FORCE_NON_OPAQUE,
     PF_FORCE_OPAQUE,
     PF_SKIP_PROCEDURAL,
@@ -179,12 +181,12 @@ def filter_children(fields):
         valid = i < fields["filter_count"]
         ptr = INVALID_NODE
         if valid:
-            if node_type == 5:
+            if node_type == NODE_TYPE_BOX8:
                 ptr = internal | node_type
-                internal += rng << 4
+                internal += rng << CHILD_RANGE_SHIFT
             else:
                 ptr = prim | node_type
-                prim += rng << 4
+                prim += rng << CHILD_RANGE_SHIFT
         out.append({"ptr": ptr, "qmin": qmin, "qmax": qmax, "valid": valid})
     return out
 

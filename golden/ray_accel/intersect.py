@@ -44,6 +44,11 @@ import importlib
 from gpurtl.facts.ray_accel import (
     INVALID_NODE,
     INVALID_OBB,
+    LEGACY_TYPE_BOX16,
+    LEGACY_TYPE_BOX32,
+    LEGACY_TYPE_INSTANCE,
+    LEGACY_TYPE_PROCEDURAL,
+    LEGACY_TYPE_TRI1,
     NODE_TYPE_BOX8,
     NODE_TYPE_INSTANCE,
     STATUS_BAD_NODE,
@@ -102,7 +107,7 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
     paths = available_paths() if paths is None else paths
     ntype = node_ptr & 0xF
     if ntype == NODE_TYPE_BOX8:
-        obb_index = node[7] & 0x7F
+        obb_index = node[7] & INVALID_OBB
         box_ray = ray
         if obb_index != INVALID_OBB:
             if "obb" not in paths:
@@ -152,14 +157,15 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh_dual_intersect_ray`` (two legacy nodes)."""
     paths = available_paths() if paths is None else paths
     types = [p & 7 for p in node_ptrs]
-    if 6 in types:
+    if LEGACY_TYPE_INSTANCE in types:
         return _ok(ray, [INVALID_NODE] * 10)
     status = STATUS_OK
     for t in types:
-        if t in (2, 3):
+        if LEGACY_TYPE_TRI1 < t < LEGACY_TYPE_BOX16:
             status = STATUS_BAD_NODE
-        elif status == STATUS_OK and (t == 7 or (t == 4 and desc["box_node_64b"])
-                                      or (t in (0, 1) and "legacy_triangle" not in paths)):
+        elif status == STATUS_OK and (
+                t == LEGACY_TYPE_PROCEDURAL or (t == LEGACY_TYPE_BOX16 and desc["box_node_64b"])
+                or (t <= LEGACY_TYPE_TRI1 and "legacy_triangle" not in paths)):
             status = STATUS_NOT_MODELLED
     if status != STATUS_OK:
         return _fail(ray, status)
@@ -167,8 +173,9 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
     kinds, slots = [], []
     for ptr, node in zip(node_ptrs, nodes):
         t = ptr & 7
-        if t in (4, 5):
-            decoded = box_node.decode_box4_fp32(node) if t == 5 else box_node.decode_box4_fp16(node)
+        if t in (LEGACY_TYPE_BOX16, LEGACY_TYPE_BOX32):
+            decoded = box_node.decode_box4_fp32(node) if t == LEGACY_TYPE_BOX32 \
+                else box_node.decode_box4_fp16(node)
             slots.append(box_path.legacy_box_slots(decoded, ray, pointer_flags, desc,
                                                    inv_dir=inv_dir, ftz=ftz))
             kinds.append("box")
