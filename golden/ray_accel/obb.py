@@ -1,8 +1,7 @@
 """The RT IP 3.1 OBB rotation tables and the ray transform (bit-exact golden model).
 
-Facts (all from /work/shared/spec/obb_tables.md appendix A and rdna4_ray_accelerator.md section 2,
-which transcribe AMD gpurt ``src/shadersClean/common/ObbCommon.hlsli`` (``ObbStage1Lut``,
-``ObbStage2Lut``) and ``src/shadersClean/common/Common.hlsl`` (``OBBTransform``)):
+Sources: AMD gpurt ``src/shadersClean/common/ObbCommon.hlsli`` (``ObbStage1Lut``,
+``ObbStage2Lut``) and ``src/shadersClean/common/Common.hlsl`` (``OBBTransform``):
 
 * A type-5 box node names a rotation by its 7-bit ``obbMatrixIndex`` (DW7 bits [6:0]); 0..103 pick
   one of 104 matrices, ``0x7F`` means "no rotation" (:data:`NO_ROTATION`).
@@ -11,10 +10,12 @@ which transcribe AMD gpurt ``src/shadersClean/common/ObbCommon.hlsli`` (``ObbSta
 * Stage 2: 32 FP32 magnitudes (26 used, entries 26..31 are 0). The element's bit pattern is
   ``STAGE2[code & 0x1F] | (code >> 5) << 31``.
 * Transform, with the matrix rows ``m_r``: ``o'_r = fma(o.x, m_r0, fma(o.y, m_r1, fma(o.z, m_r2,
-  0)))`` and ``d'_r = fma(d.x, m_r0, fma(d.y, m_r1, d.z * m_r2))`` (spec 2.2). The rotated ray is
+  0)))`` and ``d'_r = fma(d.x, m_r0, fma(d.y, m_r1, d.z * m_r2))`` (gpurt ``OBBTransform``). The
+  rotated ray is
   only used for the node's box test; it is not returned.
 
-The instance transform (spec 5.2) is the same chain with a 3x4 world-to-object matrix whose
+The instance transform (gpurt ``IntersectHardwareInstanceNode``) is the same chain with a 3x4
+world-to-object matrix whose
 fourth column (the translation) replaces the innermost ``0`` of the origin chain; both share
 :func:`transform_rows`.
 
@@ -116,7 +117,7 @@ _TABLE = np.array([obb_matrix_bits(i) for i in range(OBB_COUNT)] + [IDENTITY_BIT
 
 
 def transform_rows(matrix, origin, direction):
-    """Rotate (and translate) rays with the spec's FMA order.
+    """Rotate (and translate) rays with gpurt's FMA order.
 
     Parameters
     ----------
@@ -152,7 +153,7 @@ def transform_rows(matrix, origin, direction):
 
 
 def obb_transform_ray(index, origin, direction):
-    """The OBB transform of spec 2.2, vectorized over rays.
+    """The OBB transform of gpurt ``OBBTransform``, vectorized over rays.
 
     Parameters
     ----------

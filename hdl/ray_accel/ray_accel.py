@@ -14,47 +14,56 @@ latency, so results leave in order.
 
 Components (each a ``wiring.Component`` with a ``latency`` and its own golden reference)
 ------------------------------------------------------------------------------------------
-==================== ==================================================================
-``NodeDecode``        the node bytes decoded once into the entry register ``s1``
-                      (:func:`~.node_decode.decoded_layout`: plane offsets, slot pointers
-                      with valid/cull folded in, the ray without its instance mask, the
-                      instance matrix and result fields, the controls)
-``RaySetupUnit``      OBB / instance ray transform (one shared core), then ``rcp(dir)``
-``BoxEngine`` x E     the slab tests, ``boxes_per_engine`` per engine per cycle
-``DedupUnit``         hit select and child-reuse de-duplication
-``SortUnit``          the 19-comparator network
-``TrianglePairCore``  compressed triangle pairs, from the instruction (its own decode)
-``LegacyTriangleCore`` the dual form's legacy triangle nodes, from the instruction
-``ResultFormat``      the 10 dwords, the returned ray, the status
-==================== ==================================================================
+========================== ============================================================
+``NodeDecode``             the node bytes decoded once into the entry register ``s1``
+                           (:func:`~.node_decode.decoded_layout`: plane offsets, slot
+                           pointers with valid/cull folded in, the ray without its
+                           instance mask, the instance matrix and result fields, the
+                           controls)
+``RaySetupUnit``           OBB / instance ray transform (one shared core), ``rcp(dir)``
+``BoxEngine`` x E          the slab tests, ``boxes_per_engine`` per engine per cycle
+``DedupUnit``              hit select and child-reuse de-duplication
+``SortUnit``               the 19-comparator network
+``TrianglePairCore``       compressed triangle pairs, from the instruction (own decode)
+``LegacyTriangleCore``     the dual form's legacy triangle nodes, from the instruction
+``ResultFormat``           the 10 dwords, the returned ray, the status (output register)
+========================== ============================================================
 
 Between the components only side-band fields wait (the slot pointers for the de-duplication,
 the controls, the returned ray); lines of :data:`~._pipe.SIDEBAND_MIN_CYCLES` or more cycles are
-memory rings (:func:`~._pipe.sideband`), not flip-flops. :attr:`RayAccel.register_bits` gives the
-payload bits of each stage's registers.
+memory rings (:func:`~._pipe.sideband`), not flip-flops. :attr:`RayAccel.register_bits` (shown
+by ``gpurtl list ray_accel``) gives the payload bits of each stage's registers outside the FP32
+cores: at the ``fpga`` preset the entry register ``s1`` holds 2133 bits (box paths only; 2678
+with the transform and triangle fields) instead of the 2373-bit instruction, the planes wait in a
+memory ring, the de-duplication register holds 512 bits, the sort network 3216, the output
+register 514.
 
 Timing (enabled cycles after the instruction is taken): ``s1`` at 1, held for the ``G`` slot
 groups; the ray setup reads ``s1``; slot group ``g`` enters the engines at ``1 + g + P`` with
 ``P = max(transform, transform + rcp - inv_offset)`` (the engines read the origin with the
 planes and the reciprocal ``inv_offset`` cycles later); de-duplication, sort and result format
-follow. The triangle cores take
-the instruction at the cycle it is accepted. ``latency`` is the sum of the component latencies
-along the longest path.
+follow. The triangle cores take the instruction at the cycle it is accepted. ``latency`` is the
+sum of the component latencies along the longest path.
 
 FP32 presets (``fp``)
 ---------------------
 ``"fpga"`` (default): the FP32 cores' default depths (add/mul 9, FMA 12, rcp/div 24 stages),
 transform FMAs 2 stages; ``"shallow"``: one register per FP32 core everywhere (box path,
-transform, triangle paths), for latency studies. Latencies (``gpurtl list``):
+transform, triangle paths), for latency studies (zero stages would also simulate, but the box
+path would then be one combinational chain of about twenty FP32 operations). Latencies
+(``gpurtl list ray_accel -p fp=PRESET [-p triangles=0 -p transforms=0]``; "box path" is the
+latency the build would have without its triangle paths):
 
-============================ ======= ========= =====
-build                        preset  box path  full
-============================ ======= ========= =====
-full (2 x 4, all paths)      fpga    57        122
-full (2 x 4, all paths)      shallow 18        18
-box paths only (2 x 4)       fpga    51        51
-box paths only (2 x 4)       shallow 16        16
-============================ ======= ========= =====
+================================================ ======= ========= ===== ====
+build                                            preset  box path  full  II
+================================================ ======= ========= ===== ====
+full (2 x 4, all paths)                          fpga    63        122   1
+full (2 x 4, all paths)                          shallow 19        19    1
+box paths only (2 x 4)                           fpga    57        57    1
+box paths only (2 x 4)                           shallow 16        16    1
+smallest (1 x 1, box paths only)                 fpga    64        64    8
+smallest (1 x 1, box paths only)                 shallow 23        23    8
+================================================ ======= ========= ===== ====
 
 Smaller builds (FPGA experiments): ``engines * boxes_per_engine = T`` box testers with ``T`` in
 {1, 2, 4, 8}. With ``T < 8`` the ``s1`` register holds an instruction for ``G = 8 / T`` cycles,
