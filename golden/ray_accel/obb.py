@@ -11,13 +11,11 @@ Sources: AMD gpurt ``src/shadersClean/common/ObbCommon.hlsli`` (``ObbStage1Lut``
   ``STAGE2[code & 0x1F] | (code >> 5) << 31``.
 * Transform, with the matrix rows ``m_r``: ``o'_r = fma(o.x, m_r0, fma(o.y, m_r1, fma(o.z, m_r2,
   0)))`` and ``d'_r = fma(d.x, m_r0, fma(d.y, m_r1, d.z * m_r2))`` (gpurt ``OBBTransform``). The
-  rotated ray is
-  only used for the node's box test; it is not returned.
+  rotated ray is only used for the node's box test; it is not returned.
 
 The instance transform (gpurt ``IntersectHardwareInstanceNode``) is the same chain with a 3x4
-world-to-object matrix whose
-fourth column (the translation) replaces the innermost ``0`` of the origin chain; both share
-:func:`transform_rows`.
+world-to-object matrix whose fourth column (the translation) replaces the innermost ``0`` of the
+origin chain; both share :func:`transform_rows`.
 
 Indices 104..126 are not defined by any source. This model (and the RTL) treat them as "no
 rotation" and raise the ``bad_index`` error flag (see :func:`obb_transform_ray`).
