@@ -25,7 +25,7 @@ def _fields(layout, dwords):
 
 @lru_cache(maxsize=None)
 def _instructions():
-    return tuple(stimulus(np.random.default_rng(7), 150))
+    return tuple(stimulus(np.random.default_rng(7), 100))
 
 
 def _nodes(kind_filter):

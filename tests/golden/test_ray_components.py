@@ -57,7 +57,7 @@ def composed(instr, *, dedup=True, transform=True):
 
 @pytest.fixture(scope="module")
 def instructions():
-    return stimulus(np.random.default_rng(2024), 120)
+    return stimulus(np.random.default_rng(2024), 60)
 
 
 def test_components_compose_to_the_instruction_model(instructions):
