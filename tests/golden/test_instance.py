@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from gpurtl.golden.ray_accel import instance
-from gpurtl.golden.ray_accel.ray import (PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES,
-                                         make_ray)
+from gpurtl.facts.ray_accel import PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES
+from gpurtl.golden.ray_accel.ray import make_ray
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 

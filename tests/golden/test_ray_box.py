@@ -10,7 +10,8 @@ import pytest
 from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel import box_node, box_path, intersect, sort
 from gpurtl.golden.ray_accel import box_test as bt
-from gpurtl.golden.ray_accel.ray import INVALID_NODE, default_desc, make_ray
+from gpurtl.facts.ray_accel import INVALID_NODE
+from gpurtl.golden.ray_accel.ray import default_desc, make_ray
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 INF = 0x7F800000

@@ -13,10 +13,11 @@ import pytest
 from gpurtl.golden.ray_accel import meshes
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
-from gpurtl.golden.ray_accel.ray import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE,
-                                         PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS,
-                                         PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL,
-                                         PF_SKIP_TRIANGLES, default_desc, make_ray)
+from gpurtl.facts.ray_accel import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE,
+                                    PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS,
+                                    PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL,
+                                    PF_SKIP_TRIANGLES)
+from gpurtl.golden.ray_accel.ray import default_desc, make_ray
 
 
 def f32(x):
