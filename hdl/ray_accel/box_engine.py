@@ -39,7 +39,7 @@ from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import box_grow_constant
 
 from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
-from ._pipe import EnableCoreStream, delay, reg
+from ._pipe import EnableCoreStream, delay, reg, sideband
 
 __all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "engine_in_layout",
            "engine_out_layout", "BoxEngine", "BoxEnginePipe"]
@@ -62,6 +62,11 @@ def engine_out_layout(boxes):
     """``o`` of a :class:`BoxEngine` of ``boxes`` tests."""
     return data.StructLayout({"boxes": data.ArrayLayout(BOX_OUT_LAYOUT, boxes)})
 
+
+#: What waits beside the grow FMA and the key adder (c5 -> c6).
+_C6_WAIT_LAYOUT = data.StructLayout({"g_zero": unsigned(1), "heuristic": unsigned(2),
+                                     "min_t": unsigned(32), "max_t": unsigned(32),
+                                     "nan": unsigned(1)})
 
 _POS_INF = 0x7F800000
 _NEG_INF = 0xFF800000
@@ -147,11 +152,12 @@ class BoxEngine(wiring.Component):
         la, lm, lf = self._la, self._lm, self._lf
         ray = self.i.ray
         # ray fields travel down with the boxes
-        r_origin = delay(m, en, ray.origin, la, "c1_origin")
-        r_extent = delay(m, en, ray.extent, 2 * la + lm + 1, "c4_extent")
-        r_grow = delay(m, en, ray.box_grow, 2 * la + lm + 2, "c5_grow")
-        r_heur = delay(m, en, ray.heuristic, 2 * la + lm + 2, "c5_heur")
-        inv_c3 = delay(m, en, self.inv_dir, lm, "c3_inv")
+        # (long lines are memory rings: they only wait for the arithmetic)
+        r_origin = sideband(m, en, ray.origin, la, "c1_origin")
+        r_extent = sideband(m, en, ray.extent, 2 * la + lm + 1, "c4_extent")
+        r_grow = sideband(m, en, ray.box_grow, 2 * la + lm + 2, "c5_grow")
+        r_heur = sideband(m, en, ray.heuristic, 2 * la + lm + 2, "c5_heur")
+        inv_c3 = sideband(m, en, self.inv_dir, lm, "c3_inv")
         # grow constant g * 2**-24 (a 256-entry table of exact FP32 patterns)
         gconst = Signal(32, name="c5_gconst")
         with m.Switch(r_grow):
@@ -202,11 +208,12 @@ class BoxEngine(wiring.Component):
                                  b=Mux(midpoint, s5_tmax, s5_max_t), sub=~midpoint)
             grown = delay(m, en, fma.z, lc5 - lf, f"b{b}_c6_grown_al")
             key_arith = delay(m, en, key_add.z, lc5 - la, f"b{b}_c6_key_al")
-            g_zero = delay(m, en, r_grow == 0, lc5, f"b{b}_c6_gzero")
-            heur = delay(m, en, r_heur, lc5, f"b{b}_c6_heur")
-            min_t6 = delay(m, en, s5_min_t, lc5, f"b{b}_c6_min_t")
-            max_t6 = delay(m, en, s5_max_t, lc5, f"b{b}_c6_max_t")
-            nan6 = delay(m, en, s5_nan, lc5, f"b{b}_c6_nan")
+            wait = Signal(_C6_WAIT_LAYOUT, name=f"b{b}_c5_wait")
+            m.d.comb += [wait.g_zero.eq(r_grow == 0), wait.heuristic.eq(r_heur),
+                         wait.min_t.eq(s5_min_t), wait.max_t.eq(s5_max_t), wait.nan.eq(s5_nan)]
+            wait6 = sideband(m, en, wait, lc5, f"b{b}_c6_wait")
+            g_zero, heur, nan6 = wait6.g_zero, wait6.heuristic, wait6.nan
+            min_t6, max_t6 = wait6.min_t, wait6.max_t
             # c6: the hit decision
             le = self._cmp(m, f"b{b}_c6_le", min_t6, Mux(g_zero, max_t6, grown))
             hit = ~nan6 & le.le

@@ -294,12 +294,15 @@ class RayAccel(wiring.Component):
                 with m.Case(g):
                     m.d.comb += [grp[j].eq(s1.planes[g * T + j]) for j in range(T)]
         e_planes = sideband(m, en, grp, P, "e_planes")
-        e_base = delay(m, en, s1.base, P, "e_base")
-        e_origin = delay(m, en, setup.o.ray.origin, P - t_origin, "e_origin")
-        e_inv = delay(m, en, setup.o.inv_dir, P + eng0.inv_offset - t_inv, "e_inv")
-        e_extent = delay(m, en, s1.ray.extent, P, "e_extent")
-        e_grow = delay(m, en, ctl.box_grow, P, "e_grow")
-        e_heur = delay(m, en, ctl.heuristic, P, "e_heur")
+        wait = Signal(data.StructLayout({"base": s1.base.shape(), "extent": 32, "box_grow": 8,
+                                         "heuristic": 2}), name="s1_engine_side")
+        m.d.comb += [wait.base.eq(s1.base), wait.extent.eq(s1.ray.extent),
+                     wait.box_grow.eq(ctl.box_grow), wait.heuristic.eq(ctl.heuristic)]
+        e_wait = sideband(m, en, wait, P, "e_wait")
+        e_base, e_extent, e_grow, e_heur = (e_wait.base, e_wait.extent, e_wait.box_grow,
+                                            e_wait.heuristic)
+        e_origin = sideband(m, en, setup.o.ray.origin, P - t_origin, "e_origin")
+        e_inv = sideband(m, en, setup.o.inv_dir, P + eng0.inv_offset - t_inv, "e_inv")
         g_hits, g_keys = [], []
         for e, eng in enumerate(self._box_engines):
             m.submodules[f"engine{e}"] = eng
