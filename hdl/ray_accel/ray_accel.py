@@ -35,7 +35,7 @@ memory rings (:func:`~._pipe.sideband`), not flip-flops. :attr:`RayAccel.registe
 by ``gpurtl list ray_accel``) gives the payload bits of each stage's registers outside the FP32
 cores: at the ``fpga`` preset the entry register ``s1`` holds 2133 bits (box paths only; 2678
 with the transform and triangle fields) instead of the 2373-bit instruction, the planes wait in a
-memory ring, the de-duplication register holds 512 bits, the sort network 3216, the output
+memory ring, the de-duplication register holds 512 bits, the sort network 3228, the output
 register 514.
 
 Timing (enabled cycles after the instruction is taken): ``s1`` at 1, held for the ``G`` slot
@@ -241,7 +241,7 @@ class RayAccel(wiring.Component):
         group = self._engines * self._boxes * BOX_IN_LAYOUT.size
         return {"s1": s1, "planes": group * p if p < SIDEBAND_MIN_CYCLES else 0,
                 "dedup": SORT_IN_LAYOUT["slots"].shape.size,
-                "sort": self._sorter.latency * SORT_SLOTS * (32 + 32 + 3),
+                "sort": self._sorter.latency * (SORT_SLOTS * (32 + 32 + 3) + 2),
                 "format": OUT_LAYOUT.size}
 
     @property
