@@ -44,6 +44,8 @@ from gpurtl.facts.ray_accel import (BOX8_CHILDREN, BOX8_NODE_LAYOUT, CHILD_RANGE
                                     STATUS_BAD_NODE, STATUS_NOT_MODELLED, STATUS_OK,
                                     TRIANGLE_TYPE_MAX)
 
+from .obb_transform import OBB_COUNT
+
 __all__ = ["PLANES_LAYOUT", "STAGE_RAY_LAYOUT", "CONTROL_LAYOUT", "INSTANCE_SIDE_LAYOUT",
            "MATRIX_LAYOUT", "decoded_layout", "NodeDecode", "dequant_offset", "f16_to_f32",
            "RAW_PLANE_BASE", "OBB_INDEX_LIMIT"]
@@ -51,8 +53,8 @@ __all__ = ["PLANES_LAYOUT", "STAGE_RAY_LAYOUT", "CONTROL_LAYOUT", "INSTANCE_SIDE
 _F3 = data.ArrayLayout(Float32(), 3)
 #: The origin given to raw (legacy) planes: ``-0.0 + x == x`` for every non-NaN ``x``.
 RAW_PLANE_BASE = 0x80000000
-#: OBB indices from here to 126 are undefined (the rotation table has 104 entries).
-OBB_INDEX_LIMIT = 104
+#: OBB indices from here to 126 are undefined (the rotation table's size).
+OBB_INDEX_LIMIT = OBB_COUNT
 _SLOTS = BOX8_CHILDREN
 
 #: One child slot's planes: ``Dq`` offsets (BVH8, filter box) or raw FP32 planes (legacy nodes).
