@@ -37,9 +37,13 @@ from fractions import Fraction
 import numpy as np
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.facts.ray_accel import (
+    BOX8_CHILDREN,
+    BOX8_NODE_LAYOUT,
+    CHILD_INFO_LAYOUT,
     CHILD_RANGE_SHIFT,
     INVALID_NODE,
     INVALID_OBB,
+    NODE_DWORDS,
     NODE_TYPE_BOX8,
 )
 from gpurtl.golden import fp32
@@ -225,24 +229,24 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
         exps.append(e)
         qmin.append(qlo)
         qmax.append(qhi)
-    d = [0] * 32
-    d[0], d[1], d[2] = internal_base & 0xFFFFFFFF, leaf_base & 0xFFFFFFFF, parent & 0xFFFFFFFF
-    d[3:6] = origin
-    d[6] = exps[0] | exps[1] << 8 | exps[2] << 16 | (index_in_parent & 7) << 25 \
-        | (len(children) - 1) << 28
-    d[7] = obb_index & INVALID_OBB
-    for i in range(8):
+    header = {"internal_base": internal_base & 0xFFFFFFFF, "leaf_base": leaf_base & 0xFFFFFFFF,
+              "parent": parent & 0xFFFFFFFF, "origin": origin, "exp": exps,
+              "index_in_parent": index_in_parent & 7, "count_minus_1": len(children) - 1,
+              "obb_index": obb_index & INVALID_OBB}
+    infos = []
+    for i in range(BOX8_CHILDREN):
         if i < len(children):
             c = children[i]
-            ctype, crange = c["type"] & 0xF, c.get("range", 1) & 0xF
-            flags, mask = c.get("cull_flags", 0) & 0xF, c.get("mask", 0xFF) & 0xFF
-            w0 = qmin[0][i] | qmin[1][i] << 12 | flags << 24
-            w1 = qmin[2][i] | qmax[0][i] << 12 | mask << 24
-            w2 = qmax[1][i] | qmax[2][i] << 12 | ctype << 24 | crange << 28
+            infos.append(CHILD_INFO_LAYOUT.const({
+                "qmin_x": qmin[0][i], "qmin_y": qmin[1][i], "qmin_z": qmin[2][i],
+                "qmax_x": qmax[0][i], "qmax_y": qmax[1][i], "qmax_z": qmax[2][i],
+                "cull_flags": c.get("cull_flags", 0) & 0xF, "mask": c.get("mask", 0xFF) & 0xFF,
+                "type": c["type"] & 0xF, "range": c.get("range", 1) & 0xF}))
         else:
-            w0, w1, w2 = INVALID_CHILD_DWORDS
-        d[8 + 3 * i: 11 + 3 * i] = [w0, w1, w2]
-    return d
+            infos.append(CHILD_INFO_LAYOUT.from_bits(
+                sum(w << (32 * k) for k, w in enumerate(INVALID_CHILD_DWORDS))))
+    bits = BOX8_NODE_LAYOUT.const({"header": header, "children": infos}).as_bits()
+    return [(bits >> (32 * k)) & 0xFFFFFFFF for k in range(NODE_DWORDS)]
 
 
 # --- legacy BVH4 nodes (gpurt ``gfx10/BoxNode1_0.hlsli``, ``TriangleNode1_0.hlsli``) --------------
