@@ -52,11 +52,14 @@ Choices where the sources are silent (documented, also used by the RTL)
 
 import numpy as np
 from gpurtl.facts.ray_accel import (
+    CHILD_INFO_LAYOUT,
     CHILD_RANGE_SHIFT,
     INSTANCE_AABB_BIT,
     INSTANCE_ADDRESS_MASK,
     INSTANCE_UNDEFINED_DW,
+    INSTANCE_NODE_LAYOUT,
     INVALID_NODE,
+    NODE_DWORDS,
     NODE_TYPE_BOX8,
     PF_FORCE_NON_OPAQUE,
     PF_FORCE_OPAQUE,
@@ -132,15 +135,17 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
     if len(info) > 4:
         raise ValueError("the filter box has at most 4 children")
     info += [[0xFFFFFFFF, 0x00000FFF, 0]] * (4 - len(info))
-    dw = [int(v) & 0xFFFFFFFF for row in rows for v in row]
-    dw += [child_base & 0xFFFFFFFF, (child_base >> 32) & 0xFFFFFFFF, parent & 0xFFFFFFFF,
-           user_data | (mask << 24)]
-    dw += [int(v) & 0xFFFFFFFF for v in filter_origin]
-    dw.append(sum((int(e) & 0xFF) << (8 * a) for a, e in enumerate(filter_exp))
-              | ((filter_count - 1) << 28))
-    for child in info:
-        dw += [int(v) & 0xFFFFFFFF for v in child]
-    return dw
+    children = [CHILD_INFO_LAYOUT.from_bits(sum((int(w) & 0xFFFFFFFF) << (32 * k)
+                                                for k, w in enumerate(child)))
+                for child in info]
+    bits = INSTANCE_NODE_LAYOUT.const({
+        "world_to_object": [[int(v) & 0xFFFFFFFF for v in row] for row in rows],
+        "child_base": child_base & ((1 << 64) - 1), "parent": parent & 0xFFFFFFFF,
+        "user_data": user_data, "mask": mask,
+        "filter_origin": [int(v) & 0xFFFFFFFF for v in filter_origin],
+        "filter_exp": [int(e) & 0xFF for e in filter_exp],
+        "filter_count_minus_1": filter_count - 1, "filter_children": children}).as_bits()
+    return [(bits >> (32 * k)) & 0xFFFFFFFF for k in range(NODE_DWORDS)]
 
 
 def _flags(pointer_flags, desc):
