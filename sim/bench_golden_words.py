@@ -21,7 +21,7 @@ import time
 import numpy as np
 from gpurtl.golden.ray_accel.bitfields import field_span, read_field
 from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, OUT_LAYOUT
+from gpurtl.facts.ray_accel import (INSTR_LAYOUT, OUT_LAYOUT)
 
 from . import registry
 from .words import dicts_from_words, words_from_dicts

@@ -37,12 +37,14 @@ def _block_and_params(args):
 
 
 def _latency(block, params):
+    """The latency of a pipeline block and the ``details`` its build reports (a dict, if any)."""
     if block.kind != "pipeline":
-        return "-"
+        return "-", {}
     try:
-        return str(block.build(**params).latency)
+        dut = block.build(**params)
+        return str(dut.latency), dict(getattr(dut, "details", None) or {})
     except Exception as error:  # a block that cannot build at defaults is reported, not fatal
-        return f"? ({error})"
+        return f"? ({error})", {}
 
 
 def _param_json(param):
@@ -76,30 +78,12 @@ def cmd_list(args):
     for block in chosen:
         params = params_of[block.name]
         in_layout, out_layout = block.layouts(**params)
-        rows.append((block, params, _latency(block, params), in_layout, out_layout))
+        latency, details = _latency(block, params)
+        rows.append((block, params, latency, details, in_layout, out_layout))
     if args.json:
-        print(json.dumps([_block_json(b, p, lat, i, o) for b, p, lat, i, o in rows], indent=1))
+        print(json.dumps([{**_block_json(b, p, lat, i, o), "details": det}
+                          for b, p, lat, det, i, o in rows], indent=1, default=str))
         return 0
-    one = args.block is not None
-    for block, params, latency, in_layout, out_layout in rows:
-        kind = f"pipeline, latency {latency}" if block.kind == "pipeline" else "cycle-stepped"
-        print(f"{block.name}  ({kind})")
-        print(f"    {block.doc}")
-        if block.params and one:
-            print("    params:")
-            for p in block.params:
-                print(f"      {p.name} = {params[p.name]}  (default {p.summary()})"
-                      + (f"  {p.doc}" if p.doc else ""))
-        elif block.params:
-            print("    params: " + "  ".join(p.summary() for p in block.params))
-        shorten = (lambda text: text) if one else _short
-        print(f"    in  ({_width(in_layout)} bits): {shorten(layouts.describe(in_layout))}")
-        print(f"    out ({_width(out_layout)} bits): {shorten(layouts.describe(out_layout))}")
-        if one:
-            print(f"    input fields that may be left out: {_optional_text(block, params)}")
-    if not one:
-        print("\n`gpurtl list BLOCK [-p NAME=VALUE]` shows one block in full; `--json` as data.")
-    return 0
 
 
 def _optional_text(block, params):

@@ -36,7 +36,7 @@ import numpy as np
 
 from gpurtl.facts.obb import OBB_COUNT
 from gpurtl.golden.ray_accel import obb as obb_model
-from gpurtl.golden.ray_accel.ray import INVALID_OBB
+from gpurtl.facts.ray_accel import INVALID_OBB
 
 __all__ = ["OBB_MATRICES", "OBB_THRESHOLD", "OBB_PAD", "BinNode", "BoxNode", "Leaf",
            "InstanceLeaf", "Bvh", "build_binary", "collapse", "build_bvh", "build_tlas",

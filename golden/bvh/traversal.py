@@ -28,7 +28,8 @@ import numpy as np
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.instance import decode_instance
-from gpurtl.golden.ray_accel.ray import INVALID_OBB, default_desc
+from gpurtl.facts.ray_accel import INVALID_OBB
+from gpurtl.golden.ray_accel.ray import default_desc
 
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 

@@ -1,4 +1,4 @@
 """Golden (bit-exact Python) models of the RDNA 4 (RT IP 3.1) ray accelerator.
 
-Shared layouts live in :mod:`gpurtl.golden.ray_accel.ray`; see /work/shared/spec/rdna4_ray_accelerator.md.
+The layouts and constants they share with the RTL live in :mod:`gpurtl.facts.ray_accel`.
 """

@@ -1,12 +1,11 @@
-"""FP32 access point of O's golden models (OBB transform, instance transform).
+"""FP32 access point of the OBB and instance transform models.
 
 All arithmetic goes through :mod:`gpurtl.golden.fp32` (bit-exact IEEE binary32, round to nearest
-even, subnormals kept, canonical NaN ``0x7FC00000``; see /work/fp32_contract.md). The functions
+even, subnormals kept, canonical NaN ``0x7FC00000``). The functions
 here return numpy uint32 arrays (at least 1-D) whatever the input shape.
 """
 
 import numpy as np
-
 from gpurtl.golden import fp32 as _lib
 
 __all__ = ["fma", "mul", "add", "rcp", "CANONICAL_NAN"]

@@ -27,21 +27,7 @@ from . import obb
 from .bitfields import FieldWriter, field_span, read_fields, word_count
 from .instance import ADDRESS_MASK, UNDEFINED_DW
 from .intersect import available_paths
-from .ray import (
-    INSTR_LAYOUT,
-    INVALID_NODE,
-    INVALID_OBB,
-    NODE_TYPE_BOX8,
-    NODE_TYPE_INSTANCE,
-    OUT_LAYOUT,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
-    STATUS_BAD_NODE,
-    STATUS_NOT_MODELLED,
-    STATUS_OK,
-)
+from gpurtl.facts.ray_accel import (INSTR_LAYOUT, INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE, OUT_LAYOUT, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, STATUS_BAD_NODE, STATUS_NOT_MODELLED, STATUS_OK)
 
 __all__ = ["CHUNK", "decode_instr_words", "encode_out_words", "intersect_words"]
 

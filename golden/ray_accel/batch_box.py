@@ -10,14 +10,7 @@ The same operations in the same order as the scalar model (:mod:`.box_path`, :mo
 import numpy as np
 
 from . import batch_fp as F
-from .ray import (
-    HEURISTIC_LARGEST_FIRST,
-    HEURISTIC_MIDPOINT,
-    HEURISTIC_NONE,
-    INVALID_NODE,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-)
+from gpurtl.facts.ray_accel import (HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT, HEURISTIC_NONE, INVALID_NODE, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE)
 from .sort import NARROW_STAGES, STAGES
 
 __all__ = [

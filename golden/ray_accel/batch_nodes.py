@@ -12,7 +12,7 @@ import numpy as np
 
 from . import batch_fp as F
 from . import box_node
-from .ray import INVALID_NODE, NODE_TYPE_BOX8
+from gpurtl.facts.ray_accel import (INVALID_NODE, NODE_TYPE_BOX8)
 
 __all__ = [
     "decode_box4_fp16",

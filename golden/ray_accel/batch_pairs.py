@@ -12,19 +12,8 @@ import numpy as np
 
 from . import primitive_node as pn
 from . import triangle
-from .ray import (
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
-    pair_index,
-)
+from gpurtl.facts.ray_accel import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES)
+from .ray import pair_index
 
 __all__ = ["PairDecodeCache", "triangle_pair_dwords"]
 

@@ -10,17 +10,7 @@ index in 14, the triangle id in 15 (:func:`.primitive_node.decode_legacy_node`).
 import numpy as np
 
 from . import triangle
-from .ray import (
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_TRIANGLES,
-)
+from gpurtl.facts.ray_accel import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_TRIANGLES)
 
 __all__ = ["legacy_triangle_dwords"]
 

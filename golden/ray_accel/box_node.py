@@ -1,9 +1,9 @@
 """Box nodes: the RT IP 3.1 BVH8 quantized node and the legacy BVH4 FP32/FP16 nodes.
 
 Decoders give the exact FP32 planes the hardware tests against; encoders turn child boxes into
-real node bytes (as 32 dwords) with the conservative rounding of the spec's encoder rules.
+real node bytes (as 32 dwords) with the conservative rounding of gpurt's encoder.
 
-Sources: /work/shared/spec/rdna4_ray_accelerator.md
+Sources:
 
 * section 1.2 (header), 1.3 (ChildInfo), 1.4 (child pointers), 1.5 (dequantization and encoder)
   from gpurt ``src/shadersClean/common/gfx12/internalNode.hlsli``, ``childInfo.hlsl``,
@@ -35,11 +35,18 @@ formula says; the encoder never writes it.)
 from fractions import Fraction
 
 import numpy as np
-
-from gpurtl.golden import fp32
 from gpurtl.facts.fp32 import bits_f32, f32_bits
-
-from .ray import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8
+from gpurtl.facts.ray_accel import (
+    BOX8_CHILDREN,
+    BOX8_NODE_LAYOUT,
+    CHILD_INFO_LAYOUT,
+    CHILD_RANGE_SHIFT,
+    INVALID_NODE,
+    INVALID_OBB,
+    NODE_DWORDS,
+    NODE_TYPE_BOX8,
+)
+from gpurtl.golden import fp32
 
 __all__ = [
     "dequant_offset", "dequantize", "decode_box8", "encode_box8", "quantize_axis",
@@ -47,7 +54,8 @@ __all__ = [
     "f16_to_f32", "f32_to_f16", "round_f32", "INVALID_CHILD_DWORDS",
 ]
 
-#: ChildInfo of an invalid child (spec 1.3): qmin = 0xFFF, qmax = 0, type 0, range 0.
+#: ChildInfo of an invalid child (gpurt ``gfx12/childInfo.hlsl``): qmin = 0xFFF, qmax = 0, type 0,
+#: range 0.
 INVALID_CHILD_DWORDS = (0xFFFFFFFF, 0x00000FFF, 0x00000000)
 _NAN = fp32.CANONICAL_NAN
 
@@ -91,7 +99,7 @@ def round_f32(value, mode):
     raise ValueError(f"`mode` must be 'down', 'up' or 'nearest', not {mode!r}")
 
 
-# --- dequantization (spec 1.5) --------------------------------------------------------------------
+# --- dequantization (gpurt ``Math.hlsl`` ``Dequantize``) ------------------------------------------
 def dequant_offset(exp, q):
     """``Dq(q)`` FP32 pattern(s) for an 8-bit exponent and plane value(s) ``q`` in 0..4096."""
     q = np.asarray(q, dtype=np.int64)
@@ -111,7 +119,7 @@ def dequantize(origin, exp, q):
                       dtype=np.uint32)
 
 
-# --- BVH8 quantized node (spec 1.2 - 1.4) --------------------------------------------------------
+# --- BVH8 quantized node (gpurt ``gfx12/internalNode.hlsli``, ``childInfo.hlsl``) -----------------
 def decode_box8(dwords):
     """Decode a 128 B BVH8 quantized box node (32 dwords); see the module doc string."""
     d = [int(x) & 0xFFFFFFFF for x in dwords]
@@ -122,7 +130,7 @@ def decode_box8(dwords):
         "origin": d[3:6],
         "exp": [d[6] & 0xFF, (d[6] >> 8) & 0xFF, (d[6] >> 16) & 0xFF],
         "count": ((d[6] >> 28) & 7) + 1,
-        "obb_index": d[7] & 0x7F,
+        "obb_index": d[7] & INVALID_OBB,
     }
     internal = (d[0] | NODE_TYPE_BOX8) & 0xFFFFFFFF
     prim = d[1]
@@ -141,10 +149,10 @@ def decode_box8(dwords):
         if child["valid"]:
             if child["type"] == NODE_TYPE_BOX8:
                 child["ptr"] = internal
-                internal = (internal + (child["range"] << 4)) & 0xFFFFFFFF
+                internal = (internal + (child["range"] << CHILD_RANGE_SHIFT)) & 0xFFFFFFFF
             else:
                 child["ptr"] = (prim | child["type"]) & 0xFFFFFFFF
-                prim = (prim + (child["range"] << 4)) & 0xFFFFFFFF
+                prim = (prim + (child["range"] << CHILD_RANGE_SHIFT)) & 0xFFFFFFFF
             child["min"] = [int(v) for v in dequantize(node["origin"], node["exp"], child["qmin"])]
             child["max"] = [int(v) for v in dequantize(
                 node["origin"], node["exp"], [q + 1 for q in child["qmax"]])]
@@ -162,7 +170,8 @@ def _bits(value):
 
 
 def quantize_axis(origin, extent_max, mins, maxs):
-    """Exponent and 12-bit planes of one axis (spec 1.5 encoder rules, gpurt ``Math.hlsl``).
+    """Exponent and 12-bit planes of one axis (gpurt ``Math.hlsl`` ``Dequantize`` encoder rules,
+    gpurt ``Math.hlsl``).
 
     ``origin`` and the planes are FP32 patterns; ``extent_max`` the largest max plane of the axis.
     Returns ``(exp, qmins, qmaxs)``.
@@ -194,7 +203,8 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
     reuse the pointer of the next child of the same kind), ``cull_flags`` (default 0) and
     ``mask`` (default 0xFF). ``internal_base``/``leaf_base`` are pointer-style offsets
     (byte offset >> 3, low 4 bits 0). ``origin`` defaults to the componentwise min of the mins
-    (spec 1.5). The decoded box of every child contains the given box (directed rounding).
+    (gpurt ``Math.hlsl`` ``Dequantize``). The decoded box of every child contains the given box
+    (directed rounding).
     """
     if not 1 <= len(children) <= 8:
         raise ValueError(f"a BVH8 node has 1 to 8 children, not {len(children)}")
@@ -219,32 +229,33 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
         exps.append(e)
         qmin.append(qlo)
         qmax.append(qhi)
-    d = [0] * 32
-    d[0], d[1], d[2] = internal_base & 0xFFFFFFFF, leaf_base & 0xFFFFFFFF, parent & 0xFFFFFFFF
-    d[3:6] = origin
-    d[6] = exps[0] | exps[1] << 8 | exps[2] << 16 | (index_in_parent & 7) << 25 \
-        | (len(children) - 1) << 28
-    d[7] = obb_index & 0x7F
-    for i in range(8):
+    header = {"internal_base": internal_base & 0xFFFFFFFF, "leaf_base": leaf_base & 0xFFFFFFFF,
+              "parent": parent & 0xFFFFFFFF, "origin": origin, "exp": exps,
+              "index_in_parent": index_in_parent & 7, "count_minus_1": len(children) - 1,
+              "obb_index": obb_index & INVALID_OBB}
+    infos = []
+    for i in range(BOX8_CHILDREN):
         if i < len(children):
             c = children[i]
-            ctype, crange = c["type"] & 0xF, c.get("range", 1) & 0xF
-            flags, mask = c.get("cull_flags", 0) & 0xF, c.get("mask", 0xFF) & 0xFF
-            w0 = qmin[0][i] | qmin[1][i] << 12 | flags << 24
-            w1 = qmin[2][i] | qmax[0][i] << 12 | mask << 24
-            w2 = qmax[1][i] | qmax[2][i] << 12 | ctype << 24 | crange << 28
+            infos.append(CHILD_INFO_LAYOUT.const({
+                "qmin_x": qmin[0][i], "qmin_y": qmin[1][i], "qmin_z": qmin[2][i],
+                "qmax_x": qmax[0][i], "qmax_y": qmax[1][i], "qmax_z": qmax[2][i],
+                "cull_flags": c.get("cull_flags", 0) & 0xF, "mask": c.get("mask", 0xFF) & 0xFF,
+                "type": c["type"] & 0xF, "range": c.get("range", 1) & 0xF}))
         else:
-            w0, w1, w2 = INVALID_CHILD_DWORDS
-        d[8 + 3 * i: 11 + 3 * i] = [w0, w1, w2]
-    return d
+            infos.append(CHILD_INFO_LAYOUT.from_bits(
+                sum(w << (32 * k) for k, w in enumerate(INVALID_CHILD_DWORDS))))
+    bits = BOX8_NODE_LAYOUT.const({"header": header, "children": infos}).as_bits()
+    return [(bits >> (32 * k)) & 0xFFFFFFFF for k in range(NODE_DWORDS)]
 
 
-# --- legacy BVH4 nodes (spec 4) --------------------------------------------------------------------
+# --- legacy BVH4 nodes (gpurt ``gfx10/BoxNode1_0.hlsli``, ``TriangleNode1_0.hlsli``) --------------
 def decode_box4_fp32(dwords):
     """Legacy 128 B FP32 box node: ``children`` 4 x {ptr, min[3], max[3], cull_flags}.
 
     Per-child flags are the low 4 bits of the 8-bit flags at byte 112; the instance masks and OBB
-    index at bytes 120/124 are not read (gpurt: "not used", spec 4).
+    index at bytes 120/124 are not read (gpurt: "not used", gpurt ``gfx10/BoxNode1_0.hlsli``,
+    ``TriangleNode1_0.hlsli``).
     """
     d = [int(x) & 0xFFFFFFFF for x in dwords]
     children = []

@@ -1,8 +1,9 @@
 """The box path of the intersect instructions: cull, test, de-duplicate and sort the children.
 
-Source: /work/shared/spec/rdna4_ray_accelerator.md sections 1.4, 6.2, 6.3, 6.5.
+Sources: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` (``IntersectNodeBvh8``,
+``IntersectNodeBvh4``) and ``QuantizedBVH8BoxNode::Decode`` (child pointers).
 
-Order of operations per child slot (BVH8, spec 6.2):
+Order of operations per child slot (BVH8, gpurt ``IntersectCommon.hlsl`` ``fast_intersect_bbox``):
 
 1. ``valid`` (``i < validChildCount``; legacy nodes: ``ptr != INVALID_NODE``), else the slot is
    ``INVALID_NODE`` (the emulation's NaN bounds force a miss).
@@ -15,8 +16,9 @@ Order of operations per child slot (BVH8, spec 6.2):
    de-duplicated.
 5. Sort (:mod:`.sort`) when ``sort_en`` and the heuristic is not 3.
 
-``box_culled`` ([INFERRED], the spec names gpurt ``IsChildEarlyCulled`` without its body): the
-box flags ONLY_OPAQUE, ONLY_NON_OPAQUE, ONLY_TRIANGLES, ONLY_PROCEDURAL (bits 0..3) line up with
+``box_culled`` (inferred: gpurt names ``IsChildEarlyCulled`` in the emulation, its body is not
+public): the box flags ONLY_OPAQUE, ONLY_NON_OPAQUE, ONLY_TRIANGLES, ONLY_PROCEDURAL (bits 0..3)
+line up with
 the pointer flags CULL_OPAQUE, CULL_NON_OPAQUE, SKIP_TRIANGLES, SKIP_PROCEDURAL (bits 6..9); a
 child is culled when ``flags & (pointer_flags >> 6)`` is non-zero. FORCE_OPAQUE first makes every
 child "only opaque" (bits 1:0 = 01), FORCE_NON_OPAQUE "only non-opaque" (10), since forced geometry
@@ -24,13 +26,19 @@ has that opacity whatever the build recorded. FORCE_OPAQUE wins if both are set.
 """
 
 import numpy as np
+from gpurtl.facts.ray_accel import (
+    HEURISTIC_NONE,
+    INVALID_NODE,
+    PF_BOX_CULL_SHIFT,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+)
 
-from . import box_test as bt
 from . import box_node, sort
-from .ray import (INVALID_NODE, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, HEURISTIC_NONE)
+from . import box_test as bt
 
 __all__ = ["box_culled", "effective_pointer_flags", "test_slots", "sort_enabled",
-           "bvh8_box_pointers", "legacy_box_slots", "filter_box_pointers"]
+           "bvh8_box_pointers", "legacy_box_slots", "filter_box_pointers", "dedup_slots"]
 
 
 def effective_pointer_flags(pointer_flags, desc):
@@ -45,7 +53,7 @@ def box_culled(cull_flags, pointer_flags):
         flags = (flags & 0xC) | 1
     elif pointer_flags & PF_FORCE_NON_OPAQUE:
         flags = (flags & 0xC) | 2
-    return bool(flags & (int(pointer_flags) >> 6) & 0xF)
+    return bool(flags & (int(pointer_flags) >> PF_BOX_CULL_SHIFT) & 0xF)
 
 
 def sort_enabled(desc):
@@ -122,3 +130,17 @@ def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
     if sort_enabled(desc):
         ptrs = sort.sort_slots(ptrs, keys, desc["sort_tri_first"], wide=False, ftz=ftz)
     return ptrs
+
+
+def dedup_slots(tx):
+    """Golden reference of the RTL ``DedupUnit``: ``tx`` = ``slots[8]`` {``ptr``, ``hit``,
+    ``key``} and ``dedup``; each slot becomes its pointer when it hit, else ``INVALID_NODE``,
+    and with ``dedup`` a slot equal to the one before it becomes ``INVALID_NODE`` (step 4 of the
+    module doc string). Returns ``{"slots": [{"ptr", "key"}] * 8}``."""
+    tested = [int(s["ptr"]) if s["hit"] else INVALID_NODE for s in tx["slots"]]
+    out = list(tested)
+    if tx["dedup"]:
+        for i in range(1, len(out)):
+            if tested[i] == tested[i - 1]:
+                out[i] = INVALID_NODE
+    return {"slots": [{"ptr": p, "key": int(s["key"])} for p, s in zip(out, tx["slots"])]}

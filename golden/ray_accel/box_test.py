@@ -1,8 +1,8 @@
-"""The per-child box test (spec section 6.2), bit-exact, vectorised over any array shape.
+"""The per-child box test (gpurt ``IntersectCommon.hlsl`` ``fast_intersect_bbox``), bit-exact,
+vectorised over any array shape.
 
-Source: /work/shared/spec/rdna4_ray_accelerator.md section 6.2 (gpurt
-``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8`` and
-``src/shaders/IntersectCommon.hlsl`` ``fast_intersect_bbox``). All arithmetic goes through
+Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8`` and
+``src/shaders/IntersectCommon.hlsl`` ``fast_intersect_bbox``. All arithmetic goes through
 ``golden/fp32`` (IEEE binary32, round to nearest even; ``ftz`` flushes subnormals).
 
 Per axis ``a`` (FP32 sub, then mul)::
@@ -15,7 +15,7 @@ Per axis ``a`` (FP32 sub, then mul)::
     grown = box_grow == 0 ? max_t : fma(max_t, box_grow * 2**-24, max_t)
     hit = not nan_interval and min_t <= grown
 
-Choices where the spec is silent (each documented here and in the RTL):
+Choices where the sources are silent (each documented here and in the RTL):
 
 * ``maxnum``/``minnum`` ignore a NaN operand (return the other one; NaN only when both are NaN),
   as HLSL/D3D ``min``/``max`` do -- the emulation is HLSL. This matters for conservativeness: a
@@ -39,14 +39,16 @@ the test is not conservative (the tests show a counterexample).
 """
 
 import numpy as np
-
+from gpurtl.facts.ray_accel import BOX_GROW_UNIT, box_grow_constant
 from gpurtl.golden import fp32
 
 __all__ = ["maxnum", "minnum", "ray_reciprocal", "grow_constant", "grow_max", "box_test",
+           "box_engine",
            "filter_box_pointers",
            "GROW_UNIT"]
 
-GROW_UNIT = 0x33800000  # 2**-24
+GROW_UNIT = BOX_GROW_UNIT
+grow_constant = box_grow_constant
 
 
 def _u32(x):
@@ -68,17 +70,9 @@ def minnum(a, b, *, ftz=False):
 
 
 def ray_reciprocal(direction, *, ftz=False):
-    """``rcp(dir)`` per component (the instruction has no inverse-direction operand, spec 6.1)."""
+    """``rcp(dir)`` per component (the instruction has no inverse-direction operand, RDNA4 ISA
+    guide, ``IMAGE_BVH8_INTERSECT_RAY``)."""
     return np.asarray(fp32.rcp(_u32(direction), ftz=ftz), dtype=np.uint32)
-
-
-def grow_constant(box_grow):
-    """FP32 pattern of ``box_grow * 2**-24`` (exact; 0 for 0)."""
-    g = int(box_grow) & 0xFF
-    if g == 0:
-        return 0
-    e = g.bit_length() - 1                     # g * 2**-24 = 1.m * 2**(e - 24), exact
-    return ((127 - 24 + e) << 23) | ((g << (23 - e)) & 0x7FFFFF)
 
 
 def grow_max(max_t, box_grow, *, ftz=False):
@@ -127,3 +121,25 @@ def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
     """Instance filter box pointers; see :func:`gpurtl.golden.ray_accel.box_path.filter_box_pointers`."""
     from .box_path import filter_box_pointers as impl
     return impl(origin, exp, children, ray, desc, ftz=ftz)
+
+
+def box_engine(tx, *, ftz=False):
+    """Golden reference of one RTL ``BoxEngine`` transaction.
+
+    ``tx``: ``base[3]`` (the node origin), ``boxes[n]`` {``off_min[3]``, ``off_max[3]``} (the
+    plane offsets), ``ray`` {``origin[3]``, ``extent``, ``box_grow``, ``heuristic``} and
+    ``inv_dir[3]``. Planes are ``base + off`` (an FP32 add that never flushes, as the node
+    decoder's :func:`.box_node.dequantize`); then :func:`box_test` and the heuristic's sort key
+    (:func:`.sort.sort_key`). Returns ``{"boxes": [{"hit", "key"}] * n}``.
+    """
+    from .sort import sort_key
+    base = np.asarray(tx["base"], dtype=np.uint32)
+    n = len(tx["boxes"])
+    mins = np.array([fp32.add(base, _u32(b["off_min"])) for b in tx["boxes"]], dtype=np.uint32)
+    maxs = np.array([fp32.add(base, _u32(b["off_max"])) for b in tx["boxes"]], dtype=np.uint32)
+    ray = tx["ray"]
+    r = box_test(_u32(ray["origin"])[None, :], _u32(tx["inv_dir"])[None, :], ray["extent"],
+                 mins.reshape(n, 3), maxs.reshape(n, 3), ray["box_grow"], ftz=ftz)
+    keys = sort_key(ray["heuristic"], r["min_t"], r["max_t"], r["tmin_raw"], r["tmax_raw"],
+                    ftz=ftz)
+    return {"boxes": [{"hit": int(h), "key": int(k)} for h, k in zip(r["hit"], keys)]}

@@ -1,9 +1,9 @@
 """The RT IP 3.1 instance node (type 6): layout, encoder and the instruction's result.
 
-Facts from /work/shared/spec/rdna4_ray_accelerator.md section 5 (gpurt
-``gpurt/gpurtAccelStruct.h`` ``HwInstanceTransformNode``, ``src/shaders/rtip3_opcode_emulation.hlsl``
-``IntersectHardwareInstanceNode``, Mesa ``src/amd/vulkan/bvh/README.md``) and section 6.1 (pointer
-flags in bits 54..63 of the BVH base).
+Sources: gpurt ``gpurt/gpurtAccelStruct.h`` ``HwInstanceTransformNode``,
+``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``, Mesa
+``src/amd/vulkan/bvh/README.md``; the AMD "RDNA4 Instruction Set Architecture" guide
+(``IMAGE_BVH8_INTERSECT_RAY``: pointer flags in bits 54..63 of the BVH base).
 
 Node layout (128 bytes = 32 dwords)
 -----------------------------------
@@ -17,10 +17,10 @@ DW      field
 15      [23:0] user data, [31:24] instance mask
 16..18  filter box origin (FP32 x 3)
 19      filter box exponents x/y/z (8 bits each), valid child count - 1 in [29:28]
-20..31  4 ChildInfo (3 dwords each, the BVH8 ChildInfo format of spec 1.3)
+20..31  4 ChildInfo (3 dwords each, the BVH8 ChildInfo format of gpurt ``gfx12/childInfo.hlsl``)
 ====== ===================================================================================
 
-What the instruction does (spec 5.2)
+What the instruction does (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``)
 ------------------------------------
 * Cull: ``((DW15 >> 24) & ray.instance_mask) == 0``, or the BLAS geometry type (bit 62 of
   ``child_base``: 0 triangles, 1 AABBs) is skipped by the ray's pointer flags (skip triangles /
@@ -35,7 +35,8 @@ What the instruction does (spec 5.2)
 * DW6 = user data (``DW15 & 0xFFFFFF``).
 * DW7 = the low bytes of the 4 sorted child pointers of the embedded filter box, tested against
   the transformed ray: ``c0 & 0xFF | (c1 & 0xFF) << 8 | ...``. The child pointers are decoded as in
-  spec 1.4 with both running offsets starting at 0 (``offset | nodeType``), so a box-root hit gives
+  gpurt ``QuantizedBVH8BoxNode::Decode`` with both running offsets starting at 0 (``offset |
+  nodeType``), so a box-root hit gives
   ``0xFFFFFF05`` and a primitive-root hit ``0xFFFFFF1N``.
 * DW0, DW1, DW4, DW5 are ``0xDEADBEEF`` in the emulation (undefined); DW8/DW9 are ``0xFFFFFFFF``.
 
@@ -50,19 +51,33 @@ Choices where the sources are silent (documented, also used by the RTL)
 """
 
 import numpy as np
+from gpurtl.facts.ray_accel import (
+    CHILD_INFO_LAYOUT,
+    CHILD_RANGE_SHIFT,
+    INSTANCE_AABB_BIT,
+    INSTANCE_ADDRESS_MASK,
+    INSTANCE_UNDEFINED_DW,
+    INSTANCE_NODE_LAYOUT,
+    INVALID_NODE,
+    NODE_DWORDS,
+    NODE_TYPE_BOX8,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+)
 
 from . import obb
-from .ray import (INVALID_NODE, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL,
-                  PF_SKIP_TRIANGLES, node_dwords)
+from .ray import node_dwords
 
 __all__ = [
     "UNDEFINED_DW", "ADDRESS_MASK", "decode_instance", "encode_instance", "blas_base_pointer",
     "instance_culled", "filter_children", "instance_transform", "instance_node_result",
 ]
 
-UNDEFINED_DW = 0xDEADBEEF
-ADDRESS_MASK = 0x3FFFFFFFFFFFF8          # spec 5.2: childBasePtr & 0x3FFFFFFFFFFFF8
-_GEOMETRY_AABB_BIT = 62
+UNDEFINED_DW = INSTANCE_UNDEFINED_DW
+ADDRESS_MASK = INSTANCE_ADDRESS_MASK
+_GEOMETRY_AABB_BIT = INSTANCE_AABB_BIT
 
 
 def _dwords(node):
@@ -102,8 +117,8 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
 
     ``world_to_object`` is 3x4 FP32 bit patterns (ints) or floats; ``child_base`` the 64-bit
     BLAS base operand (VA >> 3 plus instance flags in bits 54..63). ``filter_info`` holds up to
-    4 ChildInfos (3 dwords each, e.g. from R1's BVH8 encoder); missing ones are written invalid
-    (``0xFFFFFFFF, 0x00000FFF, 0``, spec 1.3).
+    4 ChildInfos (3 dwords each, e.g. from :func:`.box_node.encode_box8`); missing ones are written invalid
+    (``0xFFFFFFFF, 0x00000FFF, 0``, gpurt ``gfx12/childInfo.hlsl``).
     """
     from gpurtl.facts.fp32 import f32_bits
     rows = [[v if isinstance(v, (int, np.integer)) else f32_bits(float(v)) for v in row]
@@ -120,15 +135,17 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
     if len(info) > 4:
         raise ValueError("the filter box has at most 4 children")
     info += [[0xFFFFFFFF, 0x00000FFF, 0]] * (4 - len(info))
-    dw = [int(v) & 0xFFFFFFFF for row in rows for v in row]
-    dw += [child_base & 0xFFFFFFFF, (child_base >> 32) & 0xFFFFFFFF, parent & 0xFFFFFFFF,
-           user_data | (mask << 24)]
-    dw += [int(v) & 0xFFFFFFFF for v in filter_origin]
-    dw.append(sum((int(e) & 0xFF) << (8 * a) for a, e in enumerate(filter_exp))
-              | ((filter_count - 1) << 28))
-    for child in info:
-        dw += [int(v) & 0xFFFFFFFF for v in child]
-    return dw
+    children = [CHILD_INFO_LAYOUT.from_bits(sum((int(w) & 0xFFFFFFFF) << (32 * k)
+                                                for k, w in enumerate(child)))
+                for child in info]
+    bits = INSTANCE_NODE_LAYOUT.const({
+        "world_to_object": [[int(v) & 0xFFFFFFFF for v in row] for row in rows],
+        "child_base": child_base & ((1 << 64) - 1), "parent": parent & 0xFFFFFFFF,
+        "user_data": user_data, "mask": mask,
+        "filter_origin": [int(v) & 0xFFFFFFFF for v in filter_origin],
+        "filter_exp": [int(e) & 0xFF for e in filter_exp],
+        "filter_count_minus_1": filter_count - 1, "filter_children": children}).as_bits()
+    return [(bits >> (32 * k)) & 0xFFFFFFFF for k in range(NODE_DWORDS)]
 
 
 def _flags(pointer_flags, desc):
@@ -136,7 +153,8 @@ def _flags(pointer_flags, desc):
 
 
 def blas_base_pointer(child_base, ray_flags):
-    """BLAS base operand with merged flags (spec 5.2 ``GetBlasBaseNodePtr``)."""
+    """BLAS base operand with merged flags (gpurt ``rtip3_opcode_emulation.hlsl``
+    ``IntersectHardwareInstanceNode`` ``GetBlasBaseNodePtr``)."""
     inst_flags = (child_base >> 54) & 0x3FF
     override = ray_flags & (PF_FORCE_OPAQUE | PF_FORCE_NON_OPAQUE)
     merged = (inst_flags & (0x3FC if override else 0x3FF)) | ray_flags
@@ -155,7 +173,8 @@ def instance_culled(child_base, mask, ray_mask, ray_flags):
 def filter_children(fields):
     """The 4 filter-box children: list of dicts ``ptr, qmin[3], qmax[3], valid``.
 
-    Pointers follow spec 1.4 with both running offsets starting at 0; children at or after the
+    Pointers follow gpurt ``QuantizedBVH8BoxNode::Decode`` with both running offsets starting at 0;
+    children at or after the
     valid count get ``INVALID_NODE``.
     """
     internal = prim = 0
@@ -167,12 +186,12 @@ def filter_children(fields):
         valid = i < fields["filter_count"]
         ptr = INVALID_NODE
         if valid:
-            if node_type == 5:
+            if node_type == NODE_TYPE_BOX8:
                 ptr = internal | node_type
-                internal += rng << 4
+                internal += rng << CHILD_RANGE_SHIFT
             else:
                 ptr = prim | node_type
-                prim += rng << 4
+                prim += rng << CHILD_RANGE_SHIFT
         out.append({"ptr": ptr, "qmin": qmin, "qmax": qmax, "valid": valid})
     return out
 
@@ -200,9 +219,10 @@ def instance_transform(node, ray, pointer_flags, desc=None):
 def instance_node_result(node_bytes, ray, pointer_flags, desc):
     """The instance-node result of ``image_bvh8_intersect_ray``.
 
-    Returns ``(dwords, new_origin, new_dir)``: 10 result dwords (spec 5.2) and the returned ray.
-    The filter box is tested by the ray accelerator's box test (R1's
-    ``golden/ray_accel/box_test.py``) against the transformed ray.
+    Returns ``(dwords, new_origin, new_dir)``: 10 result dwords (gpurt
+    ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``) and the returned ray.
+    The filter box is tested by the ray accelerator's box test (:mod:`.box_test`) against the
+    transformed ray.
     """
     t = instance_transform(node_bytes, ray, pointer_flags, desc)
     dw7 = INVALID_NODE
@@ -215,8 +235,8 @@ def instance_node_result(node_bytes, ray, pointer_flags, desc):
 
 
 def _filter_sorted_pointers(fields, t, ray, desc):
-    """Sorted pointers of the filter box: decoded here, tested and sorted by R1's box path."""
-    from . import box_test  # R1's module (spec 6.2/6.3)
+    """Sorted pointers of the filter box: decoded here, tested and sorted by the box path."""
+    from . import box_test
     children = filter_children(fields)
     new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
     return box_test.filter_box_pointers(fields["filter_origin"], fields["filter_exp"], children,

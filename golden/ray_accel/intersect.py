@@ -1,32 +1,38 @@
 """The whole intersect instruction: ``image_bvh8_intersect_ray`` and
-``image_bvh_dual_intersect_ray`` (spec sections 6.1-6.5), one ``INSTR_LAYOUT`` dictionary in,
-one ``OUT_LAYOUT`` dictionary out (:mod:`.ray`).
+``image_bvh_dual_intersect_ray`` (AMD "RDNA4 Instruction Set Architecture" guide, "Ray Tracing"),
+one ``INSTR_LAYOUT`` dictionary in, one ``OUT_LAYOUT`` dictionary out
+(:mod:`gpurtl.facts.ray_accel`).
 
-Source: /work/shared/spec/rdna4_ray_accelerator.md (gpurt ``src/shaders/rtip3_opcode_emulation.hlsl``).
+Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl``.
 
-Dispatch, BVH8 form (4-bit RT IP 3.1 node type of ``node_ptr[0]``, spec 1.1):
+Dispatch, BVH8 form (4-bit RT IP 3.1 node type of ``node_ptr[0]``, gpurt ``NodePointers.hlsli``):
 
-* 5, box: :func:`.box_path.bvh8_box_pointers` -> DW0..7; DW8/9 = 0 (undefined in the spec; this
-  model writes 0). An OBB index other than 0x7F first rotates the ray (O's ``obb.obb_transform_ray``,
-  spec 2.2) before the reciprocal; indices 104..126 are undefined -> status 2.
-* 0-3, 8-11, triangle pair: R2's ``triangle.triangle_pair_eval`` (spec 6.4) when that module
-  exists (its ``error``, a misused node, gives status 2); otherwise status 1 ("not modelled").
-* 6, instance: with ``desc.instance_en`` O's instance model (spec 5.2; the ray is returned
-  transformed): ``instance.instance_transform`` plus the filter box through this package's box
-  path (the same as ``instance.instance_node_result``, with ``ftz`` passed on); without
+* 5, box: :func:`.box_path.bvh8_box_pointers` -> DW0..7; DW8/9 = 0 (undefined in the
+  sources; this model writes 0). An OBB index other than 0x7F first rotates the ray
+  (``obb.obb_transform_ray``, gpurt ``Common.hlsl`` ``OBBTransform``) before the reciprocal;
+  indices 104..126 are undefined -> status 2.
+* 0-3, 8-11, triangle pair: ``triangle.triangle_pair_eval`` (gpurt ``IntersectTriangle3_1``)
+  when that module exists (its ``error``, a misused node, gives status 2); otherwise status 1
+  ("not modelled").
+* 6, instance: with ``desc.instance_en`` the instance model (gpurt
+  ``IntersectHardwareInstanceNode``; the ray is returned transformed):
+  ``instance.instance_transform`` plus the filter box through this package's box path (the same as
+  ``instance.instance_node_result``, with ``ftz`` passed on); without
   ``instance_en`` status 2.
 * 4, 7, 12-15: undefined in RT IP 3.1 -> status 2.
 
-Dual form (legacy 3-bit types of both pointers, spec 4 and 6.5):
+Dual form (legacy 3-bit types of both pointers, gpurt ``gfx10/BoxNode1_0.hlsli``; RDNA4 ISA guide,
+``IMAGE_BVH_DUAL_INTERSECT_RAY``):
 
 * 5: FP32 box (128 B); 4: FP16 box (64 B) -- or HPB64 when ``desc.box_node_64b`` (not modelled,
   status 1). Each node gives 4 slots (DW0..3 node 0, DW4..7 node 1); both boxes with ``wide_sort``
   sort all 8 together (the 8-wide network), otherwise each node's 4 slots are sorted 4-wide.
-* 0/1 legacy triangle: R2's ``triangle.legacy_triangle_result`` (4 dwords) when present, else
+* 0/1 legacy triangle: ``triangle.legacy_triangle_result`` (4 dwords) when present, else
   status 1; DW8/9 = the geometry index of node 0/1's legacy triangle node (0 for box nodes).
-* 6: instance: O's instance result is a 10-dword form, so two instances (or an instance with
-  anything else) give all ``0xFFFFFFFF``, status 0 (spec 6.5 "two instance nodes at once => all
-  -1"; the mixed case is [INFERRED]). This is checked first.
+* 6: instance: the instance result is a 10-dword form, so two instances (or an instance with
+  anything else) give all ``0xFFFFFFFF``, status 0 (RDNA4 ISA guide,
+  ``IMAGE_BVH_DUAL_INTERSECT_RAY`` "two instance nodes at once => all
+  -1"; the mixed case is inferred). This is checked first.
 * 2, 3: undefined legacy types, status 2; 7 (procedural/user node): not modelled, status 1.
   Status 2 wins over status 1.
 
@@ -35,10 +41,24 @@ When ``status != 0`` every result dword is ``0xFFFFFFFF`` and the ray is returne
 
 import importlib
 
+from gpurtl.facts.ray_accel import (
+    INVALID_NODE,
+    INVALID_OBB,
+    LEGACY_TYPE_BOX16,
+    LEGACY_TYPE_BOX32,
+    LEGACY_TYPE_INSTANCE,
+    LEGACY_TYPE_PROCEDURAL,
+    LEGACY_TYPE_TRI1,
+    NODE_TYPE_BOX8,
+    NODE_TYPE_INSTANCE,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+)
+
 from . import box_node, box_path, sort
 from . import box_test as bt
-from .ray import (INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE, STATUS_BAD_NODE,
-                  STATUS_NOT_MODELLED, STATUS_OK, node_bytes)
+from .ray import node_bytes
 
 __all__ = ["intersect", "image_bvh8_intersect_ray", "image_bvh_dual_intersect_ray",
            "available_paths", "IntersectModel"]
@@ -87,7 +107,7 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
     paths = available_paths() if paths is None else paths
     ntype = node_ptr & 0xF
     if ntype == NODE_TYPE_BOX8:
-        obb_index = node[7] & 0x7F
+        obb_index = node[7] & INVALID_OBB
         box_ray = ray
         if obb_index != INVALID_OBB:
             if "obb" not in paths:
@@ -115,7 +135,7 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
 
 
 def _instance(node, ray, pointer_flags, desc, ftz):
-    """O's instance model (``instance.instance_transform``) with the filter box tested here, so
+    """The instance model (``instance.instance_transform``) with the filter box tested here, so
     that ``ftz`` reaches the filter's box test (identical to ``instance_node_result`` otherwise)."""
     inst = _optional("instance")
     t = inst.instance_transform(node, ray, pointer_flags, desc)
@@ -137,14 +157,15 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh_dual_intersect_ray`` (two legacy nodes)."""
     paths = available_paths() if paths is None else paths
     types = [p & 7 for p in node_ptrs]
-    if 6 in types:
+    if LEGACY_TYPE_INSTANCE in types:
         return _ok(ray, [INVALID_NODE] * 10)
     status = STATUS_OK
     for t in types:
-        if t in (2, 3):
+        if LEGACY_TYPE_TRI1 < t < LEGACY_TYPE_BOX16:
             status = STATUS_BAD_NODE
-        elif status == STATUS_OK and (t == 7 or (t == 4 and desc["box_node_64b"])
-                                      or (t in (0, 1) and "legacy_triangle" not in paths)):
+        elif status == STATUS_OK and (
+                t == LEGACY_TYPE_PROCEDURAL or (t == LEGACY_TYPE_BOX16 and desc["box_node_64b"])
+                or (t <= LEGACY_TYPE_TRI1 and "legacy_triangle" not in paths)):
             status = STATUS_NOT_MODELLED
     if status != STATUS_OK:
         return _fail(ray, status)
@@ -152,8 +173,9 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
     kinds, slots = [], []
     for ptr, node in zip(node_ptrs, nodes):
         t = ptr & 7
-        if t in (4, 5):
-            decoded = box_node.decode_box4_fp32(node) if t == 5 else box_node.decode_box4_fp16(node)
+        if t in (LEGACY_TYPE_BOX16, LEGACY_TYPE_BOX32):
+            decoded = box_node.decode_box4_fp32(node) if t == LEGACY_TYPE_BOX32 \
+                else box_node.decode_box4_fp16(node)
             slots.append(box_path.legacy_box_slots(decoded, ray, pointer_flags, desc,
                                                    inv_dir=inv_dir, ftz=ftz))
             kinds.append("box")

@@ -26,7 +26,8 @@ from . import box_node, box_path, primitive_node, sort
 from . import box_test as bt
 from . import intersect as scalar
 from . import triangle as tri
-from .ray import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK, node_bytes
+from gpurtl.facts.ray_accel import (INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK)
+from .ray import node_bytes
 
 __all__ = ["intersect_wave", "sort_network"]
 

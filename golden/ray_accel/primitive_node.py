@@ -1,7 +1,7 @@
 """RT IP 3.1 compressed primitive node and legacy 64-byte triangle node: decode and encode.
 
-Source of every layout fact: /work/shared/spec/rdna4_ray_accelerator.md ("the spec") sections 3
-(compressed primitive node) and 4 (legacy triangle node), which cite AMD gpurt
+Sources of every layout fact (the compressed primitive node and the legacy triangle node): AMD
+gpurt
 ``src/shadersClean/common/gfx12/primitiveNode.hlsli`` (``PrimitiveStructure``,
 ``TryInitTriStructHeader``), ``src/shadersClean/common/gfx10/TriangleNode1_0.hlsli`` and Mesa
 ``src/amd/vulkan/bvh/encode_gfx12.comp`` / ``bvh.h``. Code and prose here are this project's own.
@@ -52,7 +52,8 @@ the pair count (its descriptor is still read from where it would be), ``trailing
 32`` on an axis (the prefix length is then taken as 0 and the component truncated to 32 bits), and
 ``vertex_type = 1``.
 
-Legacy 64-byte triangle node (spec 4, RT IP 3.0 layout used by the dual instruction)
+Legacy 64-byte triangle node (gpurt ``gfx10/BoxNode1_0.hlsli``, ``TriangleNode1_0.hlsli``, RT IP
+3.0 layout used by the dual instruction)
 ------------------------------------------------------------------------------------
 v0 @0, v1 @12, v2 @24, v3 @36 (3 x FP32 each); ``layout="rtip3_0"``: prim_index0 @48,
 prim_index1 @52, geometry_index @56, triangle_id @60; ``layout="rtip2"``: geometry index and flags
@@ -138,7 +139,8 @@ def _write_bits(node, offset, length, value):
 
 @dataclass(frozen=True)
 class PrimitiveHeader:
-    """The decoded 52-bit header (lengths in bits, already +1 / x2 as the spec's table says)."""
+    """The decoded 52-bit header (lengths in bits, already +1 / x2 as gpurt's header layout
+    says)."""
 
     payload_x: int
     payload_y: int
@@ -411,7 +413,8 @@ def _ctz32(x):
 def encode_primitive_node(pairs, *, trailing_zero_compression=True):
     """128 bytes of a compressed primitive node holding ``pairs`` (1..8 :class:`TrianglePair`).
 
-    Follows gpurt's encoder choices (spec 3.2/3.3): unique vertices in order of first use,
+    Follows gpurt's encoder choices (gpurt ``gfx12/primitiveNode.hlsli``): unique vertices in order
+    of first use,
     ``TZ = ctz(OR of all coordinates)``, ``prefix_c = min(clz(OR(v.c XOR v0.c)), 31 - TZ)``,
     ``payload = 32 - clz(OR(id XOR anchor))``, even geometry lengths, ``mid = 1024 - 29 pairs -
     (2 pairs - 1) prim_payload - prim_anchor``. Raises ``ValueError`` when the pairs do not fit

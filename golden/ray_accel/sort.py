@@ -1,7 +1,8 @@
-"""Sort keys and the 19-comparator 8-wide sorting network (spec section 6.3).
+"""Sort keys and the 19-comparator 8-wide sorting network (gpurt ``rtip3_opcode_emulation.hlsl``
+``IntersectNodeBvh8``).
 
-Source: /work/shared/spec/rdna4_ray_accelerator.md section 6.3 (gpurt
-``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``, ``IntersectNodeBvh4``).
+Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``,
+``IntersectNodeBvh4``.
 
 * Float key by heuristic: closest ``min_t``; largest-first ``min_t - max_t`` (FP32 sub of the
   clamped, un-grown values); closest-midpoint ``tmin_raw + tmax_raw`` (NaN replaced by 0 / +inf
@@ -13,26 +14,23 @@ Source: /work/shared/spec/rdna4_ray_accelerator.md section 6.3 (gpurt
   key_j < key_i`` (IEEE ``<``; a NaN key never swaps).
 * Network: S1 (0,2)(1,3)(4,6)(5,7); S2 (0,1)(2,3)(4,5)(6,7); S3 (1,2)(5,6); S4 (0,4)(1,5)(2,6)(3,7);
   S5 (2,4)(3,5); S6 (1,2)(3,4)(5,6). ``wide = False`` stops after S3: two independent 4-wide sorts
-  of slots 0-3 and 4-7 ([INFERRED] in the spec).
+  of slots 0-3 and 4-7 (inferred).
 """
 
 import numpy as np
-
+from gpurtl.facts.ray_accel import (
+    HEURISTIC_LARGEST_FIRST,
+    HEURISTIC_MIDPOINT,
+    INVALID_NODE,
+    NARROW_SORT_STAGES,
+    SORT_STAGES,
+)
 from gpurtl.golden import fp32
-
-from .ray import INVALID_NODE, HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT
 
 __all__ = ["STAGES", "NARROW_STAGES", "sort_key", "class_key", "compare_swap", "sort_slots"]
 
-STAGES = (
-    ((0, 2), (1, 3), (4, 6), (5, 7)),
-    ((0, 1), (2, 3), (4, 5), (6, 7)),
-    ((1, 2), (5, 6)),
-    ((0, 4), (1, 5), (2, 6), (3, 7)),
-    ((2, 4), (3, 5)),
-    ((1, 2), (3, 4), (5, 6)),
-)
-NARROW_STAGES = STAGES[:3]
+STAGES = SORT_STAGES
+NARROW_STAGES = NARROW_SORT_STAGES
 
 
 def sort_key(heuristic, min_t, max_t, tmin_raw, tmax_raw, *, ftz=False):

@@ -2,14 +2,13 @@
 
 **The hardware's own triangle algorithm is not public.** AMD documents only that the intersection
 engine returns ``t_num, t_denom, I_num, J_num`` (legacy) or ``t, I, J`` (RT IP 3.1); gpurt's
-emulation uses a Moeller-Trumbore-style test that is not watertight (spec 8,
-/work/shared/spec/rdna4_ray_accelerator.md, citing ``GPUOpen-Drivers/gpurt``
+emulation uses a Moeller-Trumbore-style test that is not watertight (gpurt
 ``src/shaders/IntersectCommon.hlsl`` ``fast_intersect_triangle``). This project implements the
 watertight test of Woop, Benthin and Wald, "Watertight Ray/Triangle Intersection", JCGT 2(1), 2013,
 in FP32 only (``gpurtl.golden.fp32``, round to nearest even, subnormals kept, canonical NaN), with
-the exact operation order below. The *result encoding* (section 6.4 of the spec: sign bits, culling,
-procedural and invalid-triangle values, navigation bits) follows gpurt's ``IntersectTriangle3_1``,
-``PerformTriangleCulling`` and ``CalcNavigationBits`` as the spec reports them.
+the exact operation order below. The *result encoding* (sign bits, culling, procedural and
+invalid-triangle values, navigation bits) follows gpurt's ``IntersectTriangle3_1``,
+``PerformTriangleCulling`` and ``CalcNavigationBits``.
 
 Per-ray setup (:func:`ray_setup`, computed once per ray)
 --------------------------------------------------------
@@ -41,8 +40,9 @@ Per triangle (:func:`intersect`), vertices ``A, B, C`` = node ``v0, v1, v2``
 6. ``t = T / det``, ``I = V / det`` (weight of v1), ``J = W / det`` (weight of v2).
 7. Hit iff inside, ``det`` is neither zero nor NaN, and ``0 <= t < +inf`` (IEEE compares, so a NaN
    ``t`` misses). ``det > 0`` means the ray meets the counter-clockwise side, i.e. front facing in
-   the spec's convention (gpurt ``t_denom >= 0``); ``backface = sign(det)``. There is no ``tmin``
-   and the ray extent is not compared (spec 6.4: the shader does that).
+   gpurt's convention ( ``t_denom >= 0``); ``backface = sign(det)``. There is no ``tmin``
+   and the ray extent is not compared (gpurt ``rtip3_opcode_emulation.hlsl``
+   ``IntersectTriangle3_1``: the shader does that).
 
 Range: FP32 only, without the paper's double-precision fallback. The edge functions are products
 of sheared coordinates relative to the origin, so they overflow (``inf - inf = NaN``, a miss) once
@@ -50,7 +50,8 @@ those coordinates exceed about ``sqrt(FLT_MAX) ~ 1.8e19`` and flush towards zero
 miss) below about ``1e-22``. Watertightness is guaranteed inside that range; outside it the test
 misses consistently (tests/golden/test_triangle.py ``test_dynamic_range``).
 
-Result (:func:`triangle_pair_result`, spec 6.4), per triangle ``k`` of the pair (DW ``4k .. 4k+3``)
+Result (:func:`triangle_pair_result`, gpurt ``rtip3_opcode_emulation.hlsl``
+``IntersectTriangle3_1``), per triangle ``k`` of the pair (DW ``4k .. 4k+3``)
 ----------------------------------------------------------------------------------------------------
 * effective pointer flags = ``pointer_flags`` if ``desc["pointer_flags_en"]`` else 0.
 * ``opaque = FORCE_OPAQUE or (not FORCE_NON_OPAQUE and descriptor opaque bit)``.
@@ -59,35 +60,46 @@ Result (:func:`triangle_pair_result`, spec 6.4), per triangle ``k`` of the pair 
 * Triangle: culled by ``SKIP_TRIANGLES``, by the opaque/non-opaque culls, and (unless
   ``DISABLE_TRI_CULL``) by ``CULL_FRONT``/``CULL_BACK`` on the facing after ``FLIP_FACEDNESS`` (which
   flips the facing and leaves ``t`` unchanged, as XOR-ing both signs of ``t_num``/``t_denom`` does).
-* Geometric miss or culled: ``t = +inf, I = J = 0, backface = 0`` (the spec leaves the miss I/J
+* Geometric miss or culled: ``t = +inf, I = J = 0, backface = 0`` (the sources leave the miss I/J
   undefined; this model picks 0, the culled values).
 * DW0 ``t``; DW1 ``|I|`` with sign bit = procedural; DW2 ``|J|`` with sign bit = not opaque;
   DW3 ``(prim_id << 1) | backface`` (32 bits).
 * Invalid triangle 1 (indices 0, 0, 0): DW4..7 = ``+inf, 1.0, 1.0, 0`` (no sign bits).
 * DW8 / DW9 = ``(geo_id << 2) | navigation`` for triangle 0 / 1 (32 bits).
 * The per-triangle double-sided descriptor bits are not used (gpurt's emulation never reads them,
-  spec 6.4 "[gap]").
+  gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1`` "[gap]").
 
 Misuse (reported by :func:`triangle_pair_eval` as ``error``, outputs still computed as above): a
 pointer whose low 3 bits are not a triangle type (``(ptr & 7) > 3``), a pair index at or above the
 node's pair count, or a malformed header (see :mod:`.primitive_node`).
 
-Legacy node (:func:`legacy_triangle_result`, dual instruction, spec 4 and 6.4): returns
+Legacy node (:func:`legacy_triangle_result`, dual instruction, gpurt
+``gfx10/TriangleNode1_0.hlsli``, ``IntersectTriangle3_1``): returns
 ``{t_num, t_denom, I_num, J_num}`` (``desc["return_mode"] = 1``) or ``{t_num, t_denom,
 triangle_id, hit_status}`` (mode 0) with ``t_num = T``, ``t_denom = det`` and the barycentric
 numerators ``(U, V, W)`` picked by I_SRC / J_SRC (source 3 gives +0). ``FLIP_FACEDNESS`` XORs the
 signs of ``t_num`` and ``t_denom``. Miss or culled: ``{+inf, 1.0, 0, 0}``. ``hit_status`` is 1 for a
-hit that is not culled (the spec names the field but not its values). Opaque is triangle-id bit 7;
+hit that is not culled (the sources name the field but not its values). Opaque is triangle-id bit 7;
 the flip-winding, double-sided and procedural bits are not used (as in gpurt's emulation).
 """
 
 import numpy as np
-
+from gpurtl.facts.ray_accel import (
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+)
 from gpurtl.golden import fp32
+
 from . import primitive_node as pn
-from .ray import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE,
-                  PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                  PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, pair_index)
+from .ray import pair_index
 
 __all__ = ["ONE", "POS_INF", "SIGN", "ray_setup", "intersect", "triangle_result_dwords",
            "triangle_pair_eval", "triangle_pair_eval_batch", "triangle_pair_result", "legacy_triangle_result", "legacy_triangle_result_batch",
@@ -244,7 +256,8 @@ def triangle_pair_eval_batch(items):
 
 
 def triangle_pair_result(node, node_ptr, ray, pointer_flags, desc):
-    """The 10 result dwords of ``image_bvh8_intersect_ray`` on a triangle-pair pointer (spec 6.4).
+    """The 10 result dwords of ``image_bvh8_intersect_ray`` on a triangle-pair pointer (gpurt
+    ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``).
 
     ``node``: the 128 node bytes (or 32 dwords); ``node_ptr``: the 32-bit pointer (pair index from
     bits 0, 1 and 3); ``ray``: a ``RAY_LAYOUT`` dictionary; ``pointer_flags``: the 10 flags of BVH

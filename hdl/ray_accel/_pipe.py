@@ -1,11 +1,16 @@
-"""Small pipeline helpers of the ray accelerator: clock-enabled delay lines, and the stream
-wrapper that turns a clock-enable core into a registered ``pipeline`` block."""
+"""Small pipeline helpers of the ray accelerator: clock-enabled delay lines (registers, or a
+memory ring for long side-band lines), and the stream wrapper that turns a clock-enable core
+into a registered ``pipeline`` block."""
 
-from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["delay", "reg", "EnableCoreStream"]
+__all__ = ["delay", "reg", "sideband", "EnableCoreStream", "SIDEBAND_MIN_CYCLES"]
+
+#: Delay lines at least this long are memory rings (:func:`sideband`), shorter ones registers.
+SIDEBAND_MIN_CYCLES = 4
 
 
 def reg(m, en, value, name, *, shape=None):
@@ -25,6 +30,33 @@ def delay(m, en, value, cycles, name, *, shape=None):
     for k in range(cycles):
         value = reg(m, en, value, f"{name}_d{k + 1}", shape=shape)
     return value
+
+
+def sideband(m, en, value, cycles, name, *, shape=None):
+    """``value`` delayed by ``cycles`` enabled clocks, in a memory ring when the line is long.
+
+    A field that only waits for the arithmetic (the returned ray, the slot pointers, the status)
+    needs no flip-flop per cycle: a ``cycles - 1`` deep memory written and read at the same
+    address, which advances with ``en``, plus the read port's output register gives exactly
+    ``cycles`` enabled clocks (the read returns the entry written ``cycles - 1`` enables ago, and
+    is registered once more). Both the memory and the registers start at 0, so a memory ring and
+    a register chain are indistinguishable from outside, stalls included. Lines shorter than
+    :data:`SIDEBAND_MIN_CYCLES` stay registers.
+    """
+    if cycles < SIDEBAND_MIN_CYCLES:
+        return delay(m, en, value, cycles, name, shape=shape)
+    if shape is None:
+        shape = value.shape() if isinstance(value, data.View) else Value.cast(value).shape()
+    mem = Memory(shape=shape, depth=cycles - 1, init=[])
+    m.submodules[f"{name}_ring"] = mem
+    addr = Signal(range(cycles - 1), name=f"{name}_addr")
+    with m.If(en):
+        m.d.sync += addr.eq(Mux(addr == cycles - 2, 0, addr + 1))
+    wr = mem.write_port()
+    rd = mem.read_port(transparent_for=())
+    m.d.comb += [wr.addr.eq(addr), wr.data.eq(value), wr.en.eq(en),
+                 rd.addr.eq(addr), rd.en.eq(en)]
+    return rd.data
 
 
 class EnableCoreStream(wiring.Component):

@@ -1,17 +1,21 @@
-"""Box intersection engine: dequantization and the slab test of spec section 6.2 (``BoxEngine``).
+"""Box intersection engine: dequantization and the slab test (``BoxEngine``).
 
-Facts: /work/shared/spec/rdna4_ray_accelerator.md sections 1.5 (dequantization) and 6.2 (box
-test), gpurt ``rtip3_opcode_emulation.hlsl`` / ``IntersectCommon.hlsl``. Golden model:
-:mod:`gpurtl.golden.ray_accel.box_test` (every choice documented there is followed here:
-NaN-ignoring max3/min3, the FMA grow, ``-0 >= 0``).
+The box test of ``IMAGE_BVH8_INTERSECT_RAY`` (AMD "RDNA4 Instruction Set Architecture" guide,
+"Ray Tracing") as gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8`` and
+``IntersectCommon.hlsl`` emulate it. Golden reference:
+:func:`gpurtl.golden.ray_accel.box_test.box_engine` (every choice documented in
+:mod:`gpurtl.golden.ray_accel.box_test` is followed here: NaN-ignoring max3/min3, the FMA grow,
+``-0 >= 0``).
 
 One engine tests ``boxes`` child boxes per cycle (RDNA 4: 4 per engine, two engines). Per box,
 all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
 
-    c0  plane = raw ? off : base + off          6 FPAddCore (dequant: base = node origin,
-                                                 off = Dq(q) bits; raw legacy planes bypass;
-                                                 never flushes: the golden decoder's add keeps
-                                                 subnormals, ``ftz`` applies from c1 on)
+    c0  plane = base + off                      6 FPAddCore (dequant: base = node origin,
+                                                 off = Dq(q) bits; legacy nodes give base -0.0
+                                                 and their raw planes, which the add passes
+                                                 through bit for bit; never flushes: the golden
+                                                 decoder's add keeps subnormals, ``ftz``
+                                                 applies from c1 on)
     c1  d = plane - ray.origin                  6 FPAddCore (sub)
     c2  tp = d * inv_dir                        6 FPMulCore      (inv_dir enters here)
     c3  lo/hi by sign of inv_dir; max3/min3     4 FPCmpCore (combinational) + register
@@ -22,30 +26,47 @@ all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
 
 Interface (clock-enable core, no valid/ready)
 ---------------------------------------------
-``en``; ``i``: ``boxes[boxes]`` {``base[3]``, ``off_min[3]``, ``off_max[3]``, ``raw``} and
-``ray`` {``origin[3]``, ``extent``, ``box_grow``, ``heuristic``}; ``inv_dir[3]``: the ray's
-reciprocal, sampled ``inv_offset`` enabled cycles after ``i``; ``o``: ``boxes[boxes]``
-{``hit``, ``key``}, ``latency`` cycles after ``i``.
+``en``; ``i``: ``base[3]`` (shared by the boxes of one node), ``boxes[boxes]`` {``off_min[3]``,
+``off_max[3]``} and ``ray`` {``origin[3]``, ``extent``, ``box_grow``, ``heuristic``};
+``inv_dir[3]``: the ray's reciprocal, sampled ``inv_offset`` enabled cycles after ``i``;
+``o``: ``boxes[boxes]`` {``hit``, ``key``}, ``latency`` cycles after ``i``.
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.box_test import grow_constant
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import box_grow_constant
 
-from ._fpcores import fp_core
-from ._pipe import delay, reg
+from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
+from ._pipe import EnableCoreStream, delay, reg, sideband
 
-__all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "BoxEngine"]
+__all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "engine_in_layout",
+           "engine_out_layout", "BoxEngine", "BoxEnginePipe"]
 
 _F3 = data.ArrayLayout(Float32(), 3)
-BOX_IN_LAYOUT = data.StructLayout({"base": _F3, "off_min": _F3, "off_max": _F3,
-                                   "raw": unsigned(1)})
+BOX_IN_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 ENGINE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "extent": Float32(),
                                        "box_grow": unsigned(8), "heuristic": unsigned(2)})
 BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32()})
+
+
+
+def engine_in_layout(boxes):
+    """``i`` of a :class:`BoxEngine` of ``boxes`` tests."""
+    return data.StructLayout({"base": _F3, "boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes),
+                              "ray": ENGINE_RAY_LAYOUT})
+
+
+def engine_out_layout(boxes):
+    """``o`` of a :class:`BoxEngine` of ``boxes`` tests."""
+    return data.StructLayout({"boxes": data.ArrayLayout(BOX_OUT_LAYOUT, boxes)})
+
+
+#: What waits beside the grow FMA and the key adder (c5 -> c6).
+_C6_WAIT_LAYOUT = data.StructLayout({"g_zero": unsigned(1), "heuristic": unsigned(2),
+                                     "min_t": unsigned(32), "max_t": unsigned(32),
+                                     "nan": unsigned(1)})
 
 _POS_INF = 0x7F800000
 _NEG_INF = 0xFF800000
@@ -76,16 +97,15 @@ class BoxEngine(wiring.Component):
         self._boxes, self._ftz = boxes, ftz
         # FP32 core latency == its stages (fp32 contract); no probe instances (they would be
         # unused elaboratables)
-        self._la = fp_core("FPAddCore").DEFAULT_STAGES if add_stages is None else add_stages
-        self._lm = fp_core("FPMulCore").DEFAULT_STAGES if mul_stages is None else mul_stages
-        self._lf = fp_core("FPFMACore").DEFAULT_STAGES if fma_stages is None else fma_stages
+        self._la = FPAddCore.DEFAULT_STAGES if add_stages is None else add_stages
+        self._lm = FPMulCore.DEFAULT_STAGES if mul_stages is None else mul_stages
+        self._lf = FPFMACore.DEFAULT_STAGES if fma_stages is None else fma_stages
         self._stages = (add_stages, mul_stages, fma_stages)
         super().__init__({
             "en": In(1),
-            "i": In(data.StructLayout({"boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes),
-                                       "ray": ENGINE_RAY_LAYOUT})),
+            "i": In(engine_in_layout(boxes)),
             "inv_dir": In(_F3),
-            "o": Out(data.StructLayout({"boxes": data.ArrayLayout(BOX_OUT_LAYOUT, boxes)})),
+            "o": Out(engine_out_layout(boxes)),
         })
 
     @property
@@ -106,9 +126,9 @@ class BoxEngine(wiring.Component):
         return 2 * self._la + self._lm + 2 + max(self._lf, self._la) + 1
 
     def _core(self, m, cls, name, *, ftz=None, **ports):
-        stages = {"FPAddCore": self._stages[0], "FPMulCore": self._stages[1],
-                  "FPFMACore": self._stages[2], "FPCmpCore": 0}[cls]
-        core = fp_core(cls)(stages, self._ftz if ftz is None else ftz)
+        stages = {FPAddCore: self._stages[0], FPMulCore: self._stages[1],
+                  FPFMACore: self._stages[2], FPCmpCore: 0}[cls]
+        core = cls(stages, self._ftz if ftz is None else ftz)
         m.submodules[name] = core
         m.d.comb += core.en.eq(self.en)
         for port, value in ports.items():
@@ -116,7 +136,7 @@ class BoxEngine(wiring.Component):
         return core
 
     def _cmp(self, m, name, a, b):
-        return self._core(m, "FPCmpCore", name, a=a, b=b)
+        return self._core(m, FPCmpCore, name, a=a, b=b)
 
     def _maxnum(self, m, name, a, b):
         c = self._cmp(m, name, a, b)
@@ -132,30 +152,28 @@ class BoxEngine(wiring.Component):
         la, lm, lf = self._la, self._lm, self._lf
         ray = self.i.ray
         # ray fields travel down with the boxes
-        r_origin = delay(m, en, ray.origin, la, "c1_origin")
-        r_extent = delay(m, en, ray.extent, 2 * la + lm + 1, "c4_extent")
-        r_grow = delay(m, en, ray.box_grow, 2 * la + lm + 2, "c5_grow")
-        r_heur = delay(m, en, ray.heuristic, 2 * la + lm + 2, "c5_heur")
-        inv_c3 = delay(m, en, self.inv_dir, lm, "c3_inv")
+        # (long lines are memory rings: they only wait for the arithmetic)
+        r_origin = sideband(m, en, ray.origin, la, "c1_origin")
+        r_extent = sideband(m, en, ray.extent, 2 * la + lm + 1, "c4_extent")
+        r_grow = sideband(m, en, ray.box_grow, 2 * la + lm + 2, "c5_grow")
+        r_heur = sideband(m, en, ray.heuristic, 2 * la + lm + 2, "c5_heur")
+        inv_c3 = sideband(m, en, self.inv_dir, lm, "c3_inv")
         # grow constant g * 2**-24 (a 256-entry table of exact FP32 patterns)
         gconst = Signal(32, name="c5_gconst")
         with m.Switch(r_grow):
             for g in range(256):
                 with m.Case(g):
-                    m.d.comb += gconst.eq(grow_constant(g))
+                    m.d.comb += gconst.eq(box_grow_constant(g))
         for b in range(self._boxes):
             box = self.i.boxes[b]
             lo_t, hi_t = [], []
-            raw = delay(m, en, box.raw, la, f"b{b}_c1_raw")
             for a in range(3):
                 for side, off in (("min", box.off_min[a]), ("max", box.off_max[a])):
                     tag = f"b{b}_{side}{a}"
-                    deq = self._core(m, "FPAddCore", f"{tag}_deq", ftz=False, a=box.base[a], b=off,
-                                     sub=0)
-                    off_d = delay(m, en, off, la, f"{tag}_c1_off")
-                    plane = Mux(raw, off_d, deq.z)
-                    d = self._core(m, "FPAddCore", f"{tag}_sub", a=plane, b=r_origin[a], sub=1)
-                    tp = self._core(m, "FPMulCore", f"{tag}_mul", a=d.z, b=self.inv_dir[a])
+                    deq = self._core(m, FPAddCore, f"{tag}_deq", ftz=False, a=self.i.base[a],
+                                     b=off, sub=0)
+                    d = self._core(m, FPAddCore, f"{tag}_sub", a=deq.z, b=r_origin[a], sub=1)
+                    tp = self._core(m, FPMulCore, f"{tag}_mul", a=d.z, b=self.inv_dir[a])
                     (lo_t if side == "min" else hi_t).append(tp.z)
             # c3: slab selection and max3/min3 (NaN-ignoring), then a register
             lo, hi = [], []
@@ -183,18 +201,19 @@ class BoxEngine(wiring.Component):
                           shape=32)
             # c5: grow (FMA) and key (add/sub), aligned to the longer of the two
             lc5 = max(lf, la)
-            fma = self._core(m, "FPFMACore", f"b{b}_c5_grow", a=s5_max_t, b=gconst, c=s5_max_t)
+            fma = self._core(m, FPFMACore, f"b{b}_c5_grow", a=s5_max_t, b=gconst, c=s5_max_t)
             midpoint = r_heur == 2
-            key_add = self._core(m, "FPAddCore", f"b{b}_c5_key",
+            key_add = self._core(m, FPAddCore, f"b{b}_c5_key",
                                  a=Mux(midpoint, s5_tmin, s5_min_t),
                                  b=Mux(midpoint, s5_tmax, s5_max_t), sub=~midpoint)
             grown = delay(m, en, fma.z, lc5 - lf, f"b{b}_c6_grown_al")
             key_arith = delay(m, en, key_add.z, lc5 - la, f"b{b}_c6_key_al")
-            g_zero = delay(m, en, r_grow == 0, lc5, f"b{b}_c6_gzero")
-            heur = delay(m, en, r_heur, lc5, f"b{b}_c6_heur")
-            min_t6 = delay(m, en, s5_min_t, lc5, f"b{b}_c6_min_t")
-            max_t6 = delay(m, en, s5_max_t, lc5, f"b{b}_c6_max_t")
-            nan6 = delay(m, en, s5_nan, lc5, f"b{b}_c6_nan")
+            wait = Signal(_C6_WAIT_LAYOUT, name=f"b{b}_c5_wait")
+            m.d.comb += [wait.g_zero.eq(r_grow == 0), wait.heuristic.eq(r_heur),
+                         wait.min_t.eq(s5_min_t), wait.max_t.eq(s5_max_t), wait.nan.eq(s5_nan)]
+            wait6 = sideband(m, en, wait, lc5, f"b{b}_c6_wait")
+            g_zero, heur, nan6 = wait6.g_zero, wait6.heuristic, wait6.nan
+            min_t6, max_t6 = wait6.min_t, wait6.max_t
             # c6: the hit decision
             le = self._cmp(m, f"b{b}_c6_le", min_t6, Mux(g_zero, max_t6, grown))
             hit = ~nan6 & le.le
@@ -202,4 +221,34 @@ class BoxEngine(wiring.Component):
             out_hit = reg(m, en, hit, f"b{b}_out_hit", shape=1)
             out_key = reg(m, en, key, f"b{b}_out_key", shape=32)
             m.d.comb += [self.o.boxes[b].hit.eq(out_hit), self.o.boxes[b].key.eq(out_key)]
+        return m
+
+
+class BoxEnginePipe(EnableCoreStream):
+    """A :class:`BoxEngine` in a valid/ready stream (block ``ray_box_engine``), II = 1; the
+    reciprocal is an input field, delayed inside to the cycle the engine reads it."""
+
+    def __init__(self, boxes=4, **params):
+        core = _AlignedEngine(boxes, **params)
+        super().__init__(core, core.i.shape(), engine_out_layout(boxes))
+
+
+class _AlignedEngine(wiring.Component):
+    def __init__(self, boxes, **params):
+        self._engine = BoxEngine(boxes, **params)
+        super().__init__({"en": In(1),
+                          "i": In(data.StructLayout({"box": engine_in_layout(boxes),
+                                                     "inv_dir": _F3})),
+                          "o": Out(engine_out_layout(boxes))})
+
+    @property
+    def latency(self):
+        return self._engine.latency
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = eng = self._engine
+        m.d.comb += [eng.en.eq(self.en), eng.i.eq(self.i.box),
+                     eng.inv_dir.eq(delay(m, self.en, self.i.inv_dir, eng.inv_offset, "inv")),
+                     self.o.eq(eng.o)]
         return m

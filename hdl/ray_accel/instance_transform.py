@@ -1,12 +1,12 @@
 """Instance-node (type 6) core: cull, BLAS pointer with merged flags, user data, ray transform.
 
-Facts: /work/shared/spec/rdna4_ray_accelerator.md section 5 (gpurt ``gpurtAccelStruct.h``
+Sources: gpurt (``gpurtAccelStruct.h``
 ``HwInstanceTransformNode``, ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``);
 golden model :func:`gpurtl.golden.ray_accel.instance.instance_transform` (its doc string lists the
 choices made where the sources are silent).
 
 What this core does NOT do: the embedded 4-child filter box (DW7 of the result). That box is an
-ordinary quantized box test on the *transformed* ray, so the top level (R1's ``ray_accel``) feeds
+ordinary quantized box test on the *transformed* ray, so the top level (``ray_accel``) feeds
 ``o.origin``/``o.dir`` and the node's DW16..31 (filter origin, exponents, count, 4 ChildInfos;
 child pointers decoded with both running offsets starting at 0, see
 :func:`gpurtl.golden.ray_accel.instance.filter_children`) to its box engine, sorts, and packs the
@@ -34,9 +34,8 @@ of the hardware does.
 from amaranth.hdl import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import NODE_LAYOUT, RAY_LAYOUT
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import NODE_LAYOUT, RAY_LAYOUT
 
 from .obb_transform import OBBTransformCore, _delay
 
@@ -101,7 +100,8 @@ class InstanceCore(wiring.Component):
         culled = Signal()
         m.d.comb += culled.eq(((mask & ray.instance_mask) == 0)
                               | (~aabb & flags[8]) | (aabb & flags[9]))
-        # spec 5.2: (inst & (override ? 0x3FC : 0x3FF)) | ray flags, address bits [53:3]
+        # gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``: (inst &
+        # (override ? 0x3FC : 0x3FF)) | ray flags, address bits [53:3]
         override = flags[0] | flags[1]
         merged = Signal(10)
         m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8)))

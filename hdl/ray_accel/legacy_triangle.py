@@ -4,7 +4,7 @@
 lane, two lanes per cycle (``image_bvh_dual_intersect_ray`` with two triangle pointers), on the
 same :class:`~.triangle_engine.TriangleEngine` as the compressed path. Bit-exact with
 :func:`gpurtl.golden.ray_accel.triangle.legacy_triangle_result` (its doc string gives the result
-rules; layout in spec section 4 of /work/shared/spec/rdna4_ray_accelerator.md).
+rules; layout of gpurt ``gfx10/TriangleNode1_0.hlsli``).
 
 Ports: ``en: In(1)``; ``i: In(LEGACY_IN_LAYOUT)``: ``ray`` (``RAY_LAYOUT``), ``node[2]`` (16 dwords
 each: the 64-byte node; the vertices are dwords 0..11 and ``triangle_id`` is dword 15 in both the
@@ -19,15 +19,30 @@ The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
-                                         PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL,
-                                         PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                                         PF_SKIP_TRIANGLES, RAY_LAYOUT)
+from gpurtl.facts.ray_accel import (
+    DESC_LAYOUT,
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_TRIANGLES,
+    RAY_LAYOUT,
+)
 
 from ._pipe import EnableCoreStream
-from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
-                              engine_latency, unit_latency)
+from .triangle_engine import (
+    RaySetupCore,
+    Sched,
+    Timed,
+    TriangleEngine,
+    check_stages,
+    engine_latency,
+    unit_latency,
+)
 
 __all__ = ["LEGACY_IN_LAYOUT", "LEGACY_OUT_LAYOUT", "LegacyTriangleCore", "RayTriangleLegacy",
            "legacy_latency"]

@@ -5,15 +5,14 @@ RDNA 4 rotates the ray, not the boxes: a type-5 box node names one of 104 rotati
 reciprocal and the box tests. The same datapath moves a ray from the top level into a BLAS on an
 instance node (3x4 world-to-object matrix, translation added to the origin).
 
-Facts: /work/shared/spec/obb_tables.md appendix A (gpurt ``ObbCommon.hlsli`` ``ObbStage1Lut``,
-``ObbStage2Lut``) and rdna4_ray_accelerator.md sections 2.1, 2.2 and 5.2 (gpurt
-``rtip3_opcode_emulation.hlsl``, ``Common.hlsl`` ``OBBTransform``). The golden model is
+Sources: gpurt ``ObbCommon.hlsli`` (``ObbStage1Lut``, ``ObbStage2Lut``),
+``rtip3_opcode_emulation.hlsl`` and ``Common.hlsl`` ``OBBTransform``. The golden model is
 :mod:`gpurtl.golden.ray_accel.obb`.
 
 Datapath
 --------
 Per output component ``r`` (3 rows x {origin, direction} = 6 chains of 3 FMAs = 18
-``FPFMACore``), in the spec's order::
+``FPFMACore``), in gpurt's order::
 
     stage A:  acc_o = fma(o.z, m_r2, t_r)     acc_d = fma(d.z, m_r2, -0.0)   (= d.z * m_r2 exactly)
     stage B:  acc_o = fma(o.y, m_r1, acc_o)   acc_d = fma(d.y, m_r1, acc_d)
@@ -46,7 +45,7 @@ Interface (``OBBTransformCore``), a clock-enable datapath core without valid/rea
 ``latency``
     ``3 * fma_stages`` (the FMA cores hold every register of the chain).
 
-Integration in the ray accelerator (R1's top level): put one ``OBBTransformCore`` (with
+Integration in the ray accelerator top level: put one ``OBBTransformCore`` (with
 ``with_matrix=True`` if the same block also serves instance nodes) in front of the reciprocal for
 *every* instruction. Box nodes drive ``index`` from DW7 bits [6:0]; every other node (and box nodes
 with 0x7F) drive ``index = 0x7F`` and pass through with the same latency, so all node kinds keep one
@@ -77,7 +76,7 @@ RAY_OUT = data.StructLayout({"origin": VEC3, "dir": VEC3, "bad_index": unsigned(
 
 
 def fma_core_class():
-    """The FP32 engineer's ``FPFMACore`` (hdl/fp32, see /work/fp32_contract.md)."""
+    """The FP32 FMA core class (:class:`gpurtl.hdl.fp32.FPFMACore`)."""
     from gpurtl.hdl.fp32.fma import FPFMACore
     return FPFMACore
 

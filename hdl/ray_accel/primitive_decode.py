@@ -3,8 +3,7 @@
 ``PrimitiveDecodeCore`` is a clock-enable datapath core (no valid/ready): ``en``, an input struct
 ``i`` (``node``: 32 dwords, ``node_ptr``: 32 bits) and an output struct ``o`` (:data:`PAIR_LAYOUT`),
 ``latency == 2``. Bit-exact with :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair` (layout
-and malformed-node rules in that module's doc string; spec section 3 of
-/work/shared/spec/rdna4_ray_accelerator.md).
+and malformed-node rules in that module's doc string; gpurt ``gfx12/primitiveNode.hlsli``).
 
 Stage 1 decodes the 52-bit header, the pair index (pointer bits 0, 1, 3), the pair descriptor (a
 mux of the 8 fixed positions ``1024 - 29 (p + 1)``) and every bit offset (prefixes, the six
@@ -23,9 +22,8 @@ Procedural triangles carry meaningless vertices (the triangle test ignores them)
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
-from gpurtl.golden.ray_accel.ray import NODE_LAYOUT
 from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.ray_accel import NODE_LAYOUT
 
 from ._pipe import EnableCoreStream
 

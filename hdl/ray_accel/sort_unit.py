@@ -1,15 +1,16 @@
-"""The sort unit: the 19-comparator 8-wide network of spec section 6.3 (``SortUnit``).
+"""The sort unit: the 19-comparator 8-wide network of gpurt ``rtip3_opcode_emulation.hlsl``
+``IntersectNodeBvh8`` (``SortUnit``).
 
-Facts: /work/shared/spec/rdna4_ray_accelerator.md section 6.3 (gpurt
-``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``); golden model
+Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``; golden model
 :mod:`gpurtl.golden.ray_accel.sort`.
 
 Each slot carries a 32-bit pointer and a 32-bit FP key. The 3-bit class key is computed at the
-input, ``ext = 4 * (ptr == 0xFFFFFFFF) + 2 * (stf & (ptr & 7) > 3) + (stf & (ptr & 7) != 1)``.
+input, ``ext = 4 * (ptr == INVALID_NODE) + 2 * (stf & (ptr & 7) > 3) + (stf & (ptr & 7) != 1)``.
 A comparator on slots ``(i, j)``, ``i < j``, swaps when ``ext_j < ext_i`` or, with equal classes,
 ``key_j < key_i`` (IEEE less-than from an ``FPCmpCore``; a NaN key never swaps).
 
-Stages S1..S6 as in the spec; one register after each stage (``latency = 6``). ``wide = 0``
+Stages S1..S6 of ``SORT_STAGES`` (:mod:`gpurtl.facts.ray_accel`); one register after each stage
+(``latency = 6``). ``wide = 0``
 disables the comparators of S4..S6 (two independent 4-wide sorts), ``enable = 0`` all of them
 (slots pass through in order, with the same latency).
 
@@ -20,9 +21,9 @@ Interface (clock-enable core, no valid/ready): ``en``; ``i``: ``slots[8]`` {``pt
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from gpurtl.facts.ray_accel import INVALID_NODE, SORT_STAGES
 
-from gpurtl.golden.ray_accel.sort import STAGES
-from ._fpcores import fp_core
+from ..fp32 import FPCmpCore
 from ._pipe import EnableCoreStream, reg
 
 __all__ = ["SLOT_LAYOUT", "SORT_IN_LAYOUT", "SORT_OUT_LAYOUT", "SortUnit", "SortPipe"]
@@ -55,7 +56,7 @@ class SortUnit(wiring.Component):
 
     @property
     def latency(self):
-        return len(STAGES)
+        return len(SORT_STAGES)
 
     @property
     def ftz(self):
@@ -71,17 +72,17 @@ class SortUnit(wiring.Component):
             ptr = self.i.slots[k].ptr
             low = ptr[:3]
             ext = Signal(3, name=f"ext{k}")
-            m.d.comb += ext.eq(Mux(ptr == 0xFFFFFFFF, 4, 0) | Mux(stf & (low > 3), 2, 0)
+            m.d.comb += ext.eq(Mux(ptr == INVALID_NODE, 4, 0) | Mux(stf & (low > 3), 2, 0)
                                | Mux(stf & (low != 1), 1, 0))
             s = Signal(ent, name=f"in{k}")
             m.d.comb += [s.ptr.eq(ptr), s.key.eq(self.i.slots[k].key), s.ext.eq(ext)]
             cur.append(s)
         enable, wide = self.i.enable, self.i.wide
-        for n, stage in enumerate(STAGES):
+        for n, stage in enumerate(SORT_STAGES):
             on = enable & (wide if n >= 3 else 1)
             nxt = list(cur)
             for (a, b) in stage:
-                cmp = fp_core("FPCmpCore")(stages=0, ftz=self._ftz)
+                cmp = FPCmpCore(stages=0, ftz=self._ftz)
                 m.submodules[f"s{n + 1}_cmp{a}{b}"] = cmp
                 m.d.comb += [cmp.en.eq(en), cmp.a.eq(cur[b].key), cmp.b.eq(cur[a].key)]
                 swap = Signal(name=f"s{n + 1}_swap{a}{b}")

@@ -30,17 +30,15 @@ latencies: subtract origin, shear FMA, edge products, edge differences, then ``d
 chain, then the divisions).
 """
 
-import importlib
-import pkgutil
-
 from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-
 from gpurtl.facts.fp32 import Float32
 
+from ..fp32 import FPAddCore, FPDivCore, FPFMACore, FPMulCore
+
 __all__ = ["SETUP_IN_LAYOUT", "SETUP_LAYOUT", "ENGINE_IN_LAYOUT", "LANE_LAYOUT",
-           "ENGINE_OUT_LAYOUT", "RaySetupCore", "TriangleEngine", "engine_latency", "fp_core", "Sched", "Timed",
+           "ENGINE_OUT_LAYOUT", "RaySetupCore", "TriangleEngine", "engine_latency", "Sched", "Timed",
            "FP_UNITS"]
 
 VEC3 = data.ArrayLayout(Float32(), 3)
@@ -60,29 +58,10 @@ LANE_LAYOUT = data.StructLayout({
 })
 ENGINE_OUT_LAYOUT = data.StructLayout({"lane": data.ArrayLayout(LANE_LAYOUT, 2)})
 
-FP_UNITS = {"add": "FPAddCore", "mul": "FPMulCore", "fma": "FPFMACore", "div": "FPDivCore"}
 _ONE = 0x3F800000
 _SIGN = 0x80000000
 _INF = 0x7F800000
-_cache = {}
-
-
-def fp_core(name):
-    """The FP32 core class ``name`` from :mod:`gpurtl.hdl.fp32` (any module of the package)."""
-    if name in _cache:
-        return _cache[name]
-    package = importlib.import_module("gpurtl.hdl.fp32")
-    found = getattr(package, name, None)
-    if found is None:
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-            found = getattr(module, name, None)
-            if found is not None:
-                break
-    if found is None:
-        raise ImportError(f"gpurtl.hdl.fp32 has no `{name}` yet (see /work/fp32_contract.md)")
-    _cache[name] = found
-    return found
+FP_UNITS = {"add": FPAddCore, "mul": FPMulCore, "fma": FPFMACore, "div": FPDivCore}
 
 
 def check_stages(stages):
@@ -103,7 +82,7 @@ def unit_latency(kind, stages):
 
     The contract fixes ``latency == stages``; the default depth is the core's ``DEFAULT_STAGES``.
     """
-    cls = fp_core(FP_UNITS[kind])
+    cls = FP_UNITS[kind]
     n = stages[kind]
     return n if n is not None else cls.DEFAULT_STAGES
 
@@ -166,7 +145,7 @@ class Sched:
         return Timed(sig, time)
 
     def core(self, kind, name, **ports):
-        cls = fp_core(FP_UNITS[kind])
+        cls = FP_UNITS[kind]
         n = self.stages[kind]
         unit = cls(stages=n) if n is not None else cls()
         self.m.submodules[self._name(name)] = unit

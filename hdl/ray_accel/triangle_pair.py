@@ -1,11 +1,12 @@
 """The triangle-pair path of the ray accelerator: node bytes + ray -> the 10 result dwords (RTL).
 
-``TrianglePairCore`` (clock-enable core, no valid/ready; what R1's top level instantiates)
+``TrianglePairCore`` (clock-enable core, no valid/ready; used by the ``ray_accel`` top level)
     ``en: In(1)``; ``i: In(PAIR_IN_LAYOUT)`` with ``ray`` (``RAY_LAYOUT``: ``origin[3]``,
     ``dir[3]``, ``extent``, ``instance_mask``), ``node`` (32 dwords of the 128-byte primitive
     node), ``node_ptr`` (32 bits; the pair index is bits 0, 1 and 3), ``pointer_flags`` (10 bits =
     BVH base bits 54..63) and ``desc`` (``DESC_LAYOUT``; only ``pointer_flags_en`` matters here);
-    ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of spec 6.4) and
+    ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of gpurt
+    ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``) and
     ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
     ``latency`` = ``max(2, divider latency)`` (pair decode :class:`PrimitiveDecodeCore` in
     parallel with :class:`RaySetupCore`) + :attr:`TriangleEngine.latency` + 1 (result format
@@ -19,20 +20,37 @@ the result rules: culling by pointer flags, opaque / procedural sign bits, inval
 navigation bits).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from gpurtl.facts.ray_accel import (
+    DESC_LAYOUT,
+    NODE_LAYOUT,
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+    RAY_LAYOUT,
+    RESULT_LAYOUT,
+)
 
-from gpurtl.golden.ray_accel.ray import (DESC_LAYOUT, NODE_LAYOUT, PF_CULL_BACK, PF_CULL_FRONT,
-                                         PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL,
-                                         PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                                         PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, RAY_LAYOUT,
-                                         RESULT_LAYOUT)
-
-from .primitive_decode import PrimitiveDecodeCore
 from ._pipe import EnableCoreStream
-from .triangle_engine import (RaySetupCore, Sched, Timed, TriangleEngine, check_stages,
-                              engine_latency, unit_latency)
+from .primitive_decode import PrimitiveDecodeCore
+from .triangle_engine import (
+    RaySetupCore,
+    Sched,
+    Timed,
+    TriangleEngine,
+    check_stages,
+    engine_latency,
+    unit_latency,
+)
 
 __all__ = ["PAIR_IN_LAYOUT", "PAIR_OUT_LAYOUT", "TrianglePairCore", "RayTriangle", "pair_latency"]
 

@@ -14,11 +14,11 @@ pointer flags, other node types and garbage node bytes.
 """
 
 import numpy as np
-
+from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel import box_node
 from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT, default_desc
-from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
+from gpurtl.golden.ray_accel.ray import default_desc
 
 from ..registry import Block, Param, register
 from .ray_accel_words import golden_words, stimulus_words
@@ -118,7 +118,8 @@ def _legacy_node(rng, o, d, fp16):
 
 
 def _instance_node(rng, o, d):
-    """An instance node (O's encoder) whose filter box (this package's BVH8 encoder) surrounds
+    """An instance node (:func:`~gpurtl.golden.ray_accel.instance.encode_instance`) whose filter
+    box (this package's BVH8 encoder) surrounds
     the ray mapped into object space: world_to_object = a random rotation-ish matrix plus a
     translation."""
     from gpurtl.golden.ray_accel import instance
@@ -145,7 +146,7 @@ def _instance_node(rng, o, d):
 
 
 def _triangle_txs(rng, count):
-    """Triangle-pair instructions from R2's ``ray_triangle`` stimulus (real compressed nodes,
+    """Triangle-pair instructions from the ``ray_triangle`` stimulus (real compressed nodes,
     rays aimed at interiors, edges, vertices, misses, IEEE corner cases)."""
     from . import ray_triangle
     out = []
@@ -157,7 +158,9 @@ def _triangle_txs(rng, count):
 
 
 def _legacy_triangles(rng, o, d):
-    """A legacy 64 B triangle node (R2's encoder) with its 4 vertices around a point of the ray."""
+    """A legacy 64 B triangle node
+    (:func:`~gpurtl.golden.ray_accel.primitive_node.encode_legacy_node`) with its 4 vertices around
+    a point of the ray."""
     from gpurtl.golden.ray_accel import primitive_node
     from gpurtl.golden.ray_accel.ray import node_dwords
     o = np.nan_to_num(np.clip(o, -1e6, 1e6))
@@ -227,18 +230,18 @@ class _Model(IntersectModel):
         return [self(tx) for tx in txs]
 
 
-def _build(engines, boxes_per_engine, ftz, triangles, transforms):
+def _build(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     from gpurtl.hdl.ray_accel.ray_accel import RayAccel
     return RayAccel(engines=engines, boxes_per_engine=boxes_per_engine, ftz=ftz,
-                    triangles=triangles, transforms=transforms)
+                    triangles=triangles, transforms=transforms, fp=fp)
 
 
-def _golden(engines, boxes_per_engine, ftz, triangles, transforms):
+def _golden(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     from gpurtl.hdl.ray_accel.ray_accel import build_paths
     return _Model(ftz=ftz, paths=build_paths(triangles, transforms))
 
 
-def _validate(engines, boxes_per_engine, ftz, triangles, transforms):
+def _validate(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     if engines * boxes_per_engine not in (1, 2, 4, 8):
         raise ValueError("`engines * boxes_per_engine` must be 1, 2, 4 or 8 (8 = one BVH8 node "
                          "per cycle; fewer testers take 8 / (engines * boxes_per_engine) cycles)")
@@ -263,8 +266,10 @@ register(Block(
     params=(Param("engines", 2, "intersection engines", choices=(1, 2)),
             Param("boxes_per_engine", 4, "box tests per engine per cycle", choices=(1, 2, 4, 8)),
             Param("ftz", False, "flush subnormals in the box-path ray arithmetic"),
-            Param("triangles", True, "include the triangle-pair path (R2's TrianglePairCore)"),
-            Param("transforms", True, "include the OBB and instance ray transforms (O's cores)")),
+            Param("triangles", True, "include the triangle-pair and legacy triangle paths"),
+            Param("transforms", True, "include the OBB and instance ray transforms"),
+            Param("fp", "fpga", "FP32 core depths: fpga (deep) or shallow (one stage per core)",
+                  choices=("fpga", "shallow"))),
     defaults=_defaults,
     validate=_validate,
     check_count=200,
@@ -328,5 +333,273 @@ register(Block(
     stimulus=_sort_stimulus,
     params=(Param("ftz", False, "subnormal keys compare as zero"),),
     check_count=2000,
+    group="ray_accel",
+))
+
+
+# --- the top level's components, each alone (stimulus derived from real instructions) -----------
+
+def _fp_stages(fp):
+    from gpurtl.hdl.ray_accel.ray_accel import FP_PRESETS
+    return FP_PRESETS[fp]
+
+
+_COMPONENT_PARAMS = {
+    "triangles": Param("triangles", True, "the build has the triangle paths"),
+    "transforms": Param("transforms", True, "the build has the OBB and instance transforms"),
+    "ftz": Param("ftz", False, "flush subnormals in the ray arithmetic"),
+    "fp": Param("fp", "fpga", "FP32 core depths: fpga (deep) or shallow (one stage per core)",
+                choices=("fpga", "shallow")),
+}
+
+
+def _decoded(rng, count, triangles=True, transforms=True):
+    from gpurtl.golden.ray_accel.decode import decode
+    return [decode(tx, triangles=triangles, transforms=transforms)
+            for tx in stimulus(rng, count)]
+
+
+class _Func:
+    """A golden model object from a function of one transaction."""
+
+    def __init__(self, func, **kwargs):
+        self._func, self._kwargs = func, kwargs
+
+    def __call__(self, tx):
+        return self._func(tx, **self._kwargs)
+
+    def batch(self, txs):
+        return [self(tx) for tx in txs]
+
+
+# ray_decode -----------------------------------------------------------------------------------
+
+def _decode_golden(triangles, transforms):
+    from gpurtl.golden.ray_accel.decode import decode
+    return _Func(decode, triangles=triangles, transforms=transforms)
+
+
+def _decode_build(triangles, transforms):
+    from gpurtl.hdl.ray_accel._pipe import EnableCoreStream
+    from gpurtl.hdl.ray_accel.node_decode import NodeDecode
+    core = NodeDecode(triangles=triangles, transforms=transforms)
+    return EnableCoreStream(core, INSTR_LAYOUT, core.o.shape())
+
+
+def _decode_layouts(triangles, transforms):
+    from gpurtl.hdl.ray_accel.node_decode import decoded_layout
+    return INSTR_LAYOUT, decoded_layout(triangles=triangles, transforms=transforms)
+
+
+register(Block(
+    name="ray_decode",
+    doc="ray accelerator entry stage: an instruction's node bytes decoded once",
+    kind="pipeline",
+    build=_decode_build,
+    golden=_decode_golden,
+    layouts=_decode_layouts,
+    stimulus=lambda rng, count, **params: stimulus(rng, count),
+    params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
+    defaults=_defaults,
+    check_count=300,
+    group="ray_accel",
+))
+
+
+# ray_setup ------------------------------------------------------------------------------------
+
+def _setup_stimulus(rng, count, transforms, ftz, fp):
+    out = []
+    for d in _decoded(rng, count, transforms=transforms):
+        tx = {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]}
+        if transforms:
+            tx.update(obb_index=d["obb_index"], transform=d["transform"])
+            if rng.random() < 0.3:                 # any index, also 104..126
+                tx["obb_index"] = int(rng.integers(0, 128))
+        out.append(tx)
+    return out
+
+
+def _setup_golden(transforms, ftz, fp):
+    from gpurtl.golden.ray_accel.setup import ray_setup
+    return _Func(ray_setup, transforms=transforms, ftz=ftz)
+
+
+def _setup_build(transforms, ftz, fp):
+    from gpurtl.hdl.ray_accel.ray_setup import RaySetupPipe
+    st = _fp_stages(fp)
+    return RaySetupPipe(transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"],
+                        rcp_stages=st["rcp"])
+
+
+def _setup_layouts(transforms, ftz, fp):
+    from gpurtl.hdl.ray_accel.ray_setup import SETUP_OUT_LAYOUT, setup_in_layout
+    return setup_in_layout(transforms), SETUP_OUT_LAYOUT
+
+
+register(Block(
+    name="ray_setup",
+    doc="ray accelerator ray setup: OBB / instance transform, then rcp(dir)",
+    kind="pipeline",
+    build=_setup_build,
+    golden=_setup_golden,
+    layouts=_setup_layouts,
+    stimulus=_setup_stimulus,
+    params=(_COMPONENT_PARAMS["transforms"], _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
+    check_count=300,
+    group="ray_accel",
+))
+
+
+# ray_box_engine -------------------------------------------------------------------------------
+
+def _engine_stimulus(rng, count, boxes, ftz, fp):
+    from gpurtl.golden.ray_accel.setup import ray_setup
+    out = []
+    for d in _decoded(rng, count):
+        setup = ray_setup({"origin": d["ray"]["origin"], "dir": d["ray"]["dir"],
+                           "obb_index": d["obb_index"], "transform": d["transform"]}, ftz=ftz)
+        first = int(rng.integers(0, 8 - boxes + 1))
+        out.append({"box": {
+            "base": d["base"], "boxes": d["planes"][first:first + boxes],
+            "ray": {"origin": setup["ray"]["origin"], "extent": d["ray"]["extent"],
+                    "box_grow": d["control"]["box_grow"],
+                    "heuristic": d["control"]["heuristic"]}},
+            "inv_dir": setup["inv_dir"]})
+    return out
+
+
+class _EngineModel(_Func):
+    def __call__(self, tx):
+        return self._func(dict(tx["box"], inv_dir=tx["inv_dir"]), **self._kwargs)
+
+
+def _engine_golden(boxes, ftz, fp):
+    from gpurtl.golden.ray_accel.box_test import box_engine
+    return _EngineModel(box_engine, ftz=ftz)
+
+
+def _engine_build(boxes, ftz, fp):
+    from gpurtl.hdl.ray_accel.box_engine import BoxEnginePipe
+    st = _fp_stages(fp)
+    return BoxEnginePipe(boxes, ftz=ftz, add_stages=st["add"], mul_stages=st["mul"],
+                         fma_stages=st["fma"])
+
+
+def _engine_layouts(boxes, ftz, fp):
+    from amaranth.lib import data
+
+    from gpurtl.hdl.ray_accel.box_engine import engine_in_layout, engine_out_layout
+    from gpurtl.hdl.ray_accel.ray_setup import SETUP_OUT_LAYOUT
+    return (data.StructLayout({"box": engine_in_layout(boxes),
+                               "inv_dir": SETUP_OUT_LAYOUT["inv_dir"].shape}),
+            engine_out_layout(boxes))
+
+
+register(Block(
+    name="ray_box_engine",
+    doc="ray accelerator box engine: dequantized planes, slab test, hit and sort key",
+    kind="pipeline",
+    build=_engine_build,
+    golden=_engine_golden,
+    layouts=_engine_layouts,
+    stimulus=_engine_stimulus,
+    params=(Param("boxes", 1, "box tests per cycle", choices=(1, 2, 4, 8)),
+            _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
+    check_count=300,
+    group="ray_accel",
+))
+
+
+# ray_dedup ------------------------------------------------------------------------------------
+
+def _dedup_stimulus(rng, count):
+    txs = []
+    for _ in range(count):
+        pool = [INVALID_NODE] + [(int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16))
+                                 for _ in range(3)]
+        slots = [{"ptr": pool[int(rng.integers(0, len(pool)))], "hit": int(rng.random() < 0.7),
+                  "key": int(rng.integers(0, 1 << 32))} for _ in range(8)]
+        txs.append({"slots": slots, "dedup": int(rng.random() < 0.8)})
+    return txs
+
+
+def _dedup_golden():
+    from gpurtl.golden.ray_accel.box_path import dedup_slots
+    return _Func(dedup_slots)
+
+
+def _dedup_layouts():
+    from gpurtl.hdl.ray_accel.dedup import DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT
+    return DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT
+
+
+def _dedup_build():
+    from gpurtl.hdl.ray_accel.dedup import DedupPipe
+    return DedupPipe()
+
+
+register(Block(
+    name="ray_dedup",
+    doc="ray accelerator hit select and child-reuse de-duplication of the 8 box slots",
+    kind="pipeline",
+    build=_dedup_build,
+    golden=_dedup_golden,
+    layouts=_dedup_layouts,
+    stimulus=_dedup_stimulus,
+    params=(),
+    check_count=2000,
+    group="ray_accel",
+))
+
+
+# ray_result -----------------------------------------------------------------------------------
+
+def _result_stimulus(rng, count, triangles, transforms):
+    out = []
+    for d in _decoded(rng, count, triangles=triangles, transforms=transforms):
+        ptrs = [p if rng.random() < 0.6 else INVALID_NODE for p in d["ptrs"]]
+        tx = {"ptrs": ptrs, "control": d["control"],
+              "ray": {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]}}
+        if transforms:
+            tx["instance"] = d["instance"]
+            tx["instance_ray"] = {"origin": [int(v) for v in rng.integers(0, 1 << 32, 3)],
+                                  "dir": [int(v) for v in rng.integers(0, 1 << 32, 3)]}
+        if triangles:
+            tx["triangle"] = {"result": [int(v) for v in rng.integers(0, 1 << 32, 10)],
+                              "error": int(rng.random() < 0.2)}
+            tx["legacy"] = {"result": [[int(v) for v in rng.integers(0, 1 << 32, 4)]
+                                       for _ in range(2)],
+                            "error": [int(rng.random() < 0.2) for _ in range(2)]}
+            tx["geometry_index"] = d["geometry_index"]
+        out.append(tx)
+    return out
+
+
+def _result_golden(triangles, transforms):
+    from gpurtl.golden.ray_accel.result import format_result
+    return _Func(format_result, triangles=triangles, transforms=transforms)
+
+
+def _result_layouts(triangles, transforms):
+    from gpurtl.hdl.ray_accel.result_format import format_in_layout
+    return format_in_layout(triangles=triangles, transforms=transforms), OUT_LAYOUT
+
+
+def _result_build(triangles, transforms):
+    from gpurtl.hdl.ray_accel.result_format import ResultFormatPipe
+    return ResultFormatPipe(triangles=triangles, transforms=transforms)
+
+
+register(Block(
+    name="ray_result",
+    doc="ray accelerator result format: 10 dwords, returned ray and status of every path",
+    kind="pipeline",
+    build=_result_build,
+    golden=_result_golden,
+    layouts=_result_layouts,
+    stimulus=_result_stimulus,
+    params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
+    check_count=500,
     group="ray_accel",
 ))

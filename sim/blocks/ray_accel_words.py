@@ -23,7 +23,7 @@ import numpy as np
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel.batch import intersect_words
 from gpurtl.golden.ray_accel.bitfields import field_span, read_fields, write_fields
-from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT
+from gpurtl.facts.ray_accel import INSTR_LAYOUT
 
 from ..words import words_from_dicts
 

@@ -1,7 +1,8 @@
 """Registry entry of the ray accelerator's triangle path: block ``ray_triangle``.
 
 Input: a ray, the 32 dwords of a 128-byte primitive node, the node pointer, the 10 pointer flags
-and the T# descriptor fields; output: the 10 result dwords of spec 6.4 and a misuse flag
+and the T# descriptor fields; output: the 10 result dwords of gpurt ``rtip3_opcode_emulation.hlsl``
+``IntersectTriangle3_1`` and a misuse flag
 (:mod:`gpurtl.hdl.ray_accel.triangle_pair`, golden
 :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
 

@@ -40,13 +40,8 @@ fetch; the cycle model (:mod:`._cu_model`) times it.
 import numpy as np
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import (
-    INVALID_NODE,
-    ROOT_NODE_PTR,
-    SKIP_0_7,
-    TERMINAL_NODE,
-    default_desc,
-)
+from gpurtl.facts.ray_accel import (INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE)
+from gpurtl.golden.ray_accel.ray import default_desc
 
 from . import _trav_stack as S
 

@@ -213,7 +213,7 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
     the results the loop used. ``limit``: at most that many instructions per scene (a prefix,
     which keeps the LDS contents consistent). Returns ``(passed, failed, {opcode: count})``."""
     from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
-    from gpurtl.golden.ray_accel.ray import INVALID_NODE
+    from gpurtl.facts.ray_accel import INVALID_NODE
     from gpurtl.sim import lockstep, registry
 
     from ._trav_loop import trace_wave

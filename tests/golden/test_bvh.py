@@ -6,7 +6,7 @@ import pytest
 from gpurtl.golden.bvh import builder as B
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import traversal as T
-from gpurtl.golden.ray_accel.ray import INVALID_OBB
+from gpurtl.facts.ray_accel import INVALID_OBB
 
 
 @pytest.fixture(scope="module")

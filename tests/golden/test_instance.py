@@ -1,18 +1,12 @@
-"""Checks of the instance-node model (golden/ray_accel/instance.py) against gpurt's RT IP 3.1
-instance-node layout (``gpurt/gpurtAccelStruct.h``) and its emulation of the instruction
-(``src/shaders/rtip3_opcode_emulation.hlsl``)."""
+"""Checks of the instance-node model (golden/ray_accel/instance.py) against the instance node of gpurt ``IntersectHardwareInstanceNode``."""
 
 import numpy as np
 import pytest
 
-from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.golden.ray_accel import instance
-from gpurtl.golden.ray_accel.ray import (
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
-    make_ray,
-)
+from gpurtl.facts.ray_accel import PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES
+from gpurtl.golden.ray_accel.ray import make_ray
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 
 def rotation_z(deg):
@@ -95,12 +89,13 @@ def _filter_node(child_type=5, child_range=0, mask=0xFF):
 
 
 def test_instance_result_filter_box():
-    from gpurtl.golden.ray_accel.ray import default_desc, node_bytes
+    from gpurtl.golden.ray_accel.ray import (default_desc, node_bytes)
     desc = default_desc()
     node = node_bytes(_filter_node())
     hit = make_ray((0.0, 0.0, 0.0), (1.0, 0.0, 0.0))
     dw, o, d = instance.instance_node_result(node, hit, 0, desc)
-    assert dw[7] == 0xFFFFFF05                      # box root hit (gpurt emulation)
+    # box root hit (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``)
+    assert dw[7] == 0xFFFFFF05
     assert dw[6] == 0x123456 and dw[2] == 0x1000 << 3 and dw[3] == 0
     assert [bits_f32(v) for v in o] == [-10.0, 0.0, 0.0]
     assert dw[0] == dw[1] == dw[4] == dw[5] == instance.UNDEFINED_DW

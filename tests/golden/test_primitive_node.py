@@ -1,15 +1,14 @@
-"""Compressed primitive node and legacy triangle node: published layout and encoder round trips.
+"""Compressed primitive node and legacy triangle node: layout and encoder round trips.
 
-The layout tests build nodes bit by bit from the published layouts (gpurt
-``src/shadersClean/common/gfx12/primitiveNode.hlsli`` for the compressed primitive node,
-``src/shadersClean/common/gfx10/TriangleNode1_0.hlsli`` and Mesa ``src/amd/vulkan/bvh/bvh.h`` for
-the legacy triangle node) with a tiny writer of their own (not the module's encoder), so a wrong
-offset in the module cannot hide behind a matching encoder.
+The layout tests build nodes bit by bit from the layout tables
+(gpurt ``gfx12/primitiveNode.hlsli``, ``gfx10/TriangleNode1_0.hlsli``) with a tiny writer of their own (not the
+module's encoder), so a wrong offset in the module cannot hide behind a matching encoder.
 """
 
 import random
 import struct
 
+import numpy as np
 import pytest
 
 from gpurtl.golden.ray_accel import primitive_node as pn
@@ -41,12 +40,12 @@ def raw(node_bytes, offset, width):
 
 
 # ---------------------------------------------------------------------------------------------
-# published layout, hand-built
+# the layout, hand-built
 
 def test_header_fields_at_spec_bit_positions():
     b = Bits()
-    # primitiveNode.hlsli header:
-    # bits 0-4 px-1, 5-9 py-1, 10-14 pz-1, 15-19 TZ, 20-23 geoA/2, 24-27 geoP/2,
+    # gpurt ``gfx12/primitiveNode.hlsli`` table: bits 0-4 px-1, 5-9 py-1, 10-14 pz-1, 15-19 TZ,
+    # 20-23 geoA/2, 24-27 geoP/2,
     # 28-30 pairs-1, 31 vertex type, 32-36 primA, 37-41 primP, 42-51 midpoint
     for off, w, v in [(0, 5, 12), (5, 5, 20), (10, 5, 31), (15, 5, 7), (20, 4, 9), (24, 4, 3),
                       (28, 3, 5), (31, 1, 0), (32, 5, 17), (37, 5, 4), (42, 10, 777)]:
@@ -224,7 +223,7 @@ def test_round_trip_random(grid):
 
 
 def test_encoder_fields_at_spec_positions():
-    """Check the encoder's output with raw bit reads at the published offsets."""
+    """Check the encoder's output with raw bit reads at the layout's offsets."""
     t0 = pn.Triangle(((1.0, 2.0, 3.0), (1.5, 2.0, 3.0), (1.0, 2.5, 3.0)), prim_id=1000, geo_id=5)
     t1 = pn.Triangle(((1.5, 2.0, 3.0), (1.5, 2.5, 3.0), (1.0, 2.5, 3.0)), prim_id=1003, geo_id=5,
                      opaque=0)

@@ -8,7 +8,7 @@ from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel import batch, batch_box, batch_fp, bitfields
 from gpurtl.golden.ray_accel import box_test as bt
 from gpurtl.golden.ray_accel.intersect import IntersectModel, available_paths
-from gpurtl.golden.ray_accel.ray import INSTR_LAYOUT, OUT_LAYOUT
+from gpurtl.facts.ray_accel import (INSTR_LAYOUT, OUT_LAYOUT)
 from gpurtl.sim import registry
 from gpurtl.sim.blocks import ray_accel_words
 from gpurtl.sim.layouts import pack

@@ -7,11 +7,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel import box_node, box_path, intersect, sort
 from gpurtl.golden.ray_accel import box_test as bt
-from gpurtl.golden.ray_accel.ray import INVALID_NODE, default_desc, make_ray
+from gpurtl.facts.ray_accel import INVALID_NODE
+from gpurtl.golden.ray_accel.ray import (default_desc, make_ray)
+from gpurtl.facts.fp32 import bits_f32, f32_bits
 
 INF = 0x7F800000
 
@@ -88,7 +89,7 @@ def _misses_touching(cases, grow):
 def _usable(cases):
     """Cases inside the proof's hypotheses: direction components zero or normal with a finite
     normal reciprocal, and not all zero (a zero direction is no ray: every plane through the
-    origin gives 0 * inf = NaN, and gpurt's box test makes a NaN interval a miss)."""
+    origin gives 0 * inf = NaN, and a NaN interval is a miss)."""
     o, d, extent, bmin, bmax = cases
     mag = np.abs(d.view(np.float32))
     return np.all((mag == 0) | ((mag >= 2.0 ** -126) & (mag <= 2.0 ** 125)), axis=1) & \
@@ -396,7 +397,7 @@ def test_heuristics_and_dual_form(heuristic):
 
 def test_intersect_instance_path_equals_instance_model():
     """The instance result of the dispatcher (filter box tested here, with ftz passed on) equals
-    the instance model's ``instance_node_result`` (ftz off) on real instance nodes."""
+    ``instance.instance_node_result`` (ftz off) on real instance nodes."""
     from gpurtl.golden.ray_accel import instance
     from gpurtl.golden.ray_accel.ray import node_bytes
     from gpurtl.sim.blocks import ray_accel as block

@@ -2,7 +2,7 @@
 
 Independent references: a float64 Moeller-Trumbore test (away from edges), exact rays through the
 shared edges and vertices of closed meshes (watertightness), and hand-derived result dwords for
-the culling / sign-bit rules of gpurt ``IntersectTriangle3_1`` (``rtip3_opcode_emulation.hlsl``).
+the culling / sign-bit rules of gpurt ``IntersectTriangle3_1``.
 """
 
 import struct
@@ -13,20 +13,11 @@ import pytest
 from gpurtl.golden.ray_accel import meshes
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
-from gpurtl.golden.ray_accel.ray import (
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
-    default_desc,
-    make_ray,
-)
+from gpurtl.facts.ray_accel import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE,
+                                    PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS,
+                                    PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL,
+                                    PF_SKIP_TRIANGLES)
+from gpurtl.golden.ray_accel.ray import (default_desc, make_ray)
 
 
 def f32(x):
@@ -161,7 +152,7 @@ def test_exact_rays_through_pair_nodes():
 
 
 # ---------------------------------------------------------------------------------------------
-# result encoding (gpurt IntersectTriangle3_1, rtip3_x.h)
+# result encoding (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``)
 
 T0 = pn.Triangle(((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)), prim_id=5, geo_id=3)
 T1 = pn.Triangle(((1.0, 0.0, 0.0), (1.0, 1.0, 0.0), (0.0, 1.0, 0.0)), prim_id=6, geo_id=4,

@@ -7,7 +7,7 @@ from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import traversal as T
 from gpurtl.golden.ray_accel import intersect as scalar
 from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.ray import (default_desc, make_ray)
 from gpurtl.sim.experiments import _cu_model as C
 from gpurtl.sim.experiments import _trav_loop as L
 from gpurtl.sim.experiments import traversal as X

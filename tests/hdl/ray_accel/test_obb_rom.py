@@ -1,7 +1,6 @@
 """The two-level OBB ROM of the RTL against the golden table, for all 128 index values."""
 
 from amaranth.sim import Simulator
-
 from gpurtl.golden.ray_accel import obb
 from gpurtl.hdl.ray_accel.obb_transform import ObbRom
 

@@ -2,10 +2,8 @@
 
 import numpy as np
 import pytest
-
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.sim import lockstep, registry
-
 
 
 def _check(name, count, **params):

@@ -11,7 +11,6 @@ the pysim counts are modest; the Verilator test carries the volume."""
 
 import numpy as np
 import pytest
-
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
 from gpurtl.sim import layouts, lockstep, registry
 from gpurtl.sim.engine import StallPattern, drive_pipeline
@@ -65,6 +64,20 @@ def test_small_build_ii2_ftz():
 def test_full_build_lockstep_pysim():
     """Every path (triangle pairs, legacy triangles, OBB, instances) in the Python simulator."""
     _run({}, 40, seed=13)
+
+
+@pytest.mark.slow
+def test_full_build_shallow_preset():
+    """Every path with one register per FP32 core (``fp=shallow``), random stalls."""
+    dut = _run({"fp": "shallow"}, 30, seed=14)
+    assert dut.box_latency <= 24
+
+
+@pytest.mark.slow
+def test_slot_groups_with_transforms():
+    """4 slot groups (1 engine x 2 boxes, II 4) with the OBB and instance transforms."""
+    dut = _run({"engines": "1", "boxes_per_engine": "2", "triangles": "0"}, 16, seed=15)
+    assert dut.initiation_interval == 4
 
 
 def test_bad_parameters():

@@ -1,13 +1,12 @@
 """RTL node-decode helpers of the ray accelerator top level against the golden decoders:
-``Dq(q)`` (spec 1.5) for every exponent and a sweep of plane values, and the exact FP16 -> FP32
+``Dq(q)`` (gpurt ``Math.hlsl`` ``Dequantize``) for every exponent and a sweep of plane values, and
+the exact FP16 -> FP32
 widening of the legacy FP16 box node for every FP16 pattern."""
 
-import numpy as np
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
-
 from gpurtl.golden.ray_accel import box_node
-from gpurtl.hdl.ray_accel.ray_accel import _f16_to_f32, dequant_offset
+from gpurtl.hdl.ray_accel.node_decode import dequant_offset, f16_to_f32
 
 
 def _run_comb(build, cases):
@@ -47,7 +46,7 @@ def test_f16_widening_matches_golden():
 
     def build(m):
         h = Signal(16)
-        return (h,), _f16_to_f32(m, h, "w")
+        return (h,), f16_to_f32(m, h, "w")
 
     got = _run_comb(build, cases)
     assert got == [box_node.f16_to_f32(h) for (h,) in cases]

@@ -6,31 +6,16 @@ import random
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
-
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
 from gpurtl.golden.ray_accel.ray import default_desc
 from gpurtl.sim import lockstep, registry
-
-fp = pytest.importorskip("gpurtl.hdl.ray_accel.triangle_engine")
-
-
-def _cores_available():
-    try:
-        for name in fp.FP_UNITS.values():
-            fp.fp_core(name)
-    except ImportError:
-        return False
-    return True
-
 
 # The Amaranth simulator compiles this large design (about 75 FP32 cores) slowly; the default
 # pysim tests use shallow FP32 cores (fewer registers, same logic), the Verilator test and the slow
 # pysim test the default depths.
 LIGHT = {"add_stages": 1, "mul_stages": 1, "fma_stages": 1, "div_stages": 2}
 
-needs_cores = pytest.mark.skipif(not _cores_available(),
-                                 reason="hdl/fp32 does not provide FPMulCore/FPFMACore/FPDivCore yet")
 
 
 def random_pair_nodes(rng, count):
@@ -129,7 +114,6 @@ def _watertight_transactions(rng, rays):
     return txs, owner
 
 
-@needs_cores
 def test_lockstep_pysim_and_watertight_on_rtl():
     """One Amaranth simulation (the design is large: ~15 s to compile): random transactions from
     the block's stimulus (real nodes, edge rays, IEEE cases, malformed nodes), then exact rays
@@ -159,7 +143,6 @@ def test_lockstep_pysim_and_watertight_on_rtl():
 
 
 @pytest.mark.slow
-@needs_cores
 def test_legacy_lockstep_pysim():
     """Legacy nodes, two lanes, with no stalls at all: every transaction takes exactly
     ``latency`` cycles and one is accepted per cycle (II = 1: N transactions in N + latency
@@ -179,7 +162,6 @@ def test_legacy_lockstep_pysim():
 
 
 @pytest.mark.slow
-@needs_cores
 def test_lockstep_default_core_latencies_pysim():
     """The default FP32 core depths (long delay lines) on the Amaranth simulator too."""
     block = registry.get("ray_triangle")
@@ -189,7 +171,6 @@ def test_lockstep_default_core_latencies_pysim():
 
 
 @pytest.mark.slow
-@needs_cores
 @pytest.mark.verilator
 def test_lockstep_verilator():
     """Slow: exporting this design takes minutes (Yosys) and Verilator's C++ build longer; the

@@ -1,0 +1,136 @@
+"""The ray accelerator's components alone, each in lockstep with its own golden reference under
+random stalls (blocks ``ray_decode``, ``ray_setup``, ``ray_box_engine``, ``ray_dedup``,
+``ray_result``), the side-band memory ring against a register chain, and the top level's latency
+read from its components."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
+
+from gpurtl.hdl.ray_accel._pipe import delay, sideband
+from gpurtl.hdl.ray_accel.ray_accel import RayAccel
+from gpurtl.sim import layouts, lockstep, registry
+from gpurtl.sim.engine import StallPattern, drive_pipeline
+from gpurtl.sim.pysim import simulate
+
+
+def run_block(name, overrides, count, seed):
+    """Drive ``count`` random transactions of block ``name`` (first half stall-free, then random
+    stalls); check every result and the stall-free timing. Returns the DUT."""
+    block = registry.get(name)
+    params = block.resolve(overrides)
+    inputs = block.stimulus(np.random.default_rng(seed), count, **params)
+    expected = lockstep.golden_outputs(block, params, inputs)
+    in_l, out_l = block.layouts(**params)
+    bits = [layouts.pack(in_l, tx) for tx in inputs]
+    want = [layouts.pack(out_l, out) for out in expected]
+    dut = block.build(**params)
+    events = []
+    free = count // 2
+    stalls = StallPattern(seed=seed, p_valid=0.7, p_ready=0.6, free_run=free)
+    simulate(dut, lambda io: drive_pipeline(io, bits, stalls, events.append))
+    assert len(events) == count
+    for ev in events:
+        difference = layouts.diff(out_l, want[ev.index], ev.bits)
+        assert difference is None, \
+            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, " \
+            f"got {difference[2]:#x}"
+    for ev in events[:free]:
+        assert ev.accept_cycle == ev.index
+        assert ev.emit_cycle - ev.accept_cycle == dut.latency
+    return dut
+
+
+@pytest.mark.parametrize("name, overrides, count", [
+    ("ray_decode", {}, 40),
+    ("ray_decode", {"triangles": "0", "transforms": "0"}, 20),
+    ("ray_setup", {"fp": "shallow"}, 16),
+    ("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 20),
+    ("ray_dedup", {}, 200),
+    ("ray_result", {}, 100),
+    ("ray_result", {"triangles": "0", "transforms": "0"}, 50),
+])
+def test_component_lockstep(name, overrides, count):
+    run_block(name, overrides, count, seed=21)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, overrides", [
+    ("ray_setup", {}), ("ray_setup", {"transforms": "0", "ftz": "1"}),
+    ("ray_box_engine", {"boxes": "4"}), ("ray_box_engine", {"boxes": "1", "ftz": "1"}),
+])
+def test_component_lockstep_fpga_depths(name, overrides):
+    run_block(name, overrides, 60, seed=22)
+
+
+@pytest.mark.parametrize("cycles", [4, 5, 9])
+def test_sideband_ring_equals_register_chain(cycles):
+    """A memory ring and a register chain of the same length agree under a random enable; a
+    ring one entry short is caught."""
+    m = Module()
+    en, x = Signal(), Signal(16)
+    chain = delay(m, en, x, cycles, "chain")
+    ring = sideband(m, en, x, cycles, "ring")
+    short = sideband(m, en, x, cycles - 1, "short")
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    seen = {"ring": 0, "short": 0}
+
+    async def bench(ctx):
+        rng = random.Random(cycles)
+        for _ in range(300):
+            ctx.set(en, rng.random() < 0.6)
+            ctx.set(x, rng.randrange(1 << 16))
+            await ctx.tick()
+            seen["ring"] += ctx.get(ring) != ctx.get(chain)
+            seen["short"] += ctx.get(short) != ctx.get(chain)
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["ring"] == 0
+    assert seen["short"] > 0
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"triangles": False, "transforms": False}, {"fp": "shallow"},
+    {"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
+])
+def test_latency_is_the_sum_of_the_components(params):
+    dut = RayAccel(**params)
+    setup, eng = dut._setup, dut._box_engines[0]
+    plane_wait = max(setup.transform_latency, setup.latency - eng.inv_offset)
+    box = (dut._decode.latency + dut.initiation_interval - 1 + plane_wait + eng.latency
+           + dut._dedup.latency + dut._sorter.latency + dut._format.latency)
+    paths = [box]
+    if dut._tri is not None:
+        paths += [dut._tri.latency + 1, dut._leg.latency + 1]
+    assert dut.latency == max(paths)
+    assert dut.box_latency == box
+
+
+def test_shallow_preset_box_path_within_24_cycles():
+    assert RayAccel(fp="shallow").box_latency <= 24
+    assert RayAccel(fp="shallow", triangles=False, transforms=False).latency <= 24
+
+
+def test_bad_preset():
+    with pytest.raises(ValueError, match="`fp` must be one of 'fpga', 'shallow', not 'deep'"):
+        RayAccel(fp="deep")
+
+
+def test_list_shows_a_build_of_one_block(capsys):
+    """`gpurtl list ray_accel -p fp=shallow`: the latency, the box path and the register bits of
+    that build; `-p` without a block is a usage error (exit status 2, one line)."""
+    from gpurtl.sim.cli import main
+    assert main(["list", "ray_accel", "-p", "fp=shallow", "-p", "triangles=0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ray_accel  (pipeline, latency ")
+    box = int(out.split("box_path_latency: ")[1].split()[0])
+    assert box <= 24
+    assert "register_bits: s1 " in out
+    assert main(["list", "-p", "fp=shallow"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "BLOCK" in err
