@@ -84,6 +84,29 @@ def cmd_list(args):
         print(json.dumps([{**_block_json(b, p, lat, i, o), "details": det}
                           for b, p, lat, det, i, o in rows], indent=1, default=str))
         return 0
+    one = args.block is not None
+    for block, params, latency, details, in_layout, out_layout in rows:
+        kind = f"pipeline, latency {latency}" if block.kind == "pipeline" else "cycle-stepped"
+        print(f"{block.name}  ({kind})")
+        print(f"    {block.doc}")
+        if block.params and one:
+            print("    params:")
+            for p in block.params:
+                print(f"      {p.name} = {params[p.name]}  (default {p.summary()})"
+                      + (f"  {p.doc}" if p.doc else ""))
+        elif block.params:
+            print("    params: " + "  ".join(p.summary() for p in block.params))
+        if one:
+            for name, value in details.items():
+                print(f"    {name}: {value}")
+        shorten = (lambda text: text) if one else _short
+        print(f"    in  ({_width(in_layout)} bits): {shorten(layouts.describe(in_layout))}")
+        print(f"    out ({_width(out_layout)} bits): {shorten(layouts.describe(out_layout))}")
+        if one:
+            print(f"    input fields that may be left out: {_optional_text(block, params)}")
+    if not one:
+        print("\n`gpurtl list BLOCK [-p NAME=VALUE]` shows one block in full; `--json` as data.")
+    return 0
 
 
 def _optional_text(block, params):
