@@ -277,7 +277,7 @@ def test_enumerations_print_as_names_and_read_both_ways(tmp_path, capsys):
     code, out, _ = run(capsys, "stimulus", "waitcnt", "-p", "waves=2", "--count", "20", "-o", "-")
     assert code == 0
     classes = {json.loads(line)["issue"]["cls"] for line in out.splitlines()}
-    from gpurtl.hdl.waitcnt import InstClass
+    from gpurtl.facts.waitcnt import InstClass
     assert classes <= {member.name for member in InstClass} and classes
     source = tmp_path / "in.jsonl"
     source.write_text(out + json.dumps({"issue": {"valid": 1, "wave": 0,
