@@ -180,6 +180,36 @@ def cmd_synth(args):
     return 0
 
 
+def cmd_board(args):
+    from gpurtl.hdl.board.top import uart_divisor
+    from .board import BoardError, build_ulx3s
+    block, params = _block_and_params(args)
+    if block.kind != "pipeline":
+        raise UsageError(f"block `{block.name}` is cycle-stepped; the UART harness needs a "
+                         f"pipeline block")
+    try:
+        uart_divisor(25e6, args.baud)
+    except ValueError as error:
+        raise UsageError(f"--baud: {error}") from None
+    if not args.output.endswith(".bit") or Path(args.output).is_dir():
+        raise UsageError(f"-o/--output must name a .bit file, not {args.output!r}")
+    try:
+        result = build_ulx3s(block, params, baud=args.baud, output=args.output, seed=args.seed,
+                             progress=lambda line: print(f"board: {line}", file=sys.stderr,
+                                                         flush=True))
+    except BoardError as error:
+        print(f"gpurtl: error: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{block.name} on {result['board']} at {result['clock_mhz']:g} MHz, "
+          f"{result['baud']} baud: LUT4 {result['lut4']}  FF {result['ff']}  "
+          f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {result['fmax_mhz']} MHz  "
+          f"build {result['total_s']:.0f} s -> {result['bitstream']}")
+    return 0
+
+
 def _progress_bar(description):
     try:
         from tqdm import tqdm
@@ -328,6 +358,19 @@ def build_parser():
                    help="ECP5: stop after yosys (designs larger than the device); no Fmax")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_synth)
+
+    p = sub.add_parser("board", help="bitstream: a pipeline block behind a UART harness on a board")
+    p.add_argument("board_name", metavar="BOARD", choices=("ulx3s",),
+                   help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)")
+    p.add_argument("block", metavar="BLOCK", nargs="?", default="ray_accel",
+                   help="registered pipeline block (default ray_accel)")
+    p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                   help="build parameter (repeatable)")
+    p.add_argument("--baud", type=int, default=115200, help="UART bit rate (default 115200)")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    p.add_argument("-o", "--output", default="ulx3s.bit", help="bitstream file (default ulx3s.bit)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_board)
 
     p = sub.add_parser("experiment", help="run one experiment")
     p.add_argument("name", nargs="?", metavar="NAME")
