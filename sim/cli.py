@@ -170,18 +170,35 @@ def cmd_synth(args):
         print(f"synthesizing {block.name} for {args.device} at {args.freq} MHz...",
               file=sys.stderr)
     result = synthesize(block, params, device=args.device, freq=args.freq, nodsp=args.nodsp,
-                        synth_only=args.synth_only)
+                        synth_only=args.synth_only, progress=_progress_lines("synth"))
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
     fmax = "n/a (synthesis only)" if result["fmax_mhz"] is None else f"{result['fmax_mhz']} MHz"
     print(f"{block.name} on {result['device']}: LUT4 {result['lut4']}  FF {result['ff']}  "
           f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {fmax}")
+    _print_critical_path(result.get("critical_path"))
     return 0
+
+
+def _progress_lines(command):
+    """Progress lines on stderr (flushed: stdout and stderr may be files of a nohup run)."""
+    return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
+
+
+def _print_critical_path(path):
+    if path:
+        print(f"critical path: {path['delay_ns']} ns ({path['logic_levels']} logic levels, "
+              f"{path['logic_ns']} ns logic, {path['routing_ns']} ns routing) "
+              f"from {path['from']} to {path['to']}")
+        if path["sources"]:
+            print(f"  through {', '.join(path['sources'][:8])}"
+                  f"{' ...' if len(path['sources']) > 8 else ''}")
 
 
 def cmd_board(args):
     from gpurtl.hdl.board.top import uart_divisor
+
     from .board import BoardError, build_ulx3s
     block, params = _block_and_params(args)
     if block.kind != "pipeline":
@@ -195,8 +212,7 @@ def cmd_board(args):
         raise UsageError(f"-o/--output must name a .bit file, not {args.output!r}")
     try:
         result = build_ulx3s(block, params, baud=args.baud, output=args.output, seed=args.seed,
-                             progress=lambda line: print(f"board: {line}", file=sys.stderr,
-                                                         flush=True))
+                             progress=_progress_lines("board"))
     except BoardError as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_FAIL
@@ -207,6 +223,7 @@ def cmd_board(args):
           f"{result['baud']} baud: LUT4 {result['lut4']}  FF {result['ff']}  "
           f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {result['fmax_mhz']} MHz  "
           f"build {result['total_s']:.0f} s -> {result['bitstream']}")
+    _print_critical_path(result.get("critical_path"))
     return 0
 
 
