@@ -28,7 +28,7 @@ from amaranth.lib.wiring import In, Out
 
 from .uart import UARTReceiver, UARTTransmitter
 
-__all__ = ["ERR_COMMAND", "ERR_LINE", "ERR_TIMEOUT", "REQUEST", "RESPONSE", "UARTHarness"]
+__all__ = ["UARTHarness", "REQUEST", "RESPONSE", "ERR_COMMAND", "ERR_TIMEOUT", "ERR_LINE"]
 
 REQUEST = 0xA5
 RESPONSE = 0x5A
@@ -125,8 +125,9 @@ class UARTHarness(wiring.Component):
             dut.i.valid.eq(holding),
             dut.i.payload.eq(in_shift[:self._in_width]),
         ]
-        with m.If(holding), m.If(dut.i.ready):
-            m.d.sync += holding.eq(0)
+        with m.If(holding):
+            with m.If(dut.i.ready):
+                m.d.sync += holding.eq(0)
         with m.Elif(rx.o.valid):
             m.d.sync += silent.eq(0)
             with m.If(in_left == 0):
@@ -163,12 +164,13 @@ class UARTHarness(wiring.Component):
             with m.If(dut.o.valid):
                 m.d.sync += [out_shift.eq(Cat(Const(RESPONSE, 8), dut.o.payload)),
                              out_left.eq(self.out_bytes + 1)]
-            with m.Else(), m.Switch(pending):
-                for index, code in enumerate(_ERRORS):
-                    with m.Case(*[value for value in range(1 << len(_ERRORS))
-                                  if value & ((2 << index) - 1) == 1 << index]):
-                        m.d.sync += [out_shift.eq(code), out_left.eq(1)]
-                        m.d.comb += cleared.eq(1 << index)
+            with m.Else():
+                with m.Switch(pending):
+                    for index, code in enumerate(_ERRORS):
+                        with m.Case(*[value for value in range(1 << len(_ERRORS))
+                                      if value & ((2 << index) - 1) == 1 << index]):
+                            m.d.sync += [out_shift.eq(code), out_left.eq(1)]
+                            m.d.comb += cleared.eq(1 << index)
         with m.Elif(tx.i.ready):
             m.d.sync += [out_shift.eq(out_shift >> 8), out_left.eq(out_left - 1)]
         m.d.sync += pending.eq((pending & ~cleared) | raised)

@@ -61,9 +61,10 @@ class UARTReceiver(wiring.Component):
             m.d.sync += self.o.valid.eq(0)
         m.d.sync += [self.overrun.eq(0), self.frame_error.eq(0)]
         with m.FSM():
-            with m.State("IDLE"), m.If(~line):
-                m.d.sync += timer.eq(self.divisor // 2 - 1)
-                m.next = "START"
+            with m.State("IDLE"):
+                with m.If(~line):
+                    m.d.sync += timer.eq(self.divisor // 2 - 1)
+                    m.next = "START"
             with m.State("START"):
                 with m.If(timer != 0):
                     m.d.sync += timer.eq(timer - 1)
@@ -133,9 +134,10 @@ class UARTTransmitter(wiring.Component):
         left = Signal(range(11))
         m.d.comb += self.i.ready.eq(left == 0)
         m.d.comb += self.tx.eq(frame[0] | (left == 0))
-        with m.If(left == 0), m.If(self.i.valid):
-            m.d.sync += [frame.eq(Cat(0, self.i.payload, 1)), left.eq(10),
-                         timer.eq(self.divisor - 1)]
+        with m.If(left == 0):
+            with m.If(self.i.valid):
+                m.d.sync += [frame.eq(Cat(0, self.i.payload, 1)), left.eq(10),
+                             timer.eq(self.divisor - 1)]
         with m.Elif(timer != 0):
             m.d.sync += timer.eq(timer - 1)
         with m.Else():
