@@ -7,6 +7,8 @@
   :class:`gpurtl.sim.engine.PortIO`).
 * :func:`run_verilator`: exports a block inside the harness, builds it with Verilator and runs
   :mod:`gpurtl.sim.cocotb_uart` on it.
+* :func:`exchange_serial`: the same protocol over a serial port (the board's FTDI UART), one
+  request at a time.
 * :func:`build_ulx3s`: the bitstream of a block inside the harness for the ULX3S-85F, using
   ``amaranth_boards`` to write the design and pin constraints and the YoWASP tools to build it.
 """
@@ -29,6 +31,7 @@ __all__ = [
     "BoardError",
     "build_ulx3s",
     "drive_uart",
+    "exchange_serial",
     "parse_responses",
     "request_bytes",
     "run_verilator",
@@ -160,6 +163,65 @@ def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
     if "error" in result:
         raise RuntimeError(f"cocotb UART run of `{block.name}` failed: {result['error']}")
     return bytes.fromhex(result["received"])
+
+
+def _open_serial(port, baud):
+    """A raw 8N1 file descriptor for ``port`` at ``baud`` (POSIX termios)."""
+    import termios
+    speed = getattr(termios, f"B{baud}", None)
+    if speed is None:
+        raise BoardError(f"`baud` must be a rate the serial driver knows, not {baud}")
+    try:
+        fd = os.open(port, os.O_RDWR | os.O_NOCTTY)
+    except OSError as error:
+        raise BoardError(f"cannot open {port}: {error.strerror}") from None
+    try:
+        attrs = termios.tcgetattr(fd)
+        iflag, oflag, cflag, lflag, _, _, cc = attrs
+        iflag = 0                                   # no CR/LF mapping, no XON/XOFF
+        oflag = 0
+        cflag = (cflag & ~(termios.CSIZE | termios.PARENB | termios.CSTOPB)) | termios.CS8 | \
+            termios.CREAD | termios.CLOCAL
+        lflag = 0                                   # not canonical, no echo, no signals
+        cc[termios.VMIN], cc[termios.VTIME] = 0, 1  # reads return after 0.1 s of silence
+        termios.tcsetattr(fd, termios.TCSANOW, [iflag, oflag, cflag, lflag, speed, speed, cc])
+        termios.tcflush(fd, termios.TCIOFLUSH)
+    except termios.error as error:
+        os.close(fd)
+        raise BoardError(f"cannot configure {port}: {error}") from None
+    return fd
+
+
+def exchange_serial(port, baud, in_layout, out_layout, inputs, *, timeout=5.0):
+    """Outputs (dictionaries) of ``inputs`` sent one request at a time to the harness on the
+    serial ``port``; raises :class:`BoardError` on an error code from the board or a response
+    that does not arrive within ``timeout`` seconds."""
+    from gpurtl.hdl.board.harness import RESPONSE
+    size = 1 + _nbytes(out_layout)
+    fd = _open_serial(port, baud)
+    outputs = []
+    try:
+        for index, value in enumerate(inputs):
+            os.write(fd, request_bytes(in_layout, value))
+            data = b""
+            deadline = time.monotonic() + timeout
+            while len(data) < size and time.monotonic() < deadline:
+                data += os.read(fd, size - len(data))
+                if data[:1] and data[0] != RESPONSE:
+                    break
+            try:
+                items = parse_responses(out_layout, data)
+            except ValueError as error:
+                raise BoardError(f"transaction {index}: {error}") from None
+            if not items:
+                raise BoardError(f"transaction {index}: no response within {timeout:g} s")
+            kind, item = items[0]
+            if kind == "error":
+                raise BoardError(f"transaction {index}: the board answered error 0x{item:02x}")
+            outputs.append(item)
+    finally:
+        os.close(fd)
+    return outputs
 
 
 def _tool(name):

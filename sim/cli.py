@@ -181,6 +181,30 @@ def cmd_synth(args):
     return 0
 
 
+def _board_exchange(args, block, params):
+    """``--port``: the transactions of ``--input`` through a programmed board."""
+    from .board import BoardError, exchange_serial
+    from .jsonio import read_jsonl
+    from .lockstep import golden_outputs
+    if not args.input:
+        raise UsageError("--port needs --input (a JSON Lines file of transactions)")
+    in_layout, out_layout = block.layouts(**params)
+    inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
+    try:
+        outputs = exchange_serial(args.port, args.baud, in_layout, out_layout, inputs)
+    except BoardError as error:
+        print(f"gpurtl: error: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    _emit_jsonl(args.results, out_layout, outputs)
+    expected = golden_outputs(block, params, inputs)
+    differ = [index for index, (got, want) in enumerate(zip(outputs, expected))
+              if layouts.pack(out_layout, got) != layouts.pack(out_layout, want)]
+    print(f"{len(outputs)} transactions through `{block.name}` on {args.port}; golden model "
+          f"agreement: {len(outputs) - len(differ)} passed, {len(differ)} failed"
+          f"{f' (first: transaction {differ[0]})' if differ else ''}", file=sys.stderr)
+    return EXIT_FAIL if differ else 0
+
+
 def _progress_lines(command):
     """Progress lines on stderr (flushed: stdout and stderr may be files of a nohup run)."""
     return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
@@ -208,6 +232,10 @@ def cmd_board(args):
         uart_divisor(25e6, args.baud)
     except ValueError as error:
         raise UsageError(f"--baud: {error}") from None
+    if args.port:
+        return _board_exchange(args, block, params)
+    if args.input:
+        raise UsageError("--input needs --port (the board's serial port)")
     if not args.output.endswith(".bit") or Path(args.output).is_dir():
         raise UsageError(f"-o/--output must name a .bit file, not {args.output!r}")
     try:
@@ -387,6 +415,10 @@ def build_parser():
     p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     p.add_argument("-o", "--output", default="ulx3s.bit", help="bitstream file (default ulx3s.bit)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--port", help="instead of building: send --input's transactions to the "
+                   "programmed board on this serial port (e.g. /dev/ttyUSB0)")
+    p.add_argument("--input", help="with --port: JSON Lines transactions (as for `gpurtl run`)")
+    p.add_argument("--results", help="with --port: JSON Lines output file (default: stdout)")
     p.set_defaults(func=cmd_board)
 
     p = sub.add_parser("experiment", help="run one experiment")
