@@ -4,7 +4,7 @@ agrees with them (the estimate is what the README gives for designs larger than 
 import pytest
 
 from gpurtl.sim import registry
-from gpurtl.sim.synth import critical_path, synthesize
+from gpurtl.sim.synth import _last_step, critical_path, synthesize
 
 
 def test_synth_only_estimate_matches_place_and_route(tmp_path):
@@ -53,3 +53,15 @@ def test_critical_path_summary_of_a_nextpnr_report():
                        "routing_ns": 1.75, "logic_levels": 1,
                        "sources": ["hdl/board/uart.py:42", "top.v:7"]}
     assert critical_path({"critical_paths": []}) is None
+
+
+def test_progress_names_the_last_step_of_a_log(tmp_path):
+    yosys = tmp_path / "yosys.log"
+    yosys.write_text("\n2.3. Executing PROC_CLEAN pass (remove empty switches).\nRemoved 3.\n"
+                     "2.4. Executing ABC pass (technology mapping).\n  ABC: + strash\n")
+    nextpnr = tmp_path / "nextpnr.log"
+    nextpnr.write_text("Info: Packing IOs..\nInfo: Running simulated annealing placer.\n"
+                       "Info:     at initial placer iter 0, wirelen = 12\n")
+    assert _last_step(yosys) == "ABC pass (technology mapping)"
+    assert _last_step(nextpnr) == "Running simulated annealing placer."
+    assert _last_step(tmp_path / "absent.log") is None
