@@ -18,8 +18,8 @@ host ->    ``0xA5`` (:data:`REQUEST`), then ``ceil(in_width / 8)`` bytes of the 
 
 Responses come in request order (the block is an order-preserving pipeline); a host may send
 further requests before the responses arrive, as long as responses drain at least as fast as
-requests arrive: the block then buffers up to its latency in flight, and a request that finds it
-stalled longer than one byte period is lost to an overrun (``0xE3``). To resynchronise after an error, a host stays
+requests arrive: while a whole request waits for a stalled block, the receiver keeps one more
+byte and drops the next with an overrun (``0xE3``). To resynchronise after an error, a host stays
 silent for longer than ``timeout`` clock cycles (any partial request is then dropped) and starts
 again with ``0xA5``. An error of a kind that is already waiting to be sent is reported once.
 """
