@@ -1,4 +1,4 @@
-"""The ``gpurtl`` command line: list, export, run, check, synth, experiment, demo.
+"""The ``gpurtl`` command line: list, export, run, check, bench, synth, experiment, demo.
 
 User mistakes (unknown block or parameter, malformed input) print one ``gpurtl: error: ...`` line
 naming the file, line and field, exit with status 2 and leave no partial output file.
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import layouts, registry
 from .jsonio import InputError
+from .lockstep import BACKENDS
 
 __all__ = ["main"]
 
@@ -159,8 +160,23 @@ def cmd_check(args):
         print(f"first mismatch: {report.first}")
         if not args.vcd:
             print("rerun with --vcd wave.vcd to record the waveform")
+    if args.backend == "fast":
+        print(f"fast backend ({report.top} top, {report.processes} processes): build "
+              f"{report.build_seconds:.1f} s, golden {report.golden_seconds:.1f} s, simulation "
+              f"{report.sim_seconds:.1f} s ({report.cycles / max(report.sim_seconds, 1e-9):.0f} "
+              f"cycles/s), compare {report.compare_seconds:.1f} s")
     print(report.line())
     return EXIT_FAIL if report.failed else 0
+
+
+def cmd_bench(args):
+    from .bench import bench, format_table
+    block, params = _block_and_params(args)
+    result = bench(block, params, count=args.count, slow_count=args.slow_count, seed=args.seed,
+                   backends=args.backends.split(",") if args.backends else None,
+                   log=lambda text: print(text, file=sys.stderr))
+    print(json.dumps(result, indent=1) if args.json else format_table(result))
+    return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0
 
 
 def cmd_synth(args):
@@ -298,7 +314,7 @@ def build_parser():
     with_block(p)
     p.add_argument("--input", required=True, help="JSON Lines input file")
     p.add_argument("--output", help="JSON Lines output file (default: stdout)")
-    p.add_argument("--backend", choices=("pysim", "verilator"), default="pysim")
+    p.add_argument("--backend", choices=BACKENDS, default="pysim")
     p.add_argument("--vcd", help="write a VCD waveform")
     p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
     p.set_defaults(func=cmd_run)
@@ -315,9 +331,21 @@ def build_parser():
     with_block(p)
     p.add_argument("--count", type=int, help="transactions (pipelines) or cycles")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--backend", choices=("pysim", "verilator"), default="pysim")
+    p.add_argument("--backend", choices=BACKENDS, default="pysim")
     p.add_argument("--vcd", help="write a VCD waveform")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("bench", help="simulation speed of every backend on the same stimulus")
+    with_block(p)
+    p.add_argument("--count", type=int, default=100_000,
+                   help="transactions for the fast backend (default 100000)")
+    p.add_argument("--slow-count", type=int,
+                   help="transactions for pysim and cocotb (default: by block size)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--backends", help="comma-separated subset of "
+                   "pysim,verilator,fast-stalled,fast-batch (default: all)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("synth", help="out-of-context FPGA synthesis and place-and-route")
     with_block(p)

@@ -5,15 +5,17 @@ Amaranth names the flattened ports ``<port>__<member>`` (``i__payload``, ``o__va
 """
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["to_verilog", "verilator_env", "lint", "LINT_WAIVERS", "cache_dir"]
+__all__ = ["to_verilog", "source_digest", "verilator_env", "lint", "LINT_WAIVERS", "cache_dir"]
 
 # Warnings of `verilator --lint-only -Wall` that are waived for Amaranth's generated code, and why:
 LINT_WAIVERS = {
@@ -41,10 +43,49 @@ def cache_dir():
     return path
 
 
-def to_verilog(block, params, *, name=None):
-    """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block name."""
-    dut = block.build(**params)
-    return verilog.convert(dut, name=name or block.name, emit_src=False)
+_source_digest = None
+
+
+def source_digest():
+    """Hash of every Python source an exported design can depend on: the RTL (``hdl``), the
+    shared facts, the registry entries (``sim/blocks``), the simulation wrappers (``sim/fast``)
+    and Amaranth's version. Keys the caches of exported Verilog."""
+    global _source_digest
+    if _source_digest is None:
+        import gpurtl.facts
+        import gpurtl.hdl
+        here = Path(__file__).resolve().parent
+        folders = [Path(gpurtl.hdl.__file__).parent, Path(gpurtl.facts.__file__).parent,
+                   here / "blocks", here / "fast"]
+        digest = hashlib.sha256(metadata.version("amaranth").encode())
+        for folder in folders:
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(str(path.relative_to(folder)).encode())
+                digest.update(path.read_bytes())
+        _source_digest = digest.hexdigest()
+    return _source_digest
+
+
+def to_verilog(block, params, *, name=None, cache=True):
+    """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block name.
+
+    The text is kept in the cache folder, keyed by block, parameters, top name and
+    :func:`source_digest`: exporting a large design again (minutes for ``ray_accel``) is skipped
+    while its sources are unchanged. ``cache=False`` always elaborates.
+    """
+    name = name or block.name
+    key = json.dumps({"block": block.name, "params": params, "name": name,
+                      "sources": source_digest()}, sort_keys=True, default=str)
+    path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
+    if cache and path.exists():
+        return path.read_text()
+    text = verilog.convert(block.build(**params), name=name, emit_src=False)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        scratch.write_text(text)
+        os.replace(scratch, path)
+    return text
 
 
 def verilator_env():

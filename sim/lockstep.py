@@ -10,7 +10,12 @@ import numpy as np
 from . import layouts, registry
 from .engine import StallPattern, drive_cycles, drive_pipeline
 
-__all__ = ["Mismatch", "Report", "golden_outputs", "compare_events", "check", "run_block"]
+__all__ = ["BACKENDS", "Mismatch", "Report", "golden_outputs", "compare_events", "check",
+           "run_block"]
+
+#: Simulation backends: Amaranth's simulator, cocotb on Verilator, and the compiled batch driver
+#: (:mod:`gpurtl.sim.fast`, pipeline blocks only).
+BACKENDS = ("pysim", "verilator", "fast")
 
 
 class Mismatch:
@@ -137,7 +142,11 @@ def run_block(block, params, inputs, *, backend="pysim", expected=None, stalls=N
         from .verilator import run_cocotb
         return run_cocotb(block, params, input_bits, expected_bits, stalls,
                           vcd=vcd, keep_outputs=keep_outputs)
-    raise registry.RegistryError(f"backend must be 'pysim' or 'verilator', not {backend!r}")
+    if backend == "fast":
+        from .fast.dispatch import run_block_fast
+        return run_block_fast(block, params, input_bits, expected_bits, stalls, vcd=vcd,
+                              keep_outputs=keep_outputs)
+    raise registry.RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
 
 
 def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
@@ -148,6 +157,10 @@ def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
     ``latency`` cycles), the rest with random valid/ready stalls.
     """
     count = block.check_count if count is None else count
+    if backend == "fast":       # streams packed words from files: never a list of dictionaries
+        from .fast.dispatch import check_fast
+        return check_fast(block, params, count=count, seed=seed, vcd=vcd, p_valid=p_valid,
+                          p_ready=p_ready)
     rng = np.random.default_rng(seed)
     inputs = block.stimulus(rng, count, **params)
     expected = golden_outputs(block, params, inputs)

@@ -18,11 +18,10 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ..export import cache_dir, verilator_env
+from ..export import cache_dir, source_digest, verilator_env
 from .driver import DRIVER_VERSION, driver_source
 
-__all__ = ["TOPS", "Model", "BuildError", "model", "source_digest", "VERILATOR_FLAGS",
-           "MAKE_FLAGS"]
+__all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
 #: ``stalled``: the block itself, every stall reaching every register through its enable;
 #: ``batch``: the block inside :class:`~gpurtl.sim.fast.top.BatchTop` (``o.ready`` tied high).
@@ -58,28 +57,6 @@ class Model:
         self.executable, self.top, self.latency = Path(executable), top, latency
         self.in_width, self.out_width = in_width, out_width
         self.build_seconds, self.cached = build_seconds, cached
-
-
-_source_digest = None
-
-
-def source_digest():
-    """Hash of every Python source the exported Verilog can depend on: the RTL (``hdl``), the
-    shared facts, the registry entries (``sim/blocks``), this package and Amaranth's version."""
-    global _source_digest
-    if _source_digest is None:
-        root = Path(__file__).resolve().parent
-        folders = [root, root.parent / "blocks"]
-        import gpurtl.facts
-        import gpurtl.hdl
-        folders += [Path(gpurtl.hdl.__file__).parent, Path(gpurtl.facts.__file__).parent]
-        digest = hashlib.sha256(metadata.version("amaranth").encode())
-        for folder in folders:
-            for path in sorted(folder.rglob("*.py")):
-                digest.update(path.name.encode())
-                digest.update(path.read_bytes())
-        _source_digest = digest.hexdigest()
-    return _source_digest
 
 
 def _tools():
