@@ -129,6 +129,16 @@ class Block:
         ``validate(**params)`` raising ValueError for combinations that do not make sense.
     check_count : int
         Default ``--count`` of ``gpurtl check``.
+    stimulus_words : callable, optional
+        Pipelines: ``stimulus_words(rng, count, **params) -> np.ndarray`` of shape
+        ``(count, in_words)``, dtype uint32: random inputs as packed rows (the bits of
+        :func:`gpurtl.sim.layouts.pack` as little-endian 32-bit words, word 0 = bits 0..31), for
+        the batch backend (``--backend fast``). Without it the scalar ``stimulus`` is packed a
+        chunk at a time.
+    golden_words : callable, optional
+        Pipelines: ``golden_words(words, **params) -> np.ndarray`` of shape ``(count, out_words)``,
+        dtype uint32: the golden outputs of packed input rows. Without it the golden model runs on
+        unpacked dictionaries a chunk at a time.
     """
 
     name: str
@@ -143,6 +153,8 @@ class Block:
     validate: object = None
     check_count: int = 1000
     group: str = ""
+    stimulus_words: object = None
+    golden_words: object = None
 
     def __post_init__(self):
         if self.kind not in ("pipeline", "cycle"):
