@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from . import layouts
 from .engine import StallPattern, drive_pipeline
 from .export import cache_dir
 

@@ -68,6 +68,7 @@ def _tools():
 def _design(block, params, top_kind):
     """Elaborate and export; returns ``(verilog_text, record)``."""
     from amaranth.back import verilog
+
     from .top import BatchTop
     dut = block.build(**params)
     in_layout, out_layout = block.layouts(**params)

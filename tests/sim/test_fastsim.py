@@ -3,7 +3,6 @@ batch top against the block itself, and that wrong outputs and wrong latencies a
 
 import numpy as np
 import pytest
-
 from gpurtl.sim import layouts, lockstep, registry
 from gpurtl.sim.engine import StallPattern
 from gpurtl.sim.fast import BatchTop, check, run_transactions
@@ -13,7 +12,7 @@ from gpurtl.sim.fast.words import batches, from_words, to_words
 
 from .toy import IN, OUT, ToyAdder, toy_block
 
-SMALLEST_RAY_ACCEL = {"engines": 1, "boxes_per_engine": 1, "triangles": 0, "transforms": 0}
+SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
 
 
 def _fp32_add():
