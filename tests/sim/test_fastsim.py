@@ -175,3 +175,18 @@ def test_smallest_ray_accel():
     report = lockstep.check(block, params, count=400, seed=1, backend="fast")
     assert (report.passed, report.failed, report.latency_errors) == (400, 0, 0), \
         str(report.first)
+
+
+@pytest.mark.verilator
+def test_cli_check_and_run_on_fast(tmp_path, capsys):
+    from gpurtl.sim.cli import main
+    assert main(["check", "fp32_add", "--backend", "fast", "--count", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("2000 passed, 0 failed") and "batch top" in out
+    source = tmp_path / "in.jsonl"
+    assert main(["stimulus", "fp32_add", "--count", "5", "-o", str(source)]) == 0
+    target = tmp_path / "out.jsonl"
+    assert main(["run", "fp32_add", "--backend", "fast", "--input", str(source),
+                 "--output", str(target)]) == 0
+    assert len(target.read_text().splitlines()) == 5
+    assert "golden model agreement: 5 passed, 0 failed" in capsys.readouterr().err
