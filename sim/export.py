@@ -69,7 +69,8 @@ def source_digest():
 
 
 def to_verilog(block, params, *, name=None, cache=True):
-    """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block name.
+    """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block
+    name.
 
     The text is kept in the cache folder, keyed by block, parameters, top name and
     :func:`source_digest`: exporting a large design again (minutes for ``ray_accel``) is skipped

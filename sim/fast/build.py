@@ -21,7 +21,7 @@ from pathlib import Path
 from amaranth.hdl import Shape
 
 from ..export import cache_dir, dedupe_modules, source_digest, verilator_env
-from .driver import DRIVER_VERSION, driver_source
+from .driver import driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
@@ -115,11 +115,14 @@ def model(block, params, *, top="batch", log=None):
     else:
         log(f"exporting {block.name} ({top} top)")
         text, record = _design(block, params, top)
-    build_key = json.dumps({"verilog": record["verilog"], "driver": DRIVER_VERSION,
+    driver = driver_source(record["top"], record["in_width"], record["out_width"])
+    build_key = json.dumps({"verilog": record["verilog"],
+                            "driver": hashlib.sha256(driver.encode()).hexdigest(),
                             "dedupe": DEDUPE_VERSION,
                             "verilator": VERILATOR_FLAGS, "make": MAKE_FLAGS,
                             "tools": _tools()}, sort_keys=True)
-    folder = root / "build" / f"{record['top']}-{hashlib.sha256(build_key.encode()).hexdigest()[:16]}"
+    build_hash = hashlib.sha256(build_key.encode()).hexdigest()[:16]
+    folder = root / "build" / f"{record['top']}-{build_hash}"
     executable = folder / "obj" / f"sim_{record['top']}"
     cached = executable.exists()
     stored = root / "verilog" / f"{record['verilog'][:24]}.v"

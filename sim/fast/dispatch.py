@@ -33,7 +33,8 @@ def run_block_fast(block, params, input_bits, expected_bits, stalls, *, vcd=None
     """:func:`gpurtl.sim.lockstep.run_block` on the compiled model."""
     from .run import run_transactions
     _usable(block, vcd)
-    return run_transactions(block, params, input_bits, expected_bits, seed=stalls.rng.getrandbits(31),
+    return run_transactions(block, params, input_bits, expected_bits,
+                            seed=stalls.rng.getrandbits(31),
                             p_valid=stalls.p_valid, p_ready=stalls.p_ready,
                             free_run=stalls.free_run, top=top or default_top(),
                             keep_outputs=keep_outputs)
