@@ -190,3 +190,22 @@ def test_cli_check_and_run_on_fast(tmp_path, capsys):
                  "--output", str(target)]) == 0
     assert len(target.read_text().splitlines()) == 5
     assert "golden model agreement: 5 passed, 0 failed" in capsys.readouterr().err
+
+
+def test_dedupe_modules_merges_identical_instances():
+    from gpurtl.sim.export import dedupe_modules
+    leaf = ("(* generator = \"Amaranth\" *)\nmodule \\\\top.{name} (a, y);\n  input a;\n"
+            "  output y;\n  assign y = {body};\nendmodule\n")
+    mid = ("module \\\\top.{name} (a, y);\n  input a;\n  output y;\n"
+           "  \\\\top.{name}.x  x (\n    .a(a),\n    .y(y)\n  );\nendmodule\n")
+    text = ("/* header */\n\n(* top =  1  *)\nmodule top(a, y);\n  input a;\n  output [1:0] y;\n"
+            "  \\\\top.m0  m0 (.a(a), .y(y[0]));\n  \\\\top.m1  m1 (.a(a), .y(y[1]));\n"
+            "endmodule\n" +
+            mid.format(name="m0") + leaf.format(name="m0.x", body="~a") +
+            mid.format(name="m1") + leaf.format(name="m1.x", body="~a"))
+    merged_text, merged = dedupe_modules(text)
+    assert merged == 2                      # m1.x into m0.x, then m1 into m0
+    assert merged_text.count("\nmodule ") == 3
+    assert "\\top.m0  m1 (" in merged_text and "\\top.m1 " not in merged_text
+    different = text.replace("assign y = ~a;\nendmodule\n", "assign y = a;\nendmodule\n", 1)
+    assert dedupe_modules(different)[1] == 0    # bodies differ: nothing merged
