@@ -20,7 +20,7 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ..export import cache_dir, dedupe_modules, source_digest, verilator_env
+from ..export import cache_dir, dedupe_modules, source_digest, to_verilog, verilator_env
 from .driver import driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
@@ -78,11 +78,13 @@ def _design(block, params, top_kind):
     from .top import BatchTop
     dut = block.build(**params)
     in_layout, out_layout = block.layouts(**params)
-    name = block.name
     if top_kind == "batch":
         dut = BatchTop(dut, in_layout, out_layout)
         name = f"{block.name}_batch"
-    text = verilog.convert(dut, name=name, emit_src=False)
+        text = verilog.convert(dut, name=name, emit_src=False)
+    else:                       # the block itself: the export the other backends share
+        name = block.name
+        text = to_verilog(block, params)
     record = {"top": name, "latency": dut.latency,
               "in_width": Shape.cast(in_layout).width, "out_width": Shape.cast(out_layout).width,
               "verilog": hashlib.sha256(text.encode()).hexdigest()}
