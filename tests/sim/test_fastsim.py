@@ -209,3 +209,19 @@ def test_dedupe_modules_merges_identical_instances():
     assert "\\top.m0  m1 (" in merged_text and "\\top.m1 " not in merged_text
     different = text.replace("assign y = ~a;\nendmodule\n", "assign y = a;\nendmodule\n", 1)
     assert dedupe_modules(different)[1] == 0    # bodies differ: nothing merged
+
+
+MILLION_BLOCKS = ["fp32_add", "fp32_mul", "fp32_fma", "fp32_cmp", "fp32_minmax", "fp32_rcp",
+                  "fp32_div", "fp32_f2i", "fp32_i2f", "ray_sort", "stoc", "omm_index",
+                  "obb_transform", "instance_transform", "ray_primitive_decode"]
+
+
+@pytest.mark.slow
+@pytest.mark.verilator
+@pytest.mark.parametrize("name", MILLION_BLOCKS)
+def test_million_vectors_fast(name):
+    """10^6 random transactions per pipeline block on the fast backend (about a minute each,
+    most of it in the golden model)."""
+    block = registry.get(name)
+    report = check(block, block.resolve(), count=1_000_000, seed=11)
+    assert (report.passed, report.failed) == (1_000_000, 0), str(report.first)
