@@ -7,6 +7,7 @@ are reported apart from the simulation time; the fast backend runs its transacti
 processes as ``gpurtl check`` would (one per core when the batch is large).
 """
 
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -30,6 +31,13 @@ def default_slow_count(in_width):
     """Transactions for pysim and cocotb: fewer for wide (large) designs, which run at a few
     cycles per second there."""
     return 2000 if in_width <= 256 else 40
+
+
+def _cpu_seconds():
+    """CPU time of this process and its finished children (the drivers, cocotb, compilers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _stalls(seed, count):
@@ -62,7 +70,7 @@ def _compare_python(block, params, count, inputs, expected, backend, seed):
             result["cycles"] = await drive_pipeline(AmaranthIO(ctx, ports), input_bits, stalls,
                                                     on_output)
         sim.add_testbench(testbench)
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _cpu_seconds()
         sim.run()
         report.cycles = result["cycles"]
         report.failed += report.latency_errors
@@ -70,17 +78,19 @@ def _compare_python(block, params, count, inputs, expected, backend, seed):
         from .verilator import build, run_cocotb
         build(block, params)
         build_seconds = time.monotonic() - started
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _cpu_seconds()
         report = run_cocotb(block, params, input_bits, expected_bits, _stalls(seed, count))
-    return report, build_seconds, time.monotonic() - started
+    return report, build_seconds, time.monotonic() - started, _cpu_seconds() - cpu
 
 
 def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=None, log=None):
     """Run the backends and return ``{"block", "params", "golden_seconds", "rows": [...]}``.
 
     A row: ``backend``, ``transactions``, ``cycles``, ``build_seconds``, ``sim_seconds``,
-    ``cycles_per_s``, ``instructions_per_s`` (transactions per second), ``passed``, ``failed``
-    and, for ``ray_accel``, ``box_tests_per_s``.
+    ``cycles_per_s``, ``instructions_per_s`` (transactions per wall-clock second),
+    ``sim_cpu_seconds`` and ``instructions_per_cpu_s`` (CPU time of the simulating processes,
+    all of them: a figure that a busy machine does not distort), ``passed``, ``failed`` and, for
+    ``ray_accel``, ``box_tests_per_s``.
     """
     from .fast.build import model as build_model
     from .fast.run import FastReport, _compare, run_rows
@@ -120,7 +130,7 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
             log(f"{name} ...")
             if name in ("pysim", "verilator"):
                 n = min(slow, total)
-                report, build_seconds, sim_seconds = _compare_python(
+                report, build_seconds, sim_seconds, cpu_seconds = _compare_python(
                     block, params, n, in_rows, golden_rows, name, seed)
             else:
                 n = min(count, total)
@@ -128,15 +138,17 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
                 model = build_model(block, params, top=top, log=log)
                 build_seconds = model.build_seconds
                 report = FastReport()
-                started = time.monotonic()
+                started, cpu = time.monotonic(), _cpu_seconds()
                 slices = run_rows(model, in_path, n, seed=seed, p_valid=P_VALID, p_ready=P_READY,
                                   free_run=max(1, n // 10), work=work)
-                sim_seconds = time.monotonic() - started
+                sim_seconds, cpu_seconds = time.monotonic() - started, _cpu_seconds() - cpu
                 _compare(report, model, out_layout, slices, golden_rows, keep_outputs=False)
             row = {"backend": name, "transactions": n, "cycles": report.cycles,
                    "build_seconds": round(build_seconds, 2), "sim_seconds": round(sim_seconds, 3),
                    "cycles_per_s": round(report.cycles / max(sim_seconds, 1e-9)),
                    "instructions_per_s": round(n / max(sim_seconds, 1e-9), 1),
+                   "sim_cpu_seconds": round(cpu_seconds, 3),
+                   "instructions_per_cpu_s": round(n / max(cpu_seconds, 1e-9), 1),
                    "passed": report.passed, "failed": report.failed,
                    "first_mismatch": str(report.first) if report.first else None}
             if block.name == "ray_accel":
@@ -164,9 +176,12 @@ def format_table(result):
              f"({result['golden_transactions'] / max(result['golden_seconds'], 1e-9):.0f}/s)", ""]
     box = result["block"] == "ray_accel"
     header = ["backend", "transactions", "cycles", "build s", "sim s", "cycles/s",
-              "instructions/s"] + (["box tests/s"] if box else []) + ["vs cocotb", "result"]
+              "instructions/s"] + (["box tests/s"] if box else []) + \
+        ["sim CPU s", "instr/CPU-s", "vs cocotb", "result"]
     cocotb = next((r["instructions_per_s"] for r in result["rows"]
                    if r["backend"] == "verilator"), None)
+    lines.append("instructions/s and vs cocotb: wall clock; instr/CPU-s: per CPU second of the "
+                 "simulating processes")
     rows = []
     for r in result["rows"]:
         ratio = f"{r['instructions_per_s'] / cocotb:.1f}x" if cocotb else "-"
@@ -174,7 +189,8 @@ def format_table(result):
                      f"{r['build_seconds']:.1f}", f"{r['sim_seconds']:.2f}",
                      f"{r['cycles_per_s']}", f"{r['instructions_per_s']:.0f}"] +
                     ([f"{r['box_tests_per_s']}"] if box else []) +
-                    [ratio, f"{r['passed']} passed, {r['failed']} failed"])
+                    [f"{r['sim_cpu_seconds']:.2f}", f"{r['instructions_per_cpu_s']:.0f}", ratio,
+                     f"{r['passed']} passed, {r['failed']} failed"])
     widths = [max(len(h), *(len(row[k]) for row in rows)) if rows else len(h)
               for k, h in enumerate(header)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
