@@ -84,7 +84,6 @@ def _design(block, params, top_kind):
         text = verilog.convert(dut, name=name, emit_src=False)
     else:                       # the block itself: the export the other backends share
         name = block.name
-        dut._MustUse__silence = True     # built for its latency only; to_verilog builds its own
         text = to_verilog(block, params)
     record = {"top": name, "latency": dut.latency,
               "in_width": Shape.cast(in_layout).width, "out_width": Shape.cast(out_layout).width,
