@@ -1,4 +1,5 @@
-"""The ``gpurtl`` command line: list, export, run, stimulus, check, synth, experiment, demo.
+"""The ``gpurtl`` command line: list, export, run, stimulus, check, bench, synth, board, sweep,
+experiment, demo.
 
 User mistakes (unknown block or parameter, malformed input, an output path that cannot be written)
 print one ``gpurtl: error: ...`` line naming the file, line and field, exit with status 2 and leave
@@ -15,6 +16,7 @@ from pathlib import Path
 from . import cliutil, layouts, registry
 from .cliutil import UsageError
 from .jsonio import InputError
+from .lockstep import BACKENDS
 
 __all__ = ["main"]
 
@@ -242,8 +244,23 @@ def cmd_check(args):
             print("rerun with --vcd wave.vcd to record the waveform")
     if report.stream_error:
         print(f"stream rule broken: {report.stream_error}")
+    if args.backend == "fast":
+        print(f"fast backend ({report.top} top, {report.processes} processes): build "
+              f"{report.build_seconds:.1f} s, golden {report.golden_seconds:.1f} s, simulation "
+              f"{report.sim_seconds:.1f} s ({report.cycles / max(report.sim_seconds, 1e-9):.0f} "
+              f"cycles/s), compare {report.compare_seconds:.1f} s")
     print(report.line())
     return EXIT_FAIL if report.failed else 0
+
+
+def cmd_bench(args):
+    from .bench import bench, format_table
+    block, params = _block_and_params(args)
+    result = bench(block, params, count=args.count, slow_count=args.slow_count, seed=args.seed,
+                   backends=args.backends.split(",") if args.backends else None,
+                   log=lambda text: print(text, file=sys.stderr))
+    print(json.dumps(result, indent=1) if args.json else format_table(result))
+    return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0
 
 
 def cmd_synth(args):
@@ -509,9 +526,10 @@ def build_parser():
                        help="build parameter (repeatable; `gpurtl list BLOCK` shows them)")
 
     def with_backend(p):
-        p.add_argument("--backend", choices=("pysim", "verilator"), default="pysim",
-                       help="Amaranth's Python simulator, or cocotb on a Verilator model "
-                            "(compiled once per design into the cache folder)")
+        p.add_argument("--backend", choices=BACKENDS, default="pysim",
+                       help="Amaranth's Python simulator, cocotb on a Verilator model "
+                            "(compiled once per design into the cache folder), or `fast`: the "
+                            "Verilator model with a compiled batch driver (pipelines only)")
         p.add_argument("--vcd", metavar="FILE", help="write a VCD waveform")
 
     p = command("list", "blocks, parameters, latency, interfaces")
@@ -550,6 +568,18 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
     with_backend(p)
     p.set_defaults(func=cmd_check)
+
+    p = command("bench", "simulation speed of every backend on the same stimulus")
+    with_block(p)
+    p.add_argument("--count", type=int, default=100_000,
+                   help="transactions for the fast backend")
+    p.add_argument("--slow-count", type=int,
+                   help="transactions for pysim and cocotb (default: by block size)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
+    p.add_argument("--backends", help="comma-separated subset of "
+                   "pysim,verilator,fast-stalled,fast-batch (default: all)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=cmd_bench)
 
     p = command("synth", "out-of-context FPGA synthesis and place-and-route")
     with_block(p)

@@ -5,15 +5,18 @@ Amaranth names the flattened ports ``<port>__<member>`` (``i__payload``, ``o__va
 """
 
 import hashlib
+import json
 import os
-import shutil
+import re
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["to_verilog", "verilator_env", "lint", "LINT_WAIVERS", "cache_dir"]
+__all__ = ["LINT_WAIVERS", "cache_dir", "dedupe_modules", "lint", "source_digest", "to_verilog",
+           "verilator_env"]
 
 # Warnings of `verilator --lint-only -Wall` that are waived for Amaranth's generated code, and why:
 LINT_WAIVERS = {
@@ -44,10 +47,110 @@ def cache_dir():
     return path
 
 
-def to_verilog(block, params, *, name=None):
-    """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block name."""
-    dut = block.build(**params)
-    return verilog.convert(dut, name=name or block.name, emit_src=False)
+_source_digest = None
+
+
+def source_digest():
+    """Hash of every Python source an exported design can depend on: the RTL (``hdl``), the
+    shared facts, the registry entries (``sim/blocks``), the simulation wrapper
+    (``sim/fast/top.py``) and Amaranth's version. Keys the caches of exported Verilog."""
+    global _source_digest
+    if _source_digest is None:
+        import gpurtl.facts
+        import gpurtl.hdl
+        here = Path(__file__).resolve().parent
+        folders = [Path(gpurtl.hdl.__file__).parent, Path(gpurtl.facts.__file__).parent,
+                   here / "blocks"]
+        digest = hashlib.sha256(metadata.version("amaranth").encode())
+        for folder in folders:
+            for path in sorted(folder.rglob("*.py")):
+                digest.update(str(path.relative_to(folder)).encode())
+                digest.update(path.read_bytes())
+        digest.update((here / "fast" / "top.py").read_bytes())
+        _source_digest = digest.hexdigest()
+    return _source_digest
+
+
+def to_verilog(block, params, *, name=None, cache=True):
+    """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block
+    name.
+
+    The text is kept in the cache folder, keyed by block, parameters, top name and
+    :func:`source_digest`: exporting a large design again (minutes for ``ray_accel``) is skipped
+    while its sources are unchanged. ``cache=False`` always elaborates.
+    """
+    name = name or block.name
+    key = json.dumps({"block": block.name, "params": params, "name": name,
+                      "sources": source_digest()}, sort_keys=True, default=str)
+    path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
+    if cache and path.exists():
+        return path.read_text()
+    text = verilog.convert(block.build(**params), name=name, emit_src=False)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        scratch.write_text(text)
+        os.replace(scratch, path)
+    return text
+
+
+_MODULE = re.compile(r"^module (\\\S+ |\w+)", re.M)
+
+
+def dedupe_modules(text):
+    """Verilog ``text`` with identical modules merged; returns ``(text, merged)``.
+
+    Amaranth writes one module per instance of a component (``\\top.e0.b1``, ``\\top.e0.b2``,
+    ...), so a design with many copies of a unit (FP32 adders in every box tester) repeats the
+    same body many times. Modules whose text is equal apart from their own name (after the
+    modules they instantiate are merged) are replaced by the first of them, bottom-up until
+    nothing changes; the top module keeps its name. Smaller input makes Verilator and the C++
+    compiler faster; the behaviour is unchanged.
+    """
+    starts = [m.start() for m in _MODULE.finditer(text)]
+    if not starts:
+        return text, 0
+    # Each module's chunk starts at the attribute lines before it.
+    chunk_starts = []
+    for start in starts:
+        begin = start
+        while True:
+            previous = text.rfind("\n", 0, begin - 1) + 1
+            if begin > 0 and text.startswith("(*", previous):
+                begin = previous
+            else:
+                break
+        chunk_starts.append(begin)
+    head = text[:chunk_starts[0]]
+    names, bodies = [], []
+    for index, begin in enumerate(chunk_starts):
+        end = chunk_starts[index + 1] if index + 1 < len(chunk_starts) else len(text)
+        name = _MODULE.match(text, starts[index]).group(1)
+        names.append(name)
+        bodies.append(text[begin:end])
+    alias = {}
+    merged = 0
+    while True:
+        seen, changed = {}, False
+        for name, body in zip(names, bodies):
+            if name in alias:
+                continue
+            key = body.replace(f"module {name}", "module \0", 1)
+            if key in seen and "(* top" not in body:
+                alias[name] = seen[key]
+                changed = True
+                merged += 1
+            else:
+                seen.setdefault(key, name)
+        if not changed:
+            break
+        # An instantiation line starts with the module name (escaped names end with a space).
+        pattern = re.compile(r"^(\s+)(" + "|".join(re.escape(n) for n in alias) + r")(?=\s)",
+                             re.M)
+        bodies = [pattern.sub(lambda m: m.group(1) + alias[m.group(2)], body)
+                  for body in bodies]
+    kept = [body for name, body in zip(names, bodies) if name not in alias]
+    return head + "".join(kept), merged
 
 
 def verilator_env():

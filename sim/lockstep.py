@@ -13,8 +13,12 @@ import numpy as np
 from . import layouts, registry
 from .engine import PortIO, StallPattern, StreamRuleError, drive_cycles, drive_pipeline
 
-__all__ = ["Mismatch", "Report", "GoldenModel", "golden_outputs", "compare_events", "drive_block",
-           "random_stream", "check", "run_block", "CHUNK"]
+__all__ = ["BACKENDS", "Mismatch", "Report", "GoldenModel", "golden_outputs", "compare_events",
+           "drive_block", "random_stream", "check", "run_block", "CHUNK"]
+
+#: Simulation backends: Amaranth's simulator, cocotb on Verilator, and the compiled batch driver
+#: (:mod:`gpurtl.sim.fast`, pipeline blocks only).
+BACKENDS = ("pysim", "verilator", "fast")
 
 
 class Mismatch:
@@ -262,7 +266,12 @@ def run_block(block, params, inputs, *, backend="pysim", expected=None, stalls=N
         expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
         return run_cocotb(block, params, list(_pack_all(in_layout, inputs)), expected_bits,
                           stalls, vcd=vcd, keep_outputs=keep_outputs)
-    raise registry.RegistryError(f"backend must be 'pysim' or 'verilator', not {backend!r}")
+    if backend == "fast":
+        from .fast.dispatch import run_block_fast
+        expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
+        return run_block_fast(block, params, list(_pack_all(in_layout, inputs)), expected_bits,
+                              stalls, vcd=vcd, keep_outputs=keep_outputs)
+    raise registry.RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
 
 
 def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
@@ -274,6 +283,10 @@ def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
     produced in chunks (:data:`CHUNK`) as the run goes, so memory does not grow with ``count``.
     """
     count = block.check_count if count is None else count
+    if backend == "fast":       # streams packed words from files: never a list of dictionaries
+        from .fast.dispatch import check_fast
+        return check_fast(block, params, count=count, seed=seed, vcd=vcd, p_valid=p_valid,
+                          p_ready=p_ready)
     stalls = StallPattern(seed=seed, p_valid=p_valid, p_ready=p_ready,
                           free_run=max(1, count // 10))
     if backend == "pysim":
@@ -284,4 +297,4 @@ def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
         from .verilator import run_cocotb
         return run_cocotb(block, params, None, None, stalls, vcd=vcd,
                           generate={"count": count, "seed": seed})
-    raise registry.RegistryError(f"backend must be 'pysim' or 'verilator', not {backend!r}")
+    raise registry.RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")

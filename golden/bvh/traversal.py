@@ -188,6 +188,10 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
                 for child in reversed(order):
                     stack.append((bvh, child, key))
                 continue
+            if on_node is not None:
+                on_node("box", node, {"origin": [int(v) for v in space.o_bits],
+                                      "dir": [int(v) for v in space.d_bits],
+                                      "extent": f32_bits(t_hit), "instance_mask": 0xFF})
             lo, hi = node_planes(bvh, node)
             o, d = space.floats(node.obb)
             with np.errstate(all="ignore"):

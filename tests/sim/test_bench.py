@@ -1,0 +1,40 @@
+"""``gpurtl bench``: every backend on the same stimulus, compared with the golden model."""
+
+import json
+
+import pytest
+from gpurtl.sim import registry
+from gpurtl.sim.bench import bench, format_table
+from gpurtl.sim.cli import main
+
+
+@pytest.mark.verilator
+def test_bench_rows_and_table():
+    block = registry.get("fp32_add")
+    result = bench(block, block.resolve(), count=4000, slow_count=150,
+                   backends=["pysim", "fast-stalled", "fast-batch"])
+    rows = {row["backend"]: row for row in result["rows"]}
+    assert list(rows) == ["pysim", "fast-stalled", "fast-batch"]
+    assert rows["pysim"]["transactions"] == 150
+    for name, row in rows.items():
+        assert (row["passed"], row["failed"]) == (row["transactions"], 0), name
+        assert row["cycles"] > row["transactions"] and row["instructions_per_s"] > 0
+    assert result["golden_transactions"] == 4000
+    table = format_table(result)
+    assert "instructions/s" in table and "fast-batch" in table
+
+
+@pytest.mark.verilator
+def test_bench_cli_json(capsys):
+    assert main(["bench", "fp32_add", "--backends", "fast-batch", "--count", "1000",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["rows"][0]["backend"] == "fast-batch"
+    assert result["rows"][0]["passed"] == 1000
+
+
+def test_bench_refuses_unknown_backend_and_cycle_blocks(capsys):
+    assert main(["bench", "fp32_add", "--backends", "fastest"]) == 2
+    assert "backend must be one of" in capsys.readouterr().err
+    assert main(["bench", "waitcnt"]) == 2
+    assert "pipeline blocks" in capsys.readouterr().err
