@@ -1,13 +1,14 @@
 # gpurtl: two commands on a fresh machine.
 #   make demo  - create .venv, install from PyPI, run every experiment on its built-in default
 #   make test  - create .venv, install from PyPI, run the default test suite
+#   make lint  - ruff check and ruff format --check (run by .ci/run before the tests)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all demo test test-slow install clean
+.PHONY: all demo test test-slow lint install clean
 
 all: test
 
@@ -26,6 +27,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -q -m slow

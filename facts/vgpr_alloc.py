@@ -60,8 +60,20 @@ from dataclasses import dataclass
 from amaranth.hdl import unsigned
 from amaranth.lib import data, enum
 
-__all__ = ["Op", "Err", "COUNT_BITS", "WAVE_BITS", "REG_BITS", "command_layout", "result_layout",
-           "ContigConfig", "rdna_static_config", "xe_config", "XE_MODES", "dyn_params_ok"]
+__all__ = [
+    "Op",
+    "Err",
+    "COUNT_BITS",
+    "WAVE_BITS",
+    "REG_BITS",
+    "command_layout",
+    "result_layout",
+    "ContigConfig",
+    "rdna_static_config",
+    "xe_config",
+    "XE_MODES",
+    "dyn_params_ok",
+]
 
 #: Width of the requested register count (``s_alloc_vgpr`` uses source bits [8:0]).
 COUNT_BITS = 9
@@ -73,6 +85,7 @@ REG_BITS = 8
 
 class Op(enum.Enum, shape=2):
     """Command of one cycle."""
+
     NONE = 0
     LAUNCH = 1
     ALLOC = 2
@@ -81,6 +94,7 @@ class Op(enum.Enum, shape=2):
 
 class Err(enum.Enum, shape=3):
     """Misuse codes. Any code other than ``NONE`` leaves the allocator state unchanged."""
+
     NONE = 0
     #: The slot number is not an enabled slot of this allocator.
     BAD_SLOT = 1
@@ -96,13 +110,15 @@ class Err(enum.Enum, shape=3):
 
 def command_layout():
     """Input layout shared by all allocators."""
-    return data.StructLayout({
-        "op": Op,
-        "wave": unsigned(WAVE_BITS),
-        "count": unsigned(COUNT_BITS),
-        "lk_wave": unsigned(WAVE_BITS),
-        "lk_reg": unsigned(REG_BITS),
-    })
+    return data.StructLayout(
+        {
+            "op": Op,
+            "wave": unsigned(WAVE_BITS),
+            "count": unsigned(COUNT_BITS),
+            "lk_wave": unsigned(WAVE_BITS),
+            "lk_reg": unsigned(REG_BITS),
+        }
+    )
 
 
 def result_layout(*, slots, unit_bits, free_bits, row_bits, extra=None):
@@ -164,28 +180,58 @@ def rdna_static_config(rf_vgprs=1536, wave64=False):
     granule32 = 24 if rf_vgprs == 1536 else 16
     granule = granule32 // 2 if wave64 else granule32
     max_units = -(-256 // granule)
-    return ContigConfig(name=f"rdna-static-{rf_vgprs}-{'w64' if wave64 else 'w32'}", slots=16,
-                        units=rf_vgprs // granule32, unit_rows=granule32, regs_per_unit=granule,
-                        row_stride=2 if wave64 else 1,
-                        thresholds=tuple(granule * u for u in range(max_units)), max_count=256)
+    return ContigConfig(
+        name=f"rdna-static-{rf_vgprs}-{'w64' if wave64 else 'w32'}",
+        slots=16,
+        units=rf_vgprs // granule32,
+        unit_rows=granule32,
+        regs_per_unit=granule,
+        row_stride=2 if wave64 else 1,
+        thresholds=tuple(granule * u for u in range(max_units)),
+        max_count=256,
+    )
 
 
 def xe_config(mode="xe3"):
     if mode == "xe3":
-        return ContigConfig(name="xe3", slots=10, units=32, unit_rows=32, regs_per_unit=32,
-                            row_stride=1, thresholds=(0, 32, 64, 96, 128, 160, 192, 192),
-                            max_count=256)
+        return ContigConfig(
+            name="xe3",
+            slots=10,
+            units=32,
+            unit_rows=32,
+            regs_per_unit=32,
+            row_stride=1,
+            thresholds=(0, 32, 64, 96, 128, 160, 192, 192),
+            max_count=256,
+        )
     if mode == "grf128":
-        return ContigConfig(name="grf128", slots=8, units=32, unit_rows=32, regs_per_unit=32,
-                            row_stride=1, thresholds=(0,) * 4, max_count=128)
+        return ContigConfig(
+            name="grf128",
+            slots=8,
+            units=32,
+            unit_rows=32,
+            regs_per_unit=32,
+            row_stride=1,
+            thresholds=(0,) * 4,
+            max_count=128,
+        )
     if mode == "grf256":
-        return ContigConfig(name="grf256", slots=4, units=32, unit_rows=32, regs_per_unit=32,
-                            row_stride=1, thresholds=(0,) * 8, max_count=256)
+        return ContigConfig(
+            name="grf256",
+            slots=4,
+            units=32,
+            unit_rows=32,
+            regs_per_unit=32,
+            row_stride=1,
+            thresholds=(0,) * 8,
+            max_count=256,
+        )
     raise ValueError(f"`mode` must be one of {', '.join(XE_MODES)}, not {mode!r}")
 
 
-def dyn_params_ok(rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8, fwd_progress=True,
-                  reserve=7, **_):
+def dyn_params_ok(
+    rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8, fwd_progress=True, reserve=7, **_
+):
     """Check a dynamic-VGPR allocator configuration; raise :exc:`ValueError` if it cannot be built.
 
     The ranges are those of the ``SQ_DYN_VGPR`` fields (``WAVE_LIMIT``, ``MAX_BLOCK_ALLOC + 1``,

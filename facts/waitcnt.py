@@ -16,23 +16,32 @@ from dataclasses import dataclass
 
 from amaranth.lib import enum
 
-__all__ = ["InstClass", "WaitField", "WaitForm", "Profile", "PROFILES", "profile",
-           "SOPP_PREFIX", "SOPK_PREFIX"]
+__all__ = [
+    "InstClass",
+    "WaitField",
+    "WaitForm",
+    "Profile",
+    "PROFILES",
+    "profile",
+    "SOPP_PREFIX",
+    "SOPK_PREFIX",
+]
 
 
 class InstClass(enum.Enum, shape=4):
     """Instruction classes that bump wait counters (``SIInsertWaitcnts.cpp`` event map)."""
-    VMEM_LOAD = 0      #: buffer/global/scratch load, atomic with return, image_load, global_inv
-    VMEM_STORE = 1     #: buffer/global/scratch store, atomic without return, image store, global_wb
-    IMAGE_SAMPLE = 2   #: image_sample*, gather4, get_lod, msaa_load (VSAMPLE encoding)
-    BVH = 3            #: image_bvh*_intersect_ray
-    FLAT_LOAD = 4      #: FLAT (generic address) load / atomic with return: bumps two counters
-    FLAT_STORE = 5     #: FLAT store / atomic without return: bumps two counters
-    LDS = 6            #: DS_* LDS operations
-    SMEM = 7           #: s_load_*, s_buffer_load_*, s_memtime
-    MESSAGE = 8        #: s_sendmsg*, s_sendmsg_rtn, barrier-state queries
-    EXPORT = 9         #: exports (pos/param/mrt)
-    LDS_PARAM = 10     #: ds_param_load / ds_direct_load (LDSDIR)
+
+    VMEM_LOAD = 0  #: buffer/global/scratch load, atomic with return, image_load, global_inv
+    VMEM_STORE = 1  #: buffer/global/scratch store, atomic without return, image store, global_wb
+    IMAGE_SAMPLE = 2  #: image_sample*, gather4, get_lod, msaa_load (VSAMPLE encoding)
+    BVH = 3  #: image_bvh*_intersect_ray
+    FLAT_LOAD = 4  #: FLAT (generic address) load / atomic with return: bumps two counters
+    FLAT_STORE = 5  #: FLAT store / atomic without return: bumps two counters
+    LDS = 6  #: DS_* LDS operations
+    SMEM = 7  #: s_load_*, s_buffer_load_*, s_memtime
+    MESSAGE = 8  #: s_sendmsg*, s_sendmsg_rtn, barrier-state queries
+    EXPORT = 9  #: exports (pos/param/mrt)
+    LDS_PARAM = 10  #: ds_param_load / ds_direct_load (LDSDIR)
 
 
 #: SOPP words have bits [31:23] = 0x17F; SOPK words have bits [31:28] = 0xB
@@ -48,6 +57,7 @@ class WaitField:
     The value is ``((simm16 >> lo_shift) & lo_mask) | (((simm16 >> hi_shift) & hi_mask) << lo_bits)``
     and applies to every counter in ``counters``.
     """
+
     counters: tuple
     lo_shift: int
     lo_bits: int
@@ -63,6 +73,7 @@ class WaitField:
 @dataclass(frozen=True)
 class WaitForm:
     """A wait instruction: its format (``"sopp"`` or ``"sopk"``), opcode and immediate fields."""
+
     name: str
     fmt: str
     opcode: int
@@ -91,11 +102,12 @@ class WaitForm:
 @dataclass(frozen=True)
 class Profile:
     """One GPU generation: counter names and widths, the class map and the wait forms."""
+
     name: str
-    counters: tuple          # counter names, in port order
-    widths: tuple            # bits per counter
-    class_map: dict          # InstClass -> tuple of counter names
-    waits: tuple             # WaitForm, ...
+    counters: tuple  # counter names, in port order
+    widths: tuple  # bits per counter
+    class_map: dict  # InstClass -> tuple of counter names
+    waits: tuple  # WaitForm, ...
 
     def index(self, counter):
         return self.counters.index(counter)
@@ -120,11 +132,17 @@ _GFX12 = Profile(
     counters=("load", "store", "sample", "bvh", "exp", "ds", "km"),
     widths=(6, 6, 6, 3, 3, 6, 5),
     class_map={
-        InstClass.VMEM_LOAD: ("load",), InstClass.VMEM_STORE: ("store",),
-        InstClass.IMAGE_SAMPLE: ("sample",), InstClass.BVH: ("bvh",),
-        InstClass.FLAT_LOAD: ("load", "ds"), InstClass.FLAT_STORE: ("store", "ds"),
-        InstClass.LDS: ("ds",), InstClass.SMEM: ("km",), InstClass.MESSAGE: ("km",),
-        InstClass.EXPORT: ("exp",), InstClass.LDS_PARAM: ("exp",),
+        InstClass.VMEM_LOAD: ("load",),
+        InstClass.VMEM_STORE: ("store",),
+        InstClass.IMAGE_SAMPLE: ("sample",),
+        InstClass.BVH: ("bvh",),
+        InstClass.FLAT_LOAD: ("load", "ds"),
+        InstClass.FLAT_STORE: ("store", "ds"),
+        InstClass.LDS: ("ds",),
+        InstClass.SMEM: ("km",),
+        InstClass.MESSAGE: ("km",),
+        InstClass.EXPORT: ("exp",),
+        InstClass.LDS_PARAM: ("exp",),
     },
     waits=(
         _single("s_wait_loadcnt", 0x40, "load"),
@@ -135,25 +153,46 @@ _GFX12 = Profile(
         _single("s_wait_dscnt", 0x46, "ds"),
         _single("s_wait_kmcnt", 0x47, "km"),
         # Combined forms: load/store count in [13:8], ds count in [5:0] (LLVM encodeLoadcntDscnt).
-        WaitForm("s_wait_loadcnt_dscnt", "sopp", 0x48,
-                 (WaitField(("load",), 8, 6), WaitField(("ds",), 0, 6))),
-        WaitForm("s_wait_storecnt_dscnt", "sopp", 0x49,
-                 (WaitField(("store",), 8, 6), WaitField(("ds",), 0, 6))),
+        WaitForm(
+            "s_wait_loadcnt_dscnt",
+            "sopp",
+            0x48,
+            (WaitField(("load",), 8, 6), WaitField(("ds",), 0, 6)),
+        ),
+        WaitForm(
+            "s_wait_storecnt_dscnt",
+            "sopp",
+            0x49,
+            (WaitField(("store",), 8, 6), WaitField(("ds",), 0, 6)),
+        ),
         # Deprecated gfx11-layout s_waitcnt (op 0x09) still decodes on gfx12; its mapping onto the
         # split counters is not documented: we apply vm to load/sample/bvh, lgkm to
         # ds/km and exp to exp.
-        WaitForm("s_waitcnt", "sopp", 0x09,
-                 (WaitField(("exp",), 0, 3), WaitField(("ds", "km"), 4, 6),
-                  WaitField(("load", "sample", "bvh"), 10, 6))),
+        WaitForm(
+            "s_waitcnt",
+            "sopp",
+            0x09,
+            (
+                WaitField(("exp",), 0, 3),
+                WaitField(("ds", "km"), 4, 6),
+                WaitField(("load", "sample", "bvh"), 10, 6),
+            ),
+        ),
     ),
 )
 
 _GFX11_CLASSES = {
-    InstClass.VMEM_LOAD: ("vm",), InstClass.VMEM_STORE: ("vs",),
-    InstClass.IMAGE_SAMPLE: ("vm",), InstClass.BVH: ("vm",),
-    InstClass.FLAT_LOAD: ("vm", "lgkm"), InstClass.FLAT_STORE: ("vs", "lgkm"),
-    InstClass.LDS: ("lgkm",), InstClass.SMEM: ("lgkm",), InstClass.MESSAGE: ("lgkm",),
-    InstClass.EXPORT: ("exp",), InstClass.LDS_PARAM: ("exp",),
+    InstClass.VMEM_LOAD: ("vm",),
+    InstClass.VMEM_STORE: ("vs",),
+    InstClass.IMAGE_SAMPLE: ("vm",),
+    InstClass.BVH: ("vm",),
+    InstClass.FLAT_LOAD: ("vm", "lgkm"),
+    InstClass.FLAT_STORE: ("vs", "lgkm"),
+    InstClass.LDS: ("lgkm",),
+    InstClass.SMEM: ("lgkm",),
+    InstClass.MESSAGE: ("lgkm",),
+    InstClass.EXPORT: ("exp",),
+    InstClass.LDS_PARAM: ("exp",),
 }
 
 # GFX11 (RDNA 3): s_waitcnt simm16 = exp [2:0], lgkm [9:4], vm [15:10]; s_waitcnt_vscnt is SOPK
@@ -164,8 +203,12 @@ _GFX11 = Profile(
     widths=(6, 6, 6, 3),
     class_map=_GFX11_CLASSES,
     waits=(
-        WaitForm("s_waitcnt", "sopp", 0x09,
-                 (WaitField(("exp",), 0, 3), WaitField(("lgkm",), 4, 6), WaitField(("vm",), 10, 6))),
+        WaitForm(
+            "s_waitcnt",
+            "sopp",
+            0x09,
+            (WaitField(("exp",), 0, 3), WaitField(("lgkm",), 4, 6), WaitField(("vm",), 10, 6)),
+        ),
         _single("s_waitcnt_vscnt", 0x18, "vs", "sopk"),
         _single("s_waitcnt_vmcnt", 0x19, "vm", "sopk"),
         _single("s_waitcnt_expcnt", 0x1A, "exp", "sopk"),
@@ -181,9 +224,16 @@ _GFX10 = Profile(
     widths=(6, 6, 6, 3),
     class_map=_GFX11_CLASSES,
     waits=(
-        WaitForm("s_waitcnt", "sopp", 0x0C,
-                 (WaitField(("exp",), 4, 3), WaitField(("lgkm",), 8, 6),
-                  WaitField(("vm",), 0, 4, 14, 2))),
+        WaitForm(
+            "s_waitcnt",
+            "sopp",
+            0x0C,
+            (
+                WaitField(("exp",), 4, 3),
+                WaitField(("lgkm",), 8, 6),
+                WaitField(("vm",), 0, 4, 14, 2),
+            ),
+        ),
         _single("s_waitcnt_vscnt", 0x17, "vs", "sopk"),
         _single("s_waitcnt_vmcnt", 0x18, "vm", "sopk"),
         _single("s_waitcnt_expcnt", 0x19, "exp", "sopk"),
@@ -196,12 +246,23 @@ _GFX9 = Profile(
     name="gfx9",
     counters=("vm", "lgkm", "exp"),
     widths=(6, 4, 3),
-    class_map={**{cls: tuple("vm" if c == "vs" else c for c in counters)
-                  for cls, counters in _GFX11_CLASSES.items()}},
+    class_map={
+        **{
+            cls: tuple("vm" if c == "vs" else c for c in counters)
+            for cls, counters in _GFX11_CLASSES.items()
+        }
+    },
     waits=(
-        WaitForm("s_waitcnt", "sopp", 0x0C,
-                 (WaitField(("exp",), 4, 3), WaitField(("lgkm",), 8, 4),
-                  WaitField(("vm",), 0, 4, 14, 2))),
+        WaitForm(
+            "s_waitcnt",
+            "sopp",
+            0x0C,
+            (
+                WaitField(("exp",), 4, 3),
+                WaitField(("lgkm",), 8, 4),
+                WaitField(("vm",), 0, 4, 14, 2),
+            ),
+        ),
     ),
 )
 
@@ -213,4 +274,6 @@ def profile(name):
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"`generation` must be one of {', '.join(PROFILES)}, not {name!r}") from None
+        raise ValueError(
+            f"`generation` must be one of {', '.join(PROFILES)}, not {name!r}"
+        ) from None

@@ -49,12 +49,37 @@ How the models compute (independent of the references in ``tests/golden/test_fp3
 import numpy as np
 
 __all__ = [
-    "CANONICAL_NAN", "POS_INF", "NEG_INF", "SIGN",
-    "add", "sub", "mul", "fma", "rcp", "div",
-    "lt", "le", "eq", "unordered", "fmin", "fmax", "neg", "fabs",
-    "is_nan", "is_inf", "is_zero", "is_subnormal", "flush", "round_pack",
-    "SPECIAL_VALUES", "special_values",
-    "f2i", "i2f", "INT32_MIN", "INT32_MAX", "UINT32_MAX",
+    "CANONICAL_NAN",
+    "POS_INF",
+    "NEG_INF",
+    "SIGN",
+    "add",
+    "sub",
+    "mul",
+    "fma",
+    "rcp",
+    "div",
+    "lt",
+    "le",
+    "eq",
+    "unordered",
+    "fmin",
+    "fmax",
+    "neg",
+    "fabs",
+    "is_nan",
+    "is_inf",
+    "is_zero",
+    "is_subnormal",
+    "flush",
+    "round_pack",
+    "SPECIAL_VALUES",
+    "special_values",
+    "f2i",
+    "i2f",
+    "INT32_MIN",
+    "INT32_MAX",
+    "UINT32_MAX",
 ]
 
 CANONICAL_NAN = 0x7FC00000
@@ -67,8 +92,12 @@ _MAG = 0x7FFFFFFF
 def _in(*args):
     """uint32 arrays of the arguments (broadcast), and whether all of them were scalars."""
     scalar = all(np.ndim(x) == 0 for x in args)
-    arrays = [np.asarray(x).astype(np.int64).astype(np.uint32) if not
-              (isinstance(x, np.ndarray) and x.dtype == np.uint32) else x for x in args]
+    arrays = [
+        np.asarray(x).astype(np.int64).astype(np.uint32)
+        if not (isinstance(x, np.ndarray) and x.dtype == np.uint32)
+        else x
+        for x in args
+    ]
     arrays = np.broadcast_arrays(*arrays)
     return [np.ascontiguousarray(a) for a in arrays], scalar
 
@@ -145,9 +174,9 @@ def round_pack(sign, sig, exp, sticky=False):
     sig = np.asarray(sig).astype(np.uint64)
     exp = np.asarray(exp).astype(np.int64)
     sticky = np.broadcast_to(np.asarray(sticky, dtype=bool), sig.shape)
-    lead = _msb(sig) + exp                         # exponent of the leading bit
-    lsb = np.maximum(lead - 23, -149)               # exponent of the result's last bit
-    shift = lsb - exp                               # bits of sig below the result's last bit
+    lead = _msb(sig) + exp  # exponent of the leading bit
+    lsb = np.maximum(lead - 23, -149)  # exponent of the result's last bit
+    shift = lsb - exp  # bits of sig below the result's last bit
     right = np.clip(shift, 0, 64).astype(np.uint64)
     left = np.clip(-shift, 0, 63).astype(np.uint64)
     kept = np.where(right >= 64, np.uint64(0), sig >> np.minimum(right, np.uint64(63)))
@@ -155,8 +184,11 @@ def round_pack(sign, sig, exp, sticky=False):
     guard_pos = np.maximum(right, np.uint64(1)) - np.uint64(1)
     guard = (right >= 1) & (((sig >> np.minimum(guard_pos, np.uint64(63))) & np.uint64(1)) == 1)
     guard &= right <= 64
-    below = np.where(guard_pos >= 64, sig,
-                     sig & ((np.uint64(1) << np.minimum(guard_pos, np.uint64(63))) - np.uint64(1)))
+    below = np.where(
+        guard_pos >= 64,
+        sig,
+        sig & ((np.uint64(1) << np.minimum(guard_pos, np.uint64(63))) - np.uint64(1)),
+    )
     rest = np.where(right >= 1, below != 0, False) | sticky
     up = guard & (rest | ((kept & np.uint64(1)) == 1))
     kept = kept + up.astype(np.uint64)
@@ -164,9 +196,9 @@ def round_pack(sign, sig, exp, sticky=False):
     kept = np.where(carry, kept >> np.uint64(1), kept)
     lsb = lsb + carry
     # q * 2**lsb with the implicit bit at 2**23 encodes as ((lsb + 149) << 23) + q.
-    mag = (kept.astype(np.int64) + ((lsb + 149) << 23))
+    mag = kept.astype(np.int64) + ((lsb + 149) << 23)
     mag = np.where(kept == 0, 0, mag)
-    mag = np.minimum(mag, POS_INF)                  # overflow to infinity (RNE)
+    mag = np.minimum(mag, POS_INF)  # overflow to infinity (RNE)
     return ((sign << np.uint64(31)).astype(np.int64) | mag).astype(np.uint32)
 
 
@@ -179,14 +211,15 @@ def _add(a, b, ftz):
     swap = (a & np.uint32(_MAG)) < (b & np.uint32(_MAG))
     s1, m1, e1 = (np.where(swap, y, x) for x, y in ((sa, sb), (ma, mb), (ea, eb)))
     s2, m2, e2 = (np.where(swap, x, y) for x, y in ((sa, sb), (ma, mb), (ea, eb)))
-    d = e1 - e2                                     # >= 0
+    d = e1 - e2  # >= 0
     big = m1 << np.uint64(38)
     left = np.clip(38 - d, 0, 38).astype(np.uint64)
     right = np.clip(d - 38, 0, 63).astype(np.uint64)
     small = np.where(d <= 38, m2 << left, m2 >> right)
-    lost = np.where(d <= 38, False,
-                    (m2 & ((np.uint64(1) << right) - np.uint64(1))) != 0) | ((d - 38) > 63) & (m2 != 0)
-    small = small | lost.astype(np.uint64)          # jam the sticky bit (far below the guard bits)
+    lost = np.where(d <= 38, False, (m2 & ((np.uint64(1) << right) - np.uint64(1))) != 0) | (
+        (d - 38) > 63
+    ) & (m2 != 0)
+    small = small | lost.astype(np.uint64)  # jam the sticky bit (far below the guard bits)
     same = s1 == s2
     mag = np.where(same, big + small, big - small)  # big >= small, so no borrow
     z = round_pack(s1, mag, e1 - 38)
@@ -238,15 +271,15 @@ def fma(a, b, c, *, ftz=False):
     if ftz:
         a, b, c = flush(a), flush(b), flush(c)
     with np.errstate(all="ignore"):
-        p = _f32(a).astype(np.float64) * _f32(b).astype(np.float64)   # exact
+        p = _f32(a).astype(np.float64) * _f32(b).astype(np.float64)  # exact
         cd = _f32(c).astype(np.float64)
         s = p + cd
         bv = s - p
-        err = (p - (s - bv)) + (cd - bv)                            # TwoSum: p + c == s + err
+        err = (p - (s - bv)) + (cd - bv)  # TwoSum: p + c == s + err
         even = (s.view(np.uint64) & np.uint64(1)) == 0
         toward = np.where(err > 0, np.inf, -np.inf)
         fix = (err != 0) & even & np.isfinite(s)
-        s = np.where(fix, np.nextafter(s, toward), s)                # round to odd
+        s = np.where(fix, np.nextafter(s, toward), s)  # round to odd
         z = s.astype(np.float32).view(np.uint32)
     return _out(_finish(z, ftz), scalar)
 
@@ -345,18 +378,32 @@ def fabs(a):
 #: normals, ones, infinities, quiet and signalling NaNs (both signs), and values whose sums,
 #: products and quotients tie, overflow or underflow (see :func:`special_values`).
 SPECIAL_VALUES = (
-    0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x3F800000, 0x7F800000,
-    0x7FC00000, 0x7F800001, 0x7FA00000,
-    0x00400000,              # a mid-range subnormal
-    0x3F800001, 0x3F7FFFFF,  # 1 + ulp, 1 - ulp/2: ties and carries in add/mul
-    0x33800000, 0x33800001,  # 2**-24 (1 + 2**-24 ties to 1), just above
-    0x4B000000,              # 2**23: integer spacing, ties of x + 0.5
-    0x3F000000,              # 0.5
-    0x40400000,              # 3.0 (non-terminating reciprocal)
-    0x5F800000, 0x7F000000,  # 2**64, 2**127: products and sums that overflow
-    0x1A000000, 0x1A000001,  # 2**-75 (squares to the tie 2**-150), just above
-    0x20000000, 0x00800001,  # 2**-63 (products underflow into subnormals), min normal + ulp
-    0x3FFFFFFF, 0x3FC00000,  # just below 2, 1.5
+    0x00000000,
+    0x00000001,
+    0x007FFFFF,
+    0x00800000,
+    0x7F7FFFFF,
+    0x3F800000,
+    0x7F800000,
+    0x7FC00000,
+    0x7F800001,
+    0x7FA00000,
+    0x00400000,  # a mid-range subnormal
+    0x3F800001,
+    0x3F7FFFFF,  # 1 + ulp, 1 - ulp/2: ties and carries in add/mul
+    0x33800000,
+    0x33800001,  # 2**-24 (1 + 2**-24 ties to 1), just above
+    0x4B000000,  # 2**23: integer spacing, ties of x + 0.5
+    0x3F000000,  # 0.5
+    0x40400000,  # 3.0 (non-terminating reciprocal)
+    0x5F800000,
+    0x7F000000,  # 2**64, 2**127: products and sums that overflow
+    0x1A000000,
+    0x1A000001,  # 2**-75 (squares to the tie 2**-150), just above
+    0x20000000,
+    0x00800001,  # 2**-63 (products underflow into subnormals), min normal + ulp
+    0x3FFFFFFF,
+    0x3FC00000,  # just below 2, 1.5
 )
 
 
@@ -395,7 +442,7 @@ def f2i(a, signed, *, ftz=False):
     if ftz:
         a = flush(a)
     signed = signed != 0
-    sign, sig, exp = _unpack(a)                     # |a| = sig * 2**exp
+    sign, sig, exp = _unpack(a)  # |a| = sig * 2**exp
     # exp >= 9 means |a| >= 2**32 for every non-zero sig (the field is then >= 159): cap the
     # left shift at 16, which keeps such values far beyond every limit
     left = np.clip(exp, 0, 16).astype(np.uint64)

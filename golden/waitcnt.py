@@ -73,8 +73,9 @@ class WaitCountersModel:
             accept = False
         if accept and self.full_policy == "saturate":
             for n in targets:
-                same_cycle_return = rets[n]["valid"] and rets[n]["wave"] == iw and \
-                    self.cnt[iw][n] != 0
+                same_cycle_return = (
+                    rets[n]["valid"] and rets[n]["wave"] == iw and self.cnt[iw][n] != 0
+                )
                 if self.cnt[iw][n] == prof.max(n) and not same_cycle_return:
                     out["err"]["overflow"] = 1
         out["issue_accepted"] = int(accept)
@@ -118,7 +119,7 @@ class ReturnQueueModel:
     def __init__(self, depth=16, order="inorder", hit_latency=20, miss_latency=200):
         self.depth, self.order = depth, order
         self.hit_latency, self.miss_latency = hit_latency, miss_latency
-        self.entries = []   # oldest first: [wave, latency, age]
+        self.entries = []  # oldest first: [wave, latency, age]
 
     @property
     def full(self):
@@ -157,12 +158,22 @@ class ReturnQueueModel:
 class WaitcntMemoryModel:
     """Golden model of :class:`gpurtl.hdl.waitcnt.WaitcntMemory`."""
 
-    def __init__(self, generation="gfx12", waves=16, full_policy="stall", queue="ooo",
-                 queue_depth=16, hit_latency=20, miss_latency=200):
+    def __init__(
+        self,
+        generation="gfx12",
+        waves=16,
+        full_policy="stall",
+        queue="ooo",
+        queue_depth=16,
+        hit_latency=20,
+        miss_latency=200,
+    ):
         self.counters = WaitCountersModel(generation, waves, full_policy, external_returns=False)
         self.prof = self.counters.prof
-        self.queues = {n: ReturnQueueModel(queue_depth, queue, hit_latency, miss_latency)
-                       for n in self.prof.counters}
+        self.queues = {
+            n: ReturnQueueModel(queue_depth, queue, hit_latency, miss_latency)
+            for n in self.prof.counters
+        }
 
     def step(self, inputs):
         issue = inputs["issue"]
@@ -171,12 +182,20 @@ class WaitcntMemoryModel:
         returns = {}
         for n, queue in self.queues.items():
             index = queue.peek()
-            returns[n] = {"valid": 0, "wave": 0} if index is None else \
-                {"valid": 1, "wave": queue.entries[index][0]}
+            returns[n] = (
+                {"valid": 0, "wave": 0}
+                if index is None
+                else {"valid": 1, "wave": queue.entries[index][0]}
+            )
         out = self.counters.step(inputs, block=blocked, returns=returns)
         accepted = out["issue_accepted"]
         for n, queue in self.queues.items():
             push = accepted and n in targets
             queue.step(issue["wave"] if push else None, issue["hit"])
-        return {"stall": out["stall"], "issue_accepted": accepted, "cnt": out["cnt"],
-                "ret": returns, "err": out["err"]}
+        return {
+            "stall": out["stall"],
+            "issue_accepted": accepted,
+            "cnt": out["cnt"],
+            "ret": returns,
+            "err": out["err"],
+        }

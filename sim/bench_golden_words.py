@@ -19,9 +19,10 @@ import statistics
 import time
 
 import numpy as np
+
+from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.golden.ray_accel.bitfields import field_span, read_field
 from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.facts.ray_accel import (INSTR_LAYOUT, OUT_LAYOUT)
 
 from . import registry
 from .words import dicts_from_words, words_from_dicts
@@ -53,18 +54,23 @@ def _compare(name, words, block, params, scalar_count, repeat, box_tests=False):
     t_scalar, outs = _median_time(lambda: [model(tx) for tx in txs], repeat)
     t_batch, got = _median_time(lambda: block.golden_words(part, **params), repeat)
     same = np.array_equal(words_from_dicts(OUT_LAYOUT, outs), got)
-    print(f"{name}, same {n} rows: scalar {_rate(n, t_scalar, 'instr/s')}, batch "
-          f"{_rate(n, t_batch, 'instr/s')}, ratio {t_scalar[0] / t_batch[0]:,.1f}x wall, "
-          f"{t_scalar[1] / t_batch[1]:,.1f}x CPU, {'bit-identical' if same else 'MISMATCH'}")
+    print(
+        f"{name}, same {n} rows: scalar {_rate(n, t_scalar, 'instr/s')}, batch "
+        f"{_rate(n, t_batch, 'instr/s')}, ratio {t_scalar[0] / t_batch[0]:,.1f}x wall, "
+        f"{t_scalar[1] / t_batch[1]:,.1f}x CPU, {'bit-identical' if same else 'MISMATCH'}"
+    )
     if box_tests:
-        print(f"    box tests: scalar {_rate(8 * n, t_scalar, 'box tests/s')}, batch "
-              f"{_rate(8 * n, t_batch, 'box tests/s')}")
+        print(
+            f"    box tests: scalar {_rate(8 * n, t_scalar, 'box tests/s')}, batch "
+            f"{_rate(8 * n, t_batch, 'box tests/s')}"
+        )
     return same
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.bench_golden_words",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gpurtl.sim.bench_golden_words", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--scalar-count", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -76,26 +82,34 @@ def main(argv=None):
     params = block.resolve()
 
     t, words = _median_time(
-        lambda: block.stimulus_words(np.random.default_rng(args.seed), args.count, **params), 1)
-    print(f"stimulus_words: {args.count:,} rows in {t[0]:.2f} s, "
-          f"{_rate(args.count, t, 'rows/s')}")
+        lambda: block.stimulus_words(np.random.default_rng(args.seed), args.count, **params), 1
+    )
+    print(f"stimulus_words: {args.count:,} rows in {t[0]:.2f} s, {_rate(args.count, t, 'rows/s')}")
 
     def field(*path):
         return read_field(words, *field_span(INSTR_LAYOUT, *path))
 
-    box = (field("dual") == 0) & ((field("node_ptr", 0) & 0xF) == 5) & \
-        ((field("node", 0, 7) & 0x7F) == 0x7F)
+    box = (
+        (field("dual") == 0)
+        & ((field("node_ptr", 0) & 0xF) == 5)
+        & ((field("node", 0, 7) & 0x7F) == 0x7F)
+    )
     box_words = np.ascontiguousarray(words[box])
     t, _ = _median_time(lambda: block.golden_words(words, **params), args.repeat)
-    print(f"batch, mixed stimulus: {args.count:,} rows, median {t[0]:.2f} s, "
-          f"{_rate(args.count, t, 'instr/s')}")
+    print(
+        f"batch, mixed stimulus: {args.count:,} rows, median {t[0]:.2f} s, "
+        f"{_rate(args.count, t, 'instr/s')}"
+    )
     t, _ = _median_time(lambda: block.golden_words(box_words, **params), args.repeat)
     rows = box_words.shape[0]
-    print(f"batch, BVH8 box rows: {rows:,} rows, median {t[0]:.2f} s, "
-          f"{_rate(rows, t, 'instr/s')}, {_rate(8 * rows, t, 'box tests/s')}")
+    print(
+        f"batch, BVH8 box rows: {rows:,} rows, median {t[0]:.2f} s, "
+        f"{_rate(rows, t, 'instr/s')}, {_rate(8 * rows, t, 'box tests/s')}"
+    )
     ok = _compare("mixed stimulus", words, block, params, args.scalar_count, args.repeat)
-    ok &= _compare("BVH8 box rows", box_words, block, params, args.scalar_count, args.repeat,
-                   box_tests=True)
+    ok &= _compare(
+        "BVH8 box rows", box_words, block, params, args.scalar_count, args.repeat, box_tests=True
+    )
     return 0 if ok else 1
 
 

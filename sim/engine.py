@@ -13,8 +13,14 @@ then wait for the clock edge. A transfer on a stream happens in a cycle where ``
 import collections
 import random
 
-__all__ = ["PortIO", "StallPattern", "PipelineEvent", "StreamRuleError", "drive_pipeline",
-           "drive_cycles"]
+__all__ = [
+    "PortIO",
+    "StallPattern",
+    "PipelineEvent",
+    "StreamRuleError",
+    "drive_pipeline",
+    "drive_cycles",
+]
 
 
 class PortIO:
@@ -93,11 +99,11 @@ async def drive_pipeline(io, inputs, stalls, on_output, *, max_idle=10_000):
     Raises ``TimeoutError`` when no output appears for ``max_idle`` cycles.
     """
     source = iter(inputs)
-    pending = next(source, None)      # the next transaction's bits; None once all are sent
+    pending = next(source, None)  # the next transaction's bits; None once all are sent
     accept_cycles = collections.deque()
     sent = received = cycle = idle = 0
     offering = False
-    held = None                       # payload offered on o and not taken in the previous cycle
+    held = None  # payload offered on o and not taken in the previous cycle
     io.set("i__valid", 0)
     io.set("o__ready", 0)
     while pending is not None or received < sent:
@@ -113,25 +119,42 @@ async def drive_pipeline(io, inputs, stalls, on_output, *, max_idle=10_000):
         payload = io.get("o__payload") if out_valid or held is not None else None
         if held is not None:
             if not out_valid:
-                raise StreamRuleError(cycle, "o.valid", 1, 0,
-                                      "o.valid fell while an output was offered and o.ready was "
-                                      "low (a stream must hold valid until the transfer)")
+                raise StreamRuleError(
+                    cycle,
+                    "o.valid",
+                    1,
+                    0,
+                    "o.valid fell while an output was offered and o.ready was "
+                    "low (a stream must hold valid until the transfer)",
+                )
             if payload != held:
-                raise StreamRuleError(cycle, "o.payload", f"0x{held:x}", f"0x{payload:x}",
-                                      f"o.payload changed from 0x{held:x} to 0x{payload:x} "
-                                      f"while o.valid was high and o.ready low")
+                raise StreamRuleError(
+                    cycle,
+                    "o.payload",
+                    f"0x{held:x}",
+                    f"0x{payload:x}",
+                    f"o.payload changed from 0x{held:x} to 0x{payload:x} "
+                    f"while o.valid was high and o.ready low",
+                )
         if take and out_valid:
             if not accept_cycles:
-                raise StreamRuleError(cycle, "o.valid", 0, 1,
-                                      f"output {received} appeared before its input was accepted")
+                raise StreamRuleError(
+                    cycle,
+                    "o.valid",
+                    0,
+                    1,
+                    f"output {received} appeared before its input was accepted",
+                )
             on_output(PipelineEvent(received, payload, accept_cycles.popleft(), cycle))
             received += 1
             idle = 0
         else:
             idle += 1
             if idle > max_idle:
-                raise TimeoutError(f"no output for {max_idle} cycles after {received} of "
-                                   f"{sent + (pending is not None)} or more")
+                raise TimeoutError(
+                    f"no output for {max_idle} cycles after {received} of "
+                    f"{sent + (pending is not None)} or more"
+                )
         held = payload if out_valid and not take else None
         if in_fire:
             accept_cycles.append(cycle)

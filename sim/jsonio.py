@@ -27,8 +27,12 @@ class InputError(Exception):
 
 def _merge(defaults, given):
     if isinstance(defaults, dict) and isinstance(given, dict):
-        merged = {key: _merge(defaults[key], given[key]) if key in defaults and key in given
-                  else given.get(key, defaults.get(key)) for key in {**defaults, **given}}
+        merged = {
+            key: _merge(defaults[key], given[key])
+            if key in defaults and key in given
+            else given.get(key, defaults.get(key))
+            for key in {**defaults, **given}
+        }
         return merged
     return given
 
@@ -42,9 +46,9 @@ def _convert(shape, value, path, where):
             result = {}
             for key, item in node.items():
                 sub = f"{prefix}.{key}" if prefix else str(key)
-                if sub not in leaf_paths and not any(p.startswith(sub + ".") or
-                                                     p.startswith(sub + "[")
-                                                     for p in leaf_paths):
+                if sub not in leaf_paths and not any(
+                    p.startswith(sub + ".") or p.startswith(sub + "[") for p in leaf_paths
+                ):
                     raise InputError(f"{where}: unknown field `{sub}`")
                 result[key] = walk(item, sub)
             return result
@@ -55,29 +59,35 @@ def _convert(shape, value, path, where):
             raise InputError(f"{where}: field `{prefix}` must be an object or list, not {node!r}")
         if leaf.kind == "f32":
             if isinstance(node, bool):
-                raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex digits, "
-                                 f"not {node!r}")
+                raise InputError(
+                    f"{where}: field `{prefix}` must be a number or 8 hex digits, not {node!r}"
+                )
             if isinstance(node, str):
                 text = node[2:] if node.lower().startswith("0x") else node
                 if len(text) != 8 or any(c not in "0123456789abcdefABCDEF" for c in text):
-                    raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex "
-                                     f"digits, not {node!r}")
+                    raise InputError(
+                        f"{where}: field `{prefix}` must be a number or 8 hex digits, not {node!r}"
+                    )
                 return int(text, 16)
             if isinstance(node, (int, float)):
                 try:
                     return f32_bits(float(node))
-                except OverflowError:      # finite, but rounds beyond the largest binary32
-                    raise InputError(f"{where}: field `{prefix}` must be within the FP32 range "
-                                     f"(magnitude at most 3.4028235e+38; write \"7f800000\" "
-                                     f"for infinity), not {node!r}") from None
-            raise InputError(f"{where}: field `{prefix}` must be a number or 8 hex digits, "
-                             f"not {node!r}")
+                except OverflowError:  # finite, but rounds beyond the largest binary32
+                    raise InputError(
+                        f"{where}: field `{prefix}` must be within the FP32 range "
+                        f'(magnitude at most 3.4028235e+38; write "7f800000" '
+                        f"for infinity), not {node!r}"
+                    ) from None
+            raise InputError(
+                f"{where}: field `{prefix}` must be a number or 8 hex digits, not {node!r}"
+            )
         if isinstance(node, str) and leaf.kind != "enum":
             try:
                 return int(node, 0)
             except ValueError:
-                raise InputError(f"{where}: field `{prefix}` must be an integer, "
-                                 f"not {node!r}") from None
+                raise InputError(
+                    f"{where}: field `{prefix}` must be an integer, not {node!r}"
+                ) from None
         if isinstance(node, float):
             if not node.is_integer():
                 raise InputError(f"{where}: field `{prefix}` must be an integer, not {node!r}")
@@ -109,8 +119,9 @@ def read_jsonl(path, shape, defaults=None):
         try:
             obj = json.loads(stripped)
         except json.JSONDecodeError as error:
-            raise InputError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") \
-                from None
+            raise InputError(
+                f"{where}: not valid JSON ({error.msg} at column {error.colno})"
+            ) from None
         if not isinstance(obj, dict):
             raise InputError(f"{where}: each line must be a JSON object, not {type(obj).__name__}")
         obj = _convert(shape, obj, "", where)
@@ -120,7 +131,7 @@ def read_jsonl(path, shape, defaults=None):
             bits = layouts.pack(shape, obj)
         except layouts.LayoutValueError as error:
             raise InputError(f"{where}: {error}") from None
-        values.append(layouts.unpack(shape, bits))   # normalised: plain integers everywhere
+        values.append(layouts.unpack(shape, bits))  # normalised: plain integers everywhere
     if not values:
         raise InputError(f"{path}: no transactions (the file has no JSON lines)")
     return values
@@ -129,7 +140,7 @@ def read_jsonl(path, shape, defaults=None):
 def _plain_int(node):
     if isinstance(node, bool):
         return int(node)
-    if not isinstance(node, int) and hasattr(node, "value"):    # an enumeration member
+    if not isinstance(node, int) and hasattr(node, "value"):  # an enumeration member
         return int(node.value)
     return int(node)
 
@@ -145,7 +156,7 @@ def to_jsonable(shape, value):
         if isinstance(node, list):
             return [walk(v, f"{prefix}[{i}]") for i, v in enumerate(node)]
         leaf = special.get(prefix)
-        if isinstance(node, str):      # already a member name
+        if isinstance(node, str):  # already a member name
             return node
         number = _plain_int(node)
         if leaf is None:

@@ -11,8 +11,18 @@ from amaranth.lib import data, enum
 
 from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
 
-__all__ = ["Leaf", "leaves", "pack", "unpack", "zero", "diff", "describe", "structure",
-           "field_paths", "LayoutValueError"]
+__all__ = [
+    "Leaf",
+    "leaves",
+    "pack",
+    "unpack",
+    "zero",
+    "diff",
+    "describe",
+    "structure",
+    "field_paths",
+    "LayoutValueError",
+]
 
 
 class LayoutValueError(ValueError):
@@ -33,7 +43,13 @@ class Leaf:
     __slots__ = ("path", "offset", "width", "kind", "enum")
 
     def __init__(self, path, offset, width, kind, enum_cls=None):
-        self.path, self.offset, self.width, self.kind, self.enum = path, offset, width, kind, enum_cls
+        self.path, self.offset, self.width, self.kind, self.enum = (
+            path,
+            offset,
+            width,
+            kind,
+            enum_cls,
+        )
 
     def __repr__(self):
         return f"Leaf({self.path!r}, offset={self.offset}, width={self.width}, kind={self.kind!r})"
@@ -130,7 +146,9 @@ def _field_int(leaf, value):
                 value = leaf.enum[value]
             except KeyError:
                 names = ", ".join(member.name for member in leaf.enum)
-                raise LayoutValueError(leaf.path, f"must be one of {names}, not {value!r}") from None
+                raise LayoutValueError(
+                    leaf.path, f"must be one of {names}, not {value!r}"
+                ) from None
         value = value.value
     if isinstance(value, bool):
         value = int(value)
@@ -233,8 +251,11 @@ def structure(shape):
     if isinstance(shape, Float32):
         return "f32"
     if isinstance(shape, enum.EnumType):
-        return {"enum": shape.__name__, "width": Shape.cast(shape).width,
-                "members": {member.name: member.value for member in shape}}
+        return {
+            "enum": shape.__name__,
+            "width": Shape.cast(shape).width,
+            "members": {member.name: member.value for member in shape},
+        }
     cast = Shape.cast(shape)
     return f"{'s' if cast.signed else 'u'}{cast.width}"
 
@@ -242,9 +263,15 @@ def structure(shape):
 def field_paths(value, prefix=""):
     """Dotted paths of the scalar entries of a nested dictionary/list ``value``."""
     if isinstance(value, dict):
-        return [path for key, item in value.items()
-                for path in field_paths(item, f"{prefix}.{key}" if prefix else str(key))]
+        return [
+            path
+            for key, item in value.items()
+            for path in field_paths(item, f"{prefix}.{key}" if prefix else str(key))
+        ]
     if isinstance(value, list):
-        return [path for index, item in enumerate(value)
-                for path in field_paths(item, f"{prefix}[{index}]")]
+        return [
+            path
+            for index, item in enumerate(value)
+            for path in field_paths(item, f"{prefix}[{index}]")
+        ]
     return [prefix]

@@ -13,8 +13,19 @@ import numpy as np
 from . import layouts, registry
 from .engine import PortIO, StallPattern, StreamRuleError, drive_cycles, drive_pipeline
 
-__all__ = ["BACKENDS", "Mismatch", "Report", "GoldenModel", "golden_outputs", "compare_events",
-           "drive_block", "random_stream", "check", "run_block", "CHUNK"]
+__all__ = [
+    "BACKENDS",
+    "Mismatch",
+    "Report",
+    "GoldenModel",
+    "golden_outputs",
+    "compare_events",
+    "drive_block",
+    "random_stream",
+    "check",
+    "run_block",
+    "CHUNK",
+]
 
 #: Simulation backends: Amaranth's simulator, cocotb on Verilator, and the compiled batch driver
 #: (:mod:`gpurtl.sim.fast`, pipeline blocks only).
@@ -31,7 +42,12 @@ class Mismatch:
         return f"{self.where}: field `{self.field}` expected {self.expected}, got {self.got}"
 
     def to_json(self):
-        return {"where": self.where, "field": self.field, "expected": self.expected, "got": self.got}
+        return {
+            "where": self.where,
+            "field": self.field,
+            "expected": self.expected,
+            "got": self.got,
+        }
 
 
 class Report:
@@ -42,18 +58,23 @@ class Report:
         self.first = None
         self.outputs = []
         self.latency_errors = 0
-        self.free_run = 0        # leading pipeline transactions sent with no stalls
+        self.free_run = 0  # leading pipeline transactions sent with no stalls
         self.stream_error = None  # the stream-rule violation that stopped the run, if any
-        self.build_s = 0.0        # seconds spent compiling the simulation model (Verilator)
+        self.build_s = 0.0  # seconds spent compiling the simulation model (Verilator)
 
     def line(self):
         return f"{self.passed} passed, {self.failed} failed"
 
     def to_json(self):
-        return {"passed": self.passed, "failed": self.failed, "cycles": self.cycles,
-                "first": self.first.to_json() if self.first else None,
-                "latency_errors": self.latency_errors, "stream_error": self.stream_error,
-                "outputs": [f"{bits:x}" for bits in self.outputs]}
+        return {
+            "passed": self.passed,
+            "failed": self.failed,
+            "cycles": self.cycles,
+            "first": self.first.to_json() if self.first else None,
+            "latency_errors": self.latency_errors,
+            "stream_error": self.stream_error,
+            "outputs": [f"{bits:x}" for bits in self.outputs],
+        }
 
     @classmethod
     def from_json(cls, obj):
@@ -122,24 +143,36 @@ def compare_events(block, params, expected_bits, *, latency=None, keep_outputs=F
         report.failed += 1
         if report.first is None:
             leaf, e, g = difference
-            report.first = Mismatch(where, leaf.path or "(whole value)",
-                                    layouts.format_leaf_value(leaf, e),
-                                    layouts.format_leaf_value(leaf, g))
+            report.first = Mismatch(
+                where,
+                leaf.path or "(whole value)",
+                layouts.format_leaf_value(leaf, e),
+                layouts.format_leaf_value(leaf, g),
+            )
 
     if block.kind == "pipeline":
+
         def on_output(event):
-            where = f"transaction {event.index} (accepted cycle {event.accept_cycle}, " \
-                    f"emitted cycle {event.emit_cycle})"
+            where = (
+                f"transaction {event.index} (accepted cycle {event.accept_cycle}, "
+                f"emitted cycle {event.emit_cycle})"
+            )
             record(where, event.bits)
-            if latency is not None and event.emit_cycle - event.accept_cycle != latency and \
-                    event.index < report.free_run:
+            if (
+                latency is not None
+                and event.emit_cycle - event.accept_cycle != latency
+                and event.index < report.free_run
+            ):
                 report.latency_errors += 1
                 if report.first is None:
-                    report.first = Mismatch(where, "(latency)", latency,
-                                            event.emit_cycle - event.accept_cycle)
+                    report.first = Mismatch(
+                        where, "(latency)", latency, event.emit_cycle - event.accept_cycle
+                    )
     else:
+
         def on_output(cycle, bits):
             record(f"cycle {cycle}", bits)
+
     return report, on_output
 
 
@@ -169,8 +202,9 @@ class _ProgressIO(PortIO):
             self._progress(self._cycles, self._report)
 
 
-async def drive_block(block, io, input_bits, stalls, report, on_output, *, progress=None,
-                      interval=None):
+async def drive_block(
+    block, io, input_bits, stalls, report, on_output, *, progress=None, interval=None
+):
     """Drive ``input_bits`` through ``block`` on any backend's ``io`` and complete ``report``.
 
     Both backends call this, so they apply the same stream-rule checks: a violation is counted as
@@ -190,8 +224,9 @@ async def drive_block(block, io, input_bits, stalls, report, on_output, *, progr
         report.failed += 1
         report.stream_error = str(error)
         if report.first is None:
-            report.first = Mismatch(f"cycle {error.cycle} (stream rule)", error.field,
-                                    error.expected, error.got)
+            report.first = Mismatch(
+                f"cycle {error.cycle} (stream rule)", error.field, error.expected, error.got
+            )
     report.failed += report.latency_errors
     return report
 
@@ -213,8 +248,7 @@ def random_stream(block, params, count, seed, *, chunk=None):
     def inputs():
         done = 0
         while done < count:
-            batch = block.stimulus(rng, min(first if done == 0 else chunk, count - done),
-                                   **params)
+            batch = block.stimulus(rng, min(first if done == 0 else chunk, count - done), **params)
             if not batch:
                 raise ValueError(f"`stimulus` of block `{block.name}` returned no inputs")
             for value in model.outputs(batch):
@@ -235,21 +269,37 @@ def _pack_all(layout, values):
     return (layouts.pack(layout, value) for value in values)
 
 
-def _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, keep_outputs,
-                    progress):
+def _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, keep_outputs, progress):
     dut = block.build(**params)
-    report, on_output = compare_events(block, params, expected_bits,
-                                       latency=getattr(dut, "latency", None),
-                                       keep_outputs=keep_outputs)
+    report, on_output = compare_events(
+        block,
+        params,
+        expected_bits,
+        latency=getattr(dut, "latency", None),
+        keep_outputs=keep_outputs,
+    )
     from .pysim import simulate
-    simulate(dut, lambda io: drive_block(block, io, input_bits, stalls, report, on_output,
-                                         progress=progress),
-             vcd=vcd)
+
+    simulate(
+        dut,
+        lambda io: drive_block(block, io, input_bits, stalls, report, on_output, progress=progress),
+        vcd=vcd,
+    )
     return report
 
 
-def run_block(block, params, inputs, *, backend="pysim", expected=None, stalls=None, vcd=None,
-              keep_outputs=False, progress=None):
+def run_block(
+    block,
+    params,
+    inputs,
+    *,
+    backend="pysim",
+    expected=None,
+    stalls=None,
+    vcd=None,
+    keep_outputs=False,
+    progress=None,
+):
     """Drive ``inputs`` (dictionaries) through the block's RTL on ``backend``.
 
     ``expected`` (dictionaries) enables comparison. ``progress(cycles, report)`` is called every
@@ -259,23 +309,57 @@ def run_block(block, params, inputs, *, backend="pysim", expected=None, stalls=N
     stalls = stalls or StallPattern()
     if backend == "pysim":
         expected_bits = _pack_all(out_layout, expected) if expected is not None else None
-        return _simulate_pysim(block, params, _pack_all(in_layout, inputs), expected_bits,
-                               stalls, vcd, keep_outputs, progress)
+        return _simulate_pysim(
+            block,
+            params,
+            _pack_all(in_layout, inputs),
+            expected_bits,
+            stalls,
+            vcd,
+            keep_outputs,
+            progress,
+        )
     if backend == "verilator":
         from .verilator import run_cocotb
+
         expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
-        return run_cocotb(block, params, list(_pack_all(in_layout, inputs)), expected_bits,
-                          stalls, vcd=vcd, keep_outputs=keep_outputs)
+        return run_cocotb(
+            block,
+            params,
+            list(_pack_all(in_layout, inputs)),
+            expected_bits,
+            stalls,
+            vcd=vcd,
+            keep_outputs=keep_outputs,
+        )
     if backend == "fast":
         from .fast.dispatch import run_block_fast
+
         expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
-        return run_block_fast(block, params, list(_pack_all(in_layout, inputs)), expected_bits,
-                              stalls, vcd=vcd, keep_outputs=keep_outputs)
+        return run_block_fast(
+            block,
+            params,
+            list(_pack_all(in_layout, inputs)),
+            expected_bits,
+            stalls,
+            vcd=vcd,
+            keep_outputs=keep_outputs,
+        )
     raise registry.RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
 
 
-def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
-          p_valid=0.7, p_ready=0.7, progress=None):
+def check(
+    block,
+    params,
+    *,
+    count=None,
+    seed=0,
+    backend="pysim",
+    vcd=None,
+    p_valid=0.7,
+    p_ready=0.7,
+    progress=None,
+):
     """Random lockstep check; returns a :class:`Report`.
 
     Pipelines: the first tenth of the transactions run with no stalls (and must each take exactly
@@ -283,18 +367,22 @@ def check(block, params, *, count=None, seed=0, backend="pysim", vcd=None,
     produced in chunks (:data:`CHUNK`) as the run goes, so memory does not grow with ``count``.
     """
     count = block.check_count if count is None else count
-    if backend == "fast":       # streams packed words from files: never a list of dictionaries
+    if backend == "fast":  # streams packed words from files: never a list of dictionaries
         from .fast.dispatch import check_fast
-        return check_fast(block, params, count=count, seed=seed, vcd=vcd, p_valid=p_valid,
-                          p_ready=p_ready)
-    stalls = StallPattern(seed=seed, p_valid=p_valid, p_ready=p_ready,
-                          free_run=max(1, count // 10))
+
+        return check_fast(
+            block, params, count=count, seed=seed, vcd=vcd, p_valid=p_valid, p_ready=p_ready
+        )
+    stalls = StallPattern(seed=seed, p_valid=p_valid, p_ready=p_ready, free_run=max(1, count // 10))
     if backend == "pysim":
         input_bits, expected_bits = random_stream(block, params, count, seed)
-        return _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, False,
-                               progress)
+        return _simulate_pysim(
+            block, params, input_bits, expected_bits, stalls, vcd, False, progress
+        )
     if backend == "verilator":
         from .verilator import run_cocotb
-        return run_cocotb(block, params, None, None, stalls, vcd=vcd,
-                          generate={"count": count, "seed": seed})
+
+        return run_cocotb(
+            block, params, None, None, stalls, vcd=vcd, generate={"count": count, "seed": seed}
+        )
     raise registry.RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")

@@ -67,8 +67,9 @@ class Param:
                 else:
                     value = text
             except ValueError:
-                raise RegistryError(f"parameter `{self.name}` must be {self._expected()}, "
-                                    f"not {text!r}") from None
+                raise RegistryError(
+                    f"parameter `{self.name}` must be {self._expected()}, not {text!r}"
+                ) from None
         elif kind is bool and not isinstance(value, bool):
             raise RegistryError(f"parameter `{self.name}` must be a boolean, not {value!r}")
         self.validate(value)
@@ -77,18 +78,24 @@ class Param:
     def _expected(self):
         kind = type(self.default)
         if self.choices is not None:
-            return "one of " + ", ".join(repr(c) if isinstance(c, str) else str(c)
-                                         for c in self.choices)
+            return "one of " + ", ".join(
+                repr(c) if isinstance(c, str) else str(c) for c in self.choices
+            )
         if self.range is not None:
             return f"an integer from {self.range[0]} to {self.range[1]}"
-        return {bool: "a boolean (0/1, true/false)", int: "an integer",
-                float: "a number"}.get(kind, "a string")
+        return {bool: "a boolean (0/1, true/false)", int: "an integer", float: "a number"}.get(
+            kind, "a string"
+        )
 
     def validate(self, value):
         if self.choices is not None and value not in self.choices:
-            raise RegistryError(f"parameter `{self.name}` must be {self._expected()}, not {value!r}")
+            raise RegistryError(
+                f"parameter `{self.name}` must be {self._expected()}, not {value!r}"
+            )
         if self.range is not None and not (self.range[0] <= value <= self.range[1]):
-            raise RegistryError(f"parameter `{self.name}` must be {self._expected()}, not {value!r}")
+            raise RegistryError(
+                f"parameter `{self.name}` must be {self._expected()}, not {value!r}"
+            )
 
     def summary(self):
         if self.choices is not None:
@@ -206,6 +213,7 @@ def _load():
         return
     _loaded = True
     from . import blocks as package
+
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         importlib.import_module(f"{package.__name__}.{info.name}")
 
@@ -223,6 +231,9 @@ def get(name):
         return _blocks[name]
     except KeyError:
         close = difflib.get_close_matches(name, _blocks, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else \
-            f"; known blocks: {', '.join(sorted(_blocks))}"
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else f"; known blocks: {', '.join(sorted(_blocks))}"
+        )
         raise RegistryError(f"unknown block `{name}`{hint}") from None

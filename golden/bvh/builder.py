@@ -35,18 +35,32 @@ pointer and a one-child filter box holding the BLAS root bounds (child type 5, r
 import numpy as np
 
 from gpurtl.facts.obb import OBB_COUNT
-from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.facts.ray_accel import INVALID_OBB
+from gpurtl.golden.ray_accel import obb as obb_model
 
-__all__ = ["OBB_MATRICES", "OBB_THRESHOLD", "OBB_PAD", "BinNode", "BoxNode", "Leaf",
-           "InstanceLeaf", "Bvh", "build_binary", "collapse", "build_bvh", "build_tlas",
-           "surface_area", "encode_bvh8", "encode_bvh4", "to_f32_outward"]
+__all__ = [
+    "OBB_MATRICES",
+    "OBB_THRESHOLD",
+    "OBB_PAD",
+    "BinNode",
+    "BoxNode",
+    "Leaf",
+    "InstanceLeaf",
+    "Bvh",
+    "build_binary",
+    "collapse",
+    "build_bvh",
+    "build_tlas",
+    "surface_area",
+    "encode_bvh8",
+    "encode_bvh4",
+    "to_f32_outward",
+]
 
 OBB_THRESHOLD = 1.12
 OBB_PAD = 7.15254e-7
 # float32 table matrices as float64 (the rotation the hardware applies), shape (104, 3, 3)
-OBB_MATRICES = np.array([obb_model.obb_matrix(i) for i in range(OBB_COUNT)],
-                        dtype=np.float64)
+OBB_MATRICES = np.array([obb_model.obb_matrix(i) for i in range(OBB_COUNT)], dtype=np.float64)
 
 
 def surface_area(lo, hi):
@@ -164,13 +178,14 @@ def build_binary(prim_lo, prim_hi, prim_points, *, leaf_size=4, bins=16, with_ob
             right_lo = np.minimum.accumulate(blo[::-1], axis=0)[::-1]
             right_hi = np.maximum.accumulate(bhi[::-1], axis=0)[::-1]
             nl = np.cumsum(counts)
-            cost = (surface_area(left_lo[:-1], left_hi[:-1]) * nl[:-1]
-                    + surface_area(right_lo[1:], right_hi[1:]) * (n - nl[:-1]))
+            cost = surface_area(left_lo[:-1], left_hi[:-1]) * nl[:-1] + surface_area(
+                right_lo[1:], right_hi[1:]
+            ) * (n - nl[:-1])
             cost = np.where((nl[:-1] > 0) & (nl[:-1] < n), cost, np.inf)
             k = int(np.argmin(cost))
             if cost[k] < best[0]:
                 best = (cost[k], axis, b <= k)
-        if best[1] is None:     # all centroids equal: split by index
+        if best[1] is None:  # all centroids equal: split by index
             mask = np.arange(n) < n // 2
         else:
             mask = best[2]
@@ -178,8 +193,9 @@ def build_binary(prim_lo, prim_hi, prim_points, *, leaf_size=4, bins=16, with_ob
         rl = rh = None
         if with_obb:
             rl, rh = np.minimum(left.rot_lo, right.rot_lo), np.maximum(left.rot_hi, right.rot_hi)
-        return BinNode(np.minimum(left.lo, right.lo), np.maximum(left.hi, right.hi), rl, rh,
-                       left, right)
+        return BinNode(
+            np.minimum(left.lo, right.lo), np.maximum(left.hi, right.hi), rl, rh, left, right
+        )
 
     return build(np.arange(len(prim_lo)))
 
@@ -211,11 +227,11 @@ def _choose_obb(box, obb_threshold):
     box.obb = INVALID_OBB
     chosen_lo, chosen_hi = lo, hi
     if obb_threshold is not None and box.children[0].rot_lo is not None:
-        rlo = np.array([c.rot_lo for c in box.children])      # (k, 104, 3)
+        rlo = np.array([c.rot_lo for c in box.children])  # (k, 104, 3)
         rhi = np.array([c.rot_hi for c in box.children])
         pad = OBB_PAD * (rhi - rlo).max(axis=2, keepdims=True)
         rlo, rhi = rlo - pad, rhi + pad
-        sums = surface_area(rlo, rhi).sum(axis=0)              # (104,)
+        sums = surface_area(rlo, rhi).sum(axis=0)  # (104,)
         best = int(np.argmin(sums))
         box.obb_sa = float(sums[best])
         if sums[best] < obb_threshold * box.aabb_sa:
@@ -246,9 +262,12 @@ class Bvh:
         return sum(1 for b in self.boxes if b.obb != INVALID_OBB)
 
     def stats(self):
-        return {"box_nodes": len(self.boxes), "leaves": len(self.leaves),
-                "obb_nodes": self.obb_nodes,
-                "mean_children": float(np.mean([len(b.children) for b in self.boxes]))}
+        return {
+            "box_nodes": len(self.boxes),
+            "leaves": len(self.leaves),
+            "obb_nodes": self.obb_nodes,
+            "mean_children": float(np.mean([len(b.children) for b in self.boxes])),
+        }
 
 
 def build_bvh(mesh, *, width=8, leaf_size=None, bins=16, obb_threshold=OBB_THRESHOLD, encode=True):
@@ -269,11 +288,15 @@ def build_bvh(mesh, *, width=8, leaf_size=None, bins=16, obb_threshold=OBB_THRES
         raise ValueError(f"`leaf_size` must be 1..4 (one primitive node), not {leaf_size!r}")
     tris = mesh.triangles.astype(np.float64)
     with_obb = obb_threshold is not None
-    binary = build_binary(tris.min(axis=1), tris.max(axis=1),
-                          lambda idx: tris[idx].reshape(-1, 3), leaf_size=leaf_size, bins=bins,
-                          with_obb=with_obb)
-    root = collapse(binary, width,
-                    lambda n: Leaf(n.prims, n.lo, n.hi, n.rot_lo, n.rot_hi))
+    binary = build_binary(
+        tris.min(axis=1),
+        tris.max(axis=1),
+        lambda idx: tris[idx].reshape(-1, 3),
+        leaf_size=leaf_size,
+        bins=bins,
+        with_obb=with_obb,
+    )
+    root = collapse(binary, width, lambda n: Leaf(n.prims, n.lo, n.hi, n.rot_lo, n.rot_hi))
     bvh = Bvh(root, width, mesh=mesh)
     for box in bvh.boxes:
         _choose_obb(box, obb_threshold)
@@ -283,6 +306,7 @@ def build_bvh(mesh, *, width=8, leaf_size=None, bins=16, obb_threshold=OBB_THRES
 
 
 # --- encoding ---------------------------------------------------------------------------------------
+
 
 def _layout(bvh, box_size, leaf_bytes):
     offset = 128
@@ -304,13 +328,15 @@ def encode_leaves(bvh):
     tri) of each triangle)."""
     from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
+
     tris = bvh.mesh.triangles
     for leaf in bvh.leaves:
         if leaf.kind != "leaf":
             continue
         packed = pn.pack_triangles(
             pn.Triangle(tuple(tuple(float(c) for c in v) for v in tris[p]), prim_id=int(p))
-            for p in leaf.prims)
+            for p in leaf.prims
+        )
         leaf.nodes = [node_dwords(node) for node, _ in packed]
         leaf.where = [(k, pair, t) for k, (_, where) in enumerate(packed) for pair, t in where]
 
@@ -318,6 +344,7 @@ def encode_leaves(bvh):
 def encode_bvh8(bvh):
     """Write every box node as a BVH8 quantized node (``box_node.encode_box8``)."""
     from gpurtl.golden.ray_accel import box_node
+
     if bvh.mesh is not None:
         encode_leaves(bvh)
     _layout(bvh, 128, lambda c: 128 * len(getattr(c, "nodes", None) or [None]))
@@ -327,13 +354,20 @@ def encode_bvh8(bvh):
         children = []
         for k, c in enumerate(box.children):
             ctype = 5 if c.kind == "box" else (6 if c.kind == "instance" else 0)
-            children.append({"min": [float(v) for v in box.child_lo[k]],
-                             "max": [float(v) for v in box.child_hi[k]],
-                             "type": ctype,
-                             "range": len(getattr(c, "nodes", None) or [None])})
+            children.append(
+                {
+                    "min": [float(v) for v in box.child_lo[k]],
+                    "max": [float(v) for v in box.child_hi[k]],
+                    "type": ctype,
+                    "range": len(getattr(c, "nodes", None) or [None]),
+                }
+            )
         box.dwords = box_node.encode_box8(
-            children, internal_base=(boxes[0].offset >> 3) if boxes else 0,
-            leaf_base=(leaves[0].offset >> 3) if leaves else 0, obb_index=box.obb)
+            children,
+            internal_base=(boxes[0].offset >> 3) if boxes else 0,
+            leaf_base=(leaves[0].offset >> 3) if leaves else 0,
+            obb_index=box.obb,
+        )
         box.ptr = (box.offset >> 3) | 5
         bvh.image[box.offset] = box.dwords
         bvh.by_offset[box.offset] = box
@@ -354,14 +388,18 @@ def encode_bvh4(bvh):
     from gpurtl.golden.ray_accel import box_node
     from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
+
     _layout(bvh, 128, lambda c: 64)
     for leaf in bvh.leaves:
         if leaf.kind == "leaf":
             if len(leaf.prims) != 1:
                 raise ValueError("legacy BVH4 leaves hold one triangle (build with leaf_size=1)")
             v = [tuple(float(c) for c in p) for p in bvh.mesh.triangles[leaf.prims[0]]]
-            leaf.nodes = [node_dwords(pn.encode_legacy_node(v + [v[2]],
-                                                            prim_index=(int(leaf.prims[0]), 0)))[:16]]
+            leaf.nodes = [
+                node_dwords(pn.encode_legacy_node(v + [v[2]], prim_index=(int(leaf.prims[0]), 0)))[
+                    :16
+                ]
+            ]
             bvh.image[leaf.offset] = leaf.nodes[0]
     for box in bvh.boxes:
         for c in box.children:
@@ -370,11 +408,16 @@ def encode_bvh4(bvh):
             else:
                 c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
                 bvh.by_offset[c.offset] = c
-        children = [{"ptr": c.ptr, "min": [float(v) for v in box.child_lo[k]],
-                     "max": [float(v) for v in box.child_hi[k]]}
-                    for k, c in enumerate(box.children)]
+        children = [
+            {
+                "ptr": c.ptr,
+                "min": [float(v) for v in box.child_lo[k]],
+                "max": [float(v) for v in box.child_hi[k]],
+            }
+            for k, c in enumerate(box.children)
+        ]
         box.dwords = list(box_node.encode_box4_fp32(children))
-        box.dwords[31] = (box.dwords[31] & ~0x7F) | box.obb     # gpurt's obbMatrixIndex @124
+        box.dwords[31] = (box.dwords[31] & ~0x7F) | box.obb  # gpurt's obbMatrixIndex @124
         box.ptr = (box.offset >> 3) | 5
         bvh.image[box.offset] = box.dwords
         bvh.by_offset[box.offset] = box
@@ -383,6 +426,7 @@ def encode_bvh4(bvh):
 
 
 # --- instancing -------------------------------------------------------------------------------------
+
 
 def _affine(matrix):
     m = np.asarray(matrix, dtype=np.float64)
@@ -397,6 +441,7 @@ def build_tlas(instances, *, width=8, obb_threshold=OBB_THRESHOLD, blas_base=1 <
     returned TLAS has ``blas_va`` ({id(blas): VA}) and instance nodes with real dwords."""
     from gpurtl.golden.ray_accel import box_node
     from gpurtl.golden.ray_accel import instance as inst
+
     if not instances:
         raise ValueError("a TLAS needs at least one instance")
     blas_va = {}
@@ -411,10 +456,16 @@ def build_tlas(instances, *, width=8, obb_threshold=OBB_THRESHOLD, blas_base=1 <
         lo.append(v.min(axis=0))
         hi.append(v.max(axis=0))
     with_obb = obb_threshold is not None
-    binary = build_binary(np.array(lo), np.array(hi), lambda idx: np.concatenate(
-        [points[i] for i in idx]), leaf_size=1, with_obb=with_obb)
-    root = collapse(binary, width, lambda n: InstanceLeaf(int(n.prims[0]), n.lo, n.hi,
-                                                          n.rot_lo, n.rot_hi))
+    binary = build_binary(
+        np.array(lo),
+        np.array(hi),
+        lambda idx: np.concatenate([points[i] for i in idx]),
+        leaf_size=1,
+        with_obb=with_obb,
+    )
+    root = collapse(
+        binary, width, lambda n: InstanceLeaf(int(n.prims[0]), n.lo, n.hi, n.rot_lo, n.rot_hi)
+    )
     tlas = Bvh(root, width, instances=instances)
     tlas.blas_va = blas_va
     for box in tlas.boxes:
@@ -425,12 +476,25 @@ def build_tlas(instances, *, width=8, obb_threshold=OBB_THRESHOLD, blas_base=1 <
         full = np.vstack([m, [0, 0, 0, 1]])
         w2o = np.linalg.inv(full)[:3].astype(np.float32)
         root_lo, root_hi = blas.root.lo, blas.root.hi
-        enc = box_node.encode_box8([{"min": [float(v) for v in root_lo],
-                                     "max": [float(v) for v in root_hi], "type": 5, "range": 0}])
+        enc = box_node.encode_box8(
+            [
+                {
+                    "min": [float(v) for v in root_lo],
+                    "max": [float(v) for v in root_hi],
+                    "type": 5,
+                    "range": 0,
+                }
+            ]
+        )
         leaf.dwords = inst.encode_instance(
-            w2o.view(np.uint32).tolist(), blas_va[id(blas)] >> 3, user_data=leaf.index & 0xFFFFFF,
-            mask=0xFF, filter_origin=enc[3:6], filter_exp=[(enc[6] >> (8 * a)) & 0xFF
-                                                           for a in range(3)],
-            filter_count=1, filter_info=[enc[8:11]])
+            w2o.view(np.uint32).tolist(),
+            blas_va[id(blas)] >> 3,
+            user_data=leaf.index & 0xFFFFFF,
+            mask=0xFF,
+            filter_origin=enc[3:6],
+            filter_exp=[(enc[6] >> (8 * a)) & 0xFF for a in range(3)],
+            filter_count=1,
+            filter_info=[enc[8:11]],
+        )
     encode_bvh8(tlas)
     return tlas

@@ -21,9 +21,23 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["Mesh", "load_mesh", "load_obj", "load_ply", "save_obj", "save_ply", "merge",
-           "box_mesh", "rods", "chains", "chandelier", "knot_mesh", "rotation_matrix", "bunny",
-           "BUNNY_PATH"]
+__all__ = [
+    "Mesh",
+    "load_mesh",
+    "load_obj",
+    "load_ply",
+    "save_obj",
+    "save_ply",
+    "merge",
+    "box_mesh",
+    "rods",
+    "chains",
+    "chandelier",
+    "knot_mesh",
+    "rotation_matrix",
+    "bunny",
+    "BUNNY_PATH",
+]
 
 #: The packaged Stanford Bunny (reconstruction resolution 4), ascii PLY.
 BUNNY_PATH = pathlib.Path(__file__).parent / "bunny_res4.ply"
@@ -65,6 +79,7 @@ def merge(meshes):
 
 # --- OBJ -------------------------------------------------------------------------------------------
 
+
 def load_obj(path):
     """Read an OBJ file (positions and faces only)."""
     verts, faces = [], []
@@ -93,10 +108,24 @@ def save_obj(mesh, path):
 
 # --- PLY -------------------------------------------------------------------------------------------
 
-_PLY_TYPES = {"char": "i1", "int8": "i1", "uchar": "u1", "uint8": "u1", "short": "i2",
-              "int16": "i2", "ushort": "u2", "uint16": "u2", "int": "i4", "int32": "i4",
-              "uint": "u4", "uint32": "u4", "float": "f4", "float32": "f4", "double": "f8",
-              "float64": "f8"}
+_PLY_TYPES = {
+    "char": "i1",
+    "int8": "i1",
+    "uchar": "u1",
+    "uint8": "u1",
+    "short": "i2",
+    "int16": "i2",
+    "ushort": "u2",
+    "uint16": "u2",
+    "int": "i4",
+    "int32": "i4",
+    "uint": "u4",
+    "uint32": "u4",
+    "float": "f4",
+    "float32": "f4",
+    "double": "f8",
+    "float64": "f8",
+}
 
 
 def load_ply(path):
@@ -133,7 +162,7 @@ def load_ply(path):
                 for prop in el["props"]:
                     if prop[1] == "list":
                         n = int(tokens[pos])
-                        row[prop[0]] = [int(t) for t in tokens[pos + 1:pos + 1 + n]]
+                        row[prop[0]] = [int(t) for t in tokens[pos + 1 : pos + 1 + n]]
                         pos += 1 + n
                     else:
                         row[prop[0]] = float(tokens[pos])
@@ -184,10 +213,17 @@ def load_ply(path):
 
 def save_ply(mesh, path, *, binary=True):
     """Write ``mesh`` as PLY (binary little endian by default, or ascii)."""
-    head = ["ply", f"format {'binary_little_endian' if binary else 'ascii'} 1.0",
-            f"element vertex {len(mesh.vertices)}", "property float x", "property float y",
-            "property float z", f"element face {len(mesh.faces)}",
-            "property list uchar int vertex_indices", "end_header"]
+    head = [
+        "ply",
+        f"format {'binary_little_endian' if binary else 'ascii'} 1.0",
+        f"element vertex {len(mesh.vertices)}",
+        "property float x",
+        "property float y",
+        "property float z",
+        f"element face {len(mesh.faces)}",
+        "property list uchar int vertex_indices",
+        "end_header",
+    ]
     text = ("\n".join(head) + "\n").encode("ascii")
     if binary:
         faces = np.zeros(len(mesh.faces), dtype=[("n", "u1"), ("i", "<i4", 3)])
@@ -223,6 +259,7 @@ def bunny():
 
 # --- procedural scenes -----------------------------------------------------------------------------
 
+
 def rotation_matrix(axis, angle):
     """3x3 rotation by ``angle`` (radians) about ``axis`` (Rodrigues)."""
     a = np.asarray(axis, dtype=np.float64)
@@ -231,15 +268,31 @@ def rotation_matrix(axis, angle):
     return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)
 
 
-_BOX_FACES = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
-                       [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+_BOX_FACES = np.array(
+    [
+        [0, 1, 3],
+        [0, 3, 2],
+        [4, 6, 7],
+        [4, 7, 5],
+        [0, 4, 5],
+        [0, 5, 1],
+        [2, 3, 7],
+        [2, 7, 6],
+        [0, 2, 6],
+        [0, 6, 4],
+        [1, 5, 7],
+        [1, 7, 3],
+    ]
+)
 
 
-def box_mesh(half, rotation=np.eye(3), center=(0, 0, 0)):
+def box_mesh(half, rotation=None, center=(0, 0, 0)):
     """A closed box (12 triangles) with half extents ``half``, rotated and moved."""
-    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)],
-                       dtype=np.float64) * np.asarray(half, dtype=np.float64)
-    return Mesh(corners @ np.asarray(rotation).T + np.asarray(center), _BOX_FACES)
+    corners = np.array(
+        [[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64
+    ) * np.asarray(half, dtype=np.float64)
+    rotation = np.eye(3) if rotation is None else np.asarray(rotation)
+    return Mesh(corners @ rotation.T + np.asarray(center), _BOX_FACES)
 
 
 def rods(count=64, *, seed=0, length=4.0, radius=0.04, spread=10.0):
@@ -268,10 +321,10 @@ def _chain(start, direction, links, link_len=0.3, thick=0.02, twist=np.pi / 2):
         center = np.asarray(start) + d * link_len * (k + 0.5) * 0.8
         spin = rotation_matrix((1, 0, 0), twist * k)
         rot = base @ spin
-        for side in (-1, 1):   # two long bars of the link
+        for side in (-1, 1):  # two long bars of the link
             offset = rot @ np.array([0, side * link_len * 0.15, 0])
             parts.append(box_mesh((link_len / 2, thick, thick), rot, center + offset))
-        for end in (-1, 1):    # two short ends
+        for end in (-1, 1):  # two short ends
             offset = rot @ np.array([end * link_len / 2, 0, 0])
             parts.append(box_mesh((thick, link_len * 0.15, thick), rot, center + offset))
     return merge(parts)
@@ -300,8 +353,9 @@ def chandelier(arms=8, *, links=12, radius=3.0, drop=4.0):
     for k in range(4):
         ang = k * np.pi / 2 + np.pi / 4
         anchor = np.array([radius * np.cos(ang), radius * np.sin(ang), ring_z])
-        parts.append(_chain(top, anchor - top, links,
-                            link_len=np.linalg.norm(anchor - top) / links / 0.8))
+        parts.append(
+            _chain(top, anchor - top, links, link_len=np.linalg.norm(anchor - top) / links / 0.8)
+        )
     for k in range(arms):
         ang = 2 * np.pi * k / arms
         rot = rotation_matrix((0, 0, 1), ang) @ rotation_matrix((0, 1, 0), -0.3)
@@ -323,8 +377,10 @@ def knot_mesh(p=2, q=3, *, segments=240, sides=10, tube=0.25):
     normal /= np.linalg.norm(normal, axis=1, keepdims=True)
     binormal = np.cross(tangent, normal)
     phi = np.linspace(0, 2 * np.pi, sides, endpoint=False)
-    verts = (curve[:, None, :] + tube * (np.cos(phi)[None, :, None] * normal[:, None, :]
-                                         + np.sin(phi)[None, :, None] * binormal[:, None, :]))
+    verts = curve[:, None, :] + tube * (
+        np.cos(phi)[None, :, None] * normal[:, None, :]
+        + np.sin(phi)[None, :, None] * binormal[:, None, :]
+    )
     verts = verts.reshape(-1, 3)
     faces = []
     for i in range(segments):

@@ -26,14 +26,14 @@ a rotation), ``leaves``, ``tri_tests``, ``instances``; plus ``t`` and ``prim`` o
 import numpy as np
 
 from gpurtl.facts.fp32 import bits_f32, f32_bits
+from gpurtl.facts.ray_accel import INVALID_OBB
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel.instance import decode_instance
-from gpurtl.facts.ray_accel import INVALID_OBB
 from gpurtl.golden.ray_accel.ray import default_desc
 
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 
-GROW = 6 * 2.0 ** -24        # gpurt's default box grow of 6 "ULP" (IntersectCommon.hlsl)
+GROW = 6 * 2.0**-24  # gpurt's default box grow of 6 "ULP" (IntersectCommon.hlsl)
 _FIELDS = ("box_nodes", "box_tests", "box_hits", "obb_nodes", "leaves", "tri_tests", "instances")
 
 
@@ -60,6 +60,7 @@ def node_planes(bvh, box):
     if cached is not None:
         return cached
     from gpurtl.golden.ray_accel import box_node
+
     k = len(box.children)
     if bvh.encoding == "bvh8":
         dec = box_node.decode_box8(box.dwords)
@@ -160,6 +161,7 @@ def traverse(bvh, origins, dirs, *, model="fast", desc=None, tmax=np.inf, on_nod
 
 def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
     from gpurtl.golden.ray_accel import intersect
+
     spaces = {None: world}
     t_hit = float(tmax)
     # stack entries: (bvh, node, space key)
@@ -173,9 +175,12 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
             if node.obb != INVALID_OBB:
                 counts.obb_nodes[r] += 1
             if model == "exact":
-                ray = {"origin": [int(v) for v in space.o_bits],
-                       "dir": [int(v) for v in space.d_bits],
-                       "extent": f32_bits(t_hit), "instance_mask": 0xFF}
+                ray = {
+                    "origin": [int(v) for v in space.o_bits],
+                    "dir": [int(v) for v in space.d_bits],
+                    "extent": f32_bits(t_hit),
+                    "instance_mask": 0xFF,
+                }
                 if on_node is not None:
                     on_node("box", node, ray)
                 out = intersect.image_bvh8_intersect_ray(node.ptr, node.dwords, ray, 0, desc)
@@ -189,9 +194,16 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
                     stack.append((bvh, child, key))
                 continue
             if on_node is not None:
-                on_node("box", node, {"origin": [int(v) for v in space.o_bits],
-                                      "dir": [int(v) for v in space.d_bits],
-                                      "extent": f32_bits(t_hit), "instance_mask": 0xFF})
+                on_node(
+                    "box",
+                    node,
+                    {
+                        "origin": [int(v) for v in space.o_bits],
+                        "dir": [int(v) for v in space.d_bits],
+                        "extent": f32_bits(t_hit),
+                        "instance_mask": 0xFF,
+                    },
+                )
             lo, hi = node_planes(bvh, node)
             o, d = space.floats(node.obb)
             with np.errstate(all="ignore"):
@@ -218,12 +230,17 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
                 counts.t[r] = t
                 counts.prim[r] = int(node.prims[k])
                 counts.inst[r] = -1 if key is None else key
-        else:   # instance node
+        else:  # instance node
             counts.instances[r] += 1
             fields = decode_instance(node.dwords)
             from gpurtl.golden.ray_accel import instance as inst_model
-            ray = {"origin": [int(v) for v in space.o_bits], "dir": [int(v) for v in space.d_bits],
-                   "extent": f32_bits(t_hit), "instance_mask": 0xFF}
+
+            ray = {
+                "origin": [int(v) for v in space.o_bits],
+                "dir": [int(v) for v in space.d_bits],
+                "extent": f32_bits(t_hit),
+                "instance_mask": 0xFF,
+            }
             if on_node is not None:
                 on_node("instance", node, ray)
             if model == "exact":
@@ -244,14 +261,27 @@ def _filter_fast(fields, o_bits, d_bits, t_hit):
     """Filter box (one BLAS-root child) of an instance node in float64: 0xFFFFFF05 on a hit."""
     from gpurtl.golden.ray_accel import box_node
     from gpurtl.golden.ray_accel.instance import filter_children
+
     o, d = _f32(o_bits), _f32(d_bits)
     for c in filter_children(fields):
         if not c["valid"]:
             continue
-        lo = np.array([bits_f32(v) for v in box_node.dequantize(fields["filter_origin"],
-                                                                 fields["filter_exp"], c["qmin"])])
-        hi = np.array([bits_f32(v) for v in box_node.dequantize(
-            fields["filter_origin"], fields["filter_exp"], [q + 1 for q in c["qmax"]])])
+        lo = np.array(
+            [
+                bits_f32(v)
+                for v in box_node.dequantize(
+                    fields["filter_origin"], fields["filter_exp"], c["qmin"]
+                )
+            ]
+        )
+        hi = np.array(
+            [
+                bits_f32(v)
+                for v in box_node.dequantize(
+                    fields["filter_origin"], fields["filter_exp"], [q + 1 for q in c["qmax"]]
+                )
+            ]
+        )
         with np.errstate(all="ignore"):
             inv = 1.0 / d
             t1, t2 = (lo - o) * inv, (hi - o) * inv

@@ -6,6 +6,7 @@ here return numpy uint32 arrays (at least 1-D) whatever the input shape.
 """
 
 import numpy as np
+
 from gpurtl.golden import fp32 as _lib
 
 __all__ = ["fma", "mul", "add", "rcp", "CANONICAL_NAN"]

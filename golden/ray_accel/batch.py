@@ -18,6 +18,22 @@ Large batches are processed in chunks of :data:`CHUNK` rows to bound memory.
 
 import numpy as np
 
+from gpurtl.facts.ray_accel import (
+    INSTR_LAYOUT,
+    INVALID_NODE,
+    INVALID_OBB,
+    NODE_TYPE_BOX8,
+    NODE_TYPE_INSTANCE,
+    OUT_LAYOUT,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+)
+
 from . import batch_box as B
 from . import batch_fp as F
 from . import batch_nodes as N
@@ -27,7 +43,6 @@ from . import obb
 from .bitfields import FieldWriter, field_span, read_fields, word_count
 from .instance import ADDRESS_MASK, UNDEFINED_DW
 from .intersect import available_paths
-from gpurtl.facts.ray_accel import (INSTR_LAYOUT, INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE, OUT_LAYOUT, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, STATUS_BAD_NODE, STATUS_NOT_MODELLED, STATUS_OK)
 
 __all__ = ["CHUNK", "decode_instr_words", "encode_out_words", "intersect_words"]
 
@@ -35,8 +50,18 @@ __all__ = ["CHUNK", "decode_instr_words", "encode_out_words", "intersect_words"]
 CHUNK = 1 << 15
 
 _INVALID = np.uint32(INVALID_NODE)
-_DESC_FIELDS = ("sort_en", "heuristic", "sort_tri_first", "box_grow", "wide_sort", "return_mode",
-                "compressed", "box_node_64b", "instance_en", "pointer_flags_en")
+_DESC_FIELDS = (
+    "sort_en",
+    "heuristic",
+    "sort_tri_first",
+    "box_grow",
+    "wide_sort",
+    "return_mode",
+    "compressed",
+    "box_node_64b",
+    "instance_en",
+    "pointer_flags_en",
+)
 
 
 def _read_array(words, layout, path, count, width=32):
@@ -55,8 +80,10 @@ def decode_instr_words(words):
     ``pointer_flags`` and the descriptor fields by name (``(N,)`` uint32 each)."""
     words = np.asarray(words)
     if words.ndim != 2 or words.dtype != np.uint32 or words.shape[1] != word_count(INSTR_LAYOUT):
-        raise ValueError(f"`words` must be a uint32 array of shape (N, "
-                         f"{word_count(INSTR_LAYOUT)}), not {words.dtype} {words.shape}")
+        raise ValueError(
+            f"`words` must be a uint32 array of shape (N, "
+            f"{word_count(INSTR_LAYOUT)}), not {words.dtype} {words.shape}"
+        )
     node_offsets = [field_span(INSTR_LAYOUT, "node", k, i)[0] for k in range(2) for i in range(32)]
     f = {
         "dual": _read(words, INSTR_LAYOUT, "dual"),
@@ -102,9 +129,20 @@ class _Result:
 
 def _slots_result(f, rows, slots, inv_dir, box_origin, dedup, ftz):
     """Test, de-duplicate and sort ``slots`` of ``rows``; returns the 8 (or 4) pointers."""
-    ptrs, keys = B.test_slots(slots["ptr"], slots["valid"], slots["min"], slots["max"],
-                              slots["culled"], box_origin, inv_dir, f["extent"][rows],
-                              f["box_grow"][rows], f["heuristic"][rows], dedup, ftz=ftz)
+    ptrs, keys = B.test_slots(
+        slots["ptr"],
+        slots["valid"],
+        slots["min"],
+        slots["max"],
+        slots["culled"],
+        box_origin,
+        inv_dir,
+        f["extent"][rows],
+        f["box_grow"][rows],
+        f["heuristic"][rows],
+        dedup,
+        ftz=ftz,
+    )
     enable = B.sort_enabled(f["sort_en"][rows], f["heuristic"][rows])
     return B.sort_slots(ptrs, keys, f["sort_tri_first"][rows], slots["wide"], enable, ftz=ftz)
 
@@ -121,9 +159,10 @@ def _bvh8(r, f, rows, pf, paths, ftz):
             r.fail(rows[rotate], STATUS_NOT_MODELLED)
             keep = ~rotate
         else:
-            turn = np.nonzero(rotate)[0]                  # origin, direction: copies
+            turn = np.nonzero(rotate)[0]  # origin, direction: copies
             origin[turn], direction[turn], bad = obb.obb_transform_ray(
-                obb_index[turn].astype(np.int64), origin[turn], direction[turn])
+                obb_index[turn].astype(np.int64), origin[turn], direction[turn]
+            )
             r.fail(rows[turn[bad]], STATUS_BAD_NODE)
             keep[turn[bad]] = False
     if not np.any(keep):
@@ -131,11 +170,13 @@ def _bvh8(r, f, rows, pf, paths, ftz):
     if not np.all(keep):
         rows, origin, direction, pf = rows[keep], origin[keep], direction[keep], pf[keep]
         node = {name: value[keep] for name, value in node.items()}
-    node["culled"] = B.box_culled(node["cull_flags"], pf) | \
-        ((node["mask"] & f["instance_mask"][rows][:, None]) == 0)
+    node["culled"] = B.box_culled(node["cull_flags"], pf) | (
+        (node["mask"] & f["instance_mask"][rows][:, None]) == 0
+    )
     node["wide"] = f["wide_sort"][rows]
-    ptrs = _slots_result(f, rows, node, F.rcp(direction, ftz=ftz), origin,
-                         np.ones(rows.shape, dtype=bool), ftz)
+    ptrs = _slots_result(
+        f, rows, node, F.rcp(direction, ftz=ftz), origin, np.ones(rows.shape, dtype=bool), ftz
+    )
     r.dw[rows, :8] = ptrs
     r.dw[rows, 8:] = 0
     r.status[rows] = STATUS_OK
@@ -147,9 +188,11 @@ def _instance(r, f, rows, pf, ftz):
     origin, direction = f["origin"][rows], f["dir"][rows]
     child_base = node["child_base"]
     aabb = ((child_base >> np.uint64(62)) & np.uint64(1)) != 0
-    culled = ((node["mask"] & f["instance_mask"][rows]) == 0) | \
-        (~aabb & ((pf & np.uint32(PF_SKIP_TRIANGLES)) != 0)) | \
-        (aabb & ((pf & np.uint32(PF_SKIP_PROCEDURAL)) != 0))
+    culled = (
+        ((node["mask"] & f["instance_mask"][rows]) == 0)
+        | (~aabb & ((pf & np.uint32(PF_SKIP_TRIANGLES)) != 0))
+        | (aabb & ((pf & np.uint32(PF_SKIP_PROCEDURAL)) != 0))
+    )
     new_o, new_d = obb.transform_rows(node["world_to_object"], origin, direction)
     new_o = np.where(culled[:, None], origin, new_o)
     new_d = np.where(culled[:, None], direction, new_d)
@@ -157,14 +200,24 @@ def _instance(r, f, rows, pf, ftz):
     override = (pf & np.uint32(PF_FORCE_OPAQUE | PF_FORCE_NON_OPAQUE)) != 0
     merged = (inst_flags & np.where(override, np.uint32(0x3FC), np.uint32(0x3FF))) | pf
     blas = (child_base & np.uint64(ADDRESS_MASK)) | (merged.astype(np.uint64) << np.uint64(54))
-    slots = {"ptr": node["ptr"], "valid": node["valid"], "min": node["min"], "max": node["max"],
-             "culled": np.zeros(node["ptr"].shape, dtype=bool),
-             "wide": np.zeros(rows.shape, dtype=np.uint32)}
-    ptrs = _slots_result(f, rows, slots, F.rcp(new_d, ftz=ftz), new_o,
-                         np.ones(rows.shape, dtype=bool), ftz)
+    slots = {
+        "ptr": node["ptr"],
+        "valid": node["valid"],
+        "min": node["min"],
+        "max": node["max"],
+        "culled": np.zeros(node["ptr"].shape, dtype=bool),
+        "wide": np.zeros(rows.shape, dtype=np.uint32),
+    }
+    ptrs = _slots_result(
+        f, rows, slots, F.rcp(new_d, ftz=ftz), new_o, np.ones(rows.shape, dtype=bool), ftz
+    )
     low = ptrs & np.uint32(0xFF)
-    dw7 = low[:, 0] | (low[:, 1] << np.uint32(8)) | (low[:, 2] << np.uint32(16)) | \
-        (low[:, 3] << np.uint32(24))
+    dw7 = (
+        low[:, 0]
+        | (low[:, 1] << np.uint32(8))
+        | (low[:, 2] << np.uint32(16))
+        | (low[:, 3] << np.uint32(24))
+    )
     dw = np.full((rows.shape[0], 10), np.uint32(UNDEFINED_DW), dtype=np.uint32)
     dw[:, 2] = (blas & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     dw[:, 3] = (blas >> np.uint64(32)).astype(np.uint32)
@@ -179,8 +232,9 @@ def _instance(r, f, rows, pf, ftz):
 
 def _triangle_pairs(r, f, rows, pf):
     """Triangle-pair nodes (:mod:`.batch_pairs`)."""
-    dwords, error = P.triangle_pair_dwords(f["node"][rows, 0], f["node_ptr"][rows, 0],
-                                           f["origin"][rows], f["dir"][rows], pf)
+    dwords, error = P.triangle_pair_dwords(
+        f["node"][rows, 0], f["node_ptr"][rows, 0], f["origin"][rows], f["dir"][rows], pf
+    )
     r.dw[rows] = dwords
     r.status[rows] = STATUS_OK
     r.fail(rows[error], STATUS_BAD_NODE)
@@ -207,9 +261,9 @@ def _single(r, f, rows, pf, paths, ftz):
 
 
 def _dual(r, f, rows, pf, paths, ftz):
-    types = f["node_ptr"][rows] & np.uint32(7)                         # (M, 2)
+    types = f["node_ptr"][rows] & np.uint32(7)  # (M, 2)
     instance = np.any(types == 6, axis=1)
-    r.dw[rows[instance]] = _INVALID                                    # status 0, all -1
+    r.dw[rows[instance]] = _INVALID  # status 0, all -1
     r.status[rows[instance]] = STATUS_OK
     bad = np.any((types == 2) | (types == 3), axis=1)
     hpb64 = (types == 4) & (f["box_node_64b"][rows] != 0)[:, None]
@@ -235,25 +289,44 @@ def _dual_nodes(r, f, rows, types, pf, ftz):
         fp32_node = N.decode_box4_fp32(d)
         fp16_node = N.decode_box4_fp16(d)
         is32 = types[:, k] == 5
-        sel = {name: np.where(is32.reshape((-1,) + (1,) * (fp32_node[name].ndim - 1)),
-                              fp32_node[name], fp16_node[name])
-               for name in ("ptr", "valid", "cull_flags", "min", "max")}
+        sel = {
+            name: np.where(
+                is32.reshape((-1,) + (1,) * (fp32_node[name].ndim - 1)),
+                fp32_node[name],
+                fp16_node[name],
+            )
+            for name in ("ptr", "valid", "cull_flags", "min", "max")
+        }
         halves.append(sel)
-    slots = {name: np.concatenate([h[name] for h in halves], axis=1)
-             for name in ("ptr", "valid", "cull_flags", "min", "max")}
+    slots = {
+        name: np.concatenate([h[name] for h in halves], axis=1)
+        for name in ("ptr", "valid", "cull_flags", "min", "max")
+    }
     slots["culled"] = B.box_culled(slots["cull_flags"], pf)
     slots["wide"] = np.where(np.all(is_box, axis=1), f["wide_sort"][rows], np.uint32(0))
     dw = np.zeros((rows.shape[0], 10), dtype=np.uint32)
-    dw[:, :8] = _slots_result(f, rows, slots, F.rcp(f["dir"][rows], ftz=ftz),
-                              f["origin"][rows], np.zeros(rows.shape, dtype=bool), ftz)
+    dw[:, :8] = _slots_result(
+        f,
+        rows,
+        slots,
+        F.rcp(f["dir"][rows], ftz=ftz),
+        f["origin"][rows],
+        np.zeros(rows.shape, dtype=bool),
+        ftz,
+    )
     for k in range(2):
         tri = ~is_box[:, k]
         if np.any(tri):
             t_rows = rows[tri]
             dwords, geo = T.legacy_triangle_dwords(
-                f["node"][t_rows, k], types[tri, k], f["origin"][t_rows], f["dir"][t_rows],
-                pf[tri], f["return_mode"][t_rows])
-            dw[tri, 4 * k:4 * k + 4] = dwords
+                f["node"][t_rows, k],
+                types[tri, k],
+                f["origin"][t_rows],
+                f["dir"][t_rows],
+                pf[tri],
+                f["return_mode"][t_rows],
+            )
+            dw[tri, 4 * k : 4 * k + 4] = dwords
             dw[tri, 8 + k] = geo
     r.dw[rows] = dw
     r.status[rows] = STATUS_OK
@@ -293,8 +366,10 @@ def intersect_words(words, *, ftz=False, paths=None):
     paths = available_paths() if paths is None else set(paths)
     words = np.asarray(words)
     if words.ndim != 2 or words.dtype != np.uint32 or words.shape[1] != word_count(INSTR_LAYOUT):
-        raise ValueError(f"`words` must be a uint32 array of shape (N, "
-                         f"{word_count(INSTR_LAYOUT)}), not {words.dtype} {words.shape}")
+        raise ValueError(
+            f"`words` must be a uint32 array of shape (N, "
+            f"{word_count(INSTR_LAYOUT)}), not {words.dtype} {words.shape}"
+        )
     out = np.empty((words.shape[0], word_count(OUT_LAYOUT)), dtype=np.uint32)
     for start in range(0, words.shape[0], CHUNK):
         stop = min(start + CHUNK, words.shape[0])

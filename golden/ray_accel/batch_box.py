@@ -9,8 +9,16 @@ The same operations in the same order as the scalar model (:mod:`.box_path`, :mo
 
 import numpy as np
 
+from gpurtl.facts.ray_accel import (
+    HEURISTIC_LARGEST_FIRST,
+    HEURISTIC_MIDPOINT,
+    HEURISTIC_NONE,
+    INVALID_NODE,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+)
+
 from . import batch_fp as F
-from gpurtl.facts.ray_accel import (HEURISTIC_LARGEST_FIRST, HEURISTIC_MIDPOINT, HEURISTIC_NONE, INVALID_NODE, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE)
 from .sort import NARROW_STAGES, STAGES
 
 __all__ = [
@@ -40,8 +48,9 @@ def box_culled(cull_flags, pointer_flags):
     (``(M,)``); see :func:`.box_path.box_culled`."""
     pf = pointer_flags[:, None]
     flags = cull_flags & np.uint32(0xF)
-    forced = (flags & np.uint32(0xC)) | np.where((pf & np.uint32(PF_FORCE_OPAQUE)) != 0,
-                                                 np.uint32(1), np.uint32(2))
+    forced = (flags & np.uint32(0xC)) | np.where(
+        (pf & np.uint32(PF_FORCE_OPAQUE)) != 0, np.uint32(1), np.uint32(2)
+    )
     force = (pf & np.uint32(PF_FORCE_OPAQUE | PF_FORCE_NON_OPAQUE)) != 0
     flags = np.where(force, forced, flags)
     return (flags & (pf >> np.uint32(6)) & np.uint32(0xF)) != 0
@@ -68,7 +77,7 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
     o, inv = origin[:, None, :], inv_dir[:, None, :]
     tp_min = F.mul(F.sub(bmin, o, ftz=ftz), inv, ftz=ftz)
     tp_max = F.mul(F.sub(bmax, o, ftz=ftz), inv, ftz=ftz)
-    positive = F.le(np.uint32(0), inv, ftz=ftz)      # -0 >= 0 holds; NaN is "negative"
+    positive = F.le(np.uint32(0), inv, ftz=ftz)  # -0 >= 0 holds; NaN is "negative"
     lo = np.where(positive, tp_min, tp_max)
     hi = np.where(positive, tp_max, tp_min)
     tmin_raw = maxnum(maxnum(lo[..., 0], lo[..., 1], ftz=ftz), lo[..., 2], ftz=ftz)
@@ -82,9 +91,13 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
     grow = (box_grow & np.uint32(0xFF))[:, None]
     grown = np.where(grow == 0, max_t, F.grow(max_t, grow, ftz=ftz))
     hit = ~nan & F.le(min_t, grown, ftz=ftz)
-    return {"hit": hit, "min_t": min_t, "max_t": max_t,
-            "tmin_raw": np.where(tmin_nan, np.uint32(0), tmin_raw),
-            "tmax_raw": np.where(tmax_nan, _POS_INF, tmax_raw)}
+    return {
+        "hit": hit,
+        "min_t": min_t,
+        "max_t": max_t,
+        "tmin_raw": np.where(tmin_nan, np.uint32(0), tmin_raw),
+        "tmax_raw": np.where(tmax_nan, _POS_INF, tmax_raw),
+    }
 
 
 def sort_keys(heuristic, result, *, ftz=False):
@@ -92,16 +105,31 @@ def sort_keys(heuristic, result, *, ftz=False):
     h = heuristic[:, None]
     keys = result["min_t"]
     if np.any(h == HEURISTIC_LARGEST_FIRST):
-        keys = np.where(h == HEURISTIC_LARGEST_FIRST,
-                        F.sub(result["min_t"], result["max_t"], ftz=ftz), keys)
+        keys = np.where(
+            h == HEURISTIC_LARGEST_FIRST, F.sub(result["min_t"], result["max_t"], ftz=ftz), keys
+        )
     if np.any(h == HEURISTIC_MIDPOINT):
-        keys = np.where(h == HEURISTIC_MIDPOINT,
-                        F.add(result["tmin_raw"], result["tmax_raw"], ftz=ftz), keys)
+        keys = np.where(
+            h == HEURISTIC_MIDPOINT, F.add(result["tmin_raw"], result["tmax_raw"], ftz=ftz), keys
+        )
     return keys
 
 
-def test_slots(ptrs, valid, bmin, bmax, culled, origin, inv_dir, extent, box_grow, heuristic,
-               dedup, *, ftz=False):
+def test_slots(
+    ptrs,
+    valid,
+    bmin,
+    bmax,
+    culled,
+    origin,
+    inv_dir,
+    extent,
+    box_grow,
+    heuristic,
+    dedup,
+    *,
+    ftz=False,
+):
     """Steps 1-4 of :func:`.box_path.test_slots` for ``(M, S)`` slots.
 
     ``dedup`` is an ``(M,)`` bool array: which instructions drop a repeated pointer (child

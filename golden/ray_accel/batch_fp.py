@@ -16,10 +16,22 @@ All functions take and return uint32 bit-pattern arrays (bool for comparisons).
 """
 
 import numpy as np
+
 from gpurtl.golden import fp32
 
-__all__ = ["CANONICAL_NAN", "add", "flush", "fma", "grow", "is_nan", "le", "lt", "mul", "rcp",
-           "sub"]
+__all__ = [
+    "CANONICAL_NAN",
+    "add",
+    "flush",
+    "fma",
+    "grow",
+    "is_nan",
+    "le",
+    "lt",
+    "mul",
+    "rcp",
+    "sub",
+]
 
 CANONICAL_NAN = fp32.CANONICAL_NAN
 _MAG = np.uint32(0x7FFFFFFF)
@@ -78,7 +90,7 @@ def fma(a, b, c, *, ftz=False):
     return np.asarray(fp32.fma(_u32(a), _u32(b), _u32(c), ftz=ftz), dtype=np.uint32)
 
 
-_GROW_FACTOR = 1.0 + np.arange(256, dtype=np.float64) * 2.0 ** -24
+_GROW_FACTOR = 1.0 + np.arange(256, dtype=np.float64) * 2.0**-24
 
 
 def grow(max_t, box_grow, *, ftz=False):

@@ -10,9 +10,10 @@ once. Slot arrays: ``ptr``, ``valid``, ``cull_flags``, ``mask`` ``(M, S)`` and `
 
 import numpy as np
 
+from gpurtl.facts.ray_accel import INVALID_NODE, NODE_TYPE_BOX8
+
 from . import batch_fp as F
 from . import box_node
-from gpurtl.facts.ray_accel import (INVALID_NODE, NODE_TYPE_BOX8)
 
 __all__ = [
     "decode_box4_fp16",
@@ -35,8 +36,9 @@ def dequant_offset(exp, q):
     """``Dq(q)`` FP32 patterns of 8-bit exponents and planes ``q`` in 0..4096: a look-up in the
     table of every ``(exp, q)`` made once by :func:`.box_node.dequant_offset`."""
     if not _DQ_TABLE:
-        _DQ_TABLE.append(box_node.dequant_offset(np.arange(256)[:, None],
-                                                 np.arange(4097)[None, :]).ravel())
+        _DQ_TABLE.append(
+            box_node.dequant_offset(np.arange(256)[:, None], np.arange(4097)[None, :]).ravel()
+        )
     return _DQ_TABLE[0][exp.astype(np.intp) * 4097 + q.astype(np.intp)]
 
 
@@ -51,9 +53,14 @@ def _child_fields(info):
     m12 = np.uint32(0xFFF)
     qmin = np.stack([w0 & m12, (w0 >> np.uint32(12)) & m12, w1 & m12], axis=-1)
     qmax = np.stack([(w1 >> np.uint32(12)) & m12, w2 & m12, (w2 >> np.uint32(12)) & m12], axis=-1)
-    return (qmin, qmax, (w0 >> np.uint32(24)) & np.uint32(0xF),
-            (w1 >> np.uint32(24)) & np.uint32(0xFF), (w2 >> np.uint32(24)) & np.uint32(0xF),
-            (w2 >> np.uint32(28)) & np.uint32(0xF))
+    return (
+        qmin,
+        qmax,
+        (w0 >> np.uint32(24)) & np.uint32(0xF),
+        (w1 >> np.uint32(24)) & np.uint32(0xFF),
+        (w2 >> np.uint32(24)) & np.uint32(0xF),
+        (w2 >> np.uint32(28)) & np.uint32(0xF),
+    )
 
 
 def _exponents(dword):
@@ -92,8 +99,15 @@ def decode_box8(d):
     valid = np.arange(8)[None, :] < count[:, None]
     ptrs = _child_pointers(ctype, crange, valid, d[:, 0] | np.uint32(NODE_TYPE_BOX8), d[:, 1])
     mins, maxs = _planes(origin, exp, qmin, qmax, valid)
-    return {"ptr": ptrs, "valid": valid, "cull_flags": cull, "mask": mask, "min": mins,
-            "max": maxs, "obb_index": d[:, 7] & np.uint32(0x7F)}
+    return {
+        "ptr": ptrs,
+        "valid": valid,
+        "cull_flags": cull,
+        "mask": mask,
+        "min": mins,
+        "max": maxs,
+        "obb_index": d[:, 7] & np.uint32(0x7F),
+    }
 
 
 def decode_box4_fp32(d):
@@ -101,8 +115,13 @@ def decode_box4_fp32(d):
     ptrs = d[:, 0:4]
     planes = d[:, 4:28].reshape(-1, 4, 6)
     cull = np.stack([(d[:, 28] >> np.uint32(8 * i)) & np.uint32(0xF) for i in range(4)], axis=1)
-    return {"ptr": ptrs, "valid": ptrs != _INVALID, "cull_flags": cull,
-            "min": planes[..., 0:3], "max": planes[..., 3:6]}
+    return {
+        "ptr": ptrs,
+        "valid": ptrs != _INVALID,
+        "cull_flags": cull,
+        "min": planes[..., 0:3],
+        "max": planes[..., 3:6],
+    }
 
 
 def f16_to_f32(h):
@@ -114,7 +133,7 @@ def f16_to_f32(h):
     normal = sign | ((exp + np.uint32(112)) << np.uint32(23)) | (man << np.uint32(13))
     special = sign | np.uint32(0x7F800000) | (man << np.uint32(13))
     # a subnormal half is man * 2**-24, exactly a normal float32
-    tiny = (man.astype(np.float32) * np.float32(2.0 ** -24)).view(np.uint32) | sign
+    tiny = (man.astype(np.float32) * np.float32(2.0**-24)).view(np.uint32) | sign
     return np.where(exp == 0x1F, special, np.where(exp == 0, tiny, normal))
 
 
@@ -124,8 +143,13 @@ def decode_box4_fp16(d):
     halves = np.stack([w & np.uint32(0xFFFF), w >> np.uint32(16)], axis=-1).reshape(-1, 4, 6)
     planes = f16_to_f32(halves)
     ptrs = d[:, 0:4]
-    return {"ptr": ptrs, "valid": ptrs != _INVALID, "cull_flags": np.zeros(ptrs.shape, np.uint32),
-            "min": planes[..., 0:3], "max": planes[..., 3:6]}
+    return {
+        "ptr": ptrs,
+        "valid": ptrs != _INVALID,
+        "cull_flags": np.zeros(ptrs.shape, np.uint32),
+        "min": planes[..., 0:3],
+        "max": planes[..., 3:6],
+    }
 
 
 def decode_instance(d):
@@ -138,8 +162,13 @@ def decode_instance(d):
     zero = np.zeros(m, dtype=np.uint32)
     ptrs = _child_pointers(ctype, crange, valid, zero | np.uint32(NODE_TYPE_BOX8), zero)
     mins, maxs = _planes(d[:, 16:19], _exponents(d[:, 19]), qmin, qmax, valid)
-    return {"world_to_object": d[:, 0:12].reshape(m, 3, 4),
-            "child_base": d[:, 12].astype(np.uint64)
-            | (d[:, 13].astype(np.uint64) << np.uint64(32)),
-            "user_data": d[:, 15] & np.uint32(0xFFFFFF), "mask": d[:, 15] >> np.uint32(24),
-            "ptr": ptrs, "valid": valid, "min": mins, "max": maxs}
+    return {
+        "world_to_object": d[:, 0:12].reshape(m, 3, 4),
+        "child_base": d[:, 12].astype(np.uint64) | (d[:, 13].astype(np.uint64) << np.uint64(32)),
+        "user_data": d[:, 15] & np.uint32(0xFFFFFF),
+        "mask": d[:, 15] >> np.uint32(24),
+        "ptr": ptrs,
+        "valid": valid,
+        "min": mins,
+        "max": maxs,
+    }

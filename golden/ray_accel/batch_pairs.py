@@ -10,9 +10,21 @@ once, and :func:`.triangle.triangle_result_dwords` is applied with array operati
 
 import numpy as np
 
+from gpurtl.facts.ray_accel import (
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+)
+
 from . import primitive_node as pn
 from . import triangle
-from gpurtl.facts.ray_accel import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES)
 from .ray import pair_index
 
 __all__ = ["PairDecodeCache", "triangle_pair_dwords"]
@@ -47,10 +59,16 @@ class PairDecodeCache:
         if entry is None:
             dec = pn.decode_pair(node_raw, pair)
             t0, t1 = dec.tris
-            entry = (tuple(((0, 0, 0),) * 3 if t.procedural else t.vertices for t in (t0, t1)),
-                     (t0.procedural, t1.procedural), (t0.opaque, t1.opaque), t1.valid,
-                     (t0.prim_id, t1.prim_id), (t0.geo_id, t1.geo_id), dec.navigation,
-                     dec.error)
+            entry = (
+                tuple(((0, 0, 0),) * 3 if t.procedural else t.vertices for t in (t0, t1)),
+                (t0.procedural, t1.procedural),
+                (t0.opaque, t1.opaque),
+                t1.valid,
+                (t0.prim_id, t1.prim_id),
+                (t0.geo_id, t1.geo_id),
+                dec.navigation,
+                dec.error,
+            )
             if len(self._entries) >= self._size:
                 self._entries.clear()
             self._entries[key] = entry
@@ -86,8 +104,8 @@ def triangle_pair_dwords(nodes, node_ptr, origin, direction, flags, *, cache=Non
     m = len(entries)
     if m == 0:
         return np.zeros((0, 10), dtype=np.uint32), np.zeros(0, dtype=bool)
-    verts = np.array([e[0] for e in entries], dtype=np.uint32)            # (M, 2, 3, 3)
-    procedural = np.array([e[1] for e in entries], dtype=bool)           # (M, 2)
+    verts = np.array([e[0] for e in entries], dtype=np.uint32)  # (M, 2, 3, 3)
+    procedural = np.array([e[1] for e in entries], dtype=bool)  # (M, 2)
     opaque_bit = np.array([e[2] for e in entries], dtype=bool)
     valid1 = np.array([e[3] for e in entries], dtype=bool)
     prim_id = np.array([e[4] for e in entries], dtype=np.uint64)
@@ -95,10 +113,13 @@ def triangle_pair_dwords(nodes, node_ptr, origin, direction, flags, *, cache=Non
     navigation = np.array([e[6] for e in entries], dtype=np.uint64)
     error = np.array([e[7] for e in entries], dtype=bool) | ((node_ptr & np.uint32(7)) > 3)
 
-    res = triangle.intersect(np.repeat(origin, 2, axis=0),
-                             triangle.ray_setup(np.repeat(direction, 2, axis=0)),
-                             verts[:, :, 0].reshape(-1, 3), verts[:, :, 1].reshape(-1, 3),
-                             verts[:, :, 2].reshape(-1, 3))
+    res = triangle.intersect(
+        np.repeat(origin, 2, axis=0),
+        triangle.ray_setup(np.repeat(direction, 2, axis=0)),
+        verts[:, :, 0].reshape(-1, 3),
+        verts[:, :, 1].reshape(-1, 3),
+        verts[:, :, 2].reshape(-1, 3),
+    )
     hit, backface = res["hit"].reshape(m, 2), res["backface"].reshape(m, 2)
     t, i, j = (res[k].reshape(m, 2) for k in ("t", "i", "j"))
 
@@ -106,8 +127,9 @@ def triangle_pair_dwords(nodes, node_ptr, origin, direction, flags, *, cache=Non
     opaque = _set(f, PF_FORCE_OPAQUE) | (~_set(f, PF_FORCE_NON_OPAQUE) & opaque_bit)
     opaque_culled = np.where(opaque, _set(f, PF_CULL_OPAQUE), _set(f, PF_CULL_NON_OPAQUE))
     front = ~backface ^ _set(f, PF_FLIP_FACEDNESS)
-    face_culled = ~_set(f, PF_DISABLE_TRI_CULL) & np.where(front, _set(f, PF_CULL_FRONT),
-                                                           _set(f, PF_CULL_BACK))
+    face_culled = ~_set(f, PF_DISABLE_TRI_CULL) & np.where(
+        front, _set(f, PF_CULL_FRONT), _set(f, PF_CULL_BACK)
+    )
     tri_culled = _set(f, PF_SKIP_TRIANGLES) | opaque_culled | face_culled
     proc_culled = _set(f, PF_SKIP_PROCEDURAL) | opaque_culled
     tri_hit = hit & ~tri_culled
@@ -125,9 +147,9 @@ def triangle_pair_dwords(nodes, node_ptr, origin, direction, flags, *, cache=Non
 
     out = np.empty((m, 10), dtype=np.uint32)
     for k in range(2):
-        out[:, 4 * k:4 * k + 4] = np.stack([dw0[:, k], dw1[:, k], dw2[:, k], dw3[:, k]], axis=1)
-    out[~valid1, 4:8] = np.array([triangle.POS_INF, triangle.ONE, triangle.ONE, 0],
-                                 dtype=np.uint32)
-    out[:, 8:10] = (((geo_id << np.uint64(2)) | navigation[:, None]) & np.uint64(_M32)) \
-        .astype(np.uint32)
+        out[:, 4 * k : 4 * k + 4] = np.stack([dw0[:, k], dw1[:, k], dw2[:, k], dw3[:, k]], axis=1)
+    out[~valid1, 4:8] = np.array([triangle.POS_INF, triangle.ONE, triangle.ONE, 0], dtype=np.uint32)
+    out[:, 8:10] = (((geo_id << np.uint64(2)) | navigation[:, None]) & np.uint64(_M32)).astype(
+        np.uint32
+    )
     return out, error

@@ -9,8 +9,19 @@ index in 14, the triangle id in 15 (:func:`.primitive_node.decode_legacy_node`).
 
 import numpy as np
 
+from gpurtl.facts.ray_accel import (
+    PF_CULL_BACK,
+    PF_CULL_FRONT,
+    PF_CULL_NON_OPAQUE,
+    PF_CULL_OPAQUE,
+    PF_DISABLE_TRI_CULL,
+    PF_FLIP_FACEDNESS,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_TRIANGLES,
+)
+
 from . import triangle
-from gpurtl.facts.ray_accel import (PF_CULL_BACK, PF_CULL_FRONT, PF_CULL_NON_OPAQUE, PF_CULL_OPAQUE, PF_DISABLE_TRI_CULL, PF_FLIP_FACEDNESS, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE, PF_SKIP_TRIANGLES)
 
 __all__ = ["legacy_triangle_dwords"]
 
@@ -37,19 +48,23 @@ def legacy_triangle_dwords(node, node_type, origin, direction, flags, return_mod
     (dwords (M, 4) uint32, geometry_index (M,) uint32)
     """
     vertices = node[:, 0:12].reshape(-1, 4, 3)
-    picked = np.take_along_axis(vertices, _TYPE_VERTICES[node_type.astype(np.int64)][..., None],
-                                axis=1)
-    res = triangle.intersect(origin, triangle.ray_setup(direction), picked[:, 0], picked[:, 1],
-                             picked[:, 2])
+    picked = np.take_along_axis(
+        vertices, _TYPE_VERTICES[node_type.astype(np.int64)][..., None], axis=1
+    )
+    res = triangle.intersect(
+        origin, triangle.ray_setup(direction), picked[:, 0], picked[:, 1], picked[:, 2]
+    )
     triangle_id = node[:, 15]
     tri_flags = (triangle_id >> (np.uint32(8) * node_type.astype(np.uint32))) & np.uint32(0xFF)
-    opaque = _set(flags, PF_FORCE_OPAQUE) | (~_set(flags, PF_FORCE_NON_OPAQUE)
-                                             & ((tri_flags & np.uint32(0x80)) != 0))
+    opaque = _set(flags, PF_FORCE_OPAQUE) | (
+        ~_set(flags, PF_FORCE_NON_OPAQUE) & ((tri_flags & np.uint32(0x80)) != 0)
+    )
     opaque_culled = np.where(opaque, _set(flags, PF_CULL_OPAQUE), _set(flags, PF_CULL_NON_OPAQUE))
     flip = _set(flags, PF_FLIP_FACEDNESS)
     front = ~res["backface"] ^ flip
     face_culled = ~_set(flags, PF_DISABLE_TRI_CULL) & np.where(
-        front, _set(flags, PF_CULL_FRONT), _set(flags, PF_CULL_BACK))
+        front, _set(flags, PF_CULL_FRONT), _set(flags, PF_CULL_BACK)
+    )
     culled = _set(flags, PF_SKIP_TRIANGLES) | opaque_culled | face_culled
     sign = np.where(flip, np.uint32(triangle.SIGN), np.uint32(0))
     t_num, t_den = res["t_num"] ^ sign, res["det"] ^ sign
@@ -57,8 +72,15 @@ def legacy_triangle_dwords(node, node_type, origin, direction, flags, return_mod
     bary = np.stack([res["u"], res["v"], res["w"], zero], axis=1)
     src_i = (tri_flags & np.uint32(3)).astype(np.int64)[:, None]
     src_j = ((tri_flags >> np.uint32(2)) & np.uint32(3)).astype(np.int64)[:, None]
-    mode1 = np.stack([t_num, t_den, np.take_along_axis(bary, src_i, 1)[:, 0],
-                      np.take_along_axis(bary, src_j, 1)[:, 0]], axis=1)
+    mode1 = np.stack(
+        [
+            t_num,
+            t_den,
+            np.take_along_axis(bary, src_i, 1)[:, 0],
+            np.take_along_axis(bary, src_j, 1)[:, 0],
+        ],
+        axis=1,
+    )
     mode0 = np.stack([t_num, t_den, triangle_id, zero + np.uint32(1)], axis=1)
     miss = np.array([triangle.POS_INF, triangle.ONE, 0, 0], dtype=np.uint32)
     dwords = np.where((return_mode != 0)[:, None], mode1, mode0)

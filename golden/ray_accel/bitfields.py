@@ -43,8 +43,9 @@ def field_span(layout, *path):
     for part in path:
         if isinstance(shape, data.ArrayLayout):
             if not isinstance(part, int) or not 0 <= part < shape.length:
-                raise IndexError(f"index must be an integer from 0 to {shape.length - 1}, "
-                                 f"not {part!r}")
+                raise IndexError(
+                    f"index must be an integer from 0 to {shape.length - 1}, not {part!r}"
+                )
             offset += part * _width(shape.elem_shape)
             shape = shape.elem_shape
         elif isinstance(shape, data.Layout):
@@ -90,12 +91,12 @@ def read_fields(words, offsets, width):
     column = 0
     for first, count in _runs([int(b) for b in offsets]):
         index, shift = first // 32, first % 32
-        value = words[:, index:index + count] >> np.uint32(shift)
+        value = words[:, index : index + count] >> np.uint32(shift)
         if shift + width > 32:
-            value = value | (words[:, index + 1:index + count + 1] << np.uint32(32 - shift))
+            value = value | (words[:, index + 1 : index + count + 1] << np.uint32(32 - shift))
         if width < 32:
             value = value & np.uint32((1 << width) - 1)
-        out[:, column:column + count] = value
+        out[:, column : column + count] = value
         column += count
     return out
 
@@ -118,12 +119,14 @@ def write_fields(words, offsets, width, values):
         index, shift = bit // 32, bit % 32
         v = (values[:, k] & np.uint64(full)) << np.uint64(shift)
         low_mask = (full << shift) & 0xFFFFFFFF
-        words[:, index] = (words[:, index] & np.uint32(~low_mask & 0xFFFFFFFF)) | \
-            (v & np.uint64(low_mask)).astype(np.uint32)
+        words[:, index] = (words[:, index] & np.uint32(~low_mask & 0xFFFFFFFF)) | (
+            v & np.uint64(low_mask)
+        ).astype(np.uint32)
         if shift + width > 32:
             high_mask = full >> (32 - shift)
-            words[:, index + 1] = (words[:, index + 1] & np.uint32(~high_mask & 0xFFFFFFFF)) | \
-                (v >> np.uint64(32)).astype(np.uint32)
+            words[:, index + 1] = (words[:, index + 1] & np.uint32(~high_mask & 0xFFFFFFFF)) | (
+                v >> np.uint64(32)
+            ).astype(np.uint32)
 
 
 class FieldWriter:
@@ -150,10 +153,10 @@ class FieldWriter:
         for k in range(values.shape[1]):
             bit = offset + k * width
             index, shift = bit // 32, np.uint64(bit % 32)
-            v = (values[:, k] & mask) << shift          # at most 64 bits: width <= 32
+            v = (values[:, k] & mask) << shift  # at most 64 bits: width <= 32
             self._acc[:, index] |= v & np.uint64(0xFFFFFFFF)
             self._acc[:, index + 1] |= v >> np.uint64(32)
 
     def words(self):
         """The finished ``(N, W)`` uint32 word array."""
-        return self._acc[:, :self._words].astype(np.uint32)
+        return self._acc[:, : self._words].astype(np.uint32)

@@ -35,6 +35,7 @@ formula says; the encoder never writes it.)
 from fractions import Fraction
 
 import numpy as np
+
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.facts.ray_accel import (
     BOX8_CHILDREN,
@@ -49,9 +50,19 @@ from gpurtl.facts.ray_accel import (
 from gpurtl.golden import fp32
 
 __all__ = [
-    "dequant_offset", "dequantize", "decode_box8", "encode_box8", "quantize_axis",
-    "decode_box4_fp32", "encode_box4_fp32", "decode_box4_fp16", "encode_box4_fp16",
-    "f16_to_f32", "f32_to_f16", "round_f32", "INVALID_CHILD_DWORDS",
+    "dequant_offset",
+    "dequantize",
+    "decode_box8",
+    "encode_box8",
+    "quantize_axis",
+    "decode_box4_fp32",
+    "encode_box4_fp32",
+    "decode_box4_fp16",
+    "encode_box4_fp16",
+    "f16_to_f32",
+    "f32_to_f16",
+    "round_f32",
+    "INVALID_CHILD_DWORDS",
 ]
 
 #: ChildInfo of an invalid child (gpurt ``gfx12/childInfo.hlsl``): qmin = 0xFFF, qmax = 0, type 0,
@@ -75,8 +86,11 @@ def round_f32(value, mode):
     candidate = np.float32(float(value))  # within one ulp of the exact value
     if mode == "nearest":
         # float(Fraction) is correctly rounded to float64; re-round exactly to be safe
-        lo = candidate if Fraction(float(candidate)) <= value or not np.isfinite(candidate) \
+        lo = (
+            candidate
+            if Fraction(float(candidate)) <= value or not np.isfinite(candidate)
             else np.nextafter(candidate, np.float32(-np.inf))
+        )
         hi = np.nextafter(lo, np.float32(np.inf))
         if not np.isfinite(lo) or not np.isfinite(hi):
             return f32_bits(float(candidate))
@@ -115,8 +129,9 @@ def dequant_offset(exp, q):
 
 def dequantize(origin, exp, q):
     """``origin + Dq(q)`` (FP32 add, RNE) as uint32 pattern(s)."""
-    return np.asarray(fp32.add(np.asarray(origin, dtype=np.uint32), dequant_offset(exp, q)),
-                      dtype=np.uint32)
+    return np.asarray(
+        fp32.add(np.asarray(origin, dtype=np.uint32), dequant_offset(exp, q)), dtype=np.uint32
+    )
 
 
 # --- BVH8 quantized node (gpurt ``gfx12/internalNode.hlsli``, ``childInfo.hlsl``) -----------------
@@ -126,7 +141,9 @@ def decode_box8(dwords):
     if len(d) != 32:
         raise ValueError(f"a BVH8 node has 32 dwords, not {len(d)}")
     node = {
-        "internal_base": d[0], "leaf_base": d[1], "parent": d[2],
+        "internal_base": d[0],
+        "leaf_base": d[1],
+        "parent": d[2],
         "origin": d[3:6],
         "exp": [d[6] & 0xFF, (d[6] >> 8) & 0xFF, (d[6] >> 16) & 0xFF],
         "count": ((d[6] >> 28) & 7) + 1,
@@ -136,7 +153,7 @@ def decode_box8(dwords):
     prim = d[1]
     children = []
     for i in range(8):
-        w0, w1, w2 = d[8 + 3 * i: 11 + 3 * i]
+        w0, w1, w2 = d[8 + 3 * i : 11 + 3 * i]
         child = {
             "qmin": [w0 & 0xFFF, (w0 >> 12) & 0xFFF, w1 & 0xFFF],
             "qmax": [(w1 >> 12) & 0xFFF, w2 & 0xFFF, (w2 >> 12) & 0xFFF],
@@ -154,8 +171,10 @@ def decode_box8(dwords):
                 child["ptr"] = (prim | child["type"]) & 0xFFFFFFFF
                 prim = (prim + (child["range"] << CHILD_RANGE_SHIFT)) & 0xFFFFFFFF
             child["min"] = [int(v) for v in dequantize(node["origin"], node["exp"], child["qmin"])]
-            child["max"] = [int(v) for v in dequantize(
-                node["origin"], node["exp"], [q + 1 for q in child["qmax"]])]
+            child["max"] = [
+                int(v)
+                for v in dequantize(node["origin"], node["exp"], [q + 1 for q in child["qmax"]])
+            ]
         else:
             child["ptr"] = INVALID_NODE
             child["min"] = [_NAN] * 3
@@ -184,7 +203,7 @@ def quantize_axis(origin, extent_max, mins, maxs):
     if e == 0:
         return 0, [0] * len(mins), [0] * len(maxs)
     e = max(13, e)
-    rcp = Fraction(2) ** (139 - e)      # asfloat((254 - e + 12) << 23)
+    rcp = Fraction(2) ** (139 - e)  # asfloat((254 - e + 12) << 23)
     qmins, qmaxs = [], []
     for lo, hi in zip(mins, maxs):
         a = _frac(round_f32(_frac(round_f32(_frac(lo) - o, "down")) * rcp, "down"))
@@ -194,8 +213,16 @@ def quantize_axis(origin, extent_max, mins, maxs):
     return e, qmins, qmaxs
 
 
-def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
-                obb_index=INVALID_OBB, index_in_parent=0, origin=None):
+def encode_box8(
+    children,
+    *,
+    internal_base=0,
+    leaf_base=0,
+    parent=0xFFFFFFFF,
+    obb_index=INVALID_OBB,
+    index_in_parent=0,
+    origin=None,
+):
     """32 dwords of a BVH8 quantized box node.
 
     ``children``: 1..8 dictionaries with ``min``, ``max`` (3 floats or FP32 patterns each),
@@ -214,8 +241,12 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
     maxs = [[_bits(v) for v in c["max"]] for c in children]
     for lo, hi in zip(mins, maxs):
         for a in range(3):
-            if fp32.unordered(lo[a], hi[a]) or fp32.is_inf(lo[a]) or fp32.is_inf(hi[a]) \
-                    or fp32.lt(hi[a], lo[a]):
+            if (
+                fp32.unordered(lo[a], hi[a])
+                or fp32.is_inf(lo[a])
+                or fp32.is_inf(hi[a])
+                or fp32.lt(hi[a], lo[a])
+            ):
                 raise ValueError("child boxes must be finite with min <= max")
     if origin is None:
         origin = [min((m[a] for m in mins), key=lambda b: _frac(b)) for a in range(3)]
@@ -229,22 +260,42 @@ def encode_box8(children, *, internal_base=0, leaf_base=0, parent=0xFFFFFFFF,
         exps.append(e)
         qmin.append(qlo)
         qmax.append(qhi)
-    header = {"internal_base": internal_base & 0xFFFFFFFF, "leaf_base": leaf_base & 0xFFFFFFFF,
-              "parent": parent & 0xFFFFFFFF, "origin": origin, "exp": exps,
-              "index_in_parent": index_in_parent & 7, "count_minus_1": len(children) - 1,
-              "obb_index": obb_index & INVALID_OBB}
+    header = {
+        "internal_base": internal_base & 0xFFFFFFFF,
+        "leaf_base": leaf_base & 0xFFFFFFFF,
+        "parent": parent & 0xFFFFFFFF,
+        "origin": origin,
+        "exp": exps,
+        "index_in_parent": index_in_parent & 7,
+        "count_minus_1": len(children) - 1,
+        "obb_index": obb_index & INVALID_OBB,
+    }
     infos = []
     for i in range(BOX8_CHILDREN):
         if i < len(children):
             c = children[i]
-            infos.append(CHILD_INFO_LAYOUT.const({
-                "qmin_x": qmin[0][i], "qmin_y": qmin[1][i], "qmin_z": qmin[2][i],
-                "qmax_x": qmax[0][i], "qmax_y": qmax[1][i], "qmax_z": qmax[2][i],
-                "cull_flags": c.get("cull_flags", 0) & 0xF, "mask": c.get("mask", 0xFF) & 0xFF,
-                "type": c["type"] & 0xF, "range": c.get("range", 1) & 0xF}))
+            infos.append(
+                CHILD_INFO_LAYOUT.const(
+                    {
+                        "qmin_x": qmin[0][i],
+                        "qmin_y": qmin[1][i],
+                        "qmin_z": qmin[2][i],
+                        "qmax_x": qmax[0][i],
+                        "qmax_y": qmax[1][i],
+                        "qmax_z": qmax[2][i],
+                        "cull_flags": c.get("cull_flags", 0) & 0xF,
+                        "mask": c.get("mask", 0xFF) & 0xFF,
+                        "type": c["type"] & 0xF,
+                        "range": c.get("range", 1) & 0xF,
+                    }
+                )
+            )
         else:
-            infos.append(CHILD_INFO_LAYOUT.from_bits(
-                sum(w << (32 * k) for k, w in enumerate(INVALID_CHILD_DWORDS))))
+            infos.append(
+                CHILD_INFO_LAYOUT.from_bits(
+                    sum(w << (32 * k) for k, w in enumerate(INVALID_CHILD_DWORDS))
+                )
+            )
     bits = BOX8_NODE_LAYOUT.const({"header": header, "children": infos}).as_bits()
     return [(bits >> (32 * k)) & 0xFFFFFFFF for k in range(NODE_DWORDS)]
 
@@ -261,8 +312,14 @@ def decode_box4_fp32(dwords):
     children = []
     for i in range(4):
         base = 4 + 6 * i
-        children.append({"ptr": d[i], "min": d[base:base + 3], "max": d[base + 3:base + 6],
-                         "cull_flags": (d[28] >> (8 * i)) & 0xF})
+        children.append(
+            {
+                "ptr": d[i],
+                "min": d[base : base + 3],
+                "max": d[base + 3 : base + 6],
+                "cull_flags": (d[28] >> (8 * i)) & 0xF,
+            }
+        )
     return {"children": children}
 
 
@@ -276,11 +333,11 @@ def encode_box4_fp32(children):
         if i < len(children):
             c = children[i]
             d[i] = c["ptr"] & 0xFFFFFFFF
-            d[4 + 6 * i: 10 + 6 * i] = [_bits(v) for v in c["min"]] + [_bits(v) for v in c["max"]]
+            d[4 + 6 * i : 10 + 6 * i] = [_bits(v) for v in c["min"]] + [_bits(v) for v in c["max"]]
             d[28] |= (c.get("cull_flags", 0) & 0xFF) << (8 * i)
         else:
             d[i] = INVALID_NODE
-            d[4 + 6 * i: 10 + 6 * i] = [_NAN] * 6
+            d[4 + 6 * i : 10 + 6 * i] = [_NAN] * 6
     return d
 
 
@@ -308,8 +365,9 @@ def f32_to_f16(bits, mode):
     step = np.float16(-np.inf) if mode == "down" else np.float16(np.inf)
     if np.isinf(candidate):
         candidate = np.float16(np.sign(float(candidate)) * 65504.0)
-    while np.isfinite(candidate) and (Fraction(float(candidate)) > value if mode == "down"
-                                      else Fraction(float(candidate)) < value):
+    while np.isfinite(candidate) and (
+        Fraction(float(candidate)) > value if mode == "down" else Fraction(float(candidate)) < value
+    ):
         candidate = np.nextafter(candidate, step)
     return int(candidate.view(np.uint16))
 
@@ -320,7 +378,7 @@ def decode_box4_fp16(dwords):
     d = [int(x) & 0xFFFFFFFF for x in dwords]
     children = []
     for i in range(4):
-        w0, w1, w2 = d[4 + 3 * i: 7 + 3 * i]
+        w0, w1, w2 = d[4 + 3 * i : 7 + 3 * i]
         halves = [w0 & 0xFFFF, w0 >> 16, w1 & 0xFFFF, w1 >> 16, w2 & 0xFFFF, w2 >> 16]
         mn = [f16_to_f32(h) for h in halves[0:3]]
         mx = [f16_to_f32(h) for h in halves[3:6]]
@@ -343,6 +401,9 @@ def encode_box4_fp16(children):
             d[i] = INVALID_NODE
             lo, hi = [0x7E00] * 3, [0x7E00] * 3
         halves = lo + hi
-        d[4 + 3 * i: 7 + 3 * i] = [halves[0] | halves[1] << 16, halves[2] | halves[3] << 16,
-                                   halves[4] | halves[5] << 16]
+        d[4 + 3 * i : 7 + 3 * i] = [
+            halves[0] | halves[1] << 16,
+            halves[2] | halves[3] << 16,
+            halves[4] | halves[5] << 16,
+        ]
     return d

@@ -26,6 +26,7 @@ has that opacity whatever the build recorded. FORCE_OPAQUE wins if both are set.
 """
 
 import numpy as np
+
 from gpurtl.facts.ray_accel import (
     HEURISTIC_NONE,
     INVALID_NODE,
@@ -37,8 +38,16 @@ from gpurtl.facts.ray_accel import (
 from . import box_node, sort
 from . import box_test as bt
 
-__all__ = ["box_culled", "effective_pointer_flags", "test_slots", "sort_enabled",
-           "bvh8_box_pointers", "legacy_box_slots", "filter_box_pointers", "dedup_slots"]
+__all__ = [
+    "box_culled",
+    "effective_pointer_flags",
+    "test_slots",
+    "sort_enabled",
+    "bvh8_box_pointers",
+    "legacy_box_slots",
+    "filter_box_pointers",
+    "dedup_slots",
+]
 
 
 def effective_pointer_flags(pointer_flags, desc):
@@ -63,19 +72,27 @@ def sort_enabled(desc):
 def test_slots(ptrs, valid, mins, maxs, culled, ray, inv_dir, desc, *, dedup, ftz=False):
     """Steps 1-4 for N slots. Returns ``(slot_ptrs, keys)`` (keys per ``desc.heuristic``)."""
     n = len(ptrs)
-    r = bt.box_test(np.asarray(ray["origin"], dtype=np.uint32)[None, :],
-                    np.asarray(inv_dir, dtype=np.uint32)[None, :], ray["extent"],
-                    np.asarray(mins, dtype=np.uint32).reshape(n, 3),
-                    np.asarray(maxs, dtype=np.uint32).reshape(n, 3), desc["box_grow"], ftz=ftz)
-    tested = [int(p) if (v and not c and h) else INVALID_NODE
-              for p, v, c, h in zip(ptrs, valid, culled, r["hit"])]
+    r = bt.box_test(
+        np.asarray(ray["origin"], dtype=np.uint32)[None, :],
+        np.asarray(inv_dir, dtype=np.uint32)[None, :],
+        ray["extent"],
+        np.asarray(mins, dtype=np.uint32).reshape(n, 3),
+        np.asarray(maxs, dtype=np.uint32).reshape(n, 3),
+        desc["box_grow"],
+        ftz=ftz,
+    )
+    tested = [
+        int(p) if (v and not c and h) else INVALID_NODE
+        for p, v, c, h in zip(ptrs, valid, culled, r["hit"])
+    ]
     out = list(tested)
     if dedup:
         for i in range(1, n):
             if tested[i] == tested[i - 1]:
                 out[i] = INVALID_NODE
-    keys = sort.sort_key(desc["heuristic"], r["min_t"], r["max_t"], r["tmin_raw"], r["tmax_raw"],
-                         ftz=ftz)
+    keys = sort.sort_key(
+        desc["heuristic"], r["min_t"], r["max_t"], r["tmin_raw"], r["tmax_raw"], ftz=ftz
+    )
     return out, [int(k) for k in keys]
 
 
@@ -86,14 +103,25 @@ def bvh8_box_pointers(dwords, ray, pointer_flags, desc, *, inv_dir=None, ftz=Fal
     if inv_dir is None:
         inv_dir = bt.ray_reciprocal(ray["dir"], ftz=ftz)
     ch = node["children"]
-    culled = [box_culled(c["cull_flags"], pf) or (c["mask"] & ray["instance_mask"]) == 0
-              for c in ch]
-    ptrs, keys = test_slots([c["ptr"] for c in ch], [c["valid"] for c in ch],
-                            [c["min"] for c in ch], [c["max"] for c in ch], culled, ray, inv_dir,
-                            desc, dedup=True, ftz=ftz)
+    culled = [
+        box_culled(c["cull_flags"], pf) or (c["mask"] & ray["instance_mask"]) == 0 for c in ch
+    ]
+    ptrs, keys = test_slots(
+        [c["ptr"] for c in ch],
+        [c["valid"] for c in ch],
+        [c["min"] for c in ch],
+        [c["max"] for c in ch],
+        culled,
+        ray,
+        inv_dir,
+        desc,
+        dedup=True,
+        ftz=ftz,
+    )
     if sort_enabled(desc):
-        ptrs = sort.sort_slots(ptrs, keys, desc["sort_tri_first"], wide=bool(desc["wide_sort"]),
-                               ftz=ftz)
+        ptrs = sort.sort_slots(
+            ptrs, keys, desc["sort_tri_first"], wide=bool(desc["wide_sort"]), ftz=ftz
+        )
     return ptrs
 
 
@@ -103,10 +131,18 @@ def legacy_box_slots(decoded, ray, pointer_flags, desc, *, inv_dir=None, ftz=Fal
     if inv_dir is None:
         inv_dir = bt.ray_reciprocal(ray["dir"], ftz=ftz)
     ch = decoded["children"]
-    return test_slots([c["ptr"] for c in ch], [c["ptr"] != INVALID_NODE for c in ch],
-                      [c["min"] for c in ch], [c["max"] for c in ch],
-                      [box_culled(c["cull_flags"], pf) for c in ch], ray, inv_dir, desc,
-                      dedup=False, ftz=ftz)
+    return test_slots(
+        [c["ptr"] for c in ch],
+        [c["ptr"] != INVALID_NODE for c in ch],
+        [c["min"] for c in ch],
+        [c["max"] for c in ch],
+        [box_culled(c["cull_flags"], pf) for c in ch],
+        ray,
+        inv_dir,
+        desc,
+        dedup=False,
+        ftz=ftz,
+    )
 
 
 def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
@@ -119,14 +155,25 @@ def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
     for c in children:
         if c["valid"]:
             mins.append([int(v) for v in box_node.dequantize(origin, exp, c["qmin"])])
-            maxs.append([int(v) for v in box_node.dequantize(origin, exp,
-                                                             [q + 1 for q in c["qmax"]])])
+            maxs.append(
+                [int(v) for v in box_node.dequantize(origin, exp, [q + 1 for q in c["qmax"]])]
+            )
         else:
             mins.append([bt.fp32.CANONICAL_NAN] * 3)
             maxs.append([bt.fp32.CANONICAL_NAN] * 3)
     inv_dir = bt.ray_reciprocal(ray["dir"], ftz=ftz)
-    ptrs, keys = test_slots([c["ptr"] for c in children], [c["valid"] for c in children], mins,
-                            maxs, [False] * len(children), ray, inv_dir, desc, dedup=True, ftz=ftz)
+    ptrs, keys = test_slots(
+        [c["ptr"] for c in children],
+        [c["valid"] for c in children],
+        mins,
+        maxs,
+        [False] * len(children),
+        ray,
+        inv_dir,
+        desc,
+        dedup=True,
+        ftz=ftz,
+    )
     if sort_enabled(desc):
         ptrs = sort.sort_slots(ptrs, keys, desc["sort_tri_first"], wide=False, ftz=ftz)
     return ptrs

@@ -39,13 +39,21 @@ the test is not conservative (the tests show a counterexample).
 """
 
 import numpy as np
+
 from gpurtl.facts.ray_accel import BOX_GROW_UNIT, box_grow_constant
 from gpurtl.golden import fp32
 
-__all__ = ["maxnum", "minnum", "ray_reciprocal", "grow_constant", "grow_max", "box_test",
-           "box_engine",
-           "filter_box_pointers",
-           "GROW_UNIT"]
+__all__ = [
+    "maxnum",
+    "minnum",
+    "ray_reciprocal",
+    "grow_constant",
+    "grow_max",
+    "box_test",
+    "box_engine",
+    "filter_box_pointers",
+    "GROW_UNIT",
+]
 
 GROW_UNIT = BOX_GROW_UNIT
 grow_constant = box_grow_constant
@@ -96,7 +104,7 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
     o, inv, lo_b, hi_b = np.broadcast_arrays(_u32(origin), _u32(inv_dir), _u32(bmin), _u32(bmax))
     tp_min = np.asarray(fp32.mul(fp32.sub(lo_b, o, ftz=ftz), inv, ftz=ftz), dtype=np.uint32)
     tp_max = np.asarray(fp32.mul(fp32.sub(hi_b, o, ftz=ftz), inv, ftz=ftz), dtype=np.uint32)
-    positive = np.asarray(fp32.le(0, inv, ftz=ftz))   # -0 >= 0 holds; NaN is "negative"
+    positive = np.asarray(fp32.le(0, inv, ftz=ftz))  # -0 >= 0 holds; NaN is "negative"
     lo = np.where(positive, tp_min, tp_max)
     hi = np.where(positive, tp_max, tp_min)
     tmin_raw = maxnum(maxnum(lo[..., 0], lo[..., 1], ftz=ftz), lo[..., 2], ftz=ftz)
@@ -110,16 +118,21 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
     grown = grow_max(max_t, np.broadcast_to(np.asarray(box_grow), tmin_raw.shape), ftz=ftz)
     hit = ~nan & np.asarray(fp32.le(min_t, grown, ftz=ftz))
     return {
-        "hit": hit, "min_t": min_t, "max_t": max_t, "nan": nan,
+        "hit": hit,
+        "min_t": min_t,
+        "max_t": max_t,
+        "nan": nan,
         "tmin_raw": np.where(fp32.is_nan(tmin_raw), np.uint32(0), tmin_raw).astype(np.uint32),
-        "tmax_raw": np.where(fp32.is_nan(tmax_raw), np.uint32(fp32.POS_INF),
-                             tmax_raw).astype(np.uint32),
+        "tmax_raw": np.where(fp32.is_nan(tmax_raw), np.uint32(fp32.POS_INF), tmax_raw).astype(
+            np.uint32
+        ),
     }
 
 
 def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
     """Instance filter box pointers; see :func:`gpurtl.golden.ray_accel.box_path.filter_box_pointers`."""
     from .box_path import filter_box_pointers as impl
+
     return impl(origin, exp, children, ray, desc, ftz=ftz)
 
 
@@ -133,13 +146,20 @@ def box_engine(tx, *, ftz=False):
     (:func:`.sort.sort_key`). Returns ``{"boxes": [{"hit", "key"}] * n}``.
     """
     from .sort import sort_key
+
     base = np.asarray(tx["base"], dtype=np.uint32)
     n = len(tx["boxes"])
     mins = np.array([fp32.add(base, _u32(b["off_min"])) for b in tx["boxes"]], dtype=np.uint32)
     maxs = np.array([fp32.add(base, _u32(b["off_max"])) for b in tx["boxes"]], dtype=np.uint32)
     ray = tx["ray"]
-    r = box_test(_u32(ray["origin"])[None, :], _u32(tx["inv_dir"])[None, :], ray["extent"],
-                 mins.reshape(n, 3), maxs.reshape(n, 3), ray["box_grow"], ftz=ftz)
-    keys = sort_key(ray["heuristic"], r["min_t"], r["max_t"], r["tmin_raw"], r["tmax_raw"],
-                    ftz=ftz)
+    r = box_test(
+        _u32(ray["origin"])[None, :],
+        _u32(tx["inv_dir"])[None, :],
+        ray["extent"],
+        mins.reshape(n, 3),
+        maxs.reshape(n, 3),
+        ray["box_grow"],
+        ftz=ftz,
+    )
+    keys = sort_key(ray["heuristic"], r["min_t"], r["max_t"], r["tmin_raw"], r["tmax_raw"], ftz=ftz)
     return {"boxes": [{"hit": int(h), "key": int(k)} for h, k in zip(r["hit"], keys)]}

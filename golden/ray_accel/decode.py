@@ -29,28 +29,42 @@ Fields (see :mod:`gpurtl.hdl.ray_accel.node_decode`):
     Dword 14 of each node (the legacy triangle node's geometry index).
 """
 
-from gpurtl.facts.ray_accel import (FILTER_CHILDREN, INVALID_NODE, INVALID_OBB,
-                                    LEGACY_GEOMETRY_INDEX_DW, LEGACY_TYPE_BOX16,
-                                    LEGACY_TYPE_INSTANCE, LEGACY_TYPE_PROCEDURAL,
-                                    LEGACY_TYPE_TRI1, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE,
-                                    STATUS_BAD_NODE, STATUS_NOT_MODELLED, STATUS_OK,
-                                    TRIANGLE_TYPE_MAX)
+from gpurtl.facts.ray_accel import (
+    FILTER_CHILDREN,
+    INVALID_NODE,
+    INVALID_OBB,
+    LEGACY_GEOMETRY_INDEX_DW,
+    LEGACY_TYPE_BOX16,
+    LEGACY_TYPE_INSTANCE,
+    LEGACY_TYPE_PROCEDURAL,
+    LEGACY_TYPE_TRI1,
+    NODE_TYPE_BOX8,
+    NODE_TYPE_INSTANCE,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+    TRIANGLE_TYPE_MAX,
+)
 
 from . import box_node, box_path, instance
 from .obb import OBB_COUNT
 
 __all__ = ["RAW_PLANE_BASE", "child_fields", "decode"]
 
-RAW_PLANE_BASE = 0x80000000   # -0.0: -0 + x == x bit for bit for every non-NaN x
+RAW_PLANE_BASE = 0x80000000  # -0.0: -0 + x == x bit for bit for every non-NaN x
 
 
 def child_fields(words):
     """The fields of one 3-dword ChildInfo record."""
     w0, w1, w2 = (int(w) & 0xFFFFFFFF for w in words)
-    return {"qmin": [w0 & 0xFFF, (w0 >> 12) & 0xFFF, w1 & 0xFFF],
-            "qmax": [(w1 >> 12) & 0xFFF, w2 & 0xFFF, (w2 >> 12) & 0xFFF],
-            "cull_flags": (w0 >> 24) & 0xF, "mask": (w1 >> 24) & 0xFF,
-            "type": (w2 >> 24) & 0xF, "range": (w2 >> 28) & 0xF}
+    return {
+        "qmin": [w0 & 0xFFF, (w0 >> 12) & 0xFFF, w1 & 0xFFF],
+        "qmax": [(w1 >> 12) & 0xFFF, w2 & 0xFFF, (w2 >> 12) & 0xFFF],
+        "cull_flags": (w0 >> 24) & 0xF,
+        "mask": (w1 >> 24) & 0xFF,
+        "type": (w2 >> 24) & 0xF,
+        "range": (w2 >> 28) & 0xF,
+    }
 
 
 def _status(instr, is_box8, is_inst, is_tri, triangles, transforms):
@@ -63,9 +77,11 @@ def _status(instr, is_box8, is_inst, is_tri, triangles, transforms):
         for t in types:
             if LEGACY_TYPE_TRI1 < t < LEGACY_TYPE_BOX16:
                 status = STATUS_BAD_NODE
-            elif status == STATUS_OK and (t == LEGACY_TYPE_PROCEDURAL
-                                          or (t == LEGACY_TYPE_BOX16 and desc["box_node_64b"])
-                                          or (t <= LEGACY_TYPE_TRI1 and not triangles)):
+            elif status == STATUS_OK and (
+                t == LEGACY_TYPE_PROCEDURAL
+                or (t == LEGACY_TYPE_BOX16 and desc["box_node_64b"])
+                or (t <= LEGACY_TYPE_TRI1 and not triangles)
+            ):
                 status = STATUS_NOT_MODELLED
         return status
     if is_box8:
@@ -96,13 +112,20 @@ def _bvh8_slots(node, is_inst, ray, pf):
         internal, prim = d[0] | NODE_TYPE_BOX8, d[1]
     planes, ptrs = [], []
     for k in range(8):
-        words = d[20 + 3 * k:23 + 3 * k] if is_inst and k < FILTER_CHILDREN \
-            else d[8 + 3 * k:11 + 3 * k]
+        words = (
+            d[20 + 3 * k : 23 + 3 * k]
+            if is_inst and k < FILTER_CHILDREN
+            else d[8 + 3 * k : 11 + 3 * k]
+        )
         c = child_fields(words)
-        planes.append({
-            "off_min": [int(box_node.dequant_offset(exps[a], c["qmin"][a])) for a in range(3)],
-            "off_max": [int(box_node.dequant_offset(exps[a], c["qmax"][a] + 1))
-                        for a in range(3)]})
+        planes.append(
+            {
+                "off_min": [int(box_node.dequant_offset(exps[a], c["qmin"][a])) for a in range(3)],
+                "off_max": [
+                    int(box_node.dequant_offset(exps[a], c["qmax"][a] + 1)) for a in range(3)
+                ],
+            }
+        )
         if c["type"] == NODE_TYPE_BOX8:
             ptr = internal
             internal = (internal + (c["range"] << 4)) & 0xFFFFFFFF
@@ -110,8 +133,9 @@ def _bvh8_slots(node, is_inst, ray, pf):
             ptr = prim | c["type"]
             prim = (prim + (c["range"] << 4)) & 0xFFFFFFFF
         valid = k < count and (not is_inst or k < FILTER_CHILDREN)
-        culled = not is_inst and (box_path.box_culled(c["cull_flags"], pf)
-                                  or (c["mask"] & ray["instance_mask"]) == 0)
+        culled = not is_inst and (
+            box_path.box_culled(c["cull_flags"], pf) or (c["mask"] & ray["instance_mask"]) == 0
+        )
         ptrs.append(ptr if valid and not culled else INVALID_NODE)
     return [int(v) for v in base], planes, ptrs
 
@@ -126,8 +150,9 @@ def _legacy_slots(instr, pf):
         for c in decoded["children"]:
             live = c["ptr"] != INVALID_NODE and not box_path.box_culled(c["cull_flags"], pf)
             ptrs.append(c["ptr"] if live else INVALID_NODE)
-            planes.append({"off_min": [int(v) for v in c["min"]],
-                           "off_max": [int(v) for v in c["max"]]})
+            planes.append(
+                {"off_min": [int(v) for v in c["min"]], "off_max": [int(v) for v in c["max"]]}
+            )
     return [RAW_PLANE_BASE] * 3, planes, ptrs
 
 
@@ -147,31 +172,43 @@ def decode(instr, *, triangles=True, transforms=True):
     types = [p & 7 for p in instr["node_ptr"]]
     dual_tri = [dual and t <= LEGACY_TYPE_TRI1 for t in types]
     out = {
-        "base": base, "planes": planes, "ptrs": ptrs,
-        "ray": {"origin": list(ray["origin"]), "dir": list(ray["dir"]),
-                "extent": ray["extent"]},
+        "base": base,
+        "planes": planes,
+        "ptrs": ptrs,
+        "ray": {"origin": list(ray["origin"]), "dir": list(ray["dir"]), "extent": ray["extent"]},
         "control": {
             "status": _status(instr, is_box8, is_inst, is_tri, triangles, transforms),
             "blank": int(dual and LEGACY_TYPE_INSTANCE in types),
-            "is_instance": int(is_inst), "is_triangle": int(is_tri), "dual": int(dual),
+            "is_instance": int(is_inst),
+            "is_triangle": int(is_tri),
+            "dual": int(dual),
             "dual_triangle": int(dual_tri[0]) | int(dual_tri[1]) << 1,
             "sort_enable": int(box_path.sort_enabled(desc)),
             "sort_wide": int(bool(desc["wide_sort"]) and not is_inst and not any(dual_tri)),
-            "sort_tri_first": int(desc["sort_tri_first"]), "box_grow": int(desc["box_grow"]),
+            "sort_tri_first": int(desc["sort_tri_first"]),
+            "box_grow": int(desc["box_grow"]),
             "heuristic": int(desc["heuristic"]),
         },
     }
     if transforms:
         fields = instance.decode_instance(node0)
-        culled = instance.instance_culled(fields["child_base"], fields["mask"],
-                                          ray["instance_mask"], pf)
+        culled = instance.instance_culled(
+            fields["child_base"], fields["mask"], ray["instance_mask"], pf
+        )
         blas = instance.blas_base_pointer(fields["child_base"], pf)
         out["obb_index"] = node0[7] & 0x7F if is_box8 else INVALID_OBB
-        out["transform"] = {"use_matrix": int(is_inst and not culled),
-                            "matrix": [list(row) for row in fields["world_to_object"]]}
-        out["instance"] = {"culled": int(culled), "blas_lo": blas & 0xFFFFFFFF,
-                           "blas_hi": blas >> 32, "user_data": fields["user_data"]}
+        out["transform"] = {
+            "use_matrix": int(is_inst and not culled),
+            "matrix": [list(row) for row in fields["world_to_object"]],
+        }
+        out["instance"] = {
+            "culled": int(culled),
+            "blas_lo": blas & 0xFFFFFFFF,
+            "blas_hi": blas >> 32,
+            "user_data": fields["user_data"],
+        }
     if triangles:
-        out["geometry_index"] = [int(node[LEGACY_GEOMETRY_INDEX_DW]) & 0xFFFFFFFF
-                                 for node in instr["node"]]
+        out["geometry_index"] = [
+            int(node[LEGACY_GEOMETRY_INDEX_DW]) & 0xFFFFFFFF for node in instr["node"]
+        ]
     return out

@@ -76,8 +76,16 @@ from gpurtl.facts.ds_bvh_stack import (
     node_type,
 )
 
-__all__ = ["StackOp", "FIELDS", "unpack_stack_addr", "pack_stack_addr", "LdsMemory",
-           "push_slots", "ds_bvh_stack", "BvhStackModel"]
+__all__ = [
+    "StackOp",
+    "FIELDS",
+    "unpack_stack_addr",
+    "pack_stack_addr",
+    "LdsMemory",
+    "push_slots",
+    "ds_bvh_stack",
+    "BvhStackModel",
+]
 
 #: Register fields: (name, low bit, width), gpurt ``pack_stack_addr``.
 FIELDS = (
@@ -235,12 +243,14 @@ def _try_pop(s, lds, size):
 
 def _check_stack_size(stack_size):
     if not isinstance(stack_size, int) or not 1 <= stack_size <= STACK_SIZE_MAX:
-        raise ValueError(f"`stack_size` must be an integer from 1 to {STACK_SIZE_MAX}, "
-                         f"not {stack_size!r}")
+        raise ValueError(
+            f"`stack_size` must be an integer from 1 to {STACK_SIZE_MAX}, not {stack_size!r}"
+        )
 
 
-def ds_bvh_stack(op, stack_addr, last_node_ptr, data, lds, *, stack_size, tri_size_opt=False,
-                 prim_range=False):
+def ds_bvh_stack(
+    op, stack_addr, last_node_ptr, data, lds, *, stack_size, tri_size_opt=False, prim_range=False
+):
     """One lane's stack instruction.
 
     Parameters
@@ -342,26 +352,42 @@ class BvhStackModel:
         """Whether a register (field dictionary) is one this block accepts."""
         size = self._stack_size
         row, lane = divmod(fields["base"], STACK_STRIDE_DWORDS)
-        return (lane < self._lanes and row + size <= self._waves * size
-                and fields["addr"] < size and fields["valid_entries"] <= size
-                and fields["entries_to_tlas"] <= size)
+        return (
+            lane < self._lanes
+            and row + size <= self._waves * size
+            and fields["addr"] < size
+            and fields["valid_entries"] <= size
+            and fields["entries_to_tlas"] <= size
+        )
 
     def __call__(self, request):
         reg = request["stack_addr"]
-        fields = unpack_stack_addr(reg) if isinstance(reg, int) else \
-            {name: _field_value(reg[name]) for name, _, _ in FIELDS}
+        fields = (
+            unpack_stack_addr(reg)
+            if isinstance(reg, int)
+            else {name: _field_value(reg[name]) for name, _, _ in FIELDS}
+        )
         op = request["op"]
         try:
             op = StackOp[op] if isinstance(op, str) else StackOp(_field_value(op))
         except (KeyError, ValueError):
-            op = None                       # not a stack opcode: refused like a bad register
+            op = None  # not a stack opcode: refused like a bad register
         if op is None or not self.fits(fields):
-            return {"stack_addr": dict(fields), "dst0": INVALID_NODE, "dst1": INVALID_NODE,
-                    "error": 1}
-        new, dst = ds_bvh_stack(op, pack_stack_addr(fields), int(request["last_node_ptr"]),
-                                [int(d) for d in request["data"]], self.lds,
-                                stack_size=self._stack_size,
-                                tri_size_opt=bool(request.get("tri_size_opt", 0)),
-                                prim_range=bool(request.get("prim_range", 0)))
+            return {
+                "stack_addr": dict(fields),
+                "dst0": INVALID_NODE,
+                "dst1": INVALID_NODE,
+                "error": 1,
+            }
+        new, dst = ds_bvh_stack(
+            op,
+            pack_stack_addr(fields),
+            int(request["last_node_ptr"]),
+            [int(d) for d in request["data"]],
+            self.lds,
+            stack_size=self._stack_size,
+            tri_size_opt=bool(request.get("tri_size_opt", 0)),
+            prim_range=bool(request.get("prim_range", 0)),
+        )
         dst0, dst1 = dst if op == StackOp.PUSH8_POP2 else (dst, INVALID_NODE)
         return {"stack_addr": unpack_stack_addr(new), "dst0": dst0, "dst1": dst1, "error": 0}

@@ -51,13 +51,14 @@ Choices where the sources are silent (documented, also used by the RTL)
 """
 
 import numpy as np
+
 from gpurtl.facts.ray_accel import (
     CHILD_INFO_LAYOUT,
     CHILD_RANGE_SHIFT,
     INSTANCE_AABB_BIT,
     INSTANCE_ADDRESS_MASK,
-    INSTANCE_UNDEFINED_DW,
     INSTANCE_NODE_LAYOUT,
+    INSTANCE_UNDEFINED_DW,
     INVALID_NODE,
     NODE_DWORDS,
     NODE_TYPE_BOX8,
@@ -71,8 +72,15 @@ from . import obb
 from .ray import node_dwords
 
 __all__ = [
-    "UNDEFINED_DW", "ADDRESS_MASK", "decode_instance", "encode_instance", "blas_base_pointer",
-    "instance_culled", "filter_children", "instance_transform", "instance_node_result",
+    "UNDEFINED_DW",
+    "ADDRESS_MASK",
+    "decode_instance",
+    "encode_instance",
+    "blas_base_pointer",
+    "instance_culled",
+    "filter_children",
+    "instance_transform",
+    "instance_node_result",
 ]
 
 UNDEFINED_DW = INSTANCE_UNDEFINED_DW
@@ -98,7 +106,7 @@ def decode_instance(node):
     """
     dw = _dwords(node)
     return {
-        "world_to_object": [dw[4 * r:4 * r + 4] for r in range(3)],
+        "world_to_object": [dw[4 * r : 4 * r + 4] for r in range(3)],
         "child_base": dw[12] | (dw[13] << 32),
         "parent": dw[14],
         "user_data": dw[15] & 0xFFFFFF,
@@ -106,13 +114,22 @@ def decode_instance(node):
         "filter_origin": dw[16:19],
         "filter_exp": [(dw[19] >> (8 * a)) & 0xFF for a in range(3)],
         "filter_count": ((dw[19] >> 28) & 3) + 1,
-        "filter_info": [dw[20 + 3 * i:23 + 3 * i] for i in range(4)],
+        "filter_info": [dw[20 + 3 * i : 23 + 3 * i] for i in range(4)],
     }
 
 
-def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, parent=0,
-                    filter_origin=(0, 0, 0), filter_exp=(0, 0, 0), filter_count=1,
-                    filter_info=None):
+def encode_instance(
+    world_to_object,
+    child_base,
+    *,
+    user_data=0,
+    mask=0xFF,
+    parent=0,
+    filter_origin=(0, 0, 0),
+    filter_exp=(0, 0, 0),
+    filter_count=1,
+    filter_info=None,
+):
     """32 dwords of an instance node.
 
     ``world_to_object`` is 3x4 FP32 bit patterns (ints) or floats; ``child_base`` the 64-bit
@@ -121,8 +138,11 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
     (``0xFFFFFFFF, 0x00000FFF, 0``, gpurt ``gfx12/childInfo.hlsl``).
     """
     from gpurtl.facts.fp32 import f32_bits
-    rows = [[v if isinstance(v, (int, np.integer)) else f32_bits(float(v)) for v in row]
-            for row in world_to_object]
+
+    rows = [
+        [v if isinstance(v, (int, np.integer)) else f32_bits(float(v)) for v in row]
+        for row in world_to_object
+    ]
     if len(rows) != 3 or any(len(r) != 4 for r in rows):
         raise ValueError("`world_to_object` must be 3 rows of 4 values")
     if not 0 <= user_data < (1 << 24):
@@ -135,16 +155,25 @@ def encode_instance(world_to_object, child_base, *, user_data=0, mask=0xFF, pare
     if len(info) > 4:
         raise ValueError("the filter box has at most 4 children")
     info += [[0xFFFFFFFF, 0x00000FFF, 0]] * (4 - len(info))
-    children = [CHILD_INFO_LAYOUT.from_bits(sum((int(w) & 0xFFFFFFFF) << (32 * k)
-                                                for k, w in enumerate(child)))
-                for child in info]
-    bits = INSTANCE_NODE_LAYOUT.const({
-        "world_to_object": [[int(v) & 0xFFFFFFFF for v in row] for row in rows],
-        "child_base": child_base & ((1 << 64) - 1), "parent": parent & 0xFFFFFFFF,
-        "user_data": user_data, "mask": mask,
-        "filter_origin": [int(v) & 0xFFFFFFFF for v in filter_origin],
-        "filter_exp": [int(e) & 0xFF for e in filter_exp],
-        "filter_count_minus_1": filter_count - 1, "filter_children": children}).as_bits()
+    children = [
+        CHILD_INFO_LAYOUT.from_bits(
+            sum((int(w) & 0xFFFFFFFF) << (32 * k) for k, w in enumerate(child))
+        )
+        for child in info
+    ]
+    bits = INSTANCE_NODE_LAYOUT.const(
+        {
+            "world_to_object": [[int(v) & 0xFFFFFFFF for v in row] for row in rows],
+            "child_base": child_base & ((1 << 64) - 1),
+            "parent": parent & 0xFFFFFFFF,
+            "user_data": user_data,
+            "mask": mask,
+            "filter_origin": [int(v) & 0xFFFFFFFF for v in filter_origin],
+            "filter_exp": [int(e) & 0xFF for e in filter_exp],
+            "filter_count_minus_1": filter_count - 1,
+            "filter_children": children,
+        }
+    ).as_bits()
     return [(bits >> (32 * k)) & 0xFFFFFFFF for k in range(NODE_DWORDS)]
 
 
@@ -166,8 +195,9 @@ def instance_culled(child_base, mask, ray_mask, ray_flags):
     if (mask & ray_mask) == 0:
         return True
     aabb = (child_base >> _GEOMETRY_AABB_BIT) & 1
-    return bool((not aabb and ray_flags & PF_SKIP_TRIANGLES)
-                or (aabb and ray_flags & PF_SKIP_PROCEDURAL))
+    return bool(
+        (not aabb and ray_flags & PF_SKIP_TRIANGLES) or (aabb and ray_flags & PF_SKIP_PROCEDURAL)
+    )
 
 
 def filter_children(fields):
@@ -212,8 +242,14 @@ def instance_transform(node, ray, pointer_flags, desc=None):
         new_o, new_d = obb.transform_rows(f["world_to_object"], ray["origin"], ray["dir"])
         o, d = [int(v) for v in new_o], [int(v) for v in new_d]
     blas = blas_base_pointer(f["child_base"], flags)
-    return {"origin": o, "dir": d, "culled": int(culled), "blas_lo": blas & 0xFFFFFFFF,
-            "blas_hi": blas >> 32, "user_data": f["user_data"]}
+    return {
+        "origin": o,
+        "dir": d,
+        "culled": int(culled),
+        "blas_lo": blas & 0xFFFFFFFF,
+        "blas_hi": blas >> 32,
+        "user_data": f["user_data"],
+    }
 
 
 def instance_node_result(node_bytes, ray, pointer_flags, desc):
@@ -229,15 +265,27 @@ def instance_node_result(node_bytes, ray, pointer_flags, desc):
     if not t["culled"]:
         ptrs = _filter_sorted_pointers(decode_instance(node_bytes), t, ray, desc)
         dw7 = sum((p & 0xFF) << (8 * k) for k, p in enumerate(ptrs[:4]))
-    dwords = [UNDEFINED_DW, UNDEFINED_DW, t["blas_lo"], t["blas_hi"], UNDEFINED_DW, UNDEFINED_DW,
-              t["user_data"], dw7, 0xFFFFFFFF, 0xFFFFFFFF]
+    dwords = [
+        UNDEFINED_DW,
+        UNDEFINED_DW,
+        t["blas_lo"],
+        t["blas_hi"],
+        UNDEFINED_DW,
+        UNDEFINED_DW,
+        t["user_data"],
+        dw7,
+        0xFFFFFFFF,
+        0xFFFFFFFF,
+    ]
     return dwords, t["origin"], t["dir"]
 
 
 def _filter_sorted_pointers(fields, t, ray, desc):
     """Sorted pointers of the filter box: decoded here, tested and sorted by the box path."""
     from . import box_test
+
     children = filter_children(fields)
     new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
-    return box_test.filter_box_pointers(fields["filter_origin"], fields["filter_exp"], children,
-                                        new_ray, desc)
+    return box_test.filter_box_pointers(
+        fields["filter_origin"], fields["filter_exp"], children, new_ray, desc
+    )

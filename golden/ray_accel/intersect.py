@@ -60,8 +60,13 @@ from . import box_node, box_path, sort
 from . import box_test as bt
 from .ray import node_bytes
 
-__all__ = ["intersect", "image_bvh8_intersect_ray", "image_bvh_dual_intersect_ray",
-           "available_paths", "IntersectModel"]
+__all__ = [
+    "intersect",
+    "image_bvh8_intersect_ray",
+    "image_bvh_dual_intersect_ray",
+    "available_paths",
+    "IntersectModel",
+]
 
 
 def _optional(name):
@@ -90,19 +95,24 @@ def available_paths():
 
 
 def _fail(ray, status):
-    return {"dw": [INVALID_NODE] * 10, "origin": list(ray["origin"]), "dir": list(ray["dir"]),
-            "status": status}
+    return {
+        "dw": [INVALID_NODE] * 10,
+        "origin": list(ray["origin"]),
+        "dir": list(ray["dir"]),
+        "status": status,
+    }
 
 
 def _ok(ray, dwords, origin=None, direction=None):
-    return {"dw": [int(d) & 0xFFFFFFFF for d in dwords],
-            "origin": list(origin if origin is not None else ray["origin"]),
-            "dir": list(direction if direction is not None else ray["dir"]),
-            "status": STATUS_OK}
+    return {
+        "dw": [int(d) & 0xFFFFFFFF for d in dwords],
+        "origin": list(origin if origin is not None else ray["origin"]),
+        "dir": list(direction if direction is not None else ray["dir"]),
+        "status": STATUS_OK,
+    }
 
 
-def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=False,
-                             paths=None):
+def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=False, paths=None):
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh8_intersect_ray`` on one fetched node."""
     paths = available_paths() if paths is None else paths
     ntype = node_ptr & 0xF
@@ -143,17 +153,34 @@ def _instance(node, ray, pointer_flags, desc, ftz):
     if not t["culled"]:
         fields = inst.decode_instance(node)
         new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
-        ptrs = box_path.filter_box_pointers(fields["filter_origin"], fields["filter_exp"],
-                                            inst.filter_children(fields), new_ray, desc, ftz=ftz)
+        ptrs = box_path.filter_box_pointers(
+            fields["filter_origin"],
+            fields["filter_exp"],
+            inst.filter_children(fields),
+            new_ray,
+            desc,
+            ftz=ftz,
+        )
         dw7 = sum((p & 0xFF) << (8 * k) for k, p in enumerate(ptrs[:4]))
     u = inst.UNDEFINED_DW
-    dwords = [u, u, t["blas_lo"], t["blas_hi"], u, u, t["user_data"], dw7, INVALID_NODE,
-              INVALID_NODE]
+    dwords = [
+        u,
+        u,
+        t["blas_lo"],
+        t["blas_hi"],
+        u,
+        u,
+        t["user_data"],
+        dw7,
+        INVALID_NODE,
+        INVALID_NODE,
+    ]
     return _ok(ray, dwords, t["origin"], t["dir"])
 
 
-def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, ftz=False,
-                                 paths=None):
+def image_bvh_dual_intersect_ray(
+    node_ptrs, nodes, ray, pointer_flags, desc, *, ftz=False, paths=None
+):
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh_dual_intersect_ray`` (two legacy nodes)."""
     paths = available_paths() if paths is None else paths
     types = [p & 7 for p in node_ptrs]
@@ -164,8 +191,10 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
         if LEGACY_TYPE_TRI1 < t < LEGACY_TYPE_BOX16:
             status = STATUS_BAD_NODE
         elif status == STATUS_OK and (
-                t == LEGACY_TYPE_PROCEDURAL or (t == LEGACY_TYPE_BOX16 and desc["box_node_64b"])
-                or (t <= LEGACY_TYPE_TRI1 and "legacy_triangle" not in paths)):
+            t == LEGACY_TYPE_PROCEDURAL
+            or (t == LEGACY_TYPE_BOX16 and desc["box_node_64b"])
+            or (t <= LEGACY_TYPE_TRI1 and "legacy_triangle" not in paths)
+        ):
             status = STATUS_NOT_MODELLED
     if status != STATUS_OK:
         return _fail(ray, status)
@@ -174,10 +203,16 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
     for ptr, node in zip(node_ptrs, nodes):
         t = ptr & 7
         if t in (LEGACY_TYPE_BOX16, LEGACY_TYPE_BOX32):
-            decoded = box_node.decode_box4_fp32(node) if t == LEGACY_TYPE_BOX32 \
+            decoded = (
+                box_node.decode_box4_fp32(node)
+                if t == LEGACY_TYPE_BOX32
                 else box_node.decode_box4_fp16(node)
-            slots.append(box_path.legacy_box_slots(decoded, ray, pointer_flags, desc,
-                                                   inv_dir=inv_dir, ftz=ftz))
+            )
+            slots.append(
+                box_path.legacy_box_slots(
+                    decoded, ray, pointer_flags, desc, inv_dir=inv_dir, ftz=ftz
+                )
+            )
             kinds.append("box")
         else:
             tri = _optional("triangle")
@@ -209,11 +244,24 @@ def image_bvh_dual_intersect_ray(node_ptrs, nodes, ray, pointer_flags, desc, *, 
 def intersect(instr, *, ftz=False, paths=None):
     """``OUT_LAYOUT`` dictionary of one ``INSTR_LAYOUT`` dictionary."""
     if instr["dual"]:
-        return image_bvh_dual_intersect_ray(instr["node_ptr"], instr["node"], instr["ray"],
-                                            instr["pointer_flags"], instr["desc"], ftz=ftz,
-                                            paths=paths)
-    return image_bvh8_intersect_ray(instr["node_ptr"][0], instr["node"][0], instr["ray"],
-                                    instr["pointer_flags"], instr["desc"], ftz=ftz, paths=paths)
+        return image_bvh_dual_intersect_ray(
+            instr["node_ptr"],
+            instr["node"],
+            instr["ray"],
+            instr["pointer_flags"],
+            instr["desc"],
+            ftz=ftz,
+            paths=paths,
+        )
+    return image_bvh8_intersect_ray(
+        instr["node_ptr"][0],
+        instr["node"][0],
+        instr["ray"],
+        instr["pointer_flags"],
+        instr["desc"],
+        ftz=ftz,
+        paths=paths,
+    )
 
 
 class IntersectModel:

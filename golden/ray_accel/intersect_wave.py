@@ -20,13 +20,14 @@ every kind of node.
 """
 
 import numpy as np
+
+from gpurtl.facts.ray_accel import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK
 from gpurtl.golden import fp32
 
 from . import box_node, box_path, primitive_node, sort
 from . import box_test as bt
 from . import intersect as scalar
 from . import triangle as tri
-from gpurtl.facts.ray_accel import (INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK)
 from .ray import node_bytes
 
 __all__ = ["intersect_wave", "sort_network"]
@@ -80,14 +81,19 @@ def _slots(ptrs, valid, culled, mins, maxs, rays, inv_dir, desc, *, dedup, ftz):
     if dedup:
         same = tested[:, 1:] == tested[:, :-1]
         out[:, 1:][same] = INVALID_NODE
-    keys = sort.sort_key(desc["heuristic"], res["min_t"], res["max_t"], res["tmin_raw"],
-                         res["tmax_raw"], ftz=ftz)
+    keys = sort.sort_key(
+        desc["heuristic"], res["min_t"], res["max_t"], res["tmin_raw"], res["tmax_raw"], ftz=ftz
+    )
     return out, np.asarray(keys, dtype=np.uint32)
 
 
 def _ok(ray, dwords):
-    return {"dw": [int(d) & 0xFFFFFFFF for d in dwords], "origin": list(ray["origin"]),
-            "dir": list(ray["dir"]), "status": STATUS_OK}
+    return {
+        "dw": [int(d) & 0xFFFFFFFF for d in dwords],
+        "origin": list(ray["origin"]),
+        "dir": list(ray["dir"]),
+        "status": STATUS_OK,
+    }
 
 
 def _box8_group(items, desc, ftz, out):
@@ -111,16 +117,20 @@ def _box8_group(items, desc, ftz, out):
     inv = bt.ray_reciprocal(np.array([r["dir"] for r in rays], np.uint32), ftz=ftz)
     slot_ptrs, keys = _slots(ptrs, valid, culled, mins, maxs, rays, inv, desc, dedup=True, ftz=ftz)
     if box_path.sort_enabled(desc):
-        slot_ptrs = sort_network(slot_ptrs, keys, desc["sort_tri_first"],
-                                 wide=bool(desc["wide_sort"]), ftz=ftz)
+        slot_ptrs = sort_network(
+            slot_ptrs, keys, desc["sort_tri_first"], wide=bool(desc["wide_sort"]), ftz=ftz
+        )
     for k, (index, instr) in enumerate(items):
         out[index] = _ok(instr["ray"], [int(p) for p in slot_ptrs[k]] + [0, 0])
 
 
 def _tri_group(items, out):
     res = tri.triangle_pair_eval_batch(
-        [(node_bytes(i["node"][0]), i["node_ptr"][0], i["ray"], i["pointer_flags"], i["desc"])
-         for _, i in items])
+        [
+            (node_bytes(i["node"][0]), i["node_ptr"][0], i["ray"], i["pointer_flags"], i["desc"])
+            for _, i in items
+        ]
+    )
     for (index, instr), r in zip(items, res):
         if r["error"]:
             out[index] = scalar.intersect(instr)
@@ -151,22 +161,53 @@ def _dual_group(items, desc, ftz, out):
                 tris.append((k, s))
     rays = [i["ray"] for _, i in items]
     inv = bt.ray_reciprocal(np.array([r["dir"] for r in rays], np.uint32), ftz=ftz)
-    slot_ptrs, keys = _slots(ptrs.reshape(n, 8), valid.reshape(n, 8), culled.reshape(n, 8),
-                             mins.reshape(n, 8, 3), maxs.reshape(n, 8, 3), rays, inv, desc,
-                             dedup=False, ftz=ftz)
+    slot_ptrs, keys = _slots(
+        ptrs.reshape(n, 8),
+        valid.reshape(n, 8),
+        culled.reshape(n, 8),
+        mins.reshape(n, 8, 3),
+        maxs.reshape(n, 8, 3),
+        rays,
+        inv,
+        desc,
+        dedup=False,
+        ftz=ftz,
+    )
     tri_res = tri.legacy_triangle_result_batch(
-        [(node_bytes(items[k][1]["node"][s]), items[k][1]["node_ptr"][s], rays[k],
-          items[k][1]["pointer_flags"], desc) for k, s in tris])
+        [
+            (
+                node_bytes(items[k][1]["node"][s]),
+                items[k][1]["node_ptr"][s],
+                rays[k],
+                items[k][1]["pointer_flags"],
+                desc,
+            )
+            for k, s in tris
+        ]
+    )
     tri_of = {ks: r for ks, r in zip(tris, tri_res)}
     sorting = box_path.sort_enabled(desc)
     both_boxes = np.array([all(i["node_ptr"][s] & 7 == 5 for s in range(2)) for _, i in items])
     wide_rows = both_boxes & bool(desc["wide_sort"]) & sorting
     if sorting:
-        wide = sort_network(slot_ptrs, keys, desc["sort_tri_first"], wide=True, ftz=ftz) \
-            if wide_rows.any() else None
-        narrow = np.concatenate([
-            sort_network(slot_ptrs[:, 4 * s:4 * s + 4], keys[:, 4 * s:4 * s + 4],
-                         desc["sort_tri_first"], wide=False, ftz=ftz) for s in range(2)], axis=1)
+        wide = (
+            sort_network(slot_ptrs, keys, desc["sort_tri_first"], wide=True, ftz=ftz)
+            if wide_rows.any()
+            else None
+        )
+        narrow = np.concatenate(
+            [
+                sort_network(
+                    slot_ptrs[:, 4 * s : 4 * s + 4],
+                    keys[:, 4 * s : 4 * s + 4],
+                    desc["sort_tri_first"],
+                    wide=False,
+                    ftz=ftz,
+                )
+                for s in range(2)
+            ],
+            axis=1,
+        )
     for k, (index, instr) in enumerate(items):
         if wide_rows[k]:
             out[index] = _ok(instr["ray"], [int(p) for p in wide[k]] + [0, 0])
@@ -178,7 +219,7 @@ def _dual_group(items, desc, ftz, out):
                 geo.append(primitive_node.decode_legacy_node(instr["node"][s]).geometry_index)
             else:
                 row = narrow[k] if sorting else slot_ptrs[k]
-                dw += [int(p) for p in row[4 * s:4 * s + 4]]
+                dw += [int(p) for p in row[4 * s : 4 * s + 4]]
                 geo.append(0)
         out[index] = _ok(instr["ray"], dw + geo)
 

@@ -7,18 +7,57 @@ direction (:func:`edge_faces` checks it). Vertices are float32.
 
 import numpy as np
 
-__all__ = ["icosphere", "torus", "dyadic_box", "random_fan", "edge_faces", "vertex_faces", "face_normals",
-           "edge_vertex_rays"]
+__all__ = [
+    "icosphere",
+    "torus",
+    "dyadic_box",
+    "random_fan",
+    "edge_faces",
+    "vertex_faces",
+    "face_normals",
+    "edge_vertex_rays",
+]
 
 
 def icosphere(subdivisions=2, radius=1.0, center=(0.0, 0.0, 0.0)):
     """Subdivided icosahedron projected on a sphere: ``(vertices (V, 3) float32, faces (F, 3))``."""
-    g = (1.0 + 5.0 ** 0.5) / 2.0
-    verts = [(-1, g, 0), (1, g, 0), (-1, -g, 0), (1, -g, 0), (0, -1, g), (0, 1, g), (0, -1, -g),
-             (0, 1, -g), (g, 0, -1), (g, 0, 1), (-g, 0, -1), (-g, 0, 1)]
-    faces = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
-             (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
-             (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    g = (1.0 + 5.0**0.5) / 2.0
+    verts = [
+        (-1, g, 0),
+        (1, g, 0),
+        (-1, -g, 0),
+        (1, -g, 0),
+        (0, -1, g),
+        (0, 1, g),
+        (0, -1, -g),
+        (0, 1, -g),
+        (g, 0, -1),
+        (g, 0, 1),
+        (-g, 0, -1),
+        (-g, 0, 1),
+    ]
+    faces = [
+        (0, 11, 5),
+        (0, 5, 1),
+        (0, 1, 7),
+        (0, 7, 10),
+        (0, 10, 11),
+        (1, 5, 9),
+        (5, 11, 4),
+        (11, 10, 2),
+        (10, 7, 6),
+        (7, 1, 8),
+        (3, 9, 4),
+        (3, 4, 2),
+        (3, 2, 6),
+        (3, 6, 8),
+        (3, 8, 9),
+        (4, 9, 5),
+        (2, 4, 11),
+        (6, 2, 10),
+        (8, 6, 7),
+        (9, 8, 1),
+    ]
     verts = [np.array(v, dtype=np.float64) / np.linalg.norm(v) for v in verts]
     for _ in range(subdivisions):
         cache, new_faces = {}, []
@@ -192,9 +231,11 @@ def edge_vertex_rays(rng, v, f, *, per_edge=2, exact=False):
     for x, d, fs in rays:
         x32 = x.astype(np.float32)
         if exact:
-            o = x - 4 * d                               # exact in float32 for small integers
-            if not (np.array_equal(x32.astype(np.float64), x)
-                    and np.array_equal(o.astype(np.float32).astype(np.float64), o)):
+            o = x - 4 * d  # exact in float32 for small integers
+            if not (
+                np.array_equal(x32.astype(np.float64), x)
+                and np.array_equal(o.astype(np.float32).astype(np.float64), o)
+            ):
                 raise ValueError("`exact` needs a mesh with small dyadic coordinates")
         else:
             o = x32.astype(np.float64) - 3.0 * d / np.linalg.norm(d)

@@ -32,14 +32,22 @@ from gpurtl.facts.obb import (
 from . import _fp
 
 __all__ = [
-    "STAGE2", "STAGE1", "OBB_COUNT", "NO_ROTATION", "IDENTITY_BITS",
-    "stage1_codes", "element_bits", "obb_matrix_bits", "obb_matrix", "transform_rows",
-    "obb_transform_ray", "obb_transform_dict",
+    "STAGE2",
+    "STAGE1",
+    "OBB_COUNT",
+    "NO_ROTATION",
+    "IDENTITY_BITS",
+    "stage1_codes",
+    "element_bits",
+    "obb_matrix_bits",
+    "obb_matrix",
+    "transform_rows",
+    "obb_transform_ray",
+    "obb_transform_dict",
 ]
 
 # (105 x 3 x 3) bit table; row 104 = identity, used for 0x7F and for the undefined indices.
-_TABLE = np.array([obb_matrix_bits(i) for i in range(OBB_COUNT)] + [IDENTITY_BITS],
-                  dtype=np.uint32)
+_TABLE = np.array([obb_matrix_bits(i) for i in range(OBB_COUNT)] + [IDENTITY_BITS], dtype=np.uint32)
 
 
 def obb_matrix(index):

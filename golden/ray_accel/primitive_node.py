@@ -67,13 +67,39 @@ from dataclasses import dataclass, field
 from gpurtl.facts.fp32 import f32_bits
 
 __all__ = [
-    "NODE_BITS", "HEADER_BITS", "PAIR_DESC_BITS", "MAX_VERTICES", "MAX_PAIRS",
-    "NAV_END_OF_PAIR", "NAV_END_OF_NODE", "NAV_END_OF_RANGE", "PROCEDURAL_INDEX",
-    "Triangle", "TrianglePair", "PrimitiveHeader", "PairDesc", "TriangleDecode", "PairDecode",
-    "node_int", "node_to_bytes", "read_bits", "decode_header", "decode_pair_desc", "read_vertex",
-    "read_prim_id", "read_geo_id", "decode_pair", "decode_primitive_node", "pair_desc_bits",
-    "encode_primitive_node", "encode_procedural_node", "pack_triangles",
-    "LegacyTriangleNode", "decode_legacy_node", "encode_legacy_node", "legacy_triangle_vertices",
+    "NODE_BITS",
+    "HEADER_BITS",
+    "PAIR_DESC_BITS",
+    "MAX_VERTICES",
+    "MAX_PAIRS",
+    "NAV_END_OF_PAIR",
+    "NAV_END_OF_NODE",
+    "NAV_END_OF_RANGE",
+    "PROCEDURAL_INDEX",
+    "Triangle",
+    "TrianglePair",
+    "PrimitiveHeader",
+    "PairDesc",
+    "TriangleDecode",
+    "PairDecode",
+    "node_int",
+    "node_to_bytes",
+    "read_bits",
+    "decode_header",
+    "decode_pair_desc",
+    "read_vertex",
+    "read_prim_id",
+    "read_geo_id",
+    "decode_pair",
+    "decode_primitive_node",
+    "pair_desc_bits",
+    "encode_primitive_node",
+    "encode_procedural_node",
+    "pack_triangles",
+    "LegacyTriangleNode",
+    "decode_legacy_node",
+    "encode_legacy_node",
+    "legacy_triangle_vertices",
 ]
 
 NODE_BITS = 1024
@@ -81,7 +107,7 @@ HEADER_BITS = 52
 PAIR_DESC_BITS = 29
 MAX_VERTICES = 16
 MAX_PAIRS = 8
-DATA_BITS = NODE_BITS - HEADER_BITS          # 972: what the encoder's fit test may use
+DATA_BITS = NODE_BITS - HEADER_BITS  # 972: what the encoder's fit test may use
 NAV_END_OF_PAIR, NAV_END_OF_NODE, NAV_END_OF_RANGE = 0, 1, 3
 PROCEDURAL_INDEX = 0xF
 _M32 = 0xFFFFFFFF
@@ -89,6 +115,7 @@ _M32 = 0xFFFFFFFF
 
 # --------------------------------------------------------------------------------------------------
 # raw bits
+
 
 def node_int(node):
     """The 1024-bit integer of a node given as 128 bytes, 32 dwords or an ``int``."""
@@ -136,6 +163,7 @@ def _write_bits(node, offset, length, value):
 
 # --------------------------------------------------------------------------------------------------
 # header and descriptors
+
 
 @dataclass(frozen=True)
 class PrimitiveHeader:
@@ -186,12 +214,18 @@ def decode_header(node):
     """:class:`PrimitiveHeader` of a node (bytes, dwords or integer)."""
     n = node_int(node)
     return PrimitiveHeader(
-        payload_x=read_bits(n, 0, 5) + 1, payload_y=read_bits(n, 5, 5) + 1,
-        payload_z=read_bits(n, 10, 5) + 1, trailing_zeros=read_bits(n, 15, 5),
-        geo_anchor_bits=2 * read_bits(n, 20, 4), geo_payload_bits=2 * read_bits(n, 24, 4),
-        pair_count=read_bits(n, 28, 3) + 1, vertex_type=read_bits(n, 31, 1),
-        prim_anchor_bits=read_bits(n, 32, 5), prim_payload_bits=read_bits(n, 37, 5),
-        midpoint=read_bits(n, 42, 10))
+        payload_x=read_bits(n, 0, 5) + 1,
+        payload_y=read_bits(n, 5, 5) + 1,
+        payload_z=read_bits(n, 10, 5) + 1,
+        trailing_zeros=read_bits(n, 15, 5),
+        geo_anchor_bits=2 * read_bits(n, 20, 4),
+        geo_payload_bits=2 * read_bits(n, 24, 4),
+        pair_count=read_bits(n, 28, 3) + 1,
+        vertex_type=read_bits(n, 31, 1),
+        prim_anchor_bits=read_bits(n, 32, 5),
+        prim_payload_bits=read_bits(n, 37, 5),
+        midpoint=read_bits(n, 42, 10),
+    )
 
 
 @dataclass(frozen=True)
@@ -199,9 +233,9 @@ class PairDesc:
     """A decoded 29-bit triangle-pair descriptor."""
 
     range_stop: int
-    tri0: tuple          # (v0, v1, v2) vertex indices
+    tri0: tuple  # (v0, v1, v2) vertex indices
     tri1: tuple
-    opaque: tuple        # (tri0, tri1)
+    opaque: tuple  # (tri0, tri1)
     double_sided: tuple  # (tri0, tri1)
 
     @property
@@ -215,10 +249,17 @@ class PairDesc:
 
 def decode_pair_desc(bits):
     """:class:`PairDesc` of a 29-bit descriptor value."""
-    f = lambda lsb, w: (bits >> lsb) & ((1 << w) - 1)
-    return PairDesc(range_stop=f(0, 1), tri1=(f(3, 4), f(7, 4), f(11, 4)),
-                    tri0=(f(17, 4), f(21, 4), f(25, 4)), opaque=(f(16, 1), f(2, 1)),
-                    double_sided=(f(15, 1), f(1, 1)))
+
+    def f(lsb, w):
+        return (bits >> lsb) & ((1 << w) - 1)
+
+    return PairDesc(
+        range_stop=f(0, 1),
+        tri1=(f(3, 4), f(7, 4), f(11, 4)),
+        tri0=(f(17, 4), f(21, 4), f(25, 4)),
+        opaque=(f(16, 1), f(2, 1)),
+        double_sided=(f(15, 1), f(1, 1)),
+    )
 
 
 def pair_desc_bits(tri0, tri1, *, opaque=(1, 1), double_sided=(0, 0), range_stop=0):
@@ -226,14 +267,24 @@ def pair_desc_bits(tri0, tri1, *, opaque=(1, 1), double_sided=(0, 0), range_stop
     for name, idx in (("tri0", tri0), ("tri1", tri1)):
         if len(idx) != 3 or any(not 0 <= i <= 15 for i in idx):
             raise ValueError(f"`{name}` must be three vertex indices 0..15, not {idx!r}")
-    return ((range_stop & 1) | ((double_sided[1] & 1) << 1) | ((opaque[1] & 1) << 2)
-            | (tri1[0] << 3) | (tri1[1] << 7) | (tri1[2] << 11)
-            | ((double_sided[0] & 1) << 15) | ((opaque[0] & 1) << 16)
-            | (tri0[0] << 17) | (tri0[1] << 21) | (tri0[2] << 25))
+    return (
+        (range_stop & 1)
+        | ((double_sided[1] & 1) << 1)
+        | ((opaque[1] & 1) << 2)
+        | (tri1[0] << 3)
+        | (tri1[1] << 7)
+        | (tri1[2] << 11)
+        | ((double_sided[0] & 1) << 15)
+        | ((opaque[0] & 1) << 16)
+        | (tri0[0] << 17)
+        | (tri0[1] << 21)
+        | (tri0[2] << 25)
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # field readers
+
 
 def _prefixes(n, header):
     lengths = header.prefix_lengths
@@ -279,8 +330,9 @@ def read_prim_id(node, tri_index, header=None):
     if tri_index == 0:
         return anchor
     offset = h.midpoint + h.prim_anchor_bits + (tri_index - 1) * h.prim_payload_bits
-    return _id(anchor, read_bits(n, offset, h.prim_payload_bits), h.prim_payload_bits,
-               h.prim_anchor_bits)
+    return _id(
+        anchor, read_bits(n, offset, h.prim_payload_bits), h.prim_payload_bits, h.prim_anchor_bits
+    )
 
 
 def read_geo_id(node, tri_index, header=None):
@@ -291,15 +343,16 @@ def read_geo_id(node, tri_index, header=None):
     if tri_index == 0:
         return anchor
     offset = h.midpoint - h.geo_anchor_bits - tri_index * h.geo_payload_bits
-    return _id(anchor, read_bits(n, offset, h.geo_payload_bits), h.geo_payload_bits,
-               h.geo_anchor_bits)
+    return _id(
+        anchor, read_bits(n, offset, h.geo_payload_bits), h.geo_payload_bits, h.geo_anchor_bits
+    )
 
 
 @dataclass(frozen=True)
 class TriangleDecode:
     """One triangle of a decoded pair: vertex bit patterns, IDs and flags."""
 
-    vertices: tuple       # three (x, y, z) uint32 triples (procedural: box min, box max, zeros)
+    vertices: tuple  # three (x, y, z) uint32 triples (procedural: box min, box max, zeros)
     prim_id: int
     geo_id: int
     opaque: int
@@ -315,7 +368,7 @@ class PairDecode:
     pair: int
     header: PrimitiveHeader
     desc: PairDesc
-    tris: tuple           # (TriangleDecode, TriangleDecode)
+    tris: tuple  # (TriangleDecode, TriangleDecode)
     navigation: int
     error: bool
 
@@ -337,10 +390,17 @@ def decode_pair(node, pair):
         else:
             vertices = tuple(read_vertex(n, i, h) for i in idx)
         t = 2 * pair + tri
-        tris.append(TriangleDecode(
-            vertices=vertices, prim_id=read_prim_id(n, t, h), geo_id=read_geo_id(n, t, h),
-            opaque=desc.opaque[tri], double_sided=desc.double_sided[tri], procedural=procedural,
-            valid=(tri == 0) or desc.tri1_valid))
+        tris.append(
+            TriangleDecode(
+                vertices=vertices,
+                prim_id=read_prim_id(n, t, h),
+                geo_id=read_geo_id(n, t, h),
+                opaque=desc.opaque[tri],
+                double_sided=desc.double_sided[tri],
+                procedural=procedural,
+                valid=(tri == 0) or desc.tri1_valid,
+            )
+        )
     if desc.range_stop:
         nav = NAV_END_OF_RANGE
     elif pair == h.pair_count - 1:
@@ -348,8 +408,7 @@ def decode_pair(node, pair):
     else:
         nav = NAV_END_OF_PAIR
     error = pair >= h.pair_count or h.malformed
-    return PairDecode(pair=pair, header=h, desc=desc, tris=tuple(tris), navigation=nav,
-                      error=error)
+    return PairDecode(pair=pair, header=h, desc=desc, tris=tuple(tris), navigation=nav, error=error)
 
 
 def decode_primitive_node(node):
@@ -360,6 +419,7 @@ def decode_primitive_node(node):
 
 # --------------------------------------------------------------------------------------------------
 # encoder
+
 
 def _bits3(vertex):
     out = []
@@ -399,7 +459,7 @@ class TrianglePair:
 
     tri0: Triangle
     tri1: Triangle = None
-    range_stop: int = None   # None: set on the last pair of the node only
+    range_stop: int = None  # None: set on the last pair of the node only
 
 
 def _clz32(x):
@@ -425,7 +485,7 @@ def encode_primitive_node(pairs, *, trailing_zero_compression=True):
     if not 1 <= len(pairs) <= MAX_PAIRS:
         raise ValueError(f"a primitive node holds 1 to 8 pairs, not {len(pairs)}")
     verts, index_of = [], {}
-    tri_list = []   # (t, Triangle or None, index triple)
+    tri_list = []  # (t, Triangle or None, index triple)
     for p, pair in enumerate(pairs):
         for k, tri in enumerate((pair.tri0, pair.tri1)):
             if tri is None:
@@ -450,7 +510,9 @@ def encode_primitive_node(pairs, *, trailing_zero_compression=True):
         if t % 2 == 1 and idx == (0, 0, 0):
             raise ValueError(f"triangle {t}: indices (0, 0, 0) would read as an invalid triangle")
         if not 0 <= tri.prim_id < (1 << 31):
-            raise ValueError(f"triangle {t}: `prim_id` must be in 0 .. 2**31 - 1, not {tri.prim_id}")
+            raise ValueError(
+                f"triangle {t}: `prim_id` must be in 0 .. 2**31 - 1, not {tri.prim_id}"
+            )
         if not 0 <= tri.geo_id < (1 << 30):
             raise ValueError(f"triangle {t}: `geo_id` must be in 0 .. 2**30 - 1, not {tri.geo_id}")
 
@@ -473,7 +535,7 @@ def encode_primitive_node(pairs, *, trailing_zero_compression=True):
     prim_anchor = valid[0][1].prim_id
     geo_anchor = valid[0][1].geo_id
     prim_diff = geo_diff = 0
-    for t, tri in valid[1:]:
+    for _, tri in valid[1:]:
         prim_diff |= tri.prim_id ^ prim_anchor
         geo_diff |= tri.geo_id ^ geo_anchor
     prim_pay = 32 - _clz32(prim_diff)
@@ -482,8 +544,14 @@ def encode_primitive_node(pairs, *, trailing_zero_compression=True):
     geo_anc = (33 - _clz32(geo_anchor)) & ~1
     npairs = len(pairs)
     vertex_bits = sum(payload)
-    need = (PAIR_DESC_BITS * npairs + (2 * npairs - 1) * (prim_pay + geo_pay)
-            + len(verts) * vertex_bits + sum(prefix_len) + prim_anc + geo_anc)
+    need = (
+        PAIR_DESC_BITS * npairs
+        + (2 * npairs - 1) * (prim_pay + geo_pay)
+        + len(verts) * vertex_bits
+        + sum(prefix_len)
+        + prim_anc
+        + geo_anc
+    )
     if need > DATA_BITS:
         raise ValueError(f"the pairs need {need} data bits, more than the node's {DATA_BITS}")
     mid = NODE_BITS - PAIR_DESC_BITS * npairs - (2 * npairs - 1) * prim_pay - prim_anc
@@ -520,10 +588,12 @@ def encode_primitive_node(pairs, *, trailing_zero_compression=True):
         stop = pair.range_stop if pair.range_stop is not None else int(p == npairs - 1)
         t1 = pair.tri1
         bits = pair_desc_bits(
-            idx_of[2 * p], idx_of[2 * p + 1],
+            idx_of[2 * p],
+            idx_of[2 * p + 1],
             opaque=(pair.tri0.opaque, t1.opaque if t1 else 0),
             double_sided=(pair.tri0.double_sided, t1.double_sided if t1 else 0),
-            range_stop=stop)
+            range_stop=stop,
+        )
         n = _write_bits(n, NODE_BITS - PAIR_DESC_BITS * (p + 1), PAIR_DESC_BITS, bits)
     return node_to_bytes(n)
 
@@ -538,15 +608,19 @@ def encode_procedural_node(box_min, box_max, *, prim_id=0, geo_id=0, opaque=1, r
     lo, hi = _bits3(box_min), _bits3(box_max)
     mid = NODE_BITS - PAIR_DESC_BITS - 32
     n = 0
-    n = _write_bits(n, 20, 4, 15)          # geometry anchor 30 bits
-    n = _write_bits(n, 32, 5, 31)          # primitive anchor 31 bits
+    n = _write_bits(n, 20, 4, 15)  # geometry anchor 30 bits
+    n = _write_bits(n, 32, 5, 31)  # primitive anchor 31 bits
     n = _write_bits(n, 42, 10, mid)
     for k, word in enumerate(lo + hi):
         n = _write_bits(n, HEADER_BITS + 32 * k, 32, word)
     n = _write_bits(n, mid, 31, prim_id)
     n = _write_bits(n, mid - 30, 30, geo_id)
-    desc = pair_desc_bits((PROCEDURAL_INDEX, PROCEDURAL_INDEX, 0), (0, 0, 0),
-                          opaque=(opaque, 0), range_stop=range_stop)
+    desc = pair_desc_bits(
+        (PROCEDURAL_INDEX, PROCEDURAL_INDEX, 0),
+        (0, 0, 0),
+        opaque=(opaque, 0),
+        range_stop=range_stop,
+    )
     n = _write_bits(n, NODE_BITS - PAIR_DESC_BITS, PAIR_DESC_BITS, desc)
     return node_to_bytes(n)
 
@@ -556,8 +630,10 @@ def pack_triangles(triangles, *, max_pairs=MAX_PAIRS):
     pair does not fit. Returns a list of ``(node_bytes, [(pair, tri) for each input triangle])``;
     the last pair of each node carries the range-stop bit."""
     triangles = list(triangles)
-    pairs = [TrianglePair(triangles[k], triangles[k + 1] if k + 1 < len(triangles) else None)
-             for k in range(0, len(triangles), 2)]
+    pairs = [
+        TrianglePair(triangles[k], triangles[k + 1] if k + 1 < len(triangles) else None)
+        for k in range(0, len(triangles), 2)
+    ]
     nodes, current = [], []
 
     def flush():
@@ -590,15 +666,16 @@ def pack_triangles(triangles, *, max_pairs=MAX_PAIRS):
 # --------------------------------------------------------------------------------------------------
 # legacy 64-byte triangle node
 
+
 @dataclass
 class LegacyTriangleNode:
     """The fields of a legacy 64-byte triangle node (four vertices, two triangles)."""
 
-    vertices: list = field(default_factory=lambda: [(0, 0, 0)] * 4)   # v0..v3 uint32 triples
+    vertices: list = field(default_factory=lambda: [(0, 0, 0)] * 4)  # v0..v3 uint32 triples
     prim_index: tuple = (0, 0)
     geometry_index: int = 0
     triangle_id: int = 0
-    geometry_flags: int = 0       # rtip2 layout only: bits 24..31 of the dword at 48
+    geometry_flags: int = 0  # rtip2 layout only: bits 24..31 of the dword at 48
 
 
 _LEGACY_LAYOUTS = ("rtip3_0", "rtip2")
@@ -616,14 +693,21 @@ def decode_legacy_node(node, *, layout="rtip3_0"):
             node = node + [0] * 16
     n = node_int(node)
     dw = [read_bits(n, 32 * k, 32) for k in range(16)]
-    verts = [tuple(dw[3 * v:3 * v + 3]) for v in range(4)]
+    verts = [tuple(dw[3 * v : 3 * v + 3]) for v in range(4)]
     if layout == "rtip3_0":
         return LegacyTriangleNode(verts, (dw[12], dw[13]), dw[14], dw[15], 0)
     return LegacyTriangleNode(verts, (dw[13], dw[14]), dw[12] & 0xFFFFFF, dw[15], dw[12] >> 24)
 
 
-def encode_legacy_node(vertices, *, prim_index=(0, 0), geometry_index=0, triangle_id=None,
-                       layout="rtip3_0", geometry_flags=0):
+def encode_legacy_node(
+    vertices,
+    *,
+    prim_index=(0, 0),
+    geometry_index=0,
+    triangle_id=None,
+    layout="rtip3_0",
+    geometry_flags=0,
+):
     """64 bytes of a legacy triangle node. ``vertices`` are v0..v3 (floats or bit patterns).
     ``triangle_id`` defaults to Mesa's choice (I_SRC = 1, J_SRC = 2, opaque) for both triangles."""
     if layout not in _LEGACY_LAYOUTS:
@@ -639,8 +723,12 @@ def encode_legacy_node(vertices, *, prim_index=(0, 0), geometry_index=0, triangl
     else:
         if not 0 <= geometry_index < (1 << 24):
             raise ValueError("the rtip2 layout holds a 24-bit geometry index")
-        dw += [geometry_index | ((geometry_flags & 0xFF) << 24), prim_index[0], prim_index[1],
-               triangle_id]
+        dw += [
+            geometry_index | ((geometry_flags & 0xFF) << 24),
+            prim_index[0],
+            prim_index[1],
+            triangle_id,
+        ]
     return b"".join((int(d) & _M32).to_bytes(4, "little") for d in dw)
 
 

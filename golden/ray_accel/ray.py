@@ -9,10 +9,8 @@ Mesa RADV programs for RT IP 3.1, ``radv_descriptor_set.c``), :func:`make_ray`,
 
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.facts.ray_accel import (
-    DESC_LAYOUT,
     HEURISTIC_CLOSEST,
     NODE_DWORDS,
-    RAY_LAYOUT,
     TSHARP_FIELDS,
 )
 
@@ -34,8 +32,9 @@ __all__ = [
 
 def desc_from_tsharp(tsharp):
     """``DESC_LAYOUT`` dictionary of a 128-bit T# given as an ``int``."""
-    return {name: (tsharp >> lsb) & ((1 << width) - 1)
-            for name, (lsb, width) in TSHARP_FIELDS.items()}
+    return {
+        name: (tsharp >> lsb) & ((1 << width) - 1) for name, (lsb, width) in TSHARP_FIELDS.items()
+    }
 
 
 def tsharp_from_desc(desc, *, base_address=0, size=(1 << 42) - 1):
@@ -49,9 +48,18 @@ def tsharp_from_desc(desc, *, base_address=0, size=(1 << 42) - 1):
 def default_desc(**changes):
     """The descriptor Mesa RADV programs for RT IP 3.1 (``radv_descriptor_set.c``) with gpurt's
     default box grow of 6, updated with ``changes``."""
-    desc = {"sort_en": 1, "heuristic": HEURISTIC_CLOSEST, "sort_tri_first": 1, "box_grow": 6,
-            "wide_sort": 1, "return_mode": 1, "compressed": 1, "box_node_64b": 0,
-            "instance_en": 1, "pointer_flags_en": 1}
+    desc = {
+        "sort_en": 1,
+        "heuristic": HEURISTIC_CLOSEST,
+        "sort_tri_first": 1,
+        "box_grow": 6,
+        "wide_sort": 1,
+        "return_mode": 1,
+        "compressed": 1,
+        "box_node_64b": 0,
+        "instance_en": 1,
+        "pointer_flags_en": 1,
+    }
     for key in changes:
         if key not in desc:
             raise KeyError(f"unknown descriptor field `{key}`")
@@ -90,7 +98,7 @@ def node_dwords(raw):
     if len(raw) > 4 * NODE_DWORDS:
         raise ValueError(f"a node has at most 128 bytes, not {len(raw)}")
     raw = raw + bytes(4 * NODE_DWORDS - len(raw))
-    return [int.from_bytes(raw[4 * k:4 * k + 4], "little") for k in range(NODE_DWORDS)]
+    return [int.from_bytes(raw[4 * k : 4 * k + 4], "little") for k in range(NODE_DWORDS)]
 
 
 def node_bytes(dwords):
@@ -106,11 +114,18 @@ def _f32(value):
 
 def make_ray(origin, direction, extent=float("inf"), instance_mask=0xFF):
     """``RAY_LAYOUT`` dictionary from Python floats (or uint32 bit patterns)."""
-    return {"origin": [_f32(v) for v in origin], "dir": [_f32(v) for v in direction],
-            "extent": _f32(extent), "instance_mask": int(instance_mask) & 0xFF}
+    return {
+        "origin": [_f32(v) for v in origin],
+        "dir": [_f32(v) for v in direction],
+        "extent": _f32(extent),
+        "instance_mask": int(instance_mask) & 0xFF,
+    }
 
 
 def ray_floats(ray):
     """``(origin, dir, extent)`` of a ray dictionary as Python floats (for printing/tests)."""
-    return ([bits_f32(v) for v in ray["origin"]], [bits_f32(v) for v in ray["dir"]],
-            bits_f32(ray["extent"]))
+    return (
+        [bits_f32(v) for v in ray["origin"]],
+        [bits_f32(v) for v in ray["dir"]],
+        bits_f32(ray["extent"]),
+    )

@@ -18,6 +18,7 @@ Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``,
 """
 
 import numpy as np
+
 from gpurtl.facts.ray_accel import (
     HEURISTIC_LARGEST_FIRST,
     HEURISTIC_MIDPOINT,

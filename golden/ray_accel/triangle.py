@@ -84,6 +84,7 @@ the flip-winding, double-sided and procedural bits are not used (as in gpurt's e
 """
 
 import numpy as np
+
 from gpurtl.facts.ray_accel import (
     PF_CULL_BACK,
     PF_CULL_FRONT,
@@ -101,9 +102,20 @@ from gpurtl.golden import fp32
 from . import primitive_node as pn
 from .ray import pair_index
 
-__all__ = ["ONE", "POS_INF", "SIGN", "ray_setup", "intersect", "triangle_result_dwords",
-           "triangle_pair_eval", "triangle_pair_eval_batch", "triangle_pair_result", "legacy_triangle_result", "legacy_triangle_result_batch",
-           "effective_flags"]
+__all__ = [
+    "ONE",
+    "POS_INF",
+    "SIGN",
+    "ray_setup",
+    "intersect",
+    "triangle_result_dwords",
+    "triangle_pair_eval",
+    "triangle_pair_eval_batch",
+    "triangle_pair_result",
+    "legacy_triangle_result",
+    "legacy_triangle_result_batch",
+    "effective_flags",
+]
 
 ONE = 0x3F800000
 POS_INF = 0x7F800000
@@ -176,12 +188,23 @@ def intersect(origin, setup, a, b, c):
     t = _u32(fp32.div(tnum, det))
     i = _u32(fp32.div(v, det))
     j = _u32(fp32.div(w, det))
-    det_ok = ~np.asarray(fp32.unordered(det, det), dtype=bool) & \
-        ~np.asarray(fp32.eq(det, 0), dtype=bool)
+    det_ok = ~np.asarray(fp32.unordered(det, det), dtype=bool) & ~np.asarray(
+        fp32.eq(det, 0), dtype=bool
+    )
     t_ok = np.asarray(fp32.le(0, t), dtype=bool) & np.asarray(fp32.lt(t, POS_INF), dtype=bool)
     hit = inside & det_ok & t_ok
-    return {"hit": hit, "t": t, "i": i, "j": j, "det": det, "t_num": tnum, "u": u, "v": v, "w": w,
-            "backface": (det >> np.uint32(31)).astype(bool)}
+    return {
+        "hit": hit,
+        "t": t,
+        "i": i,
+        "j": j,
+        "det": det,
+        "t_num": tnum,
+        "u": u,
+        "v": v,
+        "w": w,
+        "backface": (det >> np.uint32(31)).astype(bool),
+    }
 
 
 def effective_flags(pointer_flags, desc):
@@ -202,8 +225,9 @@ def triangle_result_dwords(hit, t, i, j, backface, *, flags, opaque, procedural,
             dw = [0, ONE, ONE, 0]
     else:
         front = (not backface) ^ bool(flags & PF_FLIP_FACEDNESS)
-        face_culled = not (flags & PF_DISABLE_TRI_CULL) and \
-            bool(flags & (PF_CULL_FRONT if front else PF_CULL_BACK))
+        face_culled = not (flags & PF_DISABLE_TRI_CULL) and bool(
+            flags & (PF_CULL_FRONT if front else PF_CULL_BACK)
+        )
         culled = bool(flags & PF_SKIP_TRIANGLES) or opaque_culled or face_culled
         if hit and not culled:
             dw = [int(t), int(i), int(j), int(not front)]
@@ -234,10 +258,15 @@ def triangle_pair_eval_batch(items):
     if not items:
         return []
     v = np.array(verts, dtype=np.uint32)
-    res = intersect(np.array(origins, dtype=np.uint32),
-                    ray_setup(np.array(dirs, dtype=np.uint32)), v[:, 0], v[:, 1], v[:, 2])
+    res = intersect(
+        np.array(origins, dtype=np.uint32),
+        ray_setup(np.array(dirs, dtype=np.uint32)),
+        v[:, 0],
+        v[:, 1],
+        v[:, 2],
+    )
     out = []
-    for n, ((node, node_ptr, ray, pointer_flags, desc), dec) in enumerate(zip(items, decs)):
+    for n, ((_node, node_ptr, _ray, pointer_flags, desc), dec) in enumerate(zip(items, decs)):
         flags = effective_flags(pointer_flags, desc)
         dwords = []
         for k, tri in enumerate(dec.tris):
@@ -246,9 +275,16 @@ def triangle_pair_eval_batch(items):
                 continue
             r = 2 * n + k
             dwords += triangle_result_dwords(
-                bool(res["hit"][r]), int(res["t"][r]), int(res["i"][r]), int(res["j"][r]),
-                bool(res["backface"][r]), flags=flags, opaque=tri.opaque,
-                procedural=tri.procedural, prim_id=tri.prim_id)
+                bool(res["hit"][r]),
+                int(res["t"][r]),
+                int(res["i"][r]),
+                int(res["j"][r]),
+                bool(res["backface"][r]),
+                flags=flags,
+                opaque=tri.opaque,
+                procedural=tri.procedural,
+                prim_id=tri.prim_id,
+            )
         dwords += [((tri.geo_id << 2) | dec.navigation) & _M32 for tri in dec.tris]
         error = bool(dec.error or (int(node_ptr) & 7) > 3)
         out.append({"dwords": dwords, "error": error, "decode": dec})
@@ -268,8 +304,9 @@ def triangle_pair_result(node, node_ptr, ray, pointer_flags, desc):
 
 def legacy_triangle_result(node, node_ptr, ray, pointer_flags, desc, *, layout="rtip3_0"):
     """4 result dwords of the dual instruction on a legacy 64-byte triangle node (module doc)."""
-    return legacy_triangle_result_batch([(node, node_ptr, ray, pointer_flags, desc)],
-                                        layout=layout)[0]
+    return legacy_triangle_result_batch(
+        [(node, node_ptr, ray, pointer_flags, desc)], layout=layout
+    )[0]
 
 
 def legacy_triangle_result_batch(items, *, layout="rtip3_0"):
@@ -288,21 +325,29 @@ def legacy_triangle_result_batch(items, *, layout="rtip3_0"):
         origins.append(ray["origin"])
         dirs.append(ray["dir"])
     v = np.array(verts, dtype=np.uint32)
-    res = intersect(np.array(origins, dtype=np.uint32),
-                    ray_setup(np.array(dirs, dtype=np.uint32)), v[:, 0], v[:, 1], v[:, 2])
+    res = intersect(
+        np.array(origins, dtype=np.uint32),
+        ray_setup(np.array(dirs, dtype=np.uint32)),
+        v[:, 0],
+        v[:, 1],
+        v[:, 2],
+    )
     out = []
-    for n, ((node, node_ptr, ray, pointer_flags, desc), (dec, node_type)) in \
-            enumerate(zip(items, decs)):
+    for n, ((_node, _node_ptr, _ray, pointer_flags, desc), (dec, node_type)) in enumerate(
+        zip(items, decs)
+    ):
         flags = effective_flags(pointer_flags, desc)
         tri_flags = (dec.triangle_id >> (8 * node_type)) & 0xFF
         force_op, force_nop = flags & PF_FORCE_OPAQUE, flags & PF_FORCE_NON_OPAQUE
         is_opaque = bool(force_op) or (not force_nop and bool(tri_flags & 0x80))
-        opaque_culled = bool(flags & PF_CULL_OPAQUE) if is_opaque else \
-            bool(flags & PF_CULL_NON_OPAQUE)
+        opaque_culled = (
+            bool(flags & PF_CULL_OPAQUE) if is_opaque else bool(flags & PF_CULL_NON_OPAQUE)
+        )
         flip = bool(flags & PF_FLIP_FACEDNESS)
         front = (not bool(res["backface"][n])) ^ flip
-        face_culled = not (flags & PF_DISABLE_TRI_CULL) and \
-            bool(flags & (PF_CULL_FRONT if front else PF_CULL_BACK))
+        face_culled = not (flags & PF_DISABLE_TRI_CULL) and bool(
+            flags & (PF_CULL_FRONT if front else PF_CULL_BACK)
+        )
         culled = bool(flags & PF_SKIP_TRIANGLES) or opaque_culled or face_culled
         if not bool(res["hit"][n]) or culled:
             out.append([POS_INF, ONE, 0, 0])

@@ -51,35 +51,57 @@ from gpurtl.facts import stoc as facts
 
 from .index import MAX_LEVEL, bary_to_index
 
-__all__ = ["Source", "Action", "State", "RAY_FORCE_2STATE", "INSTANCE_FORCE_2STATE",
-           "INSTANCE_DISABLE", "INTERNAL_DISABLE", "PLANE_ORDERS", "BOTH_PLANES",
-           "stoc1_fields", "plane_position", "plane_state", "classify_arrays", "classify"]
+__all__ = [
+    "Source",
+    "Action",
+    "State",
+    "RAY_FORCE_2STATE",
+    "INSTANCE_FORCE_2STATE",
+    "INSTANCE_DISABLE",
+    "INTERNAL_DISABLE",
+    "PLANE_ORDERS",
+    "BOTH_PLANES",
+    "stoc1_fields",
+    "plane_position",
+    "plane_state",
+    "classify_arrays",
+    "classify",
+]
 
 
 class Source:
     """Integer codes of :class:`gpurtl.facts.stoc.Source` (the models work on numpy arrays)."""
+
     NONE, STOC1 = facts.Source.NONE.value, facts.Source.STOC1.value
     STOC3, OMM = facts.Source.STOC3.value, facts.Source.OMM.value
 
 
 class Action:
     """Integer codes of :class:`gpurtl.facts.stoc.Action`."""
-    IGNORE, OPAQUE, ANYHIT = (facts.Action.IGNORE.value, facts.Action.OPAQUE.value,
-                              facts.Action.ANYHIT.value)
+
+    IGNORE, OPAQUE, ANYHIT = (
+        facts.Action.IGNORE.value,
+        facts.Action.OPAQUE.value,
+        facts.Action.ANYHIT.value,
+    )
 
 
 class State:
     TRANSPARENT, OPAQUE, UNKNOWN_TRANSPARENT, UNKNOWN_OPAQUE = 0, 1, 2, 3
 
 
-RAY_FORCE_2STATE = 0x400       # ray flag (IGC RayFlags_Xe3 FORCE_2STATE_STOC)
-INSTANCE_FORCE_2STATE = 0x10   # instance flag (IGC FORCE_2STATE_STOC)
-INSTANCE_DISABLE = 0x20        # instance flag (IGC DISABLE_STOC)
-INTERNAL_DISABLE = 0x8         # IGC MemRay<Xe3>.internalRayFlags DISABLE_STOC
+RAY_FORCE_2STATE = 0x400  # ray flag (IGC RayFlags_Xe3 FORCE_2STATE_STOC)
+INSTANCE_FORCE_2STATE = 0x10  # instance flag (IGC FORCE_2STATE_STOC)
+INSTANCE_DISABLE = 0x20  # instance flag (IGC DISABLE_STOC)
+INTERNAL_DISABLE = 0x8  # IGC MemRay<Xe3>.internalRayFlags DISABLE_STOC
 
 PLANE_ORDERS = ("omm", "corners")
-BOTH_PLANES = {"uo": State.UNKNOWN_OPAQUE, "ut": State.UNKNOWN_TRANSPARENT,
-               "opaque": State.OPAQUE, "transparent": State.TRANSPARENT}
+BOTH_PLANES = {
+    "uo": State.UNKNOWN_OPAQUE,
+    "ut": State.UNKNOWN_TRANSPARENT,
+    "opaque": State.OPAQUE,
+    "transparent": State.TRANSPARENT,
+}
 
 # "corners" plane order: plane digit of each curve digit (near V0, middle, near V1, near V2)
 _CORNER_DIGIT = np.array([0, 3, 1, 2], dtype=np.int64)
@@ -114,9 +136,11 @@ def plane_state(opaque_bit, transp_bit, both_planes="uo"):
         raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, not {both_planes!r}")
     o = np.asarray(opaque_bit, dtype=np.int64)
     t = np.asarray(transp_bit, dtype=np.int64)
-    return np.select([(o == 1) & (t == 1), o == 1, t == 1],
-                     [BOTH_PLANES[both_planes], State.OPAQUE, State.TRANSPARENT],
-                     State.UNKNOWN_TRANSPARENT)
+    return np.select(
+        [(o == 1) & (t == 1), o == 1, t == 1],
+        [BOTH_PLANES[both_planes], State.OPAQUE, State.TRANSPARENT],
+        State.UNKNOWN_TRANSPARENT,
+    )
 
 
 def _u64(x):
@@ -127,13 +151,18 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     """Vectorized model: ``f`` maps input field names to equal-length arrays; returns a dict of
     int64 arrays (``fetch_addr`` uint64) with the output field names."""
     n = len(np.asarray(f["source"]))
-    get = lambda name: np.asarray(f[name], dtype=np.int64).reshape(n)
+
+    def get(name):
+        return np.asarray(f[name], dtype=np.int64).reshape(n)
+
     source, u, v = get("source"), get("u"), get("v")
     level_in, omm_index, fmt = get("level"), get("omm_index"), get("omm_format")
-    force2 = ((get("ray_flags") & RAY_FORCE_2STATE) != 0) | \
-        ((get("instance_flags") & INSTANCE_FORCE_2STATE) != 0)
-    disabled = ((get("instance_flags") & INSTANCE_DISABLE) != 0) | \
-        ((get("internal_flags") & INTERNAL_DISABLE) != 0)
+    force2 = ((get("ray_flags") & RAY_FORCE_2STATE) != 0) | (
+        (get("instance_flags") & INSTANCE_FORCE_2STATE) != 0
+    )
+    disabled = ((get("instance_flags") & INSTANCE_DISABLE) != 0) | (
+        (get("internal_flags") & INTERNAL_DISABLE) != 0
+    )
     addr = np.asarray(f["addr"], dtype=np.uint64).reshape(n)
     opaque64 = np.asarray(f["opaque"], dtype=np.uint64).reshape(n)
     transp64 = np.asarray(f["transp"], dtype=np.uint64).reshape(n)
@@ -141,13 +170,26 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     # the index at every level, each computed directly at its own level (the RTL instead shifts
     # one level-12 index; the lockstep check compares the two)
     idx = {k: bary_to_index(u, v, k, frac_bits) for k in range(MAX_LEVEL + 1)}
-    idx_at = lambda levels: np.choose(np.clip(levels, 0, MAX_LEVEL), [idx[k] for k in idx])
+
+    def idx_at(levels):
+        return np.choose(np.clip(levels, 0, MAX_LEVEL), [idx[k] for k in idx])
 
     is1, is3, isomm = source == Source.STOC1, source == Source.STOC3, source == Source.OMM
     live = ~disabled
-    out = {k: np.zeros(n, dtype=np.int64) for k in
-           ("action", "sw_fallback", "used", "state", "level", "index", "fine_level",
-            "fine_index", "error")}
+    out = {
+        k: np.zeros(n, dtype=np.int64)
+        for k in (
+            "action",
+            "sw_fallback",
+            "used",
+            "state",
+            "level",
+            "index",
+            "fine_level",
+            "fine_index",
+            "error",
+        )
+    }
     fetch = np.zeros(n, dtype=np.uint64)
 
     # STOC1
@@ -156,14 +198,18 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     st1 = plane_state((o1 >> pos1) & 1, (t1 >> pos1) & 1, both_planes)
     # STOC3
     pos3 = plane_position(idx[3], 3, plane_order).astype(np.uint64)
-    st3 = plane_state(((opaque64 >> pos3) & np.uint64(1)).astype(np.int64),
-                      ((transp64 >> pos3) & np.uint64(1)).astype(np.int64), both_planes)
+    st3 = plane_state(
+        ((opaque64 >> pos3) & np.uint64(1)).astype(np.int64),
+        ((transp64 >> pos3) & np.uint64(1)).astype(np.int64),
+        both_planes,
+    )
     sw3 = get("swstoc") & 1
     fine3_ok = (level_in >= 4) & (level_in <= MAX_LEVEL)
     # OMM
-    special = (omm_index < 0) & (omm_index >= -4)   # -5 is neither special, lookup nor error
-    omm_bad = (omm_index < -5) | ((omm_index >= 0) &
-                                  (((fmt != 1) & (fmt != 2)) | (level_in > MAX_LEVEL)))
+    special = (omm_index < 0) & (omm_index >= -4)  # -5 is neither special, lookup nor error
+    omm_bad = (omm_index < -5) | (
+        (omm_index >= 0) & (((fmt != 1) & (fmt != 2)) | (level_in > MAX_LEVEL))
+    )
     lookup = (omm_index >= 0) & ~omm_bad
     bpp = np.where(fmt == 2, 2, 1)
     omm_idx = idx_at(level_in)
@@ -177,10 +223,14 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     state = np.where(used, state, 0)
     out["used"] = used.astype(np.int64)
     out["state"] = state
-    out["level"] = np.where(used & is1, 1, np.where(used & is3, 3,
-                            np.where(used & isomm & lookup, level_in, 0)))
-    out["index"] = np.where(used & is1, idx[1], np.where(used & is3, idx[3],
-                            np.where(used & isomm & lookup, omm_idx, 0)))
+    out["level"] = np.where(
+        used & is1, 1, np.where(used & is3, 3, np.where(used & isomm & lookup, level_in, 0))
+    )
+    out["index"] = np.where(
+        used & is1,
+        idx[1],
+        np.where(used & is3, idx[3], np.where(used & isomm & lookup, omm_idx, 0)),
+    )
 
     fine3 = live & is3 & fine3_ok
     fineomm = live & isomm & lookup
@@ -189,15 +239,22 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     word_bytes = np.where(fine3, (omm_idx >> 4) * 4, ((omm_idx * bpp) >> 5) * 4)
     fetch = np.where(fine3 | fineomm, addr + word_bytes.astype(np.uint64), np.uint64(0))
 
-    effective = np.where(force2 & (state == State.UNKNOWN_TRANSPARENT), State.TRANSPARENT,
-                         np.where(force2 & (state == State.UNKNOWN_OPAQUE), State.OPAQUE, state))
-    from_data = np.select([effective == State.TRANSPARENT, effective == State.OPAQUE],
-                          [Action.IGNORE, Action.OPAQUE], Action.ANYHIT)
+    effective = np.where(
+        force2 & (state == State.UNKNOWN_TRANSPARENT),
+        State.TRANSPARENT,
+        np.where(force2 & (state == State.UNKNOWN_OPAQUE), State.OPAQUE, state),
+    )
+    from_data = np.select(
+        [effective == State.TRANSPARENT, effective == State.OPAQUE],
+        [Action.IGNORE, Action.OPAQUE],
+        Action.ANYHIT,
+    )
     from_geometry = np.where(get("geom_opaque") & 1, Action.OPAQUE, Action.ANYHIT)
     out["action"] = np.where(used, from_data, from_geometry)
     swstoc = np.where(is1, sw1, sw3)
-    out["sw_fallback"] = (used & (is1 | is3) & (out["action"] == Action.ANYHIT) &
-                          (swstoc == 1)).astype(np.int64)
+    out["sw_fallback"] = (
+        used & (is1 | is3) & (out["action"] == Action.ANYHIT) & (swstoc == 1)
+    ).astype(np.int64)
     out["error"] = (live & ((isomm & omm_bad) | (is3 & (sw3 == 1) & ~fine3_ok))).astype(np.int64)
     out["fetch_addr"] = fetch
     return out
@@ -205,8 +262,11 @@ def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
 
 def classify(tx, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     """One transaction: input dict -> output dict (plain ints)."""
-    arrays = {k: np.array([int(v)], dtype=np.uint64 if k in ("addr", "opaque", "transp")
-                          else np.int64) for k, v in tx.items()}
-    out = classify_arrays(arrays, frac_bits=frac_bits, plane_order=plane_order,
-                          both_planes=both_planes)
+    arrays = {
+        k: np.array([int(v)], dtype=np.uint64 if k in ("addr", "opaque", "transp") else np.int64)
+        for k, v in tx.items()
+    }
+    out = classify_arrays(
+        arrays, frac_bits=frac_bits, plane_order=plane_order, both_planes=both_planes
+    )
     return {k: int(v[0]) for k, v in out.items()}

@@ -28,14 +28,22 @@ import numpy as np
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.facts.stoc import MAX_LEVEL
 
-__all__ = ["MAX_LEVEL", "f32_to_fixed", "grid_coords", "dbary_to_index", "index_fixed",
-           "bary_to_index", "index_state_bits"]
-
+__all__ = [
+    "MAX_LEVEL",
+    "f32_to_fixed",
+    "grid_coords",
+    "dbary_to_index",
+    "index_fixed",
+    "bary_to_index",
+    "index_state_bits",
+]
 
 
 def _check_frac_bits(frac_bits):
     if not isinstance(frac_bits, int) or not MAX_LEVEL <= frac_bits <= 24:
-        raise ValueError(f"`frac_bits` must be an integer from {MAX_LEVEL} to 24, not {frac_bits!r}")
+        raise ValueError(
+            f"`frac_bits` must be an integer from {MAX_LEVEL} to 24, not {frac_bits!r}"
+        )
 
 
 def _check_level(level):
@@ -63,9 +71,9 @@ def f32_to_fixed(bits, frac_bits=24):
     shift = 150 - frac_bits - np.maximum(exp, 1)
     below_one = mantissa >> np.clip(shift, 0, 63)
     one = 1 << frac_bits
-    result = np.where(exp >= 127, one, below_one)          # >= 1.0, +inf, and NaN (fixed below)
+    result = np.where(exp >= 127, one, below_one)  # >= 1.0, +inf, and NaN (fixed below)
     result = np.where((exp == 255) & (frac != 0), 0, result)  # NaN -> 0
-    result = np.where(sign == 1, 0, result)                 # negative (and -NaN) -> 0
+    result = np.where(sign == 1, 0, result)  # negative (and -NaN) -> 0
     return _scalar_or_array(result, bits)
 
 

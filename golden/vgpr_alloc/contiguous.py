@@ -39,8 +39,11 @@ class ContigModel:
 
     def translate(self, wave, reg):
         cfg = self.cfg
-        if wave >= cfg.slots or self.units[wave] == 0 or \
-                reg >= self.units[wave] * cfg.regs_per_unit:
+        if (
+            wave >= cfg.slots
+            or self.units[wave] == 0
+            or reg >= self.units[wave] * cfg.regs_per_unit
+        ):
             return False, 0
         return True, self.base[wave] * cfg.unit_rows + reg * cfg.row_stride
 
@@ -48,8 +51,14 @@ class ContigModel:
         cfg = self.cfg
         op, w, count = as_op(inputs["op"]), inputs["wave"], inputs["count"]
         valid, row = self.translate(inputs["lk_wave"], inputs["lk_reg"])
-        out = {"ack": 0, "err": ERR.NONE, "free": self.free, "units": list(self.units),
-               "lk_valid": int(valid), "lk_row": row}
+        out = {
+            "ack": 0,
+            "err": ERR.NONE,
+            "free": self.free,
+            "units": list(self.units),
+            "lk_valid": int(valid),
+            "lk_row": row,
+        }
         if op == OP.NONE:
             pass
         elif w >= cfg.slots:

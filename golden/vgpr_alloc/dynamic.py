@@ -64,8 +64,16 @@ class DynVgprModel:
 
     SLOTS = 16
 
-    def __init__(self, rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8,
-                 fwd_progress=True, reserve=7, assertions=True):
+    def __init__(
+        self,
+        rf_vgprs=1536,
+        block_size=16,
+        wave_limit=16,
+        max_blocks=8,
+        fwd_progress=True,
+        reserve=7,
+        assertions=True,
+    ):
         dyn_params_ok(rf_vgprs, block_size, wave_limit, max_blocks, fwd_progress, reserve)
         self.B, self.wave_limit, self.max_blocks = block_size, wave_limit, max_blocks
         self.total = rf_vgprs // block_size
@@ -103,10 +111,16 @@ class DynVgprModel:
     # --- the clocked model ---------------------------------------------------------------------
     def outputs(self, ack, err, lk):
         valid, row = lk
-        return {"ack": int(ack), "err": err, "free": self.free,
-                "units": list(self.blocks), "lk_valid": int(valid), "lk_row": row,
-                "holder_valid": int(self.holder is not None),
-                "holder": 0 if self.holder is None else self.holder}
+        return {
+            "ack": int(ack),
+            "err": err,
+            "free": self.free,
+            "units": list(self.blocks),
+            "lk_valid": int(valid),
+            "lk_row": row,
+            "holder_valid": int(self.holder is not None),
+            "holder": 0 if self.holder is None else self.holder,
+        }
 
     def translate(self, wave, reg):
         if wave >= self.wave_limit or self.blocks[wave] == 0:

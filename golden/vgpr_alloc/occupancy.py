@@ -20,8 +20,14 @@ waves until one does not fit; the tests compare the two.
 
 from .common import OP
 
-__all__ = ["rdna_static_waves", "xe3_threads", "xe3_field", "xe_fixed_threads",
-           "rdna_dynamic_waves", "simulated"]
+__all__ = [
+    "rdna_static_waves",
+    "xe3_threads",
+    "xe3_field",
+    "xe_fixed_threads",
+    "rdna_dynamic_waves",
+    "simulated",
+]
 
 
 def _align(n, granule):
@@ -56,8 +62,9 @@ def xe_fixed_threads(n, mode="grf128"):
     return threads if n <= size else 0
 
 
-def rdna_dynamic_waves(n, block_size=16, rf_vgprs=1536, wave_limit=16, max_blocks=8,
-                       fwd_progress=True, reserve=7):
+def rdna_dynamic_waves(
+    n, block_size=16, rf_vgprs=1536, wave_limit=16, max_blocks=8, fwd_progress=True, reserve=7
+):
     """Waves that can hold ``n`` VGPRs each at the same time in dynamic mode; 0 when ``n`` is
     above the per-wave maximum."""
     blocks = max(1, -(-n // block_size))
@@ -69,7 +76,7 @@ def rdna_dynamic_waves(n, block_size=16, rf_vgprs=1536, wave_limit=16, max_block
     pool = rf_vgprs // block_size - wave_limit
     r = reserve if fwd_progress else 0
     general = (pool - r) // extra
-    left = pool - general * extra       # free blocks once general grants stop
+    left = pool - general * extra  # free blocks once general grants stop
     holder = 1 if r and left >= extra else 0
     return min(wave_limit, general + holder)
 

@@ -42,10 +42,15 @@ _ERRORS = (ERR_COMMAND, ERR_TIMEOUT, ERR_LINE)
 
 def _stream_port(dut, name, flow):
     member = dut.signature.members.get(name)
-    if member is None or member.flow != flow or not member.is_signature or \
-            set(member.signature.members.keys()) != {"payload", "valid", "ready"}:
-        raise TypeError(f"`dut` must have a `{name}: {flow.name}(stream.Signature(...))` port, "
-                        f"not {member!r}")
+    if (
+        member is None
+        or member.flow != flow
+        or not member.is_signature
+        or set(member.signature.members.keys()) != {"payload", "valid", "ready"}
+    ):
+        raise TypeError(
+            f"`dut` must have a `{name}: {flow.name}(stream.Signature(...))` port, not {member!r}"
+        )
     return Shape.cast(member.signature.members["payload"].shape).width
 
 
@@ -85,11 +90,14 @@ class UARTHarness(wiring.Component):
         if timeout is None:
             timeout = 1024 * 10 * divisor
         if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 20 * divisor:
-            raise TypeError(f"`timeout` must be an integer of at least two byte periods "
-                            f"({20 * divisor} cycles), not {timeout!r}")
+            raise TypeError(
+                f"`timeout` must be an integer of at least two byte periods "
+                f"({20 * divisor} cycles), not {timeout!r}"
+            )
         self._timeout = timeout
-        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1),
-                          "busy": Out(1), "error": Out(1)})
+        super().__init__(
+            {"rx": In(1, init=1), "tx": Out(1, init=1), "busy": Out(1), "error": Out(1)}
+        )
 
     @property
     def divisor(self):
@@ -125,7 +133,7 @@ class UARTHarness(wiring.Component):
         m.d.comb += [
             rx.o.ready.eq(~holding),
             dut.i.valid.eq(holding),
-            dut.i.payload.eq(in_shift[:self._in_width]),
+            dut.i.payload.eq(in_shift[: self._in_width]),
         ]
         with m.If(holding):
             with m.If(dut.i.ready):
@@ -138,8 +146,7 @@ class UARTHarness(wiring.Component):
                 with m.Else():
                     m.d.comb += err_command.eq(1)
             with m.Else():
-                m.d.sync += [in_shift.eq(Cat(in_shift[8:], rx.o.payload)),
-                             in_left.eq(in_left - 1)]
+                m.d.sync += [in_shift.eq(Cat(in_shift[8:], rx.o.payload)), in_left.eq(in_left - 1)]
                 with m.If(in_left == 1):
                     m.d.sync += holding.eq(1)
         with m.Elif(in_left != 0):
@@ -164,13 +171,20 @@ class UARTHarness(wiring.Component):
         cleared = Signal.like(pending)
         with m.If(out_left == 0):
             with m.If(dut.o.valid):
-                m.d.sync += [out_shift.eq(Cat(Const(RESPONSE, 8), dut.o.payload)),
-                             out_left.eq(self.out_bytes + 1)]
+                m.d.sync += [
+                    out_shift.eq(Cat(Const(RESPONSE, 8), dut.o.payload)),
+                    out_left.eq(self.out_bytes + 1),
+                ]
             with m.Else():
                 with m.Switch(pending):
                     for index, code in enumerate(_ERRORS):
-                        with m.Case(*[value for value in range(1 << len(_ERRORS))
-                                      if value & ((2 << index) - 1) == 1 << index]):
+                        with m.Case(
+                            *[
+                                value
+                                for value in range(1 << len(_ERRORS))
+                                if value & ((2 << index) - 1) == 1 << index
+                            ]
+                        ):
                             m.d.sync += [out_shift.eq(code), out_left.eq(1)]
                             m.d.comb += cleared.eq(1 << index)
         with m.Elif(tx.i.ready):

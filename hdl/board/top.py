@@ -15,12 +15,16 @@ def uart_divisor(clk_freq, baud):
         raise ValueError(f"`baud` must be a positive integer, not {baud!r}")
     divisor = round(clk_freq / baud)
     if divisor < 4:
-        raise ValueError(f"`baud` must be at most {int(clk_freq // 4)} at {clk_freq / 1e6:g} MHz "
-                         f"(4 clock cycles per bit), not {baud}")
+        raise ValueError(
+            f"`baud` must be at most {int(clk_freq // 4)} at {clk_freq / 1e6:g} MHz "
+            f"(4 clock cycles per bit), not {baud}"
+        )
     error = abs(clk_freq / divisor - baud) / baud
     if error > 0.02:
-        raise ValueError(f"`baud` must be within 2 % of {clk_freq / 1e6:g} MHz / N, not {baud} "
-                         f"({100 * error:.1f} % off with N = {divisor})")
+        raise ValueError(
+            f"`baud` must be within 2 % of {clk_freq / 1e6:g} MHz / N, not {baud} "
+            f"({100 * error:.1f} % off with N = {divisor})"
+        )
     return divisor
 
 
@@ -54,7 +58,7 @@ class UARTBoardTop(Elaboratable):
         m.d.comb += [harness.rx.eq(uart.rx.i), uart.tx.o.eq(harness.tx)]
         try:
             leds = [platform.request("led", index) for index in (0, 1, 7)]
-        except ResourceError:   # a board with fewer LEDs runs without them
+        except ResourceError:  # a board with fewer LEDs runs without them
             return m
         errored = Signal()
         blink = Signal(24)

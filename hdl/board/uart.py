@@ -43,8 +43,14 @@ class UARTReceiver(wiring.Component):
 
     def __init__(self, divisor):
         self._divisor = _check_divisor(divisor)
-        super().__init__({"rx": In(1, init=1), "o": Out(stream.Signature(8)),
-                          "overrun": Out(1), "frame_error": Out(1)})
+        super().__init__(
+            {
+                "rx": In(1, init=1),
+                "o": Out(stream.Signature(8)),
+                "overrun": Out(1),
+                "frame_error": Out(1),
+            }
+        )
 
     @property
     def divisor(self):
@@ -68,7 +74,7 @@ class UARTReceiver(wiring.Component):
             with m.State("START"):
                 with m.If(timer != 0):
                     m.d.sync += timer.eq(timer - 1)
-                with m.Elif(line):        # a glitch, not a start bit
+                with m.Elif(line):  # a glitch, not a start bit
                     m.next = "IDLE"
                 with m.Else():
                     m.d.sync += [timer.eq(self.divisor - 1), bits.eq(0)]
@@ -77,8 +83,11 @@ class UARTReceiver(wiring.Component):
                 with m.If(timer != 0):
                     m.d.sync += timer.eq(timer - 1)
                 with m.Else():
-                    m.d.sync += [timer.eq(self.divisor - 1), shift.eq(Cat(shift[1:], line)),
-                                 bits.eq(bits + 1)]
+                    m.d.sync += [
+                        timer.eq(self.divisor - 1),
+                        shift.eq(Cat(shift[1:], line)),
+                        bits.eq(bits + 1),
+                    ]
                     with m.If(bits == 7):
                         m.next = "STOP"
             with m.State("STOP"):
@@ -136,11 +145,13 @@ class UARTTransmitter(wiring.Component):
         m.d.comb += self.tx.eq(frame[0] | (left == 0))
         with m.If(left == 0):
             with m.If(self.i.valid):
-                m.d.sync += [frame.eq(Cat(0, self.i.payload, 1)), left.eq(10),
-                             timer.eq(self.divisor - 1)]
+                m.d.sync += [
+                    frame.eq(Cat(0, self.i.payload, 1)),
+                    left.eq(10),
+                    timer.eq(self.divisor - 1),
+                ]
         with m.Elif(timer != 0):
             m.d.sync += timer.eq(timer - 1)
         with m.Else():
-            m.d.sync += [frame.eq(Cat(frame[1:], 1)), left.eq(left - 1),
-                         timer.eq(self.divisor - 1)]
+            m.d.sync += [frame.eq(Cat(frame[1:], 1)), left.eq(left - 1), timer.eq(self.divisor - 1)]
         return m

@@ -11,13 +11,24 @@ registered as ``fp32_*`` blocks are :class:`FPStreamUnit` instances.
 
 from .add import FPAddCore
 from .cmp import FPCmpCore
+from .convert import FPToIntCore, IntToFPCore
 from .div import FPDivCore, FPRcpCore
 from .fma import FPFMACore
 from .minmax import FPMinMaxCore
 from .mul import FPMulCore
-from .convert import FPToIntCore, IntToFPCore
 from .stream import UNITS, FPStreamUnit, unit_layouts
 
-__all__ = ["FPAddCore", "FPMulCore", "FPFMACore", "FPCmpCore", "FPMinMaxCore", "FPRcpCore",
-           "FPDivCore", "FPStreamUnit", "UNITS", "unit_layouts",
-           "FPToIntCore", "IntToFPCore"]
+__all__ = [
+    "FPAddCore",
+    "FPMulCore",
+    "FPFMACore",
+    "FPCmpCore",
+    "FPMinMaxCore",
+    "FPRcpCore",
+    "FPDivCore",
+    "FPStreamUnit",
+    "UNITS",
+    "unit_layouts",
+    "FPToIntCore",
+    "IntToFPCore",
+]

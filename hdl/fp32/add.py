@@ -14,8 +14,16 @@ Segments (registers are spread over them by ``stages``, see :mod:`.common`):
 from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib.wiring import In, Out
 
-from .common import (FPCore, ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, round_pack,
-                     shift_right_sticky, unpack)
+from .common import (
+    ROUND_WEIGHTS,
+    SPEC_INF,
+    SPEC_NAN,
+    SPEC_NONE,
+    FPCore,
+    round_pack,
+    shift_right_sticky,
+    unpack,
+)
 
 __all__ = ["FPAddCore"]
 
@@ -46,8 +54,9 @@ class FPAddCore(FPCore):
     DEFAULT_STAGES = 9
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "b": In(32), "sub": In(1), "z": Out(32)},
-                         stages, ftz)
+        super().__init__(
+            {"en": In(1), "a": In(32), "b": In(32), "sub": In(1), "z": Out(32)}, stages, ftz
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -57,8 +66,11 @@ class FPAddCore(FPCore):
         b_sign = b.sign ^ self.sub
         # segment 1: specials and ordering by magnitude
         swap = a.mag < b.mag
-        big_sig, big_exp, big_sign = (Mux(swap, b.sig, a.sig), Mux(swap, b.exp, a.exp),
-                                      Mux(swap, b_sign, a.sign))
+        big_sig, big_exp, big_sign = (
+            Mux(swap, b.sig, a.sig),
+            Mux(swap, b.exp, a.exp),
+            Mux(swap, b_sign, a.sign),
+        )
         small_sig = Mux(swap, a.sig, b.sig)
         # both exponent differences in parallel with the magnitude comparison, clamped at 28
         dab, dba = (a.exp - b.exp)[:8], (b.exp - a.exp)[:8]
@@ -67,23 +79,55 @@ class FPAddCore(FPCore):
         inf = a.is_inf | b.is_inf
         spec = Mux(nan, SPEC_NAN, Mux(inf, SPEC_INF, SPEC_NONE))
         spec_sign = Mux(a.is_inf, a.sign, b_sign)
-        s = st.cut(big_sig=big_sig, big_exp=big_exp, big_sign=big_sign, small_sig=small_sig,
-                   diff=diff, effsub=a.sign != b_sign, spec=spec,
-                   spec_sign=spec_sign, zero_sign=a.sign & b_sign)
+        s = st.cut(
+            big_sig=big_sig,
+            big_exp=big_exp,
+            big_sign=big_sign,
+            small_sig=small_sig,
+            diff=diff,
+            effsub=a.sign != b_sign,
+            spec=spec,
+            spec_sign=spec_sign,
+            zero_sign=a.sign & b_sign,
+        )
         # segment 2: alignment (27-bit operands: 24 significand bits and 3 guard bits)
         shifted, lost = shift_right_sticky(Cat(Const(0, 3), s.small_sig), s.diff, 27)
         small = shifted | lost
         big = Cat(Const(0, 3), s.big_sig)
-        s = st.cut(big=big, small=small, big_exp=s.big_exp, big_sign=s.big_sign,
-                   effsub=s.effsub, spec=s.spec, spec_sign=s.spec_sign, zero_sign=s.zero_sign)
+        s = st.cut(
+            big=big,
+            small=small,
+            big_exp=s.big_exp,
+            big_sign=s.big_sign,
+            effsub=s.effsub,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+            zero_sign=s.zero_sign,
+        )
         # segment 3: add or subtract
         total = Mux(s.effsub, s.big - s.small, s.big + s.small)[:28]
-        s = st.cut(total=total, big_exp=s.big_exp, big_sign=s.big_sign, spec=s.spec,
-                   spec_sign=s.spec_sign, zero_sign=s.zero_sign)
+        s = st.cut(
+            total=total,
+            big_exp=s.big_exp,
+            big_sign=s.big_sign,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+            zero_sign=s.zero_sign,
+        )
         # segments 4-7: normalise, round, pack; bit 27 has biased exponent big_exp + 1
-        out = round_pack(st, sign=s.big_sign, exp=(s.big_exp + 1).as_signed(), sig=s.total,
-                         sticky=Const(0, 1), width=28, ftz=self.ftz, spec=s.spec,
-                         spec_sign=s.spec_sign, zero_sign=s.zero_sign, min_exp=2)
+        out = round_pack(
+            st,
+            sign=s.big_sign,
+            exp=(s.big_exp + 1).as_signed(),
+            sig=s.total,
+            sticky=Const(0, 1),
+            width=28,
+            ftz=self.ftz,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+            zero_sign=s.zero_sign,
+            min_exp=2,
+        )
         assert st.done
         m.d.comb += self.z.eq(out.z)
         return m

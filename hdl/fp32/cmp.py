@@ -39,8 +39,19 @@ class FPCmpCore(FPCore):
     DEFAULT_STAGES = 1
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "b": In(32), "lt": Out(1), "le": Out(1),
-                          "eq": Out(1), "unordered": Out(1)}, stages, ftz)
+        super().__init__(
+            {
+                "en": In(1),
+                "a": In(32),
+                "b": In(32),
+                "lt": Out(1),
+                "le": Out(1),
+                "eq": Out(1),
+                "unordered": Out(1),
+            },
+            stages,
+            ftz,
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -53,6 +64,10 @@ class FPCmpCore(FPCore):
         same = both_zero | ((s.sa == s.sb) & (s.ma == s.mb))
         s = st.cut(lt=less & ~s.un, eq=same & ~s.un, un=s.un)
         assert st.done
-        m.d.comb += [self.lt.eq(s.lt), self.eq.eq(s.eq), self.le.eq(s.lt | s.eq),
-                     self.unordered.eq(s.un)]
+        m.d.comb += [
+            self.lt.eq(s.lt),
+            self.eq.eq(s.eq),
+            self.le.eq(s.lt | s.eq),
+            self.unordered.eq(s.un),
+        ]
         return m

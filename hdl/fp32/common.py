@@ -11,13 +11,28 @@ those of :mod:`gpurtl.golden.fp32`; the decomposition (special cases / align / a
 round and pack) follows the usual textbook split also used by Libre-SOC's ieee754fpu.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
-__all__ = ["Stager", "place_registers", "FPCore", "Operand", "unpack", "leading_zeros",
-           "trailing_zeros", "lz_groups", "lz_finish", "shift_right_sticky", "ROUND_WEIGHTS", "round_pack", "SPEC_NONE", "SPEC_ZERO", "SPEC_INF", "SPEC_NAN",
-           "CANONICAL_NAN"]
+__all__ = [
+    "Stager",
+    "place_registers",
+    "FPCore",
+    "Operand",
+    "unpack",
+    "leading_zeros",
+    "trailing_zeros",
+    "lz_groups",
+    "lz_finish",
+    "shift_right_sticky",
+    "ROUND_WEIGHTS",
+    "round_pack",
+    "SPEC_NONE",
+    "SPEC_ZERO",
+    "SPEC_INF",
+    "SPEC_NAN",
+    "CANONICAL_NAN",
+]
 
 CANONICAL_NAN = 0x7FC00000
 
@@ -119,8 +134,10 @@ class FPCore(wiring.Component):
         if isinstance(stages, bool) or not isinstance(stages, int) or stages < 0:
             raise TypeError(f"`stages` must be a non-negative integer, not {stages!r}")
         if stages > self.max_stages():
-            raise ValueError(f"`stages` must be at most {self.max_stages()} for "
-                             f"{type(self).__name__}, not {stages}")
+            raise ValueError(
+                f"`stages` must be at most {self.max_stages()} for "
+                f"{type(self).__name__}, not {stages}"
+            )
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
         self._stages, self._ftz = stages, ftz
@@ -164,8 +181,8 @@ class Operand:
             self.sig = Mux(self.field_zero, 0, Cat(frac, Const(1, 1)))
         else:
             self.is_zero = self.field_zero & (frac == 0)
-            self.sig = Cat(frac, ~self.field_zero)           # 24 bits, implicit bit
-        self.exp = Mux(self.field_zero, 1, self.field)        # effective biased exponent, 8 bits
+            self.sig = Cat(frac, ~self.field_zero)  # 24 bits, implicit bit
+        self.exp = Mux(self.field_zero, 1, self.field)  # effective biased exponent, 8 bits
         # magnitude for ordering (flushed subnormals order as zero)
         self.mag = Mux(self.field_zero, 0, bits[0:31]) if ftz else bits[0:31]
         self.bits = bits
@@ -245,15 +262,16 @@ def shift_right_sticky(value, amount, width):
     amount = Value.cast(amount)
     limit = width + 1
     big = amount >= limit
-    amt = Mux(big, limit, amount)[:max(1, limit.bit_length())]
+    amt = Mux(big, limit, amount)[: max(1, limit.bit_length())]
     shifted = (value >> amt)[:width]
     # bits are lost exactly when the shift exceeds the trailing zero count
     lost = value.any() & (amt > trailing_zeros(value))
     return shifted, lost
 
 
-def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_sign,
-               min_exp=None, names=()):
+def round_pack(
+    st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_sign, min_exp=None, names=()
+):
     """Normalise, round to nearest even and pack; seven segments (``st.cut`` seven times).
 
     The value is ``(-1)**sign * (sig + eps) / 2**(width-1) * 2**(exp - 127)``: ``exp`` is the biased
@@ -274,7 +292,7 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
     sig = Value.cast(sig)
     if len(sig) != width:
         raise ValueError(f"`sig` must be {width} bits wide, not {len(sig)}")
-    wp = (width + 7) // 8 * 8                                  # padded width
+    wp = (width + 7) // 8 * 8  # padded width
     sig_p = Cat(Const(0, wp - width), sig) if wp > width else sig
     denorm = not (min_exp is not None and min_exp >= 1)
 
@@ -290,50 +308,115 @@ def round_pack(st, *, sign, exp, sig, sticky, width, ftz, spec, spec_sign, zero_
         clamp = sh < -wp
         sh, e = Mux(clamp, -wp, sh), Mux(clamp, 1 - wp, exp)
         extra = {"tz": trailing_zeros(sig_p)}
-    b = st.cut(sign=sign, e=e, sh=sh, sig=sig_p, sticky=sticky, spec=spec,
-               spec_sign=spec_sign, zero_sign=zero_sign, nonzero=sig.any() | sticky,
-               **flat, **extra, **carry)
+    b = st.cut(
+        sign=sign,
+        e=e,
+        sh=sh,
+        sig=sig_p,
+        sticky=sticky,
+        spec=spec,
+        spec_sign=spec_sign,
+        zero_sign=zero_sign,
+        nonzero=sig.any() | sticky,
+        **flat,
+        **extra,
+        **carry,
+    )
     # segment 2: s = min(lz, e - 1); lost bits when s < -tz
     lzs = Cat(b.lz, Const(0, 1)).as_signed()
-    net = Mux(lzs <= b.sh, lzs, b.sh)                          # signed net left shift
+    net = Mux(lzs <= b.sh, lzs, b.sh)  # signed net left shift
     lost = ((b.sh < 0) & ((-b.sh) > b.tz)) if denorm else Const(0, 1)
-    b = st.cut(sign=b.sign, e=b.e, net=net, sig=b.sig, sticky=b.sticky | lost, spec=b.spec,
-               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    b = st.cut(
+        sign=b.sign,
+        e=b.e,
+        net=net,
+        sig=b.sig,
+        sticky=b.sticky | lost,
+        spec=b.spec,
+        spec_sign=b.spec_sign,
+        zero_sign=b.zero_sign,
+        nonzero=b.nonzero,
+        **keep(b),
+    )
     # segment 3: right-shift amount t = W - s (at most 2 W), exponent field e - s
     tw = (2 * wp + 1).bit_length()
     field = (b.e - b.net).as_signed()
     t = (wp - b.net)[:tw]
-    b = st.cut(sign=b.sign, field=field, t=t, sig=b.sig, sticky=b.sticky, spec=b.spec,
-               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    b = st.cut(
+        sign=b.sign,
+        field=field,
+        t=t,
+        sig=b.sig,
+        sticky=b.sticky,
+        spec=b.spec,
+        spec_sign=b.spec_sign,
+        zero_sign=b.zero_sign,
+        nonzero=b.nonzero,
+        **keep(b),
+    )
     # segment 4: coarse shift of (sig << W) right by 8 * (t >> 3); keep W + 7 bits
     wide = Cat(Const(0, wp), b.sig)
-    coarse = (wide >> Cat(Const(0, 3), b.t[3:]))[:wp + 7]
-    b = st.cut(sign=b.sign, field=b.field, fine=b.t[:3], sig=coarse,
-               sticky=b.sticky, spec=b.spec, spec_sign=b.spec_sign, zero_sign=b.zero_sign,
-               nonzero=b.nonzero, **keep(b))
+    coarse = (wide >> Cat(Const(0, 3), b.t[3:]))[: wp + 7]
+    b = st.cut(
+        sign=b.sign,
+        field=b.field,
+        fine=b.t[:3],
+        sig=coarse,
+        sticky=b.sticky,
+        spec=b.spec,
+        spec_sign=b.spec_sign,
+        zero_sign=b.zero_sign,
+        nonzero=b.nonzero,
+        **keep(b),
+    )
     # segment 5: fine shift by t mod 8
     shifted = (b.sig >> b.fine)[:wp]
-    b = st.cut(sign=b.sign, field=b.field, sig=shifted, sticky=b.sticky, spec=b.spec,
-               spec_sign=b.spec_sign, zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    b = st.cut(
+        sign=b.sign,
+        field=b.field,
+        sig=shifted,
+        sticky=b.sticky,
+        spec=b.spec,
+        spec_sign=b.spec_sign,
+        zero_sign=b.zero_sign,
+        nonzero=b.nonzero,
+        **keep(b),
+    )
     # segment 6: round to nearest even; the carry out of the significand bumps the exponent
-    kept = b.sig[wp - 24:wp]
+    kept = b.sig[wp - 24 : wp]
     guard = b.sig[wp - 25]
-    rest = b.sig[0:wp - 25].any() | b.sticky
+    rest = b.sig[0 : wp - 25].any() | b.sticky
     up = guard & (rest | kept[0])
     # ((field - 1) << 23) + kept encodes normal and subnormal results alike
     fw = len(b.field) + 24
-    packed = (Cat(Const(0, 23), (b.field - 1)[:len(b.field)]).as_signed() + kept + up)[:fw]
-    b = st.cut(sign=b.sign, packed=packed.as_signed(), spec=b.spec, spec_sign=b.spec_sign,
-               zero_sign=b.zero_sign, nonzero=b.nonzero, **keep(b))
+    packed = (Cat(Const(0, 23), (b.field - 1)[: len(b.field)]).as_signed() + kept + up)[:fw]
+    b = st.cut(
+        sign=b.sign,
+        packed=packed.as_signed(),
+        spec=b.spec,
+        spec_sign=b.spec_sign,
+        zero_sign=b.zero_sign,
+        nonzero=b.nonzero,
+        **keep(b),
+    )
     # segment 7: overflow, flush, specials, sign
     ovf = b.packed >= 0x7F800000
     mag = Mux(ovf, 0x7F800000, b.packed[0:31])
     if ftz:
         mag = Mux(mag < 0x00800000, 0, mag)
-    z_value = Mux(b.spec == SPEC_NAN, CANONICAL_NAN,
-                  Mux(b.spec == SPEC_INF, Cat(Const(0x7F800000, 31), b.spec_sign),
-                      Mux(b.spec == SPEC_ZERO, Cat(Const(0, 31), b.spec_sign),
-                          Mux(b.nonzero, Cat(mag, b.sign), Cat(Const(0, 31), b.zero_sign)))))
+    z_value = Mux(
+        b.spec == SPEC_NAN,
+        CANONICAL_NAN,
+        Mux(
+            b.spec == SPEC_INF,
+            Cat(Const(0x7F800000, 31), b.spec_sign),
+            Mux(
+                b.spec == SPEC_ZERO,
+                Cat(Const(0, 31), b.spec_sign),
+                Mux(b.nonzero, Cat(mag, b.sign), Cat(Const(0, 31), b.zero_sign)),
+            ),
+        ),
+    )
     return st.cut(z=z_value, **keep(b))
 
 

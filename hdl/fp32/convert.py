@@ -60,8 +60,11 @@ class FPToIntCore(FPCore):
     DEFAULT_STAGES = 2
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "signed": In(1), "z": Out(32),
-                          "invalid": Out(1)}, stages, ftz)
+        super().__init__(
+            {"en": In(1), "a": In(32), "signed": In(1), "z": Out(32), "invalid": Out(1)},
+            stages,
+            ftz,
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -70,19 +73,28 @@ class FPToIntCore(FPCore):
         sign, field, frac = a[31], a[23:31], a[0:23]
         frac_zero = frac == 0
         nan = (field == 0xFF) & ~frac_zero
-        below_one = field < 127                        # subnormals too: ftz changes nothing
+        below_one = field < 127  # subnormals too: ftz changes nothing
         # segment 1: saturation from the field; |a| >= 2**31 from field 158, >= 2**32 from 159
         to_int = self.signed
-        over = Mux(to_int,
-                   Mux(sign, (field > 158) | ((field == 158) & ~frac_zero), field >= 158),
-                   Mux(sign, ~below_one, field >= 159))
+        over = Mux(
+            to_int,
+            Mux(sign, (field > 158) | ((field == 158) & ~frac_zero), field >= 158),
+            Mux(sign, ~below_one, field >= 159),
+        )
         sat = nan | over
         # saturation value: NaN and negative-into-uint32 -> 0, else the limit of the sign
-        sat_value = Mux(nan | (sign & ~to_int), 0,
-                        Mux(to_int, Mux(sign, 0x80000000, 0x7FFFFFFF), 0xFFFFFFFF))
-        amount = (158 - field)[:5]                     # right shift, 0..31 when not below_one
-        s = st.cut(sig=Cat(Const(0, 8), frac, Const(1, 1)), amount=amount, zero=below_one,
-                   neg=sign & to_int, sat=sat, sat_value=sat_value)
+        sat_value = Mux(
+            nan | (sign & ~to_int), 0, Mux(to_int, Mux(sign, 0x80000000, 0x7FFFFFFF), 0xFFFFFFFF)
+        )
+        amount = (158 - field)[:5]  # right shift, 0..31 when not below_one
+        s = st.cut(
+            sig=Cat(Const(0, 8), frac, Const(1, 1)),
+            amount=amount,
+            zero=below_one,
+            neg=sign & to_int,
+            sat=sat,
+            sat_value=sat_value,
+        )
         # segment 2: integer magnitude (truncation drops the shifted-out bits)
         mag = Mux(s.zero, 0, s.sig >> s.amount)[:32]
         s = st.cut(mag=mag, neg=s.neg, sat=s.sat, sat_value=s.sat_value)
@@ -133,8 +145,9 @@ class IntToFPCore(FPCore):
         # named wires: the count refers to every bit many times (no duplicated expressions)
         neg, ones = Signal(name="neg"), Signal(32, name="ones")
         m.d.comb += [neg.eq(self.signed & self.a[31]), ones.eq(self.a ^ neg.replicate(32))]
-        s = st.cut(neg=neg, mag=Mux(neg, -self.a, self.a)[:32], lz=leading_zeros(ones),
-                   zero=self.a == 0)
+        s = st.cut(
+            neg=neg, mag=Mux(neg, -self.a, self.a)[:32], lz=leading_zeros(ones), zero=self.a == 0
+        )
         # segment 2: normalise the leading one to bit 31, or to bit 32 in the 2**k case above
         # (all bits below it are then zero); the exponent field is 158 - lz (+1 for bit 32)
         s = st.cut(neg=s.neg, norm=(s.mag << s.lz)[:33], field=(158 - s.lz)[:8], zero=s.zero)

@@ -21,8 +21,17 @@ There is no approximate mode: the exact recurrence is cheap enough on an FPGA (n
 from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib.wiring import In, Out
 
-from .common import (FPCore, ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, SPEC_ZERO,
-                     leading_zeros, round_pack, unpack)
+from .common import (
+    ROUND_WEIGHTS,
+    SPEC_INF,
+    SPEC_NAN,
+    SPEC_NONE,
+    SPEC_ZERO,
+    FPCore,
+    leading_zeros,
+    round_pack,
+    unpack,
+)
 
 __all__ = ["FPDivCore", "FPRcpCore", "QUOTIENT_BITS"]
 
@@ -35,26 +44,47 @@ def _divide(m, st, a_bits, b_bits, ftz):
     b = unpack(b_bits, ftz)
     sign = a.sign ^ b.sign
     nan = a.is_nan | b.is_nan | (a.is_zero & b.is_zero) | (a.is_inf & b.is_inf)
-    spec = Mux(nan, SPEC_NAN, Mux(a.is_inf | b.is_zero, SPEC_INF,
-                                  Mux(a.is_zero | b.is_inf, SPEC_ZERO, SPEC_NONE)))
+    spec = Mux(
+        nan,
+        SPEC_NAN,
+        Mux(a.is_inf | b.is_zero, SPEC_INF, Mux(a.is_zero | b.is_inf, SPEC_ZERO, SPEC_NONE)),
+    )
     s = st.cut(sa=a.sig, sb=b.sig, ea=a.exp, eb=b.exp, sign=sign, spec=spec)
     # segment 2: leading zeros of subnormal significands
-    s = st.cut(sa=s.sa, sb=s.sb, la=leading_zeros(s.sa)[:5], lb=leading_zeros(s.sb)[:5],
-               ea=s.ea, eb=s.eb, sign=s.sign, spec=s.spec)
+    s = st.cut(
+        sa=s.sa,
+        sb=s.sb,
+        la=leading_zeros(s.sa)[:5],
+        lb=leading_zeros(s.sb)[:5],
+        ea=s.ea,
+        eb=s.eb,
+        sign=s.sign,
+        spec=s.spec,
+    )
     # segment 3: normalise; Q's bit 26 has biased exponent (ea - la) - (eb - lb) + 127
     exp = (s.ea - s.la - s.eb + s.lb + 127).as_signed()
     s = st.cut(r=(s.sa << s.la)[:24], d=(s.sb << s.lb)[:24], exp=exp, sign=s.sign, spec=s.spec)
     # segments 4..30: one quotient bit each
     r, d, q = Cat(s.r, Const(0, 1)), s.d, None
-    for k in range(QUOTIENT_BITS):
+    for _k in range(QUOTIENT_BITS):
         diff = (r - d).as_signed()
         bit = diff >= 0
-        r = Cat(Const(0, 1), Mux(bit, diff[:25], r)[:24])          # 2 * (r - bit * d), < 2**25
+        r = Cat(Const(0, 1), Mux(bit, diff[:25], r)[:24])  # 2 * (r - bit * d), < 2**25
         q = bit if q is None else Cat(bit, q)
         s = st.cut(r=r, d=d, q=q, exp=s.exp, sign=s.sign, spec=s.spec)
         r, d, q = s.r, s.d, s.q
-    out = round_pack(st, sign=s.sign, exp=s.exp, sig=s.q, sticky=s.r.any(), width=QUOTIENT_BITS,
-                     ftz=ftz, spec=s.spec, spec_sign=s.sign, zero_sign=s.sign)
+    out = round_pack(
+        st,
+        sign=s.sign,
+        exp=s.exp,
+        sig=s.q,
+        sticky=s.r.any(),
+        width=QUOTIENT_BITS,
+        ftz=ftz,
+        spec=s.spec,
+        spec_sign=s.sign,
+        zero_sign=s.sign,
+    )
     assert st.done
     return out.z
 

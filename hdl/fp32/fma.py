@@ -23,8 +23,16 @@ Segments (registers spread by ``stages``, see :mod:`.common`):
 from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib.wiring import In, Out
 
-from .common import (FPCore, ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, round_pack,
-                     trailing_zeros, unpack)
+from .common import (
+    ROUND_WEIGHTS,
+    SPEC_INF,
+    SPEC_NAN,
+    SPEC_NONE,
+    FPCore,
+    round_pack,
+    trailing_zeros,
+    unpack,
+)
 
 __all__ = ["FPFMACore"]
 
@@ -55,8 +63,9 @@ class FPFMACore(FPCore):
     DEFAULT_STAGES = 12
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "b": In(32), "c": In(32), "z": Out(32)},
-                         stages, ftz)
+        super().__init__(
+            {"en": In(1), "a": In(32), "b": In(32), "c": In(32), "z": Out(32)}, stages, ftz
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -65,44 +74,95 @@ class FPFMACore(FPCore):
         sp = a.sign ^ b.sign
         p_inf = a.is_inf | b.is_inf
         p_zero = a.is_zero | b.is_zero
-        nan = (a.is_nan | b.is_nan | c.is_nan | (a.is_inf & b.is_zero) | (a.is_zero & b.is_inf)
-               | (p_inf & c.is_inf & (sp != c.sign)))
+        nan = (
+            a.is_nan
+            | b.is_nan
+            | c.is_nan
+            | (a.is_inf & b.is_zero)
+            | (a.is_zero & b.is_inf)
+            | (p_inf & c.is_inf & (sp != c.sign))
+        )
         spec = Mux(nan, SPEC_NAN, Mux(p_inf | c.is_inf, SPEC_INF, SPEC_NONE))
         spec_sign = Mux(p_inf, sp, c.sign)
-        ep = (a.exp + b.exp - 127).as_signed()          # biased exponent of product bit 49
-        s = st.cut(sa=a.sig, sb=b.sig, sc=c.sig, ec=c.exp, ep=ep, p_zero=p_zero, sp=sp,
-                   sc_sign=c.sign, spec=spec, spec_sign=spec_sign, tzc=trailing_zeros(c.sig))
+        ep = (a.exp + b.exp - 127).as_signed()  # biased exponent of product bit 49
+        s = st.cut(
+            sa=a.sig,
+            sb=b.sig,
+            sc=c.sig,
+            ec=c.exp,
+            ep=ep,
+            p_zero=p_zero,
+            sp=sp,
+            sc_sign=c.sign,
+            spec=spec,
+            spec_sign=spec_sign,
+            tzc=trailing_zeros(c.sig),
+        )
         # segment 2: alignment distance; partial products
-        dd = (s.ec - s.ep).as_signed()                   # addend units bit minus product's
+        dd = (s.ec - s.ep).as_signed()  # addend units bit minus product's
         top = (dd > 27) | s.p_zero
         rshift = (s.ep + 27 - s.ec).as_signed()
         rshift = Mux(top, 0, Mux(rshift > _WINDOW, _WINDOW, rshift))[:7]
-        exp = Mux(top, s.ec + 1, s.ep + 28)               # biased exponent of window bit 77
+        exp = Mux(top, s.ec + 1, s.ep + 28)  # biased exponent of window bit 77
         al, ah, bl, bh = s.sa[0:12], s.sa[12:24], s.sb[0:12], s.sb[12:24]
-        s = st.cut(ll=al * bl, lh=al * bh, hl=ah * bl, hh=ah * bh, sc=s.sc, tzc=s.tzc,
-                   rshift=rshift, exp=exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec,
-                   spec_sign=s.spec_sign)
+        s = st.cut(
+            ll=al * bl,
+            lh=al * bh,
+            hl=ah * bl,
+            hh=ah * bh,
+            sc=s.sc,
+            tzc=s.tzc,
+            rshift=rshift,
+            exp=exp,
+            sp=s.sp,
+            sc_sign=s.sc_sign,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+        )
         # segment 3: addend alignment (bits below the window jam into bit 0); the exact product
         aligned = (Cat(Const(0, 53), s.sc) >> s.rshift)[:77]
         lost = s.sc.any() & (s.rshift > s.tzc + 53)
         product = (s.ll + ((s.lh + s.hl) << 12) + (s.hh << 24))[:48]
-        s = st.cut(product=product, addend=aligned | lost, exp=s.exp, sp=s.sp,
-                   sc_sign=s.sc_sign, spec=s.spec, spec_sign=s.spec_sign)
+        s = st.cut(
+            product=product,
+            addend=aligned | lost,
+            exp=s.exp,
+            sp=s.sp,
+            sc_sign=s.sc_sign,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+        )
         # segment 4: add or subtract in the window
         pw = Cat(Const(0, 3), s.product)
         effsub = s.sp != s.sc_sign
-        total = Mux(effsub, pw - s.addend, pw + s.addend)[:_WINDOW + 1].as_signed()
-        s = st.cut(total=total, exp=s.exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec,
-                   spec_sign=s.spec_sign)
+        total = Mux(effsub, pw - s.addend, pw + s.addend)[: _WINDOW + 1].as_signed()
+        s = st.cut(
+            total=total, exp=s.exp, sp=s.sp, sc_sign=s.sc_sign, spec=s.spec, spec_sign=s.spec_sign
+        )
         # segment 5: magnitude and sign
         neg = s.total < 0
         mag = Mux(neg, -s.total, s.total)[:_WINDOW]
         sign = s.sp ^ neg
-        s = st.cut(mag=mag, sign=sign, exp=s.exp, zero_sign=s.sp & s.sc_sign, spec=s.spec,
-                   spec_sign=s.spec_sign)
-        out = round_pack(st, sign=s.sign, exp=s.exp, sig=s.mag, sticky=Const(0, 1),
-                         width=_WINDOW, ftz=self.ftz, spec=s.spec, spec_sign=s.spec_sign,
-                         zero_sign=s.zero_sign)
+        s = st.cut(
+            mag=mag,
+            sign=sign,
+            exp=s.exp,
+            zero_sign=s.sp & s.sc_sign,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+        )
+        out = round_pack(
+            st,
+            sign=s.sign,
+            exp=s.exp,
+            sig=s.mag,
+            sticky=Const(0, 1),
+            width=_WINDOW,
+            ftz=self.ftz,
+            spec=s.spec,
+            spec_sign=s.spec_sign,
+            zero_sign=s.zero_sign,
+        )
         assert st.done
         m.d.comb += self.z.eq(out.z)
         return m

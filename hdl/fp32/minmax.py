@@ -43,8 +43,9 @@ class FPMinMaxCore(FPCore):
     DEFAULT_STAGES = 1
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "b": In(32), "min": Out(32),
-                          "max": Out(32)}, stages, ftz)
+        super().__init__(
+            {"en": In(1), "a": In(32), "b": In(32), "min": Out(32), "max": Out(32)}, stages, ftz
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -55,8 +56,10 @@ class FPMinMaxCore(FPCore):
         a_less = Mux(s.sa != s.sb, s.sa, Mux(s.sa, s.ma > s.mb, s.ma < s.mb))
         b_less = Mux(s.sa != s.sb, s.sb, Mux(s.sa, s.mb > s.ma, s.mb < s.ma))
         av, bv = Cat(s.ma, s.sa), Cat(s.mb, s.sb)
-        s = st.cut(lo=Mux(s.un, CANONICAL_NAN, Mux(b_less, bv, av)),
-                   hi=Mux(s.un, CANONICAL_NAN, Mux(a_less, bv, av)))
+        s = st.cut(
+            lo=Mux(s.un, CANONICAL_NAN, Mux(b_less, bv, av)),
+            hi=Mux(s.un, CANONICAL_NAN, Mux(a_less, bv, av)),
+        )
         assert st.done
         m.d.comb += [self.min.eq(s.lo), self.max.eq(s.hi)]
         return m

@@ -14,7 +14,7 @@ Segments (registers are spread over them by ``stages``, see :mod:`.common`):
 from amaranth.hdl import Const, Module, Mux
 from amaranth.lib.wiring import In, Out
 
-from .common import FPCore, ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, round_pack, unpack
+from .common import ROUND_WEIGHTS, SPEC_INF, SPEC_NAN, SPEC_NONE, FPCore, round_pack, unpack
 
 __all__ = ["FPMulCore"]
 
@@ -57,12 +57,23 @@ class FPMulCore(FPCore):
         exp = (a.exp + b.exp - 126).as_signed()
         s = st.cut(sa=a.sig, sb=b.sig, sign=sign, exp=exp, spec=spec)
         al, ah, bl, bh = s.sa[0:12], s.sa[12:24], s.sb[0:12], s.sb[12:24]
-        s = st.cut(ll=al * bl, lh=al * bh, hl=ah * bl, hh=ah * bh, sign=s.sign, exp=s.exp,
-                   spec=s.spec)
+        s = st.cut(
+            ll=al * bl, lh=al * bh, hl=ah * bl, hh=ah * bh, sign=s.sign, exp=s.exp, spec=s.spec
+        )
         product = (s.ll + ((s.lh + s.hl) << 12) + (s.hh << 24))[:48]
         s = st.cut(product=product, sign=s.sign, exp=s.exp, spec=s.spec)
-        out = round_pack(st, sign=s.sign, exp=s.exp, sig=s.product, sticky=Const(0, 1), width=48,
-                         ftz=self.ftz, spec=s.spec, spec_sign=s.sign, zero_sign=s.sign)
+        out = round_pack(
+            st,
+            sign=s.sign,
+            exp=s.exp,
+            sig=s.product,
+            sticky=Const(0, 1),
+            width=48,
+            ftz=self.ftz,
+            spec=s.spec,
+            spec_sign=s.sign,
+            zero_sign=s.sign,
+        )
         assert st.done
         m.d.comb += self.z.eq(out.z)
         return m

@@ -81,8 +81,9 @@ class FPStreamUnit(wiring.Component):
             raise ValueError(f"`stages` must be a positive integer, not {stages!r}")
         self._unit = unit
         self._core = core_cls(stages, ftz)
-        super().__init__({"i": In(stream.Signature(in_layout)),
-                          "o": Out(stream.Signature(out_layout))})
+        super().__init__(
+            {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout))}
+        )
 
     @property
     def unit(self):

@@ -54,8 +54,7 @@ def sideband(m, en, value, cycles, name, *, shape=None):
         m.d.sync += addr.eq(Mux(addr == cycles - 2, 0, addr + 1))
     wr = mem.write_port()
     rd = mem.read_port(transparent_for=())
-    m.d.comb += [wr.addr.eq(addr), wr.data.eq(value), wr.en.eq(en),
-                 rd.addr.eq(addr), rd.en.eq(en)]
+    m.d.comb += [wr.addr.eq(addr), wr.data.eq(value), wr.en.eq(en), rd.addr.eq(addr), rd.en.eq(en)]
     return rd.data
 
 
@@ -69,8 +68,9 @@ class EnableCoreStream(wiring.Component):
 
     def __init__(self, core, in_layout, out_layout):
         self._core = core
-        super().__init__({"i": In(stream.Signature(in_layout)),
-                          "o": Out(stream.Signature(out_layout))})
+        super().__init__(
+            {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout))}
+        )
 
     @property
     def latency(self):
@@ -80,8 +80,13 @@ class EnableCoreStream(wiring.Component):
         m = Module()
         m.submodules.core = core = self._core
         en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
-                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
+        m.d.comb += [
+            en.eq(~self.o.valid | self.o.ready),
+            self.i.ready.eq(en),
+            core.en.eq(en),
+            core.i.eq(self.i.payload),
+            self.o.payload.eq(core.o),
+        ]
         valid = Signal(self.latency, name="valid_chain")
         with m.If(en):
             m.d.sync += valid.eq(Cat(self.i.valid, valid[:-1]))

@@ -35,27 +35,36 @@ Interface (clock-enable core, no valid/ready)
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import box_grow_constant
 
 from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
 from ._pipe import EnableCoreStream, delay, reg, sideband
 
-__all__ = ["BOX_IN_LAYOUT", "ENGINE_RAY_LAYOUT", "BOX_OUT_LAYOUT", "engine_in_layout",
-           "engine_out_layout", "BoxEngine", "BoxEnginePipe"]
+__all__ = [
+    "BOX_IN_LAYOUT",
+    "ENGINE_RAY_LAYOUT",
+    "BOX_OUT_LAYOUT",
+    "engine_in_layout",
+    "engine_out_layout",
+    "BoxEngine",
+    "BoxEnginePipe",
+]
 
 _F3 = data.ArrayLayout(Float32(), 3)
 BOX_IN_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
-ENGINE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "extent": Float32(),
-                                       "box_grow": unsigned(8), "heuristic": unsigned(2)})
+ENGINE_RAY_LAYOUT = data.StructLayout(
+    {"origin": _F3, "extent": Float32(), "box_grow": unsigned(8), "heuristic": unsigned(2)}
+)
 BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32()})
-
 
 
 def engine_in_layout(boxes):
     """``i`` of a :class:`BoxEngine` of ``boxes`` tests."""
-    return data.StructLayout({"base": _F3, "boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes),
-                              "ray": ENGINE_RAY_LAYOUT})
+    return data.StructLayout(
+        {"base": _F3, "boxes": data.ArrayLayout(BOX_IN_LAYOUT, boxes), "ray": ENGINE_RAY_LAYOUT}
+    )
 
 
 def engine_out_layout(boxes):
@@ -64,9 +73,15 @@ def engine_out_layout(boxes):
 
 
 #: What waits beside the grow FMA and the key adder (c5 -> c6).
-_C6_WAIT_LAYOUT = data.StructLayout({"g_zero": unsigned(1), "heuristic": unsigned(2),
-                                     "min_t": unsigned(32), "max_t": unsigned(32),
-                                     "nan": unsigned(1)})
+_C6_WAIT_LAYOUT = data.StructLayout(
+    {
+        "g_zero": unsigned(1),
+        "heuristic": unsigned(2),
+        "min_t": unsigned(32),
+        "max_t": unsigned(32),
+        "nan": unsigned(1),
+    }
+)
 
 _POS_INF = 0x7F800000
 _NEG_INF = 0xFF800000
@@ -101,12 +116,14 @@ class BoxEngine(wiring.Component):
         self._lm = FPMulCore.DEFAULT_STAGES if mul_stages is None else mul_stages
         self._lf = FPFMACore.DEFAULT_STAGES if fma_stages is None else fma_stages
         self._stages = (add_stages, mul_stages, fma_stages)
-        super().__init__({
-            "en": In(1),
-            "i": In(engine_in_layout(boxes)),
-            "inv_dir": In(_F3),
-            "o": Out(engine_out_layout(boxes)),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(engine_in_layout(boxes)),
+                "inv_dir": In(_F3),
+                "o": Out(engine_out_layout(boxes)),
+            }
+        )
 
     @property
     def boxes(self):
@@ -126,8 +143,12 @@ class BoxEngine(wiring.Component):
         return 2 * self._la + self._lm + 2 + max(self._lf, self._la) + 1
 
     def _core(self, m, cls, name, *, ftz=None, **ports):
-        stages = {FPAddCore: self._stages[0], FPMulCore: self._stages[1],
-                  FPFMACore: self._stages[2], FPCmpCore: 0}[cls]
+        stages = {
+            FPAddCore: self._stages[0],
+            FPMulCore: self._stages[1],
+            FPFMACore: self._stages[2],
+            FPCmpCore: 0,
+        }[cls]
         core = cls(stages, self._ftz if ftz is None else ftz)
         m.submodules[name] = core
         m.d.comb += core.en.eq(self.en)
@@ -170,8 +191,9 @@ class BoxEngine(wiring.Component):
             for a in range(3):
                 for side, off in (("min", box.off_min[a]), ("max", box.off_max[a])):
                     tag = f"b{b}_{side}{a}"
-                    deq = self._core(m, FPAddCore, f"{tag}_deq", ftz=False, a=self.i.base[a],
-                                     b=off, sub=0)
+                    deq = self._core(
+                        m, FPAddCore, f"{tag}_deq", ftz=False, a=self.i.base[a], b=off, sub=0
+                    )
                     d = self._core(m, FPAddCore, f"{tag}_sub", a=deq.z, b=r_origin[a], sub=1)
                     tp = self._core(m, FPMulCore, f"{tag}_mul", a=d.z, b=self.inv_dir[a])
                     (lo_t if side == "min" else hi_t).append(tp.z)
@@ -197,20 +219,31 @@ class BoxEngine(wiring.Component):
             s5_max_t = reg(m, en, max_t, f"b{b}_c5_max_t", shape=32)
             s5_nan = reg(m, en, nan, f"b{b}_c5_nan", shape=1)
             s5_tmin = reg(m, en, Mux(_is_nan(tmin_raw), 0, tmin_raw), f"b{b}_c5_tmin", shape=32)
-            s5_tmax = reg(m, en, Mux(_is_nan(tmax_raw), _POS_INF, tmax_raw), f"b{b}_c5_tmax",
-                          shape=32)
+            s5_tmax = reg(
+                m, en, Mux(_is_nan(tmax_raw), _POS_INF, tmax_raw), f"b{b}_c5_tmax", shape=32
+            )
             # c5: grow (FMA) and key (add/sub), aligned to the longer of the two
             lc5 = max(lf, la)
             fma = self._core(m, FPFMACore, f"b{b}_c5_grow", a=s5_max_t, b=gconst, c=s5_max_t)
             midpoint = r_heur == 2
-            key_add = self._core(m, FPAddCore, f"b{b}_c5_key",
-                                 a=Mux(midpoint, s5_tmin, s5_min_t),
-                                 b=Mux(midpoint, s5_tmax, s5_max_t), sub=~midpoint)
+            key_add = self._core(
+                m,
+                FPAddCore,
+                f"b{b}_c5_key",
+                a=Mux(midpoint, s5_tmin, s5_min_t),
+                b=Mux(midpoint, s5_tmax, s5_max_t),
+                sub=~midpoint,
+            )
             grown = delay(m, en, fma.z, lc5 - lf, f"b{b}_c6_grown_al")
             key_arith = delay(m, en, key_add.z, lc5 - la, f"b{b}_c6_key_al")
             wait = Signal(_C6_WAIT_LAYOUT, name=f"b{b}_c5_wait")
-            m.d.comb += [wait.g_zero.eq(r_grow == 0), wait.heuristic.eq(r_heur),
-                         wait.min_t.eq(s5_min_t), wait.max_t.eq(s5_max_t), wait.nan.eq(s5_nan)]
+            m.d.comb += [
+                wait.g_zero.eq(r_grow == 0),
+                wait.heuristic.eq(r_heur),
+                wait.min_t.eq(s5_min_t),
+                wait.max_t.eq(s5_max_t),
+                wait.nan.eq(s5_nan),
+            ]
             wait6 = sideband(m, en, wait, lc5, f"b{b}_c6_wait")
             g_zero, heur, nan6 = wait6.g_zero, wait6.heuristic, wait6.nan
             min_t6, max_t6 = wait6.min_t, wait6.max_t
@@ -236,10 +269,13 @@ class BoxEnginePipe(EnableCoreStream):
 class _AlignedEngine(wiring.Component):
     def __init__(self, boxes, **params):
         self._engine = BoxEngine(boxes, **params)
-        super().__init__({"en": In(1),
-                          "i": In(data.StructLayout({"box": engine_in_layout(boxes),
-                                                     "inv_dir": _F3})),
-                          "o": Out(engine_out_layout(boxes))})
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(data.StructLayout({"box": engine_in_layout(boxes), "inv_dir": _F3})),
+                "o": Out(engine_out_layout(boxes)),
+            }
+        )
 
     @property
     def latency(self):
@@ -248,7 +284,10 @@ class _AlignedEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.engine = eng = self._engine
-        m.d.comb += [eng.en.eq(self.en), eng.i.eq(self.i.box),
-                     eng.inv_dir.eq(delay(m, self.en, self.i.inv_dir, eng.inv_offset, "inv")),
-                     self.o.eq(eng.o)]
+        m.d.comb += [
+            eng.en.eq(self.en),
+            eng.i.eq(self.i.box),
+            eng.inv_dir.eq(delay(m, self.en, self.i.inv_dir, eng.inv_offset, "inv")),
+            self.o.eq(eng.o),
+        ]
         return m

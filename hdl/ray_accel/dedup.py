@@ -26,10 +26,10 @@ from .sort_unit import SLOT_LAYOUT
 
 __all__ = ["TESTED_SLOT_LAYOUT", "DEDUP_IN_LAYOUT", "DEDUP_OUT_LAYOUT", "DedupUnit", "DedupPipe"]
 
-TESTED_SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "hit": unsigned(1),
-                                        "key": Float32()})
-DEDUP_IN_LAYOUT = data.StructLayout({"slots": data.ArrayLayout(TESTED_SLOT_LAYOUT, SORT_SLOTS),
-                                     "dedup": unsigned(1)})
+TESTED_SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "hit": unsigned(1), "key": Float32()})
+DEDUP_IN_LAYOUT = data.StructLayout(
+    {"slots": data.ArrayLayout(TESTED_SLOT_LAYOUT, SORT_SLOTS), "dedup": unsigned(1)}
+)
 DEDUP_OUT_LAYOUT = data.StructLayout({"slots": data.ArrayLayout(SLOT_LAYOUT, SORT_SLOTS)})
 
 
@@ -54,8 +54,10 @@ class DedupUnit(wiring.Component):
         with m.If(self.en):
             for k in range(SORT_SLOTS):
                 dup = Const(0, 1) if k == 0 else (self.i.dedup & (tested[k] == tested[k - 1]))
-                m.d.sync += [self.o.slots[k].ptr.eq(Mux(dup, INVALID_NODE, tested[k])),
-                             self.o.slots[k].key.eq(self.i.slots[k].key)]
+                m.d.sync += [
+                    self.o.slots[k].ptr.eq(Mux(dup, INVALID_NODE, tested[k])),
+                    self.o.slots[k].key.eq(self.i.slots[k].key),
+                ]
         return m
 
 

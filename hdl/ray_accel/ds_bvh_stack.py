@@ -36,6 +36,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.ds_bvh_stack import (
     INVALID_NODE,
     NODE_TYPE_INSTANCE,
@@ -83,11 +84,17 @@ class BvhStack(wiring.Component):
         if lanes not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"`lanes` must be a power of two from 1 to 32, not {lanes!r}")
         if waves * stack_size * STACK_STRIDE_DWORDS > 1 << 14:
-            raise ValueError(f"`waves * stack_size` must be at most 512 (the 14-bit base field "
-                             f"addresses 64 KiB), not {waves * stack_size}")
+            raise ValueError(
+                f"`waves * stack_size` must be at most 512 (the 14-bit base field "
+                f"addresses 64 KiB), not {waves * stack_size}"
+            )
         self._stack_size, self._waves, self._lanes = stack_size, waves, lanes
-        super().__init__({"i": In(stream.Signature(STACK_REQUEST_LAYOUT)),
-                          "o": Out(stream.Signature(STACK_RESPONSE_LAYOUT))})
+        super().__init__(
+            {
+                "i": In(stream.Signature(STACK_REQUEST_LAYOUT)),
+                "o": Out(stream.Signature(STACK_RESPONSE_LAYOUT)),
+            }
+        )
 
     @property
     def stack_size(self):
@@ -135,10 +142,14 @@ class BvhStack(wiring.Component):
         s0_push4 = req.op == StackOp.PUSH4_POP1
         s0_pop2 = req.op == StackOp.PUSH8_POP2
         s0_ok = Signal()
-        m.d.comb += s0_ok.eq((s0_push4 | (req.op == StackOp.PUSH8_POP1) | s0_pop2)
-                             & (s0_lane < lanes) & (s0_row + size <= rows)
-                             & (sa.addr < size) & (sa.valid_entries <= size)
-                             & (sa.entries_to_tlas <= size))
+        m.d.comb += s0_ok.eq(
+            (s0_push4 | (req.op == StackOp.PUSH8_POP1) | s0_pop2)
+            & (s0_lane < lanes)
+            & (s0_row + size <= rows)
+            & (sa.addr < size)
+            & (sa.valid_entries <= size)
+            & (sa.entries_to_tlas <= size)
+        )
 
         # --- stage 0: which slots are pushed (gpurt ds_stack_push8_impl) ------------------------
         slot = []
@@ -154,13 +165,16 @@ class BvhStack(wiring.Component):
         match = Signal(8, name="s0_match")
         special = Signal(8, name="s0_special")
         for k in range(8):
-            m.d.comb += [match[k].eq((slot[k] == last) | (rules31 & (slot[k][:3] <= 3))),
-                         special[k].eq(slot[k][3:] == SPECIAL_NODE_PREFIX)]
+            m.d.comb += [
+                match[k].eq((slot[k] == last) | (rules31 & (slot[k][:3] <= 3))),
+                special[k].eq(slot[k][3:] == SPECIAL_NODE_PREFIX),
+            ]
         range_update = Signal(name="s0_range_update")
         m.d.comb += range_update.eq(rules31 & ~last[2] & ~walkback)
         data_valid = Signal(name="s0_data_valid")
-        m.d.comb += data_valid.eq((~walkback | match.any() | (rules31 & (last[:3] <= 3)))
-                                  & ~(range_update & last[1]))
+        m.d.comb += data_valid.eq(
+            (~walkback | match.any() | (rules31 & (last[:3] <= 3))) & ~(range_update & last[1])
+        )
 
         # Slot 7 of a range update is replaced by the next pair (or node) of the range.
         nxt = Signal(32, name="s0_next_prim")
@@ -186,8 +200,10 @@ class BvhStack(wiring.Component):
                 forced = range_update if k == 6 else 0
                 new03 = Signal(name=f"s0_skip03_{k}")
                 new47 = Signal(name=f"s0_skip47_{k}")
-                m.d.comb += [new03.eq(skip03 | (sets & ~slot[k][1]) | forced),
-                             new47.eq(skip47 | (sets & ~slot[k][2]) | forced)]
+                m.d.comb += [
+                    new03.eq(skip03 | (sets & ~slot[k][1]) | forced),
+                    new47.eq(skip47 | (sets & ~slot[k][2]) | forced),
+                ]
                 skip03, skip47 = new03, new47
                 skip = skip47
             else:
@@ -275,11 +291,15 @@ class BvhStack(wiring.Component):
             rp = bank.read_port(domain="sync", transparent_for=())
             for k in range(8):
                 with m.If(s1_push[k] & (push_row[k][:3] == j)):
-                    m.d.comb += [wp.en.eq(write), wp.addr.eq(bank_addr(push_row[k])),
-                                 wp.data.eq(s1_value[k])]
-            m.d.comb += [rp.en.eq(en),
-                         rp.addr.eq(Mux(rd_row[0][:3] == j, bank_addr(rd_row[0]),
-                                        bank_addr(rd_row[1])))]
+                    m.d.comb += [
+                        wp.en.eq(write),
+                        wp.addr.eq(bank_addr(push_row[k])),
+                        wp.data.eq(s1_value[k]),
+                    ]
+            m.d.comb += [
+                rp.en.eq(en),
+                rp.addr.eq(Mux(rd_row[0][:3] == j, bank_addr(rd_row[0]), bank_addr(rd_row[1]))),
+            ]
             read_data.append(rp.data)
 
         # --- stage 2 registers ---------------------------------------------------------------
@@ -336,8 +356,9 @@ class BvhStack(wiring.Component):
         s3_second_entry = Signal(32)
         m.d.comb += [
             s3_first_entry.eq(Mux(s3_count != 0, s3_top, s3_read1)),
-            s3_second_entry.eq(Mux(s3_count >= 2, s3_below,
-                                   Mux(s3_count == 1, s3_read1, s3_read2))),
+            s3_second_entry.eq(
+                Mux(s3_count >= 2, s3_below, Mux(s3_count == 1, s3_read1, s3_read2))
+            ),
         ]
 
         # --- stage 3: pop (gpurt pop) ---------------------------------------------------------
@@ -355,44 +376,69 @@ class BvhStack(wiring.Component):
         instance = Signal(name="s3_first_is_instance")
         m.d.comb += instance.eq(s3_first_entry[:3] == NODE_TYPE_INSTANCE)
         with m.If(s3_empty):
-            m.d.comb += [p_valid.eq(0), p_etr.eq(s3_etr), p_addr.eq(s3_addr), p_ovf.eq(s3_ovf),
-                         p_tlas.eq(0), p_b2t.eq(0),
-                         first.eq(Mux(s3_ovf, INVALID_NODE, TERMINAL_NODE))]
+            m.d.comb += [
+                p_valid.eq(0),
+                p_etr.eq(s3_etr),
+                p_addr.eq(s3_addr),
+                p_ovf.eq(s3_ovf),
+                p_tlas.eq(0),
+                p_b2t.eq(0),
+                first.eq(Mux(s3_ovf, INVALID_NODE, TERMINAL_NODE)),
+            ]
         with m.Else():
             etr_dec = Mux(s3_etr == 0, 0, s3_etr - 1)
-            m.d.comb += [p_addr.eq(dec_ring(s3_addr)), p_b2t.eq(s3_b2t),
-                         first.eq(s3_first_entry)]
+            m.d.comb += [p_addr.eq(dec_ring(s3_addr)), p_b2t.eq(s3_b2t), first.eq(s3_first_entry)]
             with m.If(instance):
                 # An instance starts a BLAS; a TLAS part already on the stack is dropped.
                 tlas_left = s3_tlas & ~s3_b2t
-                m.d.comb += [p_valid.eq(Mux(tlas_left, etr_dec, s3_valid - 1)), p_etr.eq(0),
-                             p_ovf.eq(s3_ovf | tlas_left), p_tlas.eq(1)]
+                m.d.comb += [
+                    p_valid.eq(Mux(tlas_left, etr_dec, s3_valid - 1)),
+                    p_etr.eq(0),
+                    p_ovf.eq(s3_ovf | tlas_left),
+                    p_tlas.eq(1),
+                ]
             with m.Else():
-                m.d.comb += [p_valid.eq(s3_valid - 1), p_etr.eq(etr_dec), p_ovf.eq(s3_ovf),
-                             p_tlas.eq(s3_tlas & ~s3_b2t)]
+                m.d.comb += [
+                    p_valid.eq(s3_valid - 1),
+                    p_etr.eq(etr_dec),
+                    p_ovf.eq(s3_ovf),
+                    p_tlas.eq(s3_tlas & ~s3_b2t),
+                ]
 
         # --- stage 3: second pop of PUSH8_POP2 (the pair rule, gpurt try_pop) -------------------
         pair = Signal(name="s3_pair")
         refuse = Signal(name="s3_refuse")
         m.d.comb += [
             pair.eq(first[:3] == NODE_TYPE_TRIANGLE_1),
-            refuse.eq(((p_etr == 0) & p_tlas) | (p_valid == 0)
-                      | (s3_second_entry[:3] == NODE_TYPE_INSTANCE)),
+            refuse.eq(
+                ((p_etr == 0) & p_tlas)
+                | (p_valid == 0)
+                | (s3_second_entry[:3] == NODE_TYPE_INSTANCE)
+            ),
         ]
         out = self.o.payload
         r_valid = Signal(range(size + 1))
         r_etr = Signal(range(size + 1))
         r_addr = Signal(range(size))
         dst0, dst1 = Signal(32), Signal(32)
-        m.d.comb += [r_valid.eq(p_valid), r_etr.eq(p_etr), r_addr.eq(p_addr), dst0.eq(first),
-                     dst1.eq(INVALID_NODE)]
+        m.d.comb += [
+            r_valid.eq(p_valid),
+            r_etr.eq(p_etr),
+            r_addr.eq(p_addr),
+            dst0.eq(first),
+            dst1.eq(INVALID_NODE),
+        ]
         with m.If(s3_pop2):
             with m.If(pair):
                 m.d.comb += [dst0.eq(first & ~7), dst1.eq(first)]
             with m.Elif(~refuse):
-                m.d.comb += [r_valid.eq(p_valid - 1), r_etr.eq(Mux(p_etr == 0, 0, p_etr - 1)),
-                             r_addr.eq(dec_ring(p_addr)), dst0.eq(s3_second_entry),
-                             dst1.eq(first)]
+                m.d.comb += [
+                    r_valid.eq(p_valid - 1),
+                    r_etr.eq(Mux(p_etr == 0, 0, p_etr - 1)),
+                    r_addr.eq(dec_ring(p_addr)),
+                    dst0.eq(s3_second_entry),
+                    dst1.eq(first),
+                ]
 
         # --- output register -----------------------------------------------------------------
         with m.If(en):
@@ -406,9 +452,15 @@ class BvhStack(wiring.Component):
                     out.stack_addr.has_tlas.eq(p_tlas),
                     out.stack_addr.has_overflowed.eq(p_ovf),
                     out.stack_addr.blas2tlas_pop.eq(p_b2t),
-                    out.dst0.eq(dst0), out.dst1.eq(dst1), out.error.eq(0),
+                    out.dst0.eq(dst0),
+                    out.dst1.eq(dst1),
+                    out.error.eq(0),
                 ]
             with m.Else():
-                m.d.sync += [out.stack_addr.eq(s3_stack_addr), out.dst0.eq(INVALID_NODE),
-                             out.dst1.eq(INVALID_NODE), out.error.eq(1)]
+                m.d.sync += [
+                    out.stack_addr.eq(s3_stack_addr),
+                    out.dst0.eq(INVALID_NODE),
+                    out.dst1.eq(INVALID_NODE),
+                    out.error.eq(1),
+                ]
         return m

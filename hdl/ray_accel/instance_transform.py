@@ -34,6 +34,7 @@ of the hardware does.
 from amaranth.hdl import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import NODE_LAYOUT, RAY_LAYOUT
 
@@ -43,21 +44,25 @@ __all__ = ["INSTANCE_IN_LAYOUT", "INSTANCE_OUT_LAYOUT", "InstanceCore", "Instanc
 
 _VEC3 = data.ArrayLayout(Float32(), 3)
 
-INSTANCE_IN_LAYOUT = data.StructLayout({
-    "node": NODE_LAYOUT,
-    "ray": RAY_LAYOUT,
-    "pointer_flags": unsigned(10),
-    "pointer_flags_en": unsigned(1),
-})
+INSTANCE_IN_LAYOUT = data.StructLayout(
+    {
+        "node": NODE_LAYOUT,
+        "ray": RAY_LAYOUT,
+        "pointer_flags": unsigned(10),
+        "pointer_flags_en": unsigned(1),
+    }
+)
 
-INSTANCE_OUT_LAYOUT = data.StructLayout({
-    "origin": _VEC3,
-    "dir": _VEC3,
-    "culled": unsigned(1),
-    "blas_lo": unsigned(32),
-    "blas_hi": unsigned(32),
-    "user_data": unsigned(24),
-})
+INSTANCE_OUT_LAYOUT = data.StructLayout(
+    {
+        "origin": _VEC3,
+        "dir": _VEC3,
+        "culled": unsigned(1),
+        "blas_lo": unsigned(32),
+        "blas_hi": unsigned(32),
+        "user_data": unsigned(24),
+    }
+)
 
 
 class InstanceCore(wiring.Component):
@@ -73,11 +78,13 @@ class InstanceCore(wiring.Component):
         if not isinstance(fma_stages, int) or isinstance(fma_stages, bool) or fma_stages < 0:
             raise ValueError(f"`fma_stages` must be a non-negative integer, not {fma_stages!r}")
         self._fma_stages = fma_stages
-        super().__init__({
-            "en": In(1),
-            "i": In(INSTANCE_IN_LAYOUT),
-            "o": Out(INSTANCE_OUT_LAYOUT),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(INSTANCE_IN_LAYOUT),
+                "o": Out(INSTANCE_OUT_LAYOUT),
+            }
+        )
 
     @property
     def latency(self):
@@ -98,14 +105,14 @@ class InstanceCore(wiring.Component):
         mask = node[15][24:32]
         aabb = child_base[62]
         culled = Signal()
-        m.d.comb += culled.eq(((mask & ray.instance_mask) == 0)
-                              | (~aabb & flags[8]) | (aabb & flags[9]))
+        m.d.comb += culled.eq(
+            ((mask & ray.instance_mask) == 0) | (~aabb & flags[8]) | (aabb & flags[9])
+        )
         # gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``: (inst &
         # (override ? 0x3FC : 0x3FF)) | ray flags, address bits [53:3]
         override = flags[0] | flags[1]
         merged = Signal(10)
-        m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8)))
-                              | flags)
+        m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | flags)
         blas = Signal(64)
         m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
         m.d.comb += [
@@ -123,9 +130,12 @@ class InstanceCore(wiring.Component):
         late = _delay(m, self.en, side.as_value(), self.latency, "side")
         late = data.View(side.shape(), late)
         m.d.comb += [
-            self.o.origin.eq(xf.o.origin), self.o.dir.eq(xf.o.dir),
-            self.o.culled.eq(late.culled), self.o.blas_lo.eq(late.blas[:32]),
-            self.o.blas_hi.eq(late.blas[32:]), self.o.user_data.eq(late.user),
+            self.o.origin.eq(xf.o.origin),
+            self.o.dir.eq(xf.o.dir),
+            self.o.culled.eq(late.culled),
+            self.o.blas_lo.eq(late.blas[:32]),
+            self.o.blas_hi.eq(late.blas[32:]),
+            self.o.user_data.eq(late.user),
         ]
         return m
 
@@ -136,10 +146,12 @@ class InstancePipe(wiring.Component):
     def __init__(self, fma_stages=2):
         self._fma_stages = fma_stages
         self._latency = 3 * fma_stages
-        super().__init__({
-            "i": In(stream.Signature(INSTANCE_IN_LAYOUT)),
-            "o": Out(stream.Signature(INSTANCE_OUT_LAYOUT)),
-        })
+        super().__init__(
+            {
+                "i": In(stream.Signature(INSTANCE_IN_LAYOUT)),
+                "o": Out(stream.Signature(INSTANCE_OUT_LAYOUT)),
+            }
+        )
 
     @property
     def latency(self):
@@ -149,7 +161,12 @@ class InstancePipe(wiring.Component):
         m = Module()
         m.submodules.core = core = InstanceCore(fma_stages=self._fma_stages)
         en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
-                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
+        m.d.comb += [
+            en.eq(~self.o.valid | self.o.ready),
+            self.i.ready.eq(en),
+            core.en.eq(en),
+            core.i.eq(self.i.payload),
+            self.o.payload.eq(core.o),
+        ]
         m.d.comb += self.o.valid.eq(_delay(m, en, self.i.valid, core.latency, "valid"))
         return m

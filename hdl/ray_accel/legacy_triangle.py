@@ -19,6 +19,7 @@ The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     PF_CULL_BACK,
@@ -44,20 +45,29 @@ from .triangle_engine import (
     unit_latency,
 )
 
-__all__ = ["LEGACY_IN_LAYOUT", "LEGACY_OUT_LAYOUT", "LegacyTriangleCore", "RayTriangleLegacy",
-           "legacy_latency"]
+__all__ = [
+    "LEGACY_IN_LAYOUT",
+    "LEGACY_OUT_LAYOUT",
+    "LegacyTriangleCore",
+    "RayTriangleLegacy",
+    "legacy_latency",
+]
 
-LEGACY_IN_LAYOUT = data.StructLayout({
-    "ray": RAY_LAYOUT,
-    "node": data.ArrayLayout(data.ArrayLayout(unsigned(32), 16), 2),
-    "node_ptr": data.ArrayLayout(unsigned(32), 2),
-    "pointer_flags": unsigned(10),
-    "desc": DESC_LAYOUT,
-})
-LEGACY_OUT_LAYOUT = data.StructLayout({
-    "result": data.ArrayLayout(data.ArrayLayout(unsigned(32), 4), 2),
-    "error": data.ArrayLayout(unsigned(1), 2),
-})
+LEGACY_IN_LAYOUT = data.StructLayout(
+    {
+        "ray": RAY_LAYOUT,
+        "node": data.ArrayLayout(data.ArrayLayout(unsigned(32), 16), 2),
+        "node_ptr": data.ArrayLayout(unsigned(32), 2),
+        "pointer_flags": unsigned(10),
+        "desc": DESC_LAYOUT,
+    }
+)
+LEGACY_OUT_LAYOUT = data.StructLayout(
+    {
+        "result": data.ArrayLayout(data.ArrayLayout(unsigned(32), 4), 2),
+        "error": data.ArrayLayout(unsigned(1), 2),
+    }
+)
 
 _INF, _ONE = 0x7F800000, 0x3F800000
 
@@ -92,9 +102,13 @@ class LegacyTriangleCore(wiring.Component):
         m.submodules.engine = eng = self._engine
         s = Sched(m, en, "leg", self._stages)
         front = setup.latency
-        m.d.comb += [setup.en.eq(en), eng.en.eq(en), setup.i.dir.eq(self.i.ray.dir),
-                     eng.i.setup.eq(setup.o),
-                     eng.i.origin.eq(s.at(Timed(Value.cast(self.i.ray.origin), 0), front))]
+        m.d.comb += [
+            setup.en.eq(en),
+            eng.en.eq(en),
+            setup.i.dir.eq(self.i.ray.dir),
+            eng.i.setup.eq(setup.o),
+            eng.i.origin.eq(s.at(Timed(Value.cast(self.i.ray.origin), 0), front)),
+        ]
         for k in range(2):
             node = self.i.node[k]
             odd = self.i.node_ptr[k][0]
@@ -106,12 +120,23 @@ class LegacyTriangleCore(wiring.Component):
         flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
         mode = s.at(Timed(Value.cast(self.i.desc.return_mode), 0), t_eng)
         flags = Signal(10, name="leg_flags")
-        m.d.comb += flags.eq(Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0))
-        f = {name: flags[_bit(mask)] for name, mask in {
-            "force_op": PF_FORCE_OPAQUE, "force_nop": PF_FORCE_NON_OPAQUE,
-            "no_cull": PF_DISABLE_TRI_CULL, "flip": PF_FLIP_FACEDNESS, "cull_back": PF_CULL_BACK,
-            "cull_front": PF_CULL_FRONT, "cull_op": PF_CULL_OPAQUE,
-            "cull_nop": PF_CULL_NON_OPAQUE, "skip_tri": PF_SKIP_TRIANGLES}.items()}
+        m.d.comb += flags.eq(
+            Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0)
+        )
+        f = {
+            name: flags[_bit(mask)]
+            for name, mask in {
+                "force_op": PF_FORCE_OPAQUE,
+                "force_nop": PF_FORCE_NON_OPAQUE,
+                "no_cull": PF_DISABLE_TRI_CULL,
+                "flip": PF_FLIP_FACEDNESS,
+                "cull_back": PF_CULL_BACK,
+                "cull_front": PF_CULL_FRONT,
+                "cull_op": PF_CULL_OPAQUE,
+                "cull_nop": PF_CULL_NON_OPAQUE,
+                "skip_tri": PF_SKIP_TRIANGLES,
+            }.items()
+        }
         for k in range(2):
             lane = eng.o.lane[k]
             ptr = s.at(Timed(Value.cast(self.i.node_ptr[k]), 0), t_eng)
@@ -130,9 +155,12 @@ class LegacyTriangleCore(wiring.Component):
                 return Mux(sel[1], Mux(sel[0], 0, bary[2]), Mux(sel[0], bary[1], bary[0]))
 
             sign = Cat(Const(0, 31), f["flip"])
-            dw = [Mux(ok, lane.t_num ^ sign, _INF), Mux(ok, lane.t_den ^ sign, _ONE),
-                  Mux(ok, Mux(mode, pick(tflags[0:2]), tri_id), 0),
-                  Mux(ok, Mux(mode, pick(tflags[2:4]), 1), 0)]
+            dw = [
+                Mux(ok, lane.t_num ^ sign, _INF),
+                Mux(ok, lane.t_den ^ sign, _ONE),
+                Mux(ok, Mux(mode, pick(tflags[0:2]), tri_id), 0),
+                Mux(ok, Mux(mode, pick(tflags[2:4]), 1), 0),
+            ]
             with m.If(en):
                 m.d.sync += [self.o.result[k][n].eq(dw[n]) for n in range(4)]
                 m.d.sync += self.o.error[k].eq(ptr[1:3] != 0)

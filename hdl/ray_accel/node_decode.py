@@ -32,23 +32,53 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
-from gpurtl.facts.ray_accel import (BOX8_CHILDREN, BOX8_NODE_LAYOUT, CHILD_RANGE_SHIFT,
-                                    FILTER_CHILDREN, HEURISTIC_NONE, INSTANCE_AABB_BIT,
-                                    INSTANCE_NODE_LAYOUT, INSTR_LAYOUT, INVALID_NODE, INVALID_OBB,
-                                    LEGACY_BOX16_LAYOUT, LEGACY_BOX32_LAYOUT,
-                                    LEGACY_GEOMETRY_INDEX_DW, LEGACY_TYPE_BOX16,
-                                    LEGACY_TYPE_INSTANCE, LEGACY_TYPE_PROCEDURAL,
-                                    LEGACY_TYPE_TRI1, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE,
-                                    PF_BOX_CULL_SHIFT, PF_FORCE_NON_OPAQUE, PF_FORCE_OPAQUE,
-                                    PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES, QUANT_BITS,
-                                    STATUS_BAD_NODE, STATUS_NOT_MODELLED, STATUS_OK,
-                                    TRIANGLE_TYPE_MAX)
+from gpurtl.facts.ray_accel import (
+    BOX8_CHILDREN,
+    BOX8_NODE_LAYOUT,
+    CHILD_RANGE_SHIFT,
+    FILTER_CHILDREN,
+    HEURISTIC_NONE,
+    INSTANCE_AABB_BIT,
+    INSTANCE_NODE_LAYOUT,
+    INSTR_LAYOUT,
+    INVALID_NODE,
+    INVALID_OBB,
+    LEGACY_BOX16_LAYOUT,
+    LEGACY_BOX32_LAYOUT,
+    LEGACY_GEOMETRY_INDEX_DW,
+    LEGACY_TYPE_BOX16,
+    LEGACY_TYPE_INSTANCE,
+    LEGACY_TYPE_PROCEDURAL,
+    LEGACY_TYPE_TRI1,
+    NODE_TYPE_BOX8,
+    NODE_TYPE_INSTANCE,
+    PF_BOX_CULL_SHIFT,
+    PF_FORCE_NON_OPAQUE,
+    PF_FORCE_OPAQUE,
+    PF_SKIP_PROCEDURAL,
+    PF_SKIP_TRIANGLES,
+    QUANT_BITS,
+    STATUS_BAD_NODE,
+    STATUS_NOT_MODELLED,
+    STATUS_OK,
+    TRIANGLE_TYPE_MAX,
+)
 
 from .obb_transform import OBB_COUNT
 
-__all__ = ["PLANES_LAYOUT", "STAGE_RAY_LAYOUT", "CONTROL_LAYOUT", "INSTANCE_SIDE_LAYOUT",
-           "MATRIX_LAYOUT", "decoded_layout", "NodeDecode", "dequant_offset", "f16_to_f32",
-           "RAW_PLANE_BASE", "OBB_INDEX_LIMIT"]
+__all__ = [
+    "PLANES_LAYOUT",
+    "STAGE_RAY_LAYOUT",
+    "CONTROL_LAYOUT",
+    "INSTANCE_SIDE_LAYOUT",
+    "MATRIX_LAYOUT",
+    "decoded_layout",
+    "NodeDecode",
+    "dequant_offset",
+    "f16_to_f32",
+    "RAW_PLANE_BASE",
+    "OBB_INDEX_LIMIT",
+]
 
 _F3 = data.ArrayLayout(Float32(), 3)
 #: The origin given to raw (legacy) planes: ``-0.0 + x == x`` for every non-NaN ``x``.
@@ -62,29 +92,37 @@ PLANES_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 #: The ray as the box and transform paths need it (no instance mask: it is used at decode).
 STAGE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3, "extent": Float32()})
 #: The world-to-object matrix of an instance node and whether to apply it (not culled).
-MATRIX_LAYOUT = data.StructLayout({
-    "use_matrix": unsigned(1),
-    "matrix": data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3),
-})
+MATRIX_LAYOUT = data.StructLayout(
+    {
+        "use_matrix": unsigned(1),
+        "matrix": data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3),
+    }
+)
 #: The instance node's own result fields (DW2, DW3, DW6 and the cull of DW7).
-INSTANCE_SIDE_LAYOUT = data.StructLayout({
-    "culled": unsigned(1), "blas_lo": unsigned(32), "blas_hi": unsigned(32),
-    "user_data": unsigned(24),
-})
+INSTANCE_SIDE_LAYOUT = data.StructLayout(
+    {
+        "culled": unsigned(1),
+        "blas_lo": unsigned(32),
+        "blas_hi": unsigned(32),
+        "user_data": unsigned(24),
+    }
+)
 #: Status, result-format selection and sort controls.
-CONTROL_LAYOUT = data.StructLayout({
-    "status": unsigned(2),
-    "blank": unsigned(1),            # dual form with an instance node: every dword 0xFFFFFFFF
-    "is_instance": unsigned(1),
-    "is_triangle": unsigned(1),
-    "dual": unsigned(1),
-    "dual_triangle": unsigned(2),    # which dual-form node is a legacy triangle node
-    "sort_enable": unsigned(1),
-    "sort_wide": unsigned(1),
-    "sort_tri_first": unsigned(1),
-    "box_grow": unsigned(8),
-    "heuristic": unsigned(2),
-})
+CONTROL_LAYOUT = data.StructLayout(
+    {
+        "status": unsigned(2),
+        "blank": unsigned(1),  # dual form with an instance node: every dword 0xFFFFFFFF
+        "is_instance": unsigned(1),
+        "is_triangle": unsigned(1),
+        "dual": unsigned(1),
+        "dual_triangle": unsigned(2),  # which dual-form node is a legacy triangle node
+        "sort_enable": unsigned(1),
+        "sort_wide": unsigned(1),
+        "sort_tri_first": unsigned(1),
+        "box_grow": unsigned(8),
+        "heuristic": unsigned(2),
+    }
+)
 
 
 def decoded_layout(*, triangles=True, transforms=True):
@@ -115,7 +153,7 @@ def dequant_offset(m, exp, q, name):
     for k in range(QUANT_BITS + 1):
         with m.If(q[k]):
             m.d.comb += p.eq(k)
-    se = Signal(10, name=f"{name}_se")   # only its low 8 bits are used, when not flushed
+    se = Signal(10, name=f"{name}_se")  # only its low 8 bits are used, when not flushed
     m.d.comb += se.eq(p + exp - QUANT_BITS)
     mant = Signal(23, name=f"{name}_mant")
     with m.Switch(p):
@@ -132,7 +170,7 @@ def f16_to_f32(m, h, name):
     """Exact widening of an FP16 pattern (subnormals normalised)."""
     sign, exp, man = h[15], h[10:15], h[:10]
     out = Signal(32, name=name)
-    lead = Signal(4, name=f"{name}_lead")          # index of the leading one of a subnormal
+    lead = Signal(4, name=f"{name}_lead")  # index of the leading one of a subnormal
     for k in range(10):
         with m.If(man[k]):
             m.d.comb += lead.eq(k)
@@ -180,11 +218,13 @@ class NodeDecode(wiring.Component):
             if not isinstance(value, bool):
                 raise TypeError(f"`{name}` must be a boolean, not {value!r}")
         self._triangles, self._transforms = triangles, transforms
-        super().__init__({
-            "en": In(1),
-            "i": In(INSTR_LAYOUT),
-            "o": Out(decoded_layout(triangles=triangles, transforms=transforms)),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(INSTR_LAYOUT),
+                "o": Out(decoded_layout(triangles=triangles, transforms=transforms)),
+            }
+        )
 
     @property
     def triangles(self):
@@ -214,15 +254,16 @@ class NodeDecode(wiring.Component):
         is_box8 = Signal(name="s0_is_box8")
         is_inst = Signal(name="s0_is_inst")
         is_tri = Signal(name="s0_is_tri")
-        m.d.comb += [is_box8.eq(~ins.dual & (t8 == NODE_TYPE_BOX8)),
-                     is_inst.eq(~ins.dual & (t8 == NODE_TYPE_INSTANCE) & desc.instance_en),
-                     is_tri.eq(~ins.dual & (t8[0:3] <= TRIANGLE_TYPE_MAX))]
+        m.d.comb += [
+            is_box8.eq(~ins.dual & (t8 == NODE_TYPE_BOX8)),
+            is_inst.eq(~ins.dual & (t8 == NODE_TYPE_INSTANCE) & desc.instance_en),
+            is_tri.eq(~ins.dual & (t8[0:3] <= TRIANGLE_TYPE_MAX)),
+        ]
 
         # ---- BVH8 / filter box: header fields, running pointers, planes ----------------------
         exps = [Mux(is_inst, inst.filter_exp[a], box8.header.exp[a]) for a in range(3)]
         count = Signal(4, name="s0_count")
-        m.d.comb += count.eq(Mux(is_inst, inst.filter_count_minus_1, box8.header.count_minus_1)
-                             + 1)
+        m.d.comb += count.eq(Mux(is_inst, inst.filter_count_minus_1, box8.header.count_minus_1) + 1)
         internal = Signal(32, name="s0_internal0")
         m.d.comb += internal.eq(Mux(is_inst, 0, box8.header.internal_base) | NODE_TYPE_BOX8)
         prim = Signal(32, name="s0_prim0")
@@ -244,23 +285,27 @@ class NodeDecode(wiring.Component):
             step = child.range << CHILD_RANGE_SHIFT
             nxt_int = Signal(32, name=f"s0_internal{k + 1}")
             nxt_prim = Signal(32, name=f"s0_prim{k + 1}")
-            m.d.comb += [nxt_int.eq(internal + Mux(is_box_child, step, 0)),
-                         nxt_prim.eq(prim + Mux(is_box_child, 0, step))]
+            m.d.comb += [
+                nxt_int.eq(internal + Mux(is_box_child, step, 0)),
+                nxt_prim.eq(prim + Mux(is_box_child, 0, step)),
+            ]
             internal, prim = nxt_int, nxt_prim
-            b8_culled = ~is_inst & (_box_culled(pf, child.cull_flags)
-                                    | ((child.mask & ray.instance_mask) == 0))
+            b8_culled = ~is_inst & (
+                _box_culled(pf, child.cull_flags) | ((child.mask & ray.instance_mask) == 0)
+            )
             b8_min = [dequant_offset(m, exps[a], qmin[a], f"s0_c{k}_min{a}") for a in range(3)]
-            b8_max = [dequant_offset(m, exps[a], qmax[a] + 1, f"s0_c{k}_max{a}")
-                      for a in range(3)]
+            b8_max = [dequant_offset(m, exps[a], qmax[a] + 1, f"s0_c{k}_max{a}") for a in range(3)]
             # dual form: node k // 4, child k % 4
             n, j = k // 4, k % 4
             lg, lg16 = legacy[n], legacy16[n]
             is16 = ins.node_ptr[n][0:3] == LEGACY_TYPE_BOX16
             lg_ptr = lg.ptr[j]
-            f16_min = [f16_to_f32(m, lg16.bounds[j].min[a], f"s0_n{n}c{j}_hmin{a}")
-                       for a in range(3)]
-            f16_max = [f16_to_f32(m, lg16.bounds[j].max[a], f"s0_n{n}c{j}_hmax{a}")
-                       for a in range(3)]
+            f16_min = [
+                f16_to_f32(m, lg16.bounds[j].min[a], f"s0_n{n}c{j}_hmin{a}") for a in range(3)
+            ]
+            f16_max = [
+                f16_to_f32(m, lg16.bounds[j].max[a], f"s0_n{n}c{j}_hmax{a}") for a in range(3)
+            ]
             lg_min = [Mux(is16, f16_min[a], lg.bounds[j].min[a]) for a in range(3)]
             lg_max = [Mux(is16, f16_max[a], lg.bounds[j].max[a]) for a in range(3)]
             lg_flags = Mux(is16, 0, lg.flags[j][0:4])
@@ -275,11 +320,18 @@ class NodeDecode(wiring.Component):
                 m.d.comb += [out.planes[k].off_min[a].eq(b8_min[a]) for a in range(3)]
                 m.d.comb += [out.planes[k].off_max[a].eq(b8_max[a]) for a in range(3)]
         for a in range(3):
-            m.d.comb += out.base[a].eq(Mux(ins.dual, RAW_PLANE_BASE,
-                                           Mux(is_inst, inst.filter_origin[a],
-                                               box8.header.origin[a])))
-        m.d.comb += [out.ray.origin.eq(ray.origin), out.ray.dir.eq(ray.dir),
-                     out.ray.extent.eq(ray.extent)]
+            m.d.comb += out.base[a].eq(
+                Mux(
+                    ins.dual,
+                    RAW_PLANE_BASE,
+                    Mux(is_inst, inst.filter_origin[a], box8.header.origin[a]),
+                )
+            )
+        m.d.comb += [
+            out.ray.origin.eq(ray.origin),
+            out.ray.dir.eq(ray.dir),
+            out.ray.extent.eq(ray.extent),
+        ]
 
         # ---- status (the precedence of the golden intersect, restricted to the build) ---------
         ok, nm, bad = STATUS_OK, STATUS_NOT_MODELLED, STATUS_BAD_NODE
@@ -289,15 +341,18 @@ class NodeDecode(wiring.Component):
         any_instance = (tl[0] == LEGACY_TYPE_INSTANCE) | (tl[1] == LEGACY_TYPE_INSTANCE)
         with m.If(ins.dual):
             bad_t = Cat(*[(t > LEGACY_TYPE_TRI1) & (t < LEGACY_TYPE_BOX16) for t in tl]).any()
-            nm_t = Cat(*[(t == LEGACY_TYPE_PROCEDURAL)
-                         | ((t == LEGACY_TYPE_BOX16) & desc.box_node_64b)
-                         | ((t <= LEGACY_TYPE_TRI1) if not self._triangles else Const(0, 1))
-                         for t in tl]).any()
+            nm_t = Cat(
+                *[
+                    (t == LEGACY_TYPE_PROCEDURAL)
+                    | ((t == LEGACY_TYPE_BOX16) & desc.box_node_64b)
+                    | ((t <= LEGACY_TYPE_TRI1) if not self._triangles else Const(0, 1))
+                    for t in tl
+                ]
+            ).any()
             m.d.comb += status.eq(Mux(any_instance, ok, Mux(bad_t, bad, Mux(nm_t, nm, ok))))
         with m.Elif(is_box8):
             if self._transforms:
-                m.d.comb += status.eq(Mux((obb != INVALID_OBB) & (obb >= OBB_INDEX_LIMIT),
-                                          bad, ok))
+                m.d.comb += status.eq(Mux((obb != INVALID_OBB) & (obb >= OBB_INDEX_LIMIT), bad, ok))
             else:
                 m.d.comb += status.eq(Mux(obb != INVALID_OBB, nm, ok))
         with m.Elif(is_tri):
@@ -327,20 +382,25 @@ class NodeDecode(wiring.Component):
             inst_flags = child_base[54:64]
             aabb = child_base[INSTANCE_AABB_BIT]
             culled = Signal(name="s0_inst_culled")
-            m.d.comb += culled.eq(((inst.mask & ray.instance_mask) == 0)
-                                  | (~aabb & ((pf & PF_SKIP_TRIANGLES) != 0))
-                                  | (aabb & ((pf & PF_SKIP_PROCEDURAL) != 0)))
+            m.d.comb += culled.eq(
+                ((inst.mask & ray.instance_mask) == 0)
+                | (~aabb & ((pf & PF_SKIP_TRIANGLES) != 0))
+                | (aabb & ((pf & PF_SKIP_PROCEDURAL) != 0))
+            )
             # (instance flags & (override ? 0x3FC : 0x3FF)) | ray flags over address bits [53:3]
             override = (pf & (PF_FORCE_OPAQUE | PF_FORCE_NON_OPAQUE)) != 0
             merged = Signal(10, name="s0_blas_flags")
             m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | pf)
             blas = Signal(64, name="s0_blas")
             m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
-            m.d.comb += [out.instance.culled.eq(culled), out.instance.blas_lo.eq(blas[:32]),
-                         out.instance.blas_hi.eq(blas[32:]),
-                         out.instance.user_data.eq(inst.user_data),
-                         out.transform.use_matrix.eq(is_inst & ~culled),
-                         out.transform.matrix.eq(inst.world_to_object)]
+            m.d.comb += [
+                out.instance.culled.eq(culled),
+                out.instance.blas_lo.eq(blas[:32]),
+                out.instance.blas_hi.eq(blas[32:]),
+                out.instance.user_data.eq(inst.user_data),
+                out.transform.use_matrix.eq(is_inst & ~culled),
+                out.transform.matrix.eq(inst.world_to_object),
+            ]
         if self._triangles:
             for n in range(2):
                 m.d.comb += out.geometry_index[n].eq(ins.node[n][LEGACY_GEOMETRY_INDEX_DW])

@@ -67,8 +67,14 @@ from amaranth.lib.wiring import In, Out
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.obb import NO_ROTATION, OBB_COUNT, STAGE1, STAGE2
 
-__all__ = ["core_in_layout", "core_out_layout", "ObbRom", "OBBTransformCore", "OBBTransformPipe",
-           "fma_core_class"]
+__all__ = [
+    "core_in_layout",
+    "core_out_layout",
+    "ObbRom",
+    "OBBTransformCore",
+    "OBBTransformPipe",
+    "fma_core_class",
+]
 
 _NEG_ZERO = 0x80000000
 VEC3 = data.ArrayLayout(Float32(), 3)
@@ -78,13 +84,17 @@ RAY_OUT = data.StructLayout({"origin": VEC3, "dir": VEC3, "bad_index": unsigned(
 def fma_core_class():
     """The FP32 FMA core class (:class:`gpurtl.hdl.fp32.FPFMACore`)."""
     from gpurtl.hdl.fp32.fma import FPFMACore
+
     return FPFMACore
 
 
 def core_in_layout(lanes=1, with_matrix=False):
     """Input layout of :class:`OBBTransformCore` (also the ``obb_transform`` block's input)."""
-    fields = {"index": unsigned(7) if lanes == 1 else data.ArrayLayout(unsigned(7), lanes),
-              "origin": VEC3, "dir": VEC3}
+    fields = {
+        "index": unsigned(7) if lanes == 1 else data.ArrayLayout(unsigned(7), lanes),
+        "origin": VEC3,
+        "dir": VEC3,
+    }
     if with_matrix:
         fields["use_matrix"] = unsigned(1)
         fields["matrix"] = data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3)
@@ -119,8 +129,9 @@ class ObbRom(Elaboratable):
         with m.Switch(self.index):
             for i, entry in enumerate(STAGE1):
                 with m.Case(i):
-                    m.d.comb += [codes[r].eq((entry >> (18 * r + 6 * self._column)) & 0x3F)
-                                 for r in range(3)]
+                    m.d.comb += [
+                        codes[r].eq((entry >> (18 * r + 6 * self._column)) & 0x3F) for r in range(3)
+                    ]
         m.d.comb += self.rotate.eq(self.index < OBB_COUNT)
         for r in range(3):
             magnitude = Signal(31, name=f"mag{r}")
@@ -167,11 +178,13 @@ class OBBTransformCore(wiring.Component):
     def __init__(self, fma_stages=2, lanes=1, with_matrix=False):
         self._check(fma_stages, lanes, with_matrix)
         self._fma_stages, self._lanes, self._with_matrix = fma_stages, lanes, bool(with_matrix)
-        super().__init__({
-            "en": In(1),
-            "i": In(core_in_layout(lanes, with_matrix)),
-            "o": Out(core_out_layout(lanes)),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(core_in_layout(lanes, with_matrix)),
+                "o": Out(core_out_layout(lanes)),
+            }
+        )
 
     @property
     def fma_stages(self):
@@ -206,14 +219,22 @@ class OBBTransformCore(wiring.Component):
         pass_o = _delay(m, en, i.origin.as_value(), 3 * L, "pass_o")
         pass_d = _delay(m, en, i.dir.as_value(), 3 * L, "pass_d")
         if self._with_matrix:
-            use_m = [i.use_matrix, _delay(m, en, i.use_matrix, L, "usem1"),
-                     _delay(m, en, i.use_matrix, 2 * L, "usem2")]
-            mat_col = [[_delay(m, en, i.matrix[r][c], (2 - c) * L, f"m{r}{c}") for r in range(3)]
-                       for c in range(3)]
+            use_m = [
+                i.use_matrix,
+                _delay(m, en, i.use_matrix, L, "usem1"),
+                _delay(m, en, i.use_matrix, 2 * L, "usem2"),
+            ]
+            mat_col = [
+                [_delay(m, en, i.matrix[r][c], (2 - c) * L, f"m{r}{c}") for r in range(3)]
+                for c in range(3)
+            ]
         indices = [i.index] if self._lanes == 1 else [i.index[k] for k in range(self._lanes)]
         for lane, index in enumerate(indices):
-            idx = [index, _delay(m, en, index, L, f"idx{lane}_1"),
-                   _delay(m, en, index, 2 * L, f"idx{lane}_2")]
+            idx = [
+                index,
+                _delay(m, en, index, L, f"idx{lane}_1"),
+                _delay(m, en, index, 2 * L, f"idx{lane}_2"),
+            ]
             # ROM column read per stage: stage A column 2, stage B column 1, stage C column 0
             col = {}
             for stage, column in enumerate((2, 1, 0)):
@@ -229,8 +250,10 @@ class OBBTransformCore(wiring.Component):
                 translate = [Mux(i.use_matrix, i.matrix[r][3], 0) for r in range(3)]
             out = Signal(RAY_OUT, name=f"lane{lane}_out")
             for r in range(3):
-                for kind, (vz, vy, vx) in (("o", (i.origin[2], o_y, o_x)),
-                                            ("d", (i.dir[2], d_y, d_x))):
+                for kind, (vz, vy, vx) in (
+                    ("o", (i.origin[2], o_y, o_x)),
+                    ("d", (i.dir[2], d_y, d_x)),
+                ):
                     units = []
                     for stage, (a, column) in enumerate(((vz, 2), (vy, 1), (vx, 0))):
                         unit = fma_cls(stages=L)
@@ -238,8 +261,11 @@ class OBBTransformCore(wiring.Component):
                         m.d.comb += [unit.en.eq(en), unit.a.eq(a), unit.b.eq(col[column][r])]
                         units.append(unit)
                     init = translate[r] if kind == "o" else Const(_NEG_ZERO, 32)
-                    m.d.comb += [units[0].c.eq(init), units[1].c.eq(units[0].z),
-                                 units[2].c.eq(units[1].z)]
+                    m.d.comb += [
+                        units[0].c.eq(init),
+                        units[1].c.eq(units[0].z),
+                        units[2].c.eq(units[1].z),
+                    ]
                     target = out.origin[r] if kind == "o" else out.dir[r]
                     m.d.comb += target.eq(units[2].z)
             rotate = Signal(name=f"lane{lane}_rotate")
@@ -267,10 +293,12 @@ class OBBTransformPipe(wiring.Component):
     def __init__(self, fma_stages=2, lanes=1):
         OBBTransformCore._check(fma_stages, lanes, False)
         self._fma_stages, self._lanes = fma_stages, lanes
-        super().__init__({
-            "i": In(stream.Signature(core_in_layout(lanes))),
-            "o": Out(stream.Signature(core_out_layout(lanes))),
-        })
+        super().__init__(
+            {
+                "i": In(stream.Signature(core_in_layout(lanes))),
+                "o": Out(stream.Signature(core_out_layout(lanes))),
+            }
+        )
 
     @property
     def latency(self):
@@ -278,11 +306,15 @@ class OBBTransformPipe(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.core = core = OBBTransformCore(fma_stages=self._fma_stages,
-                                                    lanes=self._lanes)
+        m.submodules.core = core = OBBTransformCore(fma_stages=self._fma_stages, lanes=self._lanes)
         en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en),
-                     core.i.eq(self.i.payload), self.o.payload.eq(core.o)]
+        m.d.comb += [
+            en.eq(~self.o.valid | self.o.ready),
+            self.i.ready.eq(en),
+            core.en.eq(en),
+            core.i.eq(self.i.payload),
+            self.o.payload.eq(core.o),
+        ]
         valid = self.i.valid
         for k in range(core.latency):
             reg = Signal(name=f"valid_s{k + 1}")

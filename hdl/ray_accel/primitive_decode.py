@@ -22,32 +22,42 @@ Procedural triangles carry meaningless vertices (the triangle test ignores them)
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import NODE_LAYOUT
 
 from ._pipe import EnableCoreStream
 
-__all__ = ["TRI_LAYOUT", "PAIR_LAYOUT", "DECODE_IN_LAYOUT", "PrimitiveDecodeCore",
-           "PrimitiveDecode"]
+__all__ = [
+    "TRI_LAYOUT",
+    "PAIR_LAYOUT",
+    "DECODE_IN_LAYOUT",
+    "PrimitiveDecodeCore",
+    "PrimitiveDecode",
+]
 
 VEC3 = data.ArrayLayout(Float32(), 3)
-TRI_LAYOUT = data.StructLayout({
-    "v": data.ArrayLayout(VEC3, 3),
-    "prim_id": unsigned(32),
-    "geo_id": unsigned(32),
-    "opaque": unsigned(1),
-    "procedural": unsigned(1),
-    "valid": unsigned(1),
-})
-PAIR_LAYOUT = data.StructLayout({
-    "tri": data.ArrayLayout(TRI_LAYOUT, 2),
-    "nav": unsigned(2),
-    "error": unsigned(1),
-})
+TRI_LAYOUT = data.StructLayout(
+    {
+        "v": data.ArrayLayout(VEC3, 3),
+        "prim_id": unsigned(32),
+        "geo_id": unsigned(32),
+        "opaque": unsigned(1),
+        "procedural": unsigned(1),
+        "valid": unsigned(1),
+    }
+)
+PAIR_LAYOUT = data.StructLayout(
+    {
+        "tri": data.ArrayLayout(TRI_LAYOUT, 2),
+        "nav": unsigned(2),
+        "error": unsigned(1),
+    }
+)
 DECODE_IN_LAYOUT = data.StructLayout({"node": NODE_LAYOUT, "node_ptr": unsigned(32)})
 
-_LOW_PAD = 512      # the lowest field offset a malformed header can produce is -480
-_HIGH_PAD = 1024    # the highest field end is below 52 + 93 + 15 * 96 + 96 < 2048
+_LOW_PAD = 512  # the lowest field offset a malformed header can produce is -480
+_HIGH_PAD = 1024  # the highest field end is below 52 + 93 + 15 * 96 + 96 < 2048
 
 
 class PrimitiveDecodeCore(wiring.Component):
@@ -100,7 +110,7 @@ class PrimitiveDecodeCore(wiring.Component):
             for p in range(8):
                 with m.Case(p):
                     lo = 1024 - 29 * (p + 1)
-                    m.d.comb += desc.eq(node[lo:lo + 29])
+                    m.d.comb += desc.eq(node[lo : lo + 29])
         idx = [[desc[17:21], desc[21:25], desc[25:29]], [desc[3:7], desc[7:11], desc[11:15]]]
         opaque = [desc[16], desc[2]]
 
@@ -121,11 +131,15 @@ class PrimitiveDecodeCore(wiring.Component):
         s1["tz"] = reg("s1_tz", 5, tz)
         s1["pay"] = [reg(f"s1_pay_{c}", 6, p) for c, p in zip("xyz", (px, py, pz))]
         s1["pl"] = [reg(f"s1_pl_{c}", 6, p) for c, p in zip("xyz", pl)]
-        s1["pre_off"] = [reg("s1_pre_off_x", 12, B + 52),
-                         reg("s1_pre_off_y", 12, B + 52 + pl[0]),
-                         reg("s1_pre_off_z", 12, B + 52 + pl[0] + pl[1])]
-        s1["v_off"] = [[reg(f"s1_v_off_{k}_{n}", 12, B + vstart + idx[k][n] * vbits)
-                        for n in range(3)] for k in range(2)]
+        s1["pre_off"] = [
+            reg("s1_pre_off_x", 12, B + 52),
+            reg("s1_pre_off_y", 12, B + 52 + pl[0]),
+            reg("s1_pre_off_z", 12, B + 52 + pl[0] + pl[1]),
+        ]
+        s1["v_off"] = [
+            [reg(f"s1_v_off_{k}_{n}", 12, B + vstart + idx[k][n] * vbits) for n in range(3)]
+            for k in range(2)
+        ]
         s1["prim_a"] = reg("s1_prim_a", 5, prim_a)
         s1["prim_p"] = reg("s1_prim_p", 5, prim_p)
         s1["geo_a"] = reg("s1_geo_a", 5, geo_a)
@@ -134,14 +148,18 @@ class PrimitiveDecodeCore(wiring.Component):
         s1["geo_anchor_off"] = reg("s1_geo_anchor_off", 12, B + mid - geo_a)
         tri_index = [Cat(Const(0, 1), pair), Cat(Const(1, 1), pair)]
         # payload of triangle t >= 1 (t = 0 uses the anchor; its offset is never used)
-        s1["prim_off"] = [reg(f"s1_prim_off_{k}", 12, B + mid + prim_a + (t - 1) * prim_p)
-                          for k, t in enumerate(tri_index)]
-        s1["geo_off"] = [reg(f"s1_geo_off_{k}", 12, B + mid - geo_a - t * geo_p)
-                         for k, t in enumerate(tri_index)]
+        s1["prim_off"] = [
+            reg(f"s1_prim_off_{k}", 12, B + mid + prim_a + (t - 1) * prim_p)
+            for k, t in enumerate(tri_index)
+        ]
+        s1["geo_off"] = [
+            reg(f"s1_geo_off_{k}", 12, B + mid - geo_a - t * geo_p) for k, t in enumerate(tri_index)
+        ]
         s1["t_is_0"] = reg("s1_t_is_0", 1, pair == 0)
         s1["opaque"] = [reg(f"s1_opaque_{k}", 1, opaque[k]) for k in range(2)]
-        s1["proc"] = [reg(f"s1_proc_{k}", 1, (idx[k][0] == 15) & (idx[k][1] == 15))
-                      for k in range(2)]
+        s1["proc"] = [
+            reg(f"s1_proc_{k}", 1, (idx[k][0] == 15) & (idx[k][1] == 15)) for k in range(2)
+        ]
         s1["valid1"] = reg("s1_valid1", 1, (idx[1][0] != 0) | (idx[1][1] != 0) | (idx[1][2] != 0))
         nav = Mux(desc[0], 3, Mux(pair == count - 1, 1, 0))
         s1["nav"] = reg("s1_nav", 2, nav)
@@ -163,8 +181,7 @@ class PrimitiveDecodeCore(wiring.Component):
             top = Signal(32, name=f"s2_prefix_top_{'xyz'[a]}")
             shift = Signal(6, name=f"s2_prefix_shift_{'xyz'[a]}")
             # prefix bits are window[0:length]; left-aligned = window << (32 - length) (mod 2^32)
-            m.d.comb += [shift.eq(32 - length),
-                         top.eq(Mux(length == 0, 0, (window << shift)[:32]))]
+            m.d.comb += [shift.eq(32 - length), top.eq(Mux(length == 0, 0, (window << shift)[:32]))]
             prefix_top.append(top)
 
         o = self.o
@@ -173,8 +190,11 @@ class PrimitiveDecodeCore(wiring.Component):
                 window = field(s1["v_off"][k][n], 96)
                 shift = 0
                 for a in range(3):
-                    payload = masked(window >> shift, s1["pay"][a], 32) if a else \
-                        masked(window, s1["pay"][a], 32)
+                    payload = (
+                        masked(window >> shift, s1["pay"][a], 32)
+                        if a
+                        else masked(window, s1["pay"][a], 32)
+                    )
                     comp = Signal(32, name=f"s2_v_{k}_{n}_{'xyz'[a]}")
                     m.d.comb += comp.eq(prefix_top[a] | (payload << s1["tz"])[:32])
                     with m.If(en):
@@ -190,10 +210,10 @@ class PrimitiveDecodeCore(wiring.Component):
 
         for k in range(2):
             first = s1["t_is_0"] if k == 0 else Const(0, 1)
-            prim = decode_id(s1["prim_anchor_off"], s1["prim_a"], s1["prim_off"][k],
-                             s1["prim_p"], first)
-            geo = decode_id(s1["geo_anchor_off"], s1["geo_a"], s1["geo_off"][k], s1["geo_p"],
-                            first)
+            prim = decode_id(
+                s1["prim_anchor_off"], s1["prim_a"], s1["prim_off"][k], s1["prim_p"], first
+            )
+            geo = decode_id(s1["geo_anchor_off"], s1["geo_a"], s1["geo_off"][k], s1["geo_p"], first)
             with m.If(en):
                 m.d.sync += [
                     o.tri[k].prim_id.eq(prim),

@@ -114,13 +114,18 @@ def build_paths(triangles=True, transforms=True):
 def _check_params(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     if engines not in (1, 2) or isinstance(engines, bool):
         raise ValueError(f"`engines` must be 1 or 2, not {engines!r}")
-    if isinstance(boxes_per_engine, bool) or not isinstance(boxes_per_engine, int) \
-            or not 1 <= boxes_per_engine <= 8:
-        raise ValueError(f"`boxes_per_engine` must be an integer from 1 to 8, "
-                         f"not {boxes_per_engine!r}")
+    if (
+        isinstance(boxes_per_engine, bool)
+        or not isinstance(boxes_per_engine, int)
+        or not 1 <= boxes_per_engine <= 8
+    ):
+        raise ValueError(
+            f"`boxes_per_engine` must be an integer from 1 to 8, not {boxes_per_engine!r}"
+        )
     if engines * boxes_per_engine not in (1, 2, 4, 8):
-        raise ValueError(f"`engines * boxes_per_engine` must be 1, 2, 4 or 8, "
-                         f"not {engines * boxes_per_engine}")
+        raise ValueError(
+            f"`engines * boxes_per_engine` must be 1, 2, 4 or 8, not {engines * boxes_per_engine}"
+        )
     for name, value in (("ftz", ftz), ("triangles", triangles), ("transforms", transforms)):
         if not isinstance(value, bool):
             raise TypeError(f"`{name}` must be a boolean, not {value!r}")
@@ -148,8 +153,16 @@ class RayAccel(wiring.Component):
         FP32 depth preset, ``"fpga"`` or ``"shallow"`` (:data:`FP_PRESETS`).
     """
 
-    def __init__(self, *, engines=2, boxes_per_engine=4, ftz=False, triangles=True,
-                 transforms=True, fp="fpga"):
+    def __init__(
+        self,
+        *,
+        engines=2,
+        boxes_per_engine=4,
+        ftz=False,
+        triangles=True,
+        transforms=True,
+        fp="fpga",
+    ):
         _check_params(engines, boxes_per_engine, ftz, triangles, transforms, fp)
         self._engines, self._boxes, self._ftz, self._fp = engines, boxes_per_engine, ftz, fp
         self._triangles, self._transforms = triangles, transforms
@@ -158,10 +171,12 @@ class RayAccel(wiring.Component):
         box_stages = dict(add_stages=st["add"], mul_stages=st["mul"], fma_stages=st["fma"])
         tri_stages = {k: st[k] for k in ("add", "mul", "fma", "div")}
         self._decode = NodeDecode(triangles=triangles, transforms=transforms)
-        self._setup = RaySetupUnit(transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"],
-                                   rcp_stages=st["rcp"])
-        self._box_engines = [BoxEngine(boxes_per_engine, ftz=ftz, **box_stages)
-                             for _ in range(engines)]
+        self._setup = RaySetupUnit(
+            transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"], rcp_stages=st["rcp"]
+        )
+        self._box_engines = [
+            BoxEngine(boxes_per_engine, ftz=ftz, **box_stages) for _ in range(engines)
+        ]
         self._dedup = DedupUnit()
         self._sorter = SortUnit(ftz=ftz)
         self._format = ResultFormat(triangles=triangles, transforms=transforms)
@@ -169,8 +184,9 @@ class RayAccel(wiring.Component):
         if triangles:
             self._tri = TrianglePairCore(stages=tri_stages)
             self._leg = LegacyTriangleCore(stages=tri_stages)
-        super().__init__({"i": In(stream.Signature(INSTR_LAYOUT)),
-                          "o": Out(stream.Signature(OUT_LAYOUT))})
+        super().__init__(
+            {"i": In(stream.Signature(INSTR_LAYOUT)), "o": Out(stream.Signature(OUT_LAYOUT))}
+        )
 
     @property
     def engines(self):
@@ -207,8 +223,13 @@ class RayAccel(wiring.Component):
     @property
     def _dedup_time(self):
         """Enabled cycles from the take to the de-duplication input (last slot group)."""
-        return self._decode.latency + self._groups - 1 + self._plane_delay \
+        return (
+            self._decode.latency
+            + self._groups
+            - 1
+            + self._plane_delay
             + self._box_engines[0].latency
+        )
 
     @property
     def path_latencies(self):
@@ -239,19 +260,24 @@ class RayAccel(wiring.Component):
         s1 = decoded_layout(triangles=self._triangles, transforms=self._transforms).size
         p = self._plane_delay
         group = self._engines * self._boxes * BOX_IN_LAYOUT.size
-        return {"s1": s1, "planes": group * p if p < SIDEBAND_MIN_CYCLES else 0,
-                "dedup": SORT_IN_LAYOUT["slots"].shape.size,
-                "sort": self._sorter.latency * (SORT_SLOTS * (32 + 32 + 3) + 2),
-                "format": OUT_LAYOUT.size}
+        return {
+            "s1": s1,
+            "planes": group * p if p < SIDEBAND_MIN_CYCLES else 0,
+            "dedup": SORT_IN_LAYOUT["slots"].shape.size,
+            "sort": self._sorter.latency * (SORT_SLOTS * (32 + 32 + 3) + 2),
+            "format": OUT_LAYOUT.size,
+        }
 
     @property
     def details(self):
         """What ``gpurtl list`` shows besides the latency."""
         bits = self.register_bits
-        return {"initiation_interval": self.initiation_interval,
-                "box_path_latency": self.box_latency,
-                "register_bits": ", ".join(f"{k} {v}" for k, v in bits.items())
-                + f" (total {sum(bits.values())})"}
+        return {
+            "initiation_interval": self.initiation_interval,
+            "box_path_latency": self.box_latency,
+            "register_bits": ", ".join(f"{k} {v}" for k, v in bits.items())
+            + f" (total {sum(bits.values())})",
+        }
 
     def elaborate(self, platform):
         m = Module()
@@ -261,13 +287,17 @@ class RayAccel(wiring.Component):
         s1_valid = Signal(name="s1_valid")
         last = Signal(name="s1_last")
         take = Signal(name="take")
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), last.eq(phase == G - 1),
-                     take.eq(en & (~s1_valid | last)), self.i.ready.eq(take)]
+        m.d.comb += [
+            en.eq(~self.o.valid | self.o.ready),
+            last.eq(phase == G - 1),
+            take.eq(en & (~s1_valid | last)),
+            self.i.ready.eq(take),
+        ]
         with m.If(take):
             m.d.sync += [s1_valid.eq(self.i.valid), phase.eq(0)]
         with m.Elif(en):
             m.d.sync += phase.eq(phase + 1)
-        v1 = Signal(name="s1_done")       # the last slot group of a valid instruction
+        v1 = Signal(name="s1_done")  # the last slot group of a valid instruction
         m.d.comb += v1.eq(s1_valid & last)
 
         # ---- s1: the decoded instruction, loaded by `take`, held for the G slot groups --------
@@ -278,44 +308,61 @@ class RayAccel(wiring.Component):
 
         # ---- ray setup: transform and reciprocal ----------------------------------------------
         m.submodules.setup = setup = self._setup
-        m.d.comb += [setup.en.eq(en), setup.i.origin.eq(s1.ray.origin),
-                     setup.i.dir.eq(s1.ray.dir)]
+        m.d.comb += [setup.en.eq(en), setup.i.origin.eq(s1.ray.origin), setup.i.dir.eq(s1.ray.dir)]
         if self._transforms:
             m.d.comb += [setup.i.obb_index.eq(s1.obb_index), setup.i.transform.eq(s1.transform)]
 
         # ---- box engines: slot group `phase`, the planes wait P cycles for the ray -------------
         eng0 = self._box_engines[0]
         P = self._plane_delay
-        t_origin = setup.transform_latency        # the engines read the origin with the planes
-        t_inv = setup.latency                     # ... and the reciprocal inv_offset later
+        t_origin = setup.transform_latency  # the engines read the origin with the planes
+        t_inv = setup.latency  # ... and the reciprocal inv_offset later
         grp = Signal(data.ArrayLayout(BOX_IN_LAYOUT, T), name="s1_group")
         with m.Switch(phase):
             for g in range(G):
                 with m.Case(g):
                     m.d.comb += [grp[j].eq(s1.planes[g * T + j]) for j in range(T)]
         e_planes = sideband(m, en, grp, P, "e_planes")
-        wait = Signal(data.StructLayout({"base": s1.base.shape(), "extent": 32, "box_grow": 8,
-                                         "heuristic": 2}), name="s1_engine_side")
-        m.d.comb += [wait.base.eq(s1.base), wait.extent.eq(s1.ray.extent),
-                     wait.box_grow.eq(ctl.box_grow), wait.heuristic.eq(ctl.heuristic)]
+        wait = Signal(
+            data.StructLayout(
+                {"base": s1.base.shape(), "extent": 32, "box_grow": 8, "heuristic": 2}
+            ),
+            name="s1_engine_side",
+        )
+        m.d.comb += [
+            wait.base.eq(s1.base),
+            wait.extent.eq(s1.ray.extent),
+            wait.box_grow.eq(ctl.box_grow),
+            wait.heuristic.eq(ctl.heuristic),
+        ]
         e_wait = sideband(m, en, wait, P, "e_wait")
-        e_base, e_extent, e_grow, e_heur = (e_wait.base, e_wait.extent, e_wait.box_grow,
-                                            e_wait.heuristic)
+        e_base, e_extent, e_grow, e_heur = (
+            e_wait.base,
+            e_wait.extent,
+            e_wait.box_grow,
+            e_wait.heuristic,
+        )
         e_origin = sideband(m, en, setup.o.ray.origin, P - t_origin, "e_origin")
         e_inv = sideband(m, en, setup.o.inv_dir, P + eng0.inv_offset - t_inv, "e_inv")
         g_hits, g_keys = [], []
         for e, eng in enumerate(self._box_engines):
             m.submodules[f"engine{e}"] = eng
-            m.d.comb += [eng.en.eq(en), eng.i.base.eq(e_base), eng.i.ray.origin.eq(e_origin),
-                         eng.i.ray.extent.eq(e_extent), eng.i.ray.box_grow.eq(e_grow),
-                         eng.i.ray.heuristic.eq(e_heur), eng.inv_dir.eq(e_inv)]
+            m.d.comb += [
+                eng.en.eq(en),
+                eng.i.base.eq(e_base),
+                eng.i.ray.origin.eq(e_origin),
+                eng.i.ray.extent.eq(e_extent),
+                eng.i.ray.box_grow.eq(e_grow),
+                eng.i.ray.heuristic.eq(e_heur),
+                eng.inv_dir.eq(e_inv),
+            ]
             for b in range(self._boxes):
                 m.d.comb += eng.i.boxes[b].eq(e_planes[e * self._boxes + b])
                 g_hits.append(eng.o.boxes[b].hit)
                 g_keys.append(eng.o.boxes[b].key)
 
         # ---- collector: groups 0..G-2 wait in registers for the last group ---------------------
-        t_eng = P + eng0.latency                  # from s1 to the engine output
+        t_eng = P + eng0.latency  # from s1 to the engine output
         h_valid = delay(m, en, s1_valid, t_eng, "h_valid")
         h_phase = delay(m, en, phase, t_eng, "h_phase")
         hits, keys = [None] * SORT_SLOTS, [None] * SORT_SLOTS
@@ -332,33 +379,43 @@ class RayAccel(wiring.Component):
                 hits[k], keys[k] = ch, ck
 
         # ---- de-duplication and sort -----------------------------------------------------------
-        t_dedup = G - 1 + t_eng                   # from s1 (held) to the de-dup input
+        t_dedup = G - 1 + t_eng  # from s1 (held) to the de-dup input
         side = Signal(data.StructLayout({"ptrs": s1.ptrs.shape(), "dual": 1}), name="s1_side")
         m.d.comb += [side.ptrs.eq(s1.ptrs), side.dual.eq(ctl.dual)]
         d_side = sideband(m, en, side, t_dedup, "d_side")
         m.submodules.dedup = dedup = self._dedup
         d_in = Signal(DEDUP_IN_LAYOUT, name="d_in")
         for k in range(SORT_SLOTS):
-            m.d.comb += [d_in.slots[k].ptr.eq(d_side.ptrs[k]), d_in.slots[k].hit.eq(hits[k]),
-                         d_in.slots[k].key.eq(keys[k])]
+            m.d.comb += [
+                d_in.slots[k].ptr.eq(d_side.ptrs[k]),
+                d_in.slots[k].hit.eq(hits[k]),
+                d_in.slots[k].key.eq(keys[k]),
+            ]
         m.d.comb += [d_in.dedup.eq(~d_side.dual), dedup.en.eq(en), dedup.i.eq(d_in)]
         m.submodules.sort = sorter = self._sorter
         t_sort = t_dedup + dedup.latency
-        m.d.comb += [sorter.en.eq(en), sorter.i.slots.eq(dedup.o.slots),
-                     sorter.i.enable.eq(sideband(m, en, ctl.sort_enable, t_sort, "sort_en")),
-                     sorter.i.wide.eq(sideband(m, en, ctl.sort_wide, t_sort, "sort_wide")),
-                     sorter.i.stf.eq(sideband(m, en, ctl.sort_tri_first, t_sort, "sort_stf"))]
+        m.d.comb += [
+            sorter.en.eq(en),
+            sorter.i.slots.eq(dedup.o.slots),
+            sorter.i.enable.eq(sideband(m, en, ctl.sort_enable, t_sort, "sort_en")),
+            sorter.i.wide.eq(sideband(m, en, ctl.sort_wide, t_sort, "sort_wide")),
+            sorter.i.stf.eq(sideband(m, en, ctl.sort_tri_first, t_sort, "sort_stf")),
+        ]
 
         # ---- result format: every path aligned to `t_fmt` after the take ----------------------
         t_fmt = max(self.path_latencies.values())
         lat_box = self.path_latencies["box"]
         assert lat_box == dec.latency + t_sort + sorter.latency
         m.submodules.format = fmt = self._format
-        f_in = Signal(format_in_layout(triangles=self._triangles, transforms=self._transforms),
-                      name="f_in")
-        m.d.comb += [fmt.en.eq(en), fmt.i.eq(f_in),
-                     f_in.ptrs.eq(sideband(m, en, sorter.o.ptrs, t_fmt - lat_box, "f_ptrs"))]
-        t_s1 = t_fmt - dec.latency                # from s1 to the result format input
+        f_in = Signal(
+            format_in_layout(triangles=self._triangles, transforms=self._transforms), name="f_in"
+        )
+        m.d.comb += [
+            fmt.en.eq(en),
+            fmt.i.eq(f_in),
+            f_in.ptrs.eq(sideband(m, en, sorter.o.ptrs, t_fmt - lat_box, "f_ptrs")),
+        ]
+        t_s1 = t_fmt - dec.latency  # from s1 to the result format input
         late = {"control": ctl, "ray": s1.ray}
         if self._transforms:
             late["instance"] = s1.instance
@@ -368,33 +425,44 @@ class RayAccel(wiring.Component):
         late_now = Signal(late_layout, name="s1_late")
         m.d.comb += [late_now[name].eq(value) for name, value in late.items()]
         f_late = sideband(m, en, late_now, t_s1, "f_late")
-        m.d.comb += [f_in.control.eq(f_late.control), f_in.ray.origin.eq(f_late.ray.origin),
-                     f_in.ray.dir.eq(f_late.ray.dir)]
+        m.d.comb += [
+            f_in.control.eq(f_late.control),
+            f_in.ray.origin.eq(f_late.ray.origin),
+            f_in.ray.dir.eq(f_late.ray.dir),
+        ]
         if self._transforms:
-            m.d.comb += [f_in.instance.eq(f_late.instance),
-                         f_in.instance_ray.eq(sideband(m, en, setup.o.ray, t_s1 - t_origin,
-                                                       "f_xray"))]
+            m.d.comb += [
+                f_in.instance.eq(f_late.instance),
+                f_in.instance_ray.eq(sideband(m, en, setup.o.ray, t_s1 - t_origin, "f_xray")),
+            ]
         if self._triangles:
             m.d.comb += f_in.geometry_index.eq(f_late.geometry_index)
             ins = self.i.payload
             tri, leg = self._tri, self._leg
             m.submodules.triangle = tri
             m.submodules.legacy_triangle = leg
-            m.d.comb += [tri.en.eq(en), tri.i.ray.eq(ins.ray), tri.i.node.eq(ins.node[0]),
-                         tri.i.node_ptr.eq(ins.node_ptr[0]),
-                         tri.i.pointer_flags.eq(ins.pointer_flags), tri.i.desc.eq(ins.desc),
-                         leg.en.eq(en), leg.i.ray.eq(ins.ray),
-                         leg.i.pointer_flags.eq(ins.pointer_flags), leg.i.desc.eq(ins.desc)]
+            m.d.comb += [
+                tri.en.eq(en),
+                tri.i.ray.eq(ins.ray),
+                tri.i.node.eq(ins.node[0]),
+                tri.i.node_ptr.eq(ins.node_ptr[0]),
+                tri.i.pointer_flags.eq(ins.pointer_flags),
+                tri.i.desc.eq(ins.desc),
+                leg.en.eq(en),
+                leg.i.ray.eq(ins.ray),
+                leg.i.pointer_flags.eq(ins.pointer_flags),
+                leg.i.desc.eq(ins.desc),
+            ]
             for n in range(2):
                 m.d.comb += leg.i.node_ptr[n].eq(ins.node_ptr[n])
                 for k in range(16):
                     m.d.comb += leg.i.node[n][k].eq(ins.node[n][k])
             m.d.comb += [
                 f_in.triangle.eq(sideband(m, en, tri.o, t_fmt - tri.latency, "f_tri")),
-                f_in.legacy.eq(sideband(m, en, leg.o, t_fmt - leg.latency, "f_leg"))]
+                f_in.legacy.eq(sideband(m, en, leg.o, t_fmt - leg.latency, "f_leg")),
+            ]
 
         # ---- output ---------------------------------------------------------------------------
         o_valid = delay(m, en, v1, t_fmt + fmt.latency - G, "o_valid")
         m.d.comb += [self.o.payload.eq(fmt.o), self.o.valid.eq(o_valid)]
         return m
-

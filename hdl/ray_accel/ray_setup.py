@@ -29,8 +29,13 @@ from ._pipe import EnableCoreStream, delay
 from .node_decode import MATRIX_LAYOUT
 from .obb_transform import OBBTransformCore
 
-__all__ = ["setup_in_layout", "SETUP_RAY_LAYOUT", "SETUP_OUT_LAYOUT", "RaySetupUnit",
-           "RaySetupPipe"]
+__all__ = [
+    "setup_in_layout",
+    "SETUP_RAY_LAYOUT",
+    "SETUP_OUT_LAYOUT",
+    "RaySetupUnit",
+    "RaySetupPipe",
+]
 
 _F3 = data.ArrayLayout(Float32(), 3)
 SETUP_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3})
@@ -51,10 +56,10 @@ def _check_params(transforms, ftz, xf_fma_stages, rcp_stages):
             raise TypeError(f"`{name}` must be a boolean, not {value!r}")
     if isinstance(xf_fma_stages, bool) or not isinstance(xf_fma_stages, int) or xf_fma_stages < 0:
         raise ValueError(f"`xf_fma_stages` must be a non-negative integer, not {xf_fma_stages!r}")
-    if rcp_stages is not None and (isinstance(rcp_stages, bool) or not isinstance(rcp_stages, int)
-                                   or rcp_stages < 0):
-        raise ValueError(f"`rcp_stages` must be a non-negative integer or None, "
-                         f"not {rcp_stages!r}")
+    if rcp_stages is not None and (
+        isinstance(rcp_stages, bool) or not isinstance(rcp_stages, int) or rcp_stages < 0
+    ):
+        raise ValueError(f"`rcp_stages` must be a non-negative integer or None, not {rcp_stages!r}")
 
 
 class RaySetupUnit(wiring.Component):
@@ -77,11 +82,13 @@ class RaySetupUnit(wiring.Component):
         self._transforms, self._ftz = transforms, ftz
         self._xf_fma_stages = xf_fma_stages
         self._rcp_stages = FPRcpCore.DEFAULT_STAGES if rcp_stages is None else rcp_stages
-        super().__init__({
-            "en": In(1),
-            "i": In(setup_in_layout(transforms)),
-            "o": Out(SETUP_OUT_LAYOUT),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(setup_in_layout(transforms)),
+                "o": Out(SETUP_OUT_LAYOUT),
+            }
+        )
 
     @property
     def transforms(self):
@@ -104,20 +111,29 @@ class RaySetupUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         if self._transforms:
-            m.submodules.transform = xf = OBBTransformCore(fma_stages=self._xf_fma_stages,
-                                                           with_matrix=True)
-            m.d.comb += [xf.en.eq(self.en), xf.i.index.eq(self.i.obb_index),
-                         xf.i.origin.eq(self.i.origin), xf.i.dir.eq(self.i.dir),
-                         xf.i.use_matrix.eq(self.i.transform.use_matrix),
-                         xf.i.matrix.eq(self.i.transform.matrix),
-                         self.o.ray.origin.eq(xf.o.origin), self.o.ray.dir.eq(xf.o.dir)]
+            m.submodules.transform = xf = OBBTransformCore(
+                fma_stages=self._xf_fma_stages, with_matrix=True
+            )
+            m.d.comb += [
+                xf.en.eq(self.en),
+                xf.i.index.eq(self.i.obb_index),
+                xf.i.origin.eq(self.i.origin),
+                xf.i.dir.eq(self.i.dir),
+                xf.i.use_matrix.eq(self.i.transform.use_matrix),
+                xf.i.matrix.eq(self.i.transform.matrix),
+                self.o.ray.origin.eq(xf.o.origin),
+                self.o.ray.dir.eq(xf.o.dir),
+            ]
         else:
             m.d.comb += [self.o.ray.origin.eq(self.i.origin), self.o.ray.dir.eq(self.i.dir)]
         for a in range(3):
             rcp = FPRcpCore(self._rcp_stages, self._ftz)
             m.submodules[f"rcp{a}"] = rcp
-            m.d.comb += [rcp.en.eq(self.en), rcp.a.eq(self.o.ray.dir[a]),
-                         self.o.inv_dir[a].eq(rcp.z)]
+            m.d.comb += [
+                rcp.en.eq(self.en),
+                rcp.a.eq(self.o.ray.dir[a]),
+                self.o.inv_dir[a].eq(rcp.z),
+            ]
         return m
 
 
@@ -126,8 +142,13 @@ class _AlignedSetup(wiring.Component):
 
     def __init__(self, **params):
         self._unit = RaySetupUnit(**params)
-        super().__init__({"en": In(1), "i": In(setup_in_layout(self._unit.transforms)),
-                          "o": Out(SETUP_OUT_LAYOUT)})
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(setup_in_layout(self._unit.transforms)),
+                "o": Out(SETUP_OUT_LAYOUT),
+            }
+        )
 
     @property
     def latency(self):
@@ -137,9 +158,12 @@ class _AlignedSetup(wiring.Component):
         m = Module()
         m.submodules.unit = unit = self._unit
         late = unit.latency - unit.transform_latency
-        m.d.comb += [unit.en.eq(self.en), unit.i.eq(self.i),
-                     self.o.ray.eq(delay(m, self.en, unit.o.ray, late, "ray")),
-                     self.o.inv_dir.eq(unit.o.inv_dir)]
+        m.d.comb += [
+            unit.en.eq(self.en),
+            unit.i.eq(self.i),
+            self.o.ray.eq(delay(m, self.en, unit.o.ray, late, "ray")),
+            self.o.inv_dir.eq(unit.o.inv_dir),
+        ]
         return m
 
 
@@ -150,4 +174,3 @@ class RaySetupPipe(EnableCoreStream):
     def __init__(self, **params):
         core = _AlignedSetup(**params)
         super().__init__(core, setup_in_layout(params.get("transforms", True)), SETUP_OUT_LAYOUT)
-

@@ -23,8 +23,15 @@ from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.facts.ray_accel import (INSTANCE_UNDEFINED_DW, INVALID_NODE, OUT_LAYOUT,
-                                    RESULT_DWORDS, SORT_SLOTS, STATUS_BAD_NODE, STATUS_OK)
+from gpurtl.facts.ray_accel import (
+    INSTANCE_UNDEFINED_DW,
+    INVALID_NODE,
+    OUT_LAYOUT,
+    RESULT_DWORDS,
+    SORT_SLOTS,
+    STATUS_BAD_NODE,
+    STATUS_OK,
+)
 
 from ._pipe import EnableCoreStream
 from .legacy_triangle import LEGACY_OUT_LAYOUT
@@ -45,8 +52,11 @@ def format_in_layout(*, triangles=True, transforms=True):
     if transforms:
         fields.update(instance_ray=SETUP_RAY_LAYOUT, instance=INSTANCE_SIDE_LAYOUT)
     if triangles:
-        fields.update(triangle=PAIR_OUT_LAYOUT, legacy=LEGACY_OUT_LAYOUT,
-                      geometry_index=data.ArrayLayout(unsigned(32), 2))
+        fields.update(
+            triangle=PAIR_OUT_LAYOUT,
+            legacy=LEGACY_OUT_LAYOUT,
+            geometry_index=data.ArrayLayout(unsigned(32), 2),
+        )
     return data.StructLayout(fields)
 
 
@@ -68,11 +78,13 @@ class ResultFormat(wiring.Component):
     def __init__(self, *, triangles=True, transforms=True):
         _check_params(triangles, transforms)
         self._triangles, self._transforms = triangles, transforms
-        super().__init__({
-            "en": In(1),
-            "i": In(format_in_layout(triangles=triangles, transforms=transforms)),
-            "o": Out(OUT_LAYOUT),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(format_in_layout(triangles=triangles, transforms=transforms)),
+                "o": Out(OUT_LAYOUT),
+            }
+        )
 
     @property
     def latency(self):
@@ -92,14 +104,20 @@ class ResultFormat(wiring.Component):
             packed = Cat(*[i.ptrs[k][0:8] for k in range(4)])
             undefined = INSTANCE_UNDEFINED_DW
             with m.If(ctl.is_instance):
-                m.d.comb += [dw[0].eq(undefined), dw[1].eq(undefined),
-                             dw[2].eq(i.instance.blas_lo), dw[3].eq(i.instance.blas_hi),
-                             dw[4].eq(undefined), dw[5].eq(undefined),
-                             dw[6].eq(i.instance.user_data),
-                             dw[7].eq(Mux(i.instance.culled, INVALID_NODE, packed)),
-                             dw[8].eq(INVALID_NODE), dw[9].eq(INVALID_NODE),
-                             origin.eq(i.instance_ray.origin),
-                             direction.eq(i.instance_ray.dir)]
+                m.d.comb += [
+                    dw[0].eq(undefined),
+                    dw[1].eq(undefined),
+                    dw[2].eq(i.instance.blas_lo),
+                    dw[3].eq(i.instance.blas_hi),
+                    dw[4].eq(undefined),
+                    dw[5].eq(undefined),
+                    dw[6].eq(i.instance.user_data),
+                    dw[7].eq(Mux(i.instance.culled, INVALID_NODE, packed)),
+                    dw[8].eq(INVALID_NODE),
+                    dw[9].eq(INVALID_NODE),
+                    origin.eq(i.instance_ray.origin),
+                    direction.eq(i.instance_ray.dir),
+                ]
         if self._triangles:
             with m.If(ctl.is_triangle):
                 m.d.comb += [dw[k].eq(i.triangle.result[k]) for k in range(RESULT_DWORDS)]
@@ -111,10 +129,14 @@ class ResultFormat(wiring.Component):
                     m.d.comb += dw[8 + k].eq(i.geometry_index[k])
         blank = (status != STATUS_OK) | ctl.blank
         with m.If(self.en):
-            m.d.sync += [self.o.dw[k].eq(Mux(blank, INVALID_NODE, dw[k]))
-                         for k in range(RESULT_DWORDS)]
-            m.d.sync += [self.o.origin.eq(origin), self.o.dir.eq(direction),
-                         self.o.status.eq(status)]
+            m.d.sync += [
+                self.o.dw[k].eq(Mux(blank, INVALID_NODE, dw[k])) for k in range(RESULT_DWORDS)
+            ]
+            m.d.sync += [
+                self.o.origin.eq(origin),
+                self.o.dir.eq(direction),
+                self.o.status.eq(status),
+            ]
         return m
 
 
@@ -123,6 +145,8 @@ class ResultFormatPipe(EnableCoreStream):
 
     def __init__(self, *, triangles=True, transforms=True):
         _check_params(triangles, transforms)
-        super().__init__(ResultFormat(triangles=triangles, transforms=transforms),
-                         format_in_layout(triangles=triangles, transforms=transforms),
-                         OUT_LAYOUT)
+        super().__init__(
+            ResultFormat(triangles=triangles, transforms=transforms),
+            format_in_layout(triangles=triangles, transforms=transforms),
+            OUT_LAYOUT,
+        )

@@ -21,6 +21,7 @@ Interface (clock-enable core, no valid/ready): ``en``; ``i``: ``slots[8]`` {``pt
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.ray_accel import INVALID_NODE, SORT_STAGES
 
 from ..fp32 import FPCmpCore
@@ -29,9 +30,14 @@ from ._pipe import EnableCoreStream, reg
 __all__ = ["SLOT_LAYOUT", "SORT_IN_LAYOUT", "SORT_OUT_LAYOUT", "SortUnit", "SortPipe"]
 
 SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "key": unsigned(32)})
-SORT_IN_LAYOUT = data.StructLayout({"slots": data.ArrayLayout(SLOT_LAYOUT, 8),
-                                    "enable": unsigned(1), "wide": unsigned(1),
-                                    "stf": unsigned(1)})
+SORT_IN_LAYOUT = data.StructLayout(
+    {
+        "slots": data.ArrayLayout(SLOT_LAYOUT, 8),
+        "enable": unsigned(1),
+        "wide": unsigned(1),
+        "stf": unsigned(1),
+    }
+)
 SORT_OUT_LAYOUT = data.StructLayout({"ptrs": data.ArrayLayout(unsigned(32), 8)})
 
 
@@ -48,11 +54,13 @@ class SortUnit(wiring.Component):
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
         self._ftz = ftz
-        super().__init__({
-            "en": In(1),
-            "i": In(SORT_IN_LAYOUT),
-            "o": Out(SORT_OUT_LAYOUT),
-        })
+        super().__init__(
+            {
+                "en": In(1),
+                "i": In(SORT_IN_LAYOUT),
+                "o": Out(SORT_OUT_LAYOUT),
+            }
+        )
 
     @property
     def latency(self):
@@ -72,8 +80,11 @@ class SortUnit(wiring.Component):
             ptr = self.i.slots[k].ptr
             low = ptr[:3]
             ext = Signal(3, name=f"ext{k}")
-            m.d.comb += ext.eq(Mux(ptr == INVALID_NODE, 4, 0) | Mux(stf & (low > 3), 2, 0)
-                               | Mux(stf & (low != 1), 1, 0))
+            m.d.comb += ext.eq(
+                Mux(ptr == INVALID_NODE, 4, 0)
+                | Mux(stf & (low > 3), 2, 0)
+                | Mux(stf & (low != 1), 1, 0)
+            )
             s = Signal(ent, name=f"in{k}")
             m.d.comb += [s.ptr.eq(ptr), s.key.eq(self.i.slots[k].key), s.ext.eq(ext)]
             cur.append(s)
@@ -81,14 +92,18 @@ class SortUnit(wiring.Component):
         for n, stage in enumerate(SORT_STAGES):
             on = enable & (wide if n >= 3 else 1)
             nxt = list(cur)
-            for (a, b) in stage:
+            for a, b in stage:
                 cmp = FPCmpCore(stages=0, ftz=self._ftz)
                 m.submodules[f"s{n + 1}_cmp{a}{b}"] = cmp
                 m.d.comb += [cmp.en.eq(en), cmp.a.eq(cur[b].key), cmp.b.eq(cur[a].key)]
                 swap = Signal(name=f"s{n + 1}_swap{a}{b}")
-                m.d.comb += swap.eq(on & Mux(cur[a].ext != cur[b].ext, cur[b].ext < cur[a].ext,
-                                             cmp.lt))
-                lo, hi = Signal(ent, name=f"s{n + 1}_lo{a}{b}"), Signal(ent, name=f"s{n + 1}_hi{a}{b}")
+                m.d.comb += swap.eq(
+                    on & Mux(cur[a].ext != cur[b].ext, cur[b].ext < cur[a].ext, cmp.lt)
+                )
+                lo, hi = (
+                    Signal(ent, name=f"s{n + 1}_lo{a}{b}"),
+                    Signal(ent, name=f"s{n + 1}_hi{a}{b}"),
+                )
                 m.d.comb += [lo.eq(Mux(swap, cur[b], cur[a])), hi.eq(Mux(swap, cur[a], cur[b]))]
                 nxt[a], nxt[b] = lo, hi
             enable = reg(m, en, enable, f"s{n + 1}_enable")

@@ -19,8 +19,8 @@ Both components are clock-enable datapath cores (no valid/ready): ``en`` advance
     ``i``: :data:`ENGINE_IN_LAYOUT` (``origin[3]``, ``setup`` (:data:`SETUP_LAYOUT`), ``tri[2]``
     of ``v[3][3]``) -> ``o``: :data:`ENGINE_OUT_LAYOUT` (``lane[2]`` of ``hit``, ``t``, ``i``,
     ``j``, ``backface``, and for the legacy 4-dword results the undivided ``t_num`` (= T),
-    ``t_den`` (= det) and edge functions ``u``, ``v``, ``w``). Two independent triangle lanes sharing the ray setup. Per lane: 14 adders,
-    10 multipliers, 8 FMAs, 3 dividers.
+    ``t_den`` (= det) and edge functions ``u``, ``v``, ``w``). Two independent triangle lanes
+    sharing the ray setup. Per lane: 14 adders, 10 multipliers, 8 FMAs, 3 dividers.
 
 The FP32 core depths are constructor parameters (``stages``; ``None`` = the core's default); the
 scheduler in this module (:class:`Sched`) inserts the delay registers that line operands up, so
@@ -33,29 +33,58 @@ chain, then the divisions).
 from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.fp32 import Float32
 
 from ..fp32 import FPAddCore, FPDivCore, FPFMACore, FPMulCore
 
-__all__ = ["SETUP_IN_LAYOUT", "SETUP_LAYOUT", "ENGINE_IN_LAYOUT", "LANE_LAYOUT",
-           "ENGINE_OUT_LAYOUT", "RaySetupCore", "TriangleEngine", "engine_latency", "Sched", "Timed",
-           "FP_UNITS"]
+__all__ = [
+    "SETUP_IN_LAYOUT",
+    "SETUP_LAYOUT",
+    "ENGINE_IN_LAYOUT",
+    "LANE_LAYOUT",
+    "ENGINE_OUT_LAYOUT",
+    "RaySetupCore",
+    "TriangleEngine",
+    "engine_latency",
+    "Sched",
+    "Timed",
+    "FP_UNITS",
+]
 
 VEC3 = data.ArrayLayout(Float32(), 3)
 SETUP_IN_LAYOUT = data.StructLayout({"dir": VEC3})
-SETUP_LAYOUT = data.StructLayout({
-    "kx": unsigned(2), "ky": unsigned(2), "kz": unsigned(2),
-    "sx": Float32(), "sy": Float32(), "sz": Float32(),
-})
-ENGINE_IN_LAYOUT = data.StructLayout({
-    "origin": VEC3,
-    "setup": SETUP_LAYOUT,
-    "tri": data.ArrayLayout(data.ArrayLayout(VEC3, 3), 2),
-})
-LANE_LAYOUT = data.StructLayout({
-    "hit": unsigned(1), "t": Float32(), "i": Float32(), "j": Float32(), "backface": unsigned(1),
-    "t_num": Float32(), "t_den": Float32(), "u": Float32(), "v": Float32(), "w": Float32(),
-})
+SETUP_LAYOUT = data.StructLayout(
+    {
+        "kx": unsigned(2),
+        "ky": unsigned(2),
+        "kz": unsigned(2),
+        "sx": Float32(),
+        "sy": Float32(),
+        "sz": Float32(),
+    }
+)
+ENGINE_IN_LAYOUT = data.StructLayout(
+    {
+        "origin": VEC3,
+        "setup": SETUP_LAYOUT,
+        "tri": data.ArrayLayout(data.ArrayLayout(VEC3, 3), 2),
+    }
+)
+LANE_LAYOUT = data.StructLayout(
+    {
+        "hit": unsigned(1),
+        "t": Float32(),
+        "i": Float32(),
+        "j": Float32(),
+        "backface": unsigned(1),
+        "t_num": Float32(),
+        "t_den": Float32(),
+        "u": Float32(),
+        "v": Float32(),
+        "w": Float32(),
+    }
+)
 ENGINE_OUT_LAYOUT = data.StructLayout({"lane": data.ArrayLayout(LANE_LAYOUT, 2)})
 
 _ONE = 0x3F800000
@@ -70,10 +99,12 @@ def check_stages(stages):
     for key, value in stages.items():
         if key not in FP_UNITS:
             raise ValueError(f"`stages` keys must be among {sorted(FP_UNITS)}, not {key!r}")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise TypeError(f"`stages[{key!r}]` must be a non-negative integer or None, "
-                            f"not {value!r}")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise TypeError(
+                f"`stages[{key!r}]` must be a non-negative integer or None, not {value!r}"
+            )
     return {key: stages.get(key) for key in FP_UNITS}
 
 
@@ -91,10 +122,10 @@ def engine_latency(stages=None):
     """:attr:`TriangleEngine.latency` for FP32 core depths ``stages`` (without building it)."""
     st = check_stages(stages)
     a, mu, f, dv = (unit_latency(k, st) for k in ("add", "mul", "fma", "div"))
-    shear = a + f                       # P - O, then the shear FMA (z: P - O then mul)
-    edges = shear + mu + a              # products, differences
-    det = edges + 2 * a                 # (U + V) + W
-    tnum = max(edges, a + mu) + mu + 2 * f   # U * Az, then two FMAs
+    shear = a + f  # P - O, then the shear FMA (z: P - O then mul)
+    edges = shear + mu + a  # products, differences
+    det = edges + 2 * a  # (U + V) + W
+    tnum = max(edges, a + mu) + mu + 2 * f  # U * Az, then two FMAs
     return max(det, tnum) + dv
 
 
@@ -206,8 +237,9 @@ class RaySetupCore(wiring.Component):
         d = [Value.cast(self.i.dir[k]) for k in range(3)]
         mag = [v[:31] for v in d]
         kz = Signal(2, name="setup_kz")
-        m.d.comb += kz.eq(Mux((mag[0] >= mag[1]) & (mag[0] >= mag[2]), 0,
-                              Mux(mag[1] >= mag[2], 1, 2)))
+        m.d.comb += kz.eq(
+            Mux((mag[0] >= mag[1]) & (mag[0] >= mag[2]), 0, Mux(mag[1] >= mag[2], 1, 2))
+        )
         dz = Signal(32, name="setup_dz")
         m.d.comb += dz.eq(Mux(kz == 0, d[0], Mux(kz == 1, d[1], d[2])))
         swap = lt_zero(dz)
@@ -227,9 +259,12 @@ class RaySetupCore(wiring.Component):
         sz = s.div(Const(_ONE, 32), tdz)
         lat = self.latency
         m.d.comb += [
-            self.o.kx.eq(s.at(Timed(kx, 0), lat)), self.o.ky.eq(s.at(Timed(ky, 0), lat)),
+            self.o.kx.eq(s.at(Timed(kx, 0), lat)),
+            self.o.ky.eq(s.at(Timed(ky, 0), lat)),
             self.o.kz.eq(s.at(Timed(kz, 0), lat)),
-            self.o.sx.eq(s.at(sx, lat)), self.o.sy.eq(s.at(sy, lat)), self.o.sz.eq(s.at(sz, lat)),
+            self.o.sx.eq(s.at(sx, lat)),
+            self.o.sy.eq(s.at(sy, lat)),
+            self.o.sz.eq(s.at(sz, lat)),
         ]
         return m
 
@@ -274,7 +309,6 @@ class TriangleEngine(wiring.Component):
     def latency(self):
         return engine_latency(self._stages)
 
-
     def elaborate(self, platform):
         m = Module()
         lat = self.latency
@@ -288,12 +322,17 @@ class TriangleEngine(wiring.Component):
             origin = [Timed(Value.cast(self.i.origin[c]), 0) for c in range(3)]
             pts = []
             for n in range(3):
-                rel = [s.sub(Timed(Value.cast(self.i.tri[lane][n][c]), 0), origin[c])
-                       for c in range(3)]
+                rel = [
+                    s.sub(Timed(Value.cast(self.i.tri[lane][n][c]), 0), origin[c]) for c in range(3)
+                ]
 
                 def perm(k, rel=rel):
-                    return s.comb(lambda k, r0, r1, r2: Mux(k == 0, r0, Mux(k == 1, r1, r2)),
-                                  k, *rel, name="perm")
+                    return s.comb(
+                        lambda k, r0, r1, r2: Mux(k == 0, r0, Mux(k == 1, r1, r2)),
+                        k,
+                        *rel,
+                        name="perm",
+                    )
 
                 rx, ry, rz = perm(kx), perm(ky), perm(kz)
                 px = s.fma(nsx, rz, rx)
@@ -305,26 +344,54 @@ class TriangleEngine(wiring.Component):
             v = s.sub(s.mul(ax, cy), s.mul(ay, cx))
             w = s.sub(s.mul(bx, ay), s.mul(by, ax))
             inside = s.comb(
-                lambda u, v, w: ~((lt_zero(u) | lt_zero(v) | lt_zero(w))
-                                  & (gt_zero(u) | gt_zero(v) | gt_zero(w))),
-                u, v, w, width=1, name="inside")
+                lambda u, v, w: (
+                    ~(
+                        (lt_zero(u) | lt_zero(v) | lt_zero(w))
+                        & (gt_zero(u) | gt_zero(v) | gt_zero(w))
+                    )
+                ),
+                u,
+                v,
+                w,
+                width=1,
+                name="inside",
+            )
             det = s.add(s.add(u, v), w)
             tnum = s.fma(w, cz, s.fma(v, bz, s.mul(u, az)))
             t = s.div(tnum, det)
             i = s.div(v, det)
             j = s.div(w, det)
             hit = s.comb(
-                lambda inside, det, t: inside & ~is_nan(det) & (_mag(det) != 0)
-                & ~is_nan(t) & (~t[31] | (_mag(t) == 0)) & (t != _INF),
-                inside, det, t, width=1, name="hit")
+                lambda inside, det, t: (
+                    inside
+                    & ~is_nan(det)
+                    & (_mag(det) != 0)
+                    & ~is_nan(t)
+                    & (~t[31] | (_mag(t) == 0))
+                    & (t != _INF)
+                ),
+                inside,
+                det,
+                t,
+                width=1,
+                name="hit",
+            )
             back = s.comb(lambda det: det[31], det, width=1, name="back")
             assert max(hit.time, t.time, i.time, j.time) == lat, "latency formula out of date"
             out = self.o.lane[lane]
-            m.d.comb += [out.hit.eq(s.at(hit, lat)), out.t.eq(s.at(t, lat)),
-                         out.i.eq(s.at(i, lat)), out.j.eq(s.at(j, lat)),
-                         out.backface.eq(s.at(back, lat))]
+            m.d.comb += [
+                out.hit.eq(s.at(hit, lat)),
+                out.t.eq(s.at(t, lat)),
+                out.i.eq(s.at(i, lat)),
+                out.j.eq(s.at(j, lat)),
+                out.backface.eq(s.at(back, lat)),
+            ]
             if self._raw:
-                m.d.comb += [out.t_num.eq(s.at(tnum, lat)), out.t_den.eq(s.at(det, lat)),
-                             out.u.eq(s.at(u, lat)), out.v.eq(s.at(v, lat)),
-                             out.w.eq(s.at(w, lat))]
+                m.d.comb += [
+                    out.t_num.eq(s.at(tnum, lat)),
+                    out.t_den.eq(s.at(det, lat)),
+                    out.u.eq(s.at(u, lat)),
+                    out.v.eq(s.at(v, lat)),
+                    out.w.eq(s.at(w, lat)),
+                ]
         return m

@@ -23,6 +23,7 @@ navigation bits).
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     NODE_LAYOUT,
@@ -54,23 +55,36 @@ from .triangle_engine import (
 
 __all__ = ["PAIR_IN_LAYOUT", "PAIR_OUT_LAYOUT", "TrianglePairCore", "RayTriangle", "pair_latency"]
 
-PAIR_IN_LAYOUT = data.StructLayout({
-    "ray": RAY_LAYOUT,
-    "node": NODE_LAYOUT,
-    "node_ptr": unsigned(32),
-    "pointer_flags": unsigned(10),
-    "desc": DESC_LAYOUT,
-})
+PAIR_IN_LAYOUT = data.StructLayout(
+    {
+        "ray": RAY_LAYOUT,
+        "node": NODE_LAYOUT,
+        "node_ptr": unsigned(32),
+        "pointer_flags": unsigned(10),
+        "desc": DESC_LAYOUT,
+    }
+)
 PAIR_OUT_LAYOUT = data.StructLayout({"result": RESULT_LAYOUT, "error": unsigned(1)})
 
 _INF, _ONE, _SIGN, _MAG = 0x7F800000, 0x3F800000, 0x80000000, 0x7FFFFFFF
-_SIDE_LAYOUT = data.StructLayout({
-    "tri": data.ArrayLayout(data.StructLayout({
-        "prim_id": unsigned(31), "geo_id": unsigned(30), "opaque": unsigned(1),
-        "procedural": unsigned(1), "valid": unsigned(1)}), 2),
-    "nav": unsigned(2),
-    "error": unsigned(1),
-})
+_SIDE_LAYOUT = data.StructLayout(
+    {
+        "tri": data.ArrayLayout(
+            data.StructLayout(
+                {
+                    "prim_id": unsigned(31),
+                    "geo_id": unsigned(30),
+                    "opaque": unsigned(1),
+                    "procedural": unsigned(1),
+                    "valid": unsigned(1),
+                }
+            ),
+            2,
+        ),
+        "nav": unsigned(2),
+        "error": unsigned(1),
+    }
+)
 
 
 def _bit(mask):
@@ -115,9 +129,14 @@ class TrianglePairCore(wiring.Component):
         m.submodules.setup = setup = self._setup
         m.submodules.engine = eng = self._engine
         s = Sched(m, en, "pair", self._stages)
-        m.d.comb += [dec.en.eq(en), setup.en.eq(en), eng.en.eq(en),
-                     dec.i.node.eq(self.i.node), dec.i.node_ptr.eq(self.i.node_ptr),
-                     setup.i.dir.eq(self.i.ray.dir)]
+        m.d.comb += [
+            dec.en.eq(en),
+            setup.en.eq(en),
+            eng.en.eq(en),
+            dec.i.node.eq(self.i.node),
+            dec.i.node_ptr.eq(self.i.node_ptr),
+            setup.i.dir.eq(self.i.ray.dir),
+        ]
         front = self.front_latency
         t_dec = Timed(Value.cast(dec.o), dec.latency)
         t_setup = Timed(Value.cast(setup.o), setup.latency)
@@ -140,12 +159,21 @@ class TrianglePairCore(wiring.Component):
         flags_raw = s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng)
         flags = Signal(10, name="fmt_flags")
         m.d.comb += flags.eq(Mux(flags_en, flags_raw, 0))
-        f = {name: flags[_bit(mask)] for name, mask in {
-            "force_op": PF_FORCE_OPAQUE, "force_nop": PF_FORCE_NON_OPAQUE,
-            "no_cull": PF_DISABLE_TRI_CULL, "flip": PF_FLIP_FACEDNESS, "cull_back": PF_CULL_BACK,
-            "cull_front": PF_CULL_FRONT, "cull_op": PF_CULL_OPAQUE,
-            "cull_nop": PF_CULL_NON_OPAQUE, "skip_tri": PF_SKIP_TRIANGLES,
-            "skip_proc": PF_SKIP_PROCEDURAL}.items()}
+        f = {
+            name: flags[_bit(mask)]
+            for name, mask in {
+                "force_op": PF_FORCE_OPAQUE,
+                "force_nop": PF_FORCE_NON_OPAQUE,
+                "no_cull": PF_DISABLE_TRI_CULL,
+                "flip": PF_FLIP_FACEDNESS,
+                "cull_back": PF_CULL_BACK,
+                "cull_front": PF_CULL_FRONT,
+                "cull_op": PF_CULL_OPAQUE,
+                "cull_nop": PF_CULL_NON_OPAQUE,
+                "skip_tri": PF_SKIP_TRIANGLES,
+                "skip_proc": PF_SKIP_PROCEDURAL,
+            }.items()
+        }
 
         result = Signal(RESULT_LAYOUT, name="fmt_result")
         for k in range(2):
@@ -163,17 +191,27 @@ class TrianglePairCore(wiring.Component):
             ]
             dw = [Signal(32, name=f"fmt_dw{k}_{n}") for n in range(4)]
             with m.If(tri.procedural):
-                m.d.comb += [dw[0].eq(Mux(proc_ok, 0, _INF)), dw[1].eq(Mux(proc_ok, _ONE, 0)),
-                             dw[2].eq(Mux(proc_ok, _ONE, 0)), dw[3].eq(0)]
+                m.d.comb += [
+                    dw[0].eq(Mux(proc_ok, 0, _INF)),
+                    dw[1].eq(Mux(proc_ok, _ONE, 0)),
+                    dw[2].eq(Mux(proc_ok, _ONE, 0)),
+                    dw[3].eq(0),
+                ]
             with m.Elif(tri_ok):
-                m.d.comb += [dw[0].eq(lane.t), dw[1].eq(lane.i), dw[2].eq(lane.j),
-                             dw[3].eq(~front_face)]
+                m.d.comb += [
+                    dw[0].eq(lane.t),
+                    dw[1].eq(lane.i),
+                    dw[2].eq(lane.j),
+                    dw[3].eq(~front_face),
+                ]
             with m.Else():
                 m.d.comb += [dw[0].eq(_INF), dw[1].eq(0), dw[2].eq(0), dw[3].eq(0)]
-            final = [dw[0],
-                     Cat(dw[1][:31], tri.procedural),
-                     Cat(dw[2][:31], ~is_op),
-                     Cat(dw[3][0], tri.prim_id[:31])]
+            final = [
+                dw[0],
+                Cat(dw[1][:31], tri.procedural),
+                Cat(dw[2][:31], ~is_op),
+                Cat(dw[3][0], tri.prim_id[:31]),
+            ]
             if k == 1:
                 invalid = [_INF, _ONE, _ONE, 0]
                 final = [Mux(tri.valid, x, c) for x, c in zip(final, invalid)]

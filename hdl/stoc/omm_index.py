@@ -18,25 +18,27 @@ __all__ = ["MAX_LEVEL", "fixed_from_f32", "index_at_max_level", "shift_to_level"
 
 
 def _check_frac_bits(frac_bits):
-    if not isinstance(frac_bits, int) or isinstance(frac_bits, bool) or \
-            not MAX_LEVEL <= frac_bits <= 24:
-        raise TypeError(f"`frac_bits` must be an integer from {MAX_LEVEL} to 24, "
-                        f"not {frac_bits!r}")
+    if (
+        not isinstance(frac_bits, int)
+        or isinstance(frac_bits, bool)
+        or not MAX_LEVEL <= frac_bits <= 24
+    ):
+        raise TypeError(f"`frac_bits` must be an integer from {MAX_LEVEL} to 24, not {frac_bits!r}")
 
 
 def fixed_from_f32(bits, frac_bits):
     """Combinational FP32 pattern -> unsigned fixed point with ``frac_bits`` fraction bits
     (``frac_bits + 1`` bits wide): clamp to [0, 1], truncate, NaN and negatives give 0."""
     sign, exp, frac = bits[31], bits[23:31], bits[0:23]
-    mantissa = Cat(frac, exp != 0)                     # 24 bits
+    mantissa = Cat(frac, exp != 0)  # 24 bits
     e = Mux(exp == 0, 1, exp)
     one = Const(1 << frac_bits, frac_bits + 1)
     # value * 2**frac_bits = mantissa >> (150 - frac_bits - e) for e <= 126
-    tiny = e <= 126 - frac_bits                        # right shift >= 24 -> 0
-    amount = (150 - frac_bits - e)[0:5]                # 24 - frac_bits .. 23 when not tiny
+    tiny = e <= 126 - frac_bits  # right shift >= 24 -> 0
+    amount = (150 - frac_bits - e)[0:5]  # 24 - frac_bits .. 23 when not tiny
     below_one = Mux(tiny, 0, mantissa >> amount)
     is_nan = (exp == 0xFF) & (frac != 0)
-    return Mux(sign | is_nan, 0, Mux(exp >= 127, one, below_one[0:frac_bits + 1]))
+    return Mux(sign | is_nan, 0, Mux(exp >= 127, one, below_one[0 : frac_bits + 1]))
 
 
 def _suffix_xor(t):
@@ -55,7 +57,7 @@ def index_at_max_level(m, U, V, frac_bits, prefix="idx"):
     iu = Signal(MAX_LEVEL, name=f"{prefix}_iu")
     iv = Signal(MAX_LEVEL, name=f"{prefix}_iv")
     m.d.comb += [iu.eq(Mux(raw_u >= n, n - 1, raw_u)), iv.eq(Mux(raw_v >= n, n - 1, raw_v))]
-    s = iu + iv                                         # 13 bits
+    s = iu + iv  # 13 bits
     if shift:
         inverted = ((U[0:shift] + V[0:shift]) >= (1 << shift)) & (s < n - 1)
     else:
@@ -74,7 +76,7 @@ def index_at_max_level(m, U, V, frac_bits, prefix="idx"):
 
 def shift_to_level(index12, level):
     """Index at ``level`` (a Value <= 12) from the level-12 index."""
-    return (index12 >> ((MAX_LEVEL - level) * 2)[0:5])[0:2 * MAX_LEVEL]
+    return (index12 >> ((MAX_LEVEL - level) * 2)[0:5])[0 : 2 * MAX_LEVEL]
 
 
 class OMMIndex(wiring.Component):
@@ -99,10 +101,12 @@ class OMMIndex(wiring.Component):
 
     def __init__(self, frac_bits=24, *, src_loc_at=0):
         self._frac_bits = frac_bits
-        super().__init__({
-            "i": In(stream.Signature(omm_index_in_layout)),
-            "o": Out(stream.Signature(omm_index_out_layout)),
-        })
+        super().__init__(
+            {
+                "i": In(stream.Signature(omm_index_in_layout)),
+                "o": Out(stream.Signature(omm_index_out_layout)),
+            }
+        )
 
     @property
     def frac_bits(self):
@@ -128,7 +132,9 @@ class OMMIndex(wiring.Component):
                 s1_u.eq(fixed_from_f32(self.i.payload.u, fb)),
                 s1_v.eq(fixed_from_f32(self.i.payload.v, fb)),
                 s1_level.eq(self.i.payload.level),
-                s2_valid.eq(s1_valid), s2_index.eq(index12), s2_level.eq(s1_level),
+                s2_valid.eq(s1_valid),
+                s2_index.eq(index12),
+                s2_level.eq(s1_level),
                 self.o.valid.eq(s2_valid),
             ]
             bad = s2_level > MAX_LEVEL

@@ -31,7 +31,7 @@ __all__ = ["STOCUnit", "PLANE_ORDERS", "BOTH_PLANES", "check_stoc_params"]
 PLANE_ORDERS = ("omm", "corners")
 #: 4-state value given to "opaque and transparent bits both set", per ``both_planes``
 BOTH_PLANES = {"uo": 3, "ut": 2, "opaque": 1, "transparent": 0}
-_CORNER_TABLE = Const(0 | (3 << 2) | (1 << 4) | (2 << 6), 8)   # curve digit -> plane digit
+_CORNER_TABLE = Const(0 | (3 << 2) | (1 << 4) | (2 << 6), 8)  # curve digit -> plane digit
 
 
 def check_stoc_params(frac_bits=24, plane_order="omm", both_planes="uo"):
@@ -40,8 +40,7 @@ def check_stoc_params(frac_bits=24, plane_order="omm", both_planes="uo"):
     if plane_order not in PLANE_ORDERS:
         raise ValueError(f"`plane_order` must be one of {PLANE_ORDERS}, not {plane_order!r}")
     if both_planes not in BOTH_PLANES:
-        raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, "
-                         f"not {both_planes!r}")
+        raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, not {both_planes!r}")
 
 
 class STOCUnit(wiring.Component):
@@ -66,12 +65,13 @@ class STOCUnit(wiring.Component):
         return super().__new__(cls, src_loc_at=src_loc_at + 1)
 
     def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
-        self._frac_bits, self._plane_order, self._both_planes = \
-            frac_bits, plane_order, both_planes
-        super().__init__({
-            "i": In(stream.Signature(stoc_in_layout)),
-            "o": Out(stream.Signature(stoc_out_layout)),
-        })
+        self._frac_bits, self._plane_order, self._both_planes = frac_bits, plane_order, both_planes
+        super().__init__(
+            {
+                "i": In(stream.Signature(stoc_in_layout)),
+                "o": Out(stream.Signature(stoc_out_layout)),
+            }
+        )
 
     @property
     def frac_bits(self):
@@ -92,8 +92,7 @@ class STOCUnit(wiring.Component):
     def _position(self, index, digits):
         if self._plane_order == "omm":
             return index
-        return Cat(*(_CORNER_TABLE.word_select(index[2 * k:2 * k + 2], 2)
-                     for k in range(digits)))
+        return Cat(*(_CORNER_TABLE.word_select(index[2 * k : 2 * k + 2], 2) for k in range(digits)))
 
     def _state(self, o_bit, t_bit):
         both = BOTH_PLANES[self._both_planes]
@@ -112,26 +111,35 @@ class STOCUnit(wiring.Component):
         index12 = index_at_max_level(m, s1_u, s1_v, fb, prefix="s1")
         with m.If(en):
             m.d.sync += [
-                s1_valid.eq(self.i.valid), s1_p.eq(self.i.payload),
+                s1_valid.eq(self.i.valid),
+                s1_p.eq(self.i.payload),
                 s1_u.eq(fixed_from_f32(self.i.payload.u, fb)),
                 s1_v.eq(fixed_from_f32(self.i.payload.v, fb)),
-                s2_valid.eq(s1_valid), s2_p.eq(s1_p), s2_idx.eq(index12),
+                s2_valid.eq(s1_valid),
+                s2_p.eq(s1_p),
+                s2_idx.eq(index12),
             ]
 
         # ---- stage 3: classification of (s2_p, s2_idx) ----
         p = s2_p
         lvl = p.level
         src = p.source.as_value()
-        is1, is3, isomm = src == Source.STOC1.value, src == Source.STOC3.value, \
-            src == Source.OMM.value
+        is1, is3, isomm = (
+            src == Source.STOC1.value,
+            src == Source.STOC3.value,
+            src == Source.OMM.value,
+        )
         force2 = p.ray_flags[10] | p.instance_flags[4]
         disabled = p.instance_flags[5] | p.internal_flags[3]
         live = ~disabled
 
         s2_idx1, s2_idx3 = Signal(2), Signal(6)
         s2_idxl = Signal(2 * MAX_LEVEL)
-        m.d.comb += [s2_idx1.eq(s2_idx[22:24]), s2_idx3.eq(s2_idx[18:24]),
-                     s2_idxl.eq(shift_to_level(s2_idx, lvl[0:4]))]
+        m.d.comb += [
+            s2_idx1.eq(s2_idx[22:24]),
+            s2_idx3.eq(s2_idx[18:24]),
+            s2_idxl.eq(shift_to_level(s2_idx, lvl[0:4])),
+        ]
 
         # STOC1: quad-leaf DW3 (IGC QuadLeaf<Xe3>)
         dw3 = p.dw3
@@ -144,16 +152,16 @@ class STOCUnit(wiring.Component):
         # STOC3 inline level-3 planes (IGC QuadLeaf_STOC3)
         pos3 = self._position(s2_idx3, 3)
         st3 = Signal(2)
-        m.d.comb += st3.eq(self._state(p.opaque.bit_select(pos3, 1),
-                                       p.transp.bit_select(pos3, 1)))
+        m.d.comb += st3.eq(self._state(p.opaque.bit_select(pos3, 1), p.transp.bit_select(pos3, 1)))
         fine3_ok = (lvl >= 4) & (lvl <= MAX_LEVEL)
         # OMM (Vulkan "Ray Opacity Micromap" states and special indices)
         oi = p.omm_index
         fmt = p.omm_format
         special = (oi < 0) & (oi >= -4)
         omm_bad = Signal()
-        m.d.comb += omm_bad.eq((oi < -5) | ((oi >= 0) & (((fmt != 1) & (fmt != 2)) |
-                                                         (lvl > MAX_LEVEL))))
+        m.d.comb += omm_bad.eq(
+            (oi < -5) | ((oi >= 0) & (((fmt != 1) & (fmt != 2)) | (lvl > MAX_LEVEL)))
+        )
         lookup = (oi >= 0) & ~omm_bad
         four = fmt == 2
         bitpos = Mux(four, Cat(Const(0, 1), s2_idxl[0:4]), s2_idxl[0:5])
@@ -168,8 +176,11 @@ class STOCUnit(wiring.Component):
             state.eq(Mux(used, Mux(is1, st1, Mux(is3, st3, st_omm)), 0)),
         ]
         effective = Mux(force2 & state[1], Cat(state[0], Const(0, 1)), state)
-        from_data = Mux(effective == 0, Action.IGNORE.value,
-                        Mux(effective == 1, Action.OPAQUE.value, Action.ANYHIT.value))
+        from_data = Mux(
+            effective == 0,
+            Action.IGNORE.value,
+            Mux(effective == 1, Action.OPAQUE.value, Action.ANYHIT.value),
+        )
         from_geometry = Mux(p.geom_opaque, Action.OPAQUE.value, Action.ANYHIT.value)
         action = Signal(2)
         m.d.comb += action.eq(Mux(used, from_data, from_geometry))
@@ -178,8 +189,7 @@ class STOCUnit(wiring.Component):
         fine3 = live & is3 & fine3_ok
         fineomm = live & isomm & lookup
         has_fine = fine3 | fineomm
-        word_bytes = Mux(fine3 | four, Cat(Const(0, 2), s2_idxl[4:]),
-                         Cat(Const(0, 2), s2_idxl[5:]))
+        word_bytes = Mux(fine3 | four, Cat(Const(0, 2), s2_idxl[4:]), Cat(Const(0, 2), s2_idxl[5:]))
 
         o = self.o.payload
         with m.If(en):
@@ -189,10 +199,16 @@ class STOCUnit(wiring.Component):
                 o.sw_fallback.eq(used & (is1 | is3) & (action == Action.ANYHIT.value) & swstoc),
                 o.used.eq(used),
                 o.state.eq(state),
-                o.level.eq(Mux(used & is1, 1, Mux(used & is3, 3,
-                                                  Mux(used & isomm & lookup, lvl[0:4], 0)))),
-                o.index.eq(Mux(used & is1, s2_idx1, Mux(used & is3, s2_idx3,
-                                                        Mux(used & isomm & lookup, s2_idxl, 0)))),
+                o.level.eq(
+                    Mux(used & is1, 1, Mux(used & is3, 3, Mux(used & isomm & lookup, lvl[0:4], 0)))
+                ),
+                o.index.eq(
+                    Mux(
+                        used & is1,
+                        s2_idx1,
+                        Mux(used & is3, s2_idx3, Mux(used & isomm & lookup, s2_idxl, 0)),
+                    )
+                ),
                 o.fine_level.eq(Mux(has_fine, lvl[0:4], 0)),
                 o.fine_index.eq(Mux(has_fine, s2_idxl, 0)),
                 o.fetch_addr.eq(Mux(has_fine, (p.addr + word_bytes)[0:64], 0)),

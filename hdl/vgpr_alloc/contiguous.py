@@ -23,8 +23,11 @@ def _bits(n):
 
 def contig_layouts(config):
     return command_layout(), result_layout(
-        slots=config.slots, unit_bits=_bits(config.max_units), free_bits=_bits(config.units),
-        row_bits=_bits(config.rows - 1))
+        slots=config.slots,
+        unit_bits=_bits(config.max_units),
+        free_bits=_bits(config.units),
+        row_bits=_bits(config.rows - 1),
+    )
 
 
 class _FreeMask(wiring.Component):
@@ -68,20 +71,27 @@ class _FirstFit(wiring.Component):
 
     def __init__(self, units, max_units):
         self._u, self._mu = units, max_units
-        super().__init__({"fits": In(units).array(max_units),
-                          "found": Out(1).array(max_units),
-                          "start": Out(range(units)).array(max_units)})
+        super().__init__(
+            {
+                "fits": In(units).array(max_units),
+                "found": Out(1).array(max_units),
+                "start": Out(range(units)).array(max_units),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         U = self._u
         for k in range(self._mu):
             cand = self.fits[k]
-            lowest = cand & (~cand + 1)[:U]           # one-hot lowest candidate
+            lowest = cand & (~cand + 1)[:U]  # one-hot lowest candidate
             m.d.comb += self.found[k].eq(cand != 0)
-            m.d.comb += self.start[k].eq(Cat(
-                (lowest & sum(1 << u for u in range(U) if u >> b & 1)) != 0
-                for b in range(_bits(U - 1))))
+            m.d.comb += self.start[k].eq(
+                Cat(
+                    (lowest & sum(1 << u for u in range(U) if u >> b & 1)) != 0
+                    for b in range(_bits(U - 1))
+                )
+            )
         return m
 
 
@@ -91,22 +101,33 @@ class _Pick(wiring.Component):
     def __init__(self, cfg):
         self._cfg = cfg
         U, MU = cfg.units, cfg.max_units
-        super().__init__({"count": In(COUNT_BITS),
-                          "fit_found": In(1).array(MU), "fit_start": In(range(U)).array(MU),
-                          "need": Out(_bits(MU)), "found": Out(1), "start": Out(range(U)),
-                          "range_mask": Out(U)})
+        super().__init__(
+            {
+                "count": In(COUNT_BITS),
+                "fit_found": In(1).array(MU),
+                "fit_start": In(range(U)).array(MU),
+                "need": Out(_bits(MU)),
+                "found": Out(1),
+                "start": Out(range(U)),
+                "range_mask": Out(U),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
         U, MU = cfg.units, cfg.max_units
         n = Mux(self.count == 0, 1, self.count)
-        need = sum((n > t) for t in cfg.thresholds)[:_bits(MU)]
-        index = (need - 1)[:_bits(MU - 1)]
+        need = sum((n > t) for t in cfg.thresholds)[: _bits(MU)]
+        index = (need - 1)[: _bits(MU - 1)]
         start = Array(self.fit_start)[index]
         ones = ((Const(1, MU + 1) << need) - 1)[:MU]
-        m.d.comb += [self.need.eq(need), self.found.eq(Array(self.fit_found)[index]),
-                     self.start.eq(start), self.range_mask.eq((ones << start)[:U])]
+        m.d.comb += [
+            self.need.eq(need),
+            self.found.eq(Array(self.fit_found)[index]),
+            self.start.eq(start),
+            self.range_mask.eq((ones << start)[:U]),
+        ]
         return m
 
 
@@ -159,7 +180,7 @@ class ContigAllocator(wiring.Component):
         # not read signals it drives, or the simulator evaluates it once per dependency level) ----
         w = i.wave
         slot_ok = w < S
-        ws = w[:_bits(S - 1)]
+        ws = w[: _bits(S - 1)]
         cur = Mux(slot_ok, units[ws], 0)
         m.submodules.pick = pick = _Pick(cfg)
         m.d.comb += pick.count.eq(i.count)
@@ -195,32 +216,60 @@ class ContigAllocator(wiring.Component):
 
         # ---- state update ----
         with m.If(do_launch):
-            m.d.sync += [base[ws].eq(start), units[ws].eq(need), own[ws].eq(range_mask),
-                         free.eq(free - need)]
+            m.d.sync += [
+                base[ws].eq(start),
+                units[ws].eq(need),
+                own[ws].eq(range_mask),
+                free.eq(free - need),
+            ]
         with m.If(do_end):
             m.d.sync += [units[ws].eq(0), own[ws].eq(0), free.eq(free + cur)]
 
         # ---- translation ----
         lw = i.lk_wave
         l_ok = lw < S
-        lws = lw[:_bits(S - 1)]
+        lws = lw[: _bits(S - 1)]
         lunits = Mux(l_ok, units[lws], 0)
         lbase = base[lws]
-        lk_valid = ((lunits != 0) & (i.lk_reg < lunits * cfg.regs_per_unit))
-        lk_row = (Mux(lk_valid, lbase * cfg.unit_rows + i.lk_reg * cfg.row_stride, 0))
+        lk_valid = (lunits != 0) & (i.lk_reg < lunits * cfg.regs_per_unit)
+        lk_row = Mux(lk_valid, lbase * cfg.unit_rows + i.lk_reg * cfg.row_stride, 0)
 
         # ---- outputs ----
-        m.d.comb += [o.free.eq(free),
-                     o.lk_valid.eq(lk_valid), o.lk_row.eq(lk_row)]
+        m.d.comb += [o.free.eq(free), o.lk_valid.eq(lk_valid), o.lk_row.eq(lk_row)]
         m.d.comb += o.units.as_value().eq(Cat(units[s] for s in range(S)))
 
         if self._assertions:
-            self._invariants(m, own, base, units, free, free_mask, do_launch, range_mask,
-                             lk_valid, lk_row, lbase, lunits)
+            self._invariants(
+                m,
+                own,
+                base,
+                units,
+                free,
+                free_mask,
+                do_launch,
+                range_mask,
+                lk_valid,
+                lk_row,
+                lbase,
+                lunits,
+            )
         return m
 
-    def _invariants(self, m, own, base, units, free, free_mask, do_launch, range_mask,
-                    lk_valid, lk_row, lbase, lunits):
+    def _invariants(
+        self,
+        m,
+        own,
+        base,
+        units,
+        free,
+        free_mask,
+        do_launch,
+        range_mask,
+        lk_valid,
+        lk_row,
+        lbase,
+        lunits,
+    ):
         """Sync-domain ``Assert`` statements, checked at every clock edge on the state before it:
         every slot's mask is exactly its range ``[base, base + units)`` (so it holds no more than
         its count), no unit has two owners, free + owned = total, a launch takes only free units
@@ -233,13 +282,18 @@ class ContigAllocator(wiring.Component):
         for s in range(S):
             expect = ones[units[s]] << base[s]
             m.d.sync += Assert(units[s] <= MU, f"slot {s} holds more than its maximum")
-            m.d.sync += Assert((own[s] == expect[:U]) & (base[s] + units[s] <= U),
-                               f"slot {s}: ownership mask is not its range")
+            m.d.sync += Assert(
+                (own[s] == expect[:U]) & (base[s] + units[s] <= U),
+                f"slot {s}: ownership mask is not its range",
+            )
             m.d.sync += Assert((seen & own[s]) == 0, f"slot {s} owns a unit another slot owns")
             seen = seen | own[s]
-        m.d.sync += Assert(~do_launch | ((range_mask & ~free_mask) == 0),
-                           "launch takes a unit that is not free")
+        m.d.sync += Assert(
+            ~do_launch | ((range_mask & ~free_mask) == 0), "launch takes a unit that is not free"
+        )
         lo = lbase * cfg.unit_rows
         hi = (lbase + lunits) * cfg.unit_rows
-        m.d.sync += Assert(~lk_valid | ((lk_row >= lo) & (lk_row < hi)),
-                           "translation points outside the wave's units")
+        m.d.sync += Assert(
+            ~lk_valid | ((lk_row >= lo) & (lk_row < hi)),
+            "translation points outside the wave's units",
+        )

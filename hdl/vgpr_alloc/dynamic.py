@@ -43,8 +43,12 @@ def _bits(n):
 def dyn_layouts(*, rf_vgprs=1536, block_size=16, **_):
     total = rf_vgprs // block_size
     return command_layout(), result_layout(
-        slots=SLOTS, unit_bits=4, free_bits=_bits(total), row_bits=_bits(rf_vgprs - 1),
-        extra={"holder_valid": unsigned(1), "holder": unsigned(4)})
+        slots=SLOTS,
+        unit_bits=4,
+        free_bits=_bits(total),
+        row_bits=_bits(rf_vgprs - 1),
+        extra={"holder_valid": unsigned(1), "holder": unsigned(4)},
+    )
 
 
 class _WordSelect(wiring.Component):
@@ -70,21 +74,43 @@ class _Decode(wiring.Component):
 
     def __init__(self, B, L, MAXB, T, R):
         self._B, self._L, self._MAXB, self._T, self._R = B, L, MAXB, T, R
-        super().__init__({
-            "op": In(Op), "wave": In(4), "count": In(COUNT_BITS), "lk_wave": In(4),
-            "lk_reg": In(REG_BITS), "top": In(range(T + 1)), "hv": In(1), "hw": In(4),
-            "blocks": In(4 * SLOTS),
-            "cur": Out(4), "tgt": Out(6), "first": Out(4), "nrel": Out(4), "nget": Out(4),
-            "live": Out(1), "ack": Out(1), "err": Out(Err),
-            "do_launch": Out(1), "do_grow": Out(1), "do_shrink": Out(1), "do_end": Out(1),
-            "do_push": Out(1), "top_next": Out(range(T + 1)), "hv_next": Out(1),
-            "hw_next": Out(4), "lj": Out(REG_BITS), "lk_valid": Out(1)})
+        super().__init__(
+            {
+                "op": In(Op),
+                "wave": In(4),
+                "count": In(COUNT_BITS),
+                "lk_wave": In(4),
+                "lk_reg": In(REG_BITS),
+                "top": In(range(T + 1)),
+                "hv": In(1),
+                "hw": In(4),
+                "blocks": In(4 * SLOTS),
+                "cur": Out(4),
+                "tgt": Out(6),
+                "first": Out(4),
+                "nrel": Out(4),
+                "nget": Out(4),
+                "live": Out(1),
+                "ack": Out(1),
+                "err": Out(Err),
+                "do_launch": Out(1),
+                "do_grow": Out(1),
+                "do_shrink": Out(1),
+                "do_end": Out(1),
+                "do_push": Out(1),
+                "top_next": Out(range(T + 1)),
+                "hv_next": Out(1),
+                "hw_next": Out(4),
+                "lj": Out(REG_BITS),
+                "lk_valid": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         B, L, MAXB, R = self._B, self._L, self._MAXB, self._R
         lb = B.bit_length() - 1
-        blocks = Array(self.blocks[4 * n:4 * n + 4] for n in range(SLOTS))
+        blocks = Array(self.blocks[4 * n : 4 * n + 4] for n in range(SLOTS))
         top, hv, hw, w = self.top, self.hv, self.hw, self.wave
         slot_ok = w < L
         cur = blocks[w]
@@ -108,22 +134,43 @@ class _Decode(wiring.Component):
         first = Mux(is_end, 1, tgt)
         nrel = Mux(do_push, cur - first, 0)
         nget = Mux(do_grow, k, 0)
-        top_next = (top - nget + nrel)[:len(top)]
+        top_next = (top - nget + nrel)[: len(top)]
         # reserve holder: set by a grant that draws on the reserve, dropped when the holder ends
         # or when the free count is back at the reserve size
         take = do_grow & ~general
         lj = self.lk_reg >> lb
         m.d.comb += [
-            self.cur.eq(cur), self.tgt.eq(tgt), self.first.eq(first), self.nrel.eq(nrel),
-            self.nget.eq(nget), self.live.eq(live),
+            self.cur.eq(cur),
+            self.tgt.eq(tgt),
+            self.first.eq(first),
+            self.nrel.eq(nrel),
+            self.nget.eq(nget),
+            self.live.eq(live),
             self.ack.eq(do_launch | do_grow | (alloc_ok & ~grow) | do_end),
-            self.err.eq(Mux(op == Op.NONE, Err.NONE,
-                        Mux(~slot_ok, Err.BAD_SLOT,
-                        Mux(is_launch, Mux(resident, Err.SLOT_BUSY, Err.NONE),
-                        Mux(~resident, Err.NOT_RESIDENT,
-                        Mux(is_alloc & over, Err.OVER_MAX, Err.NONE)))))),
-            self.do_launch.eq(do_launch), self.do_grow.eq(do_grow),
-            self.do_shrink.eq(do_shrink), self.do_end.eq(do_end), self.do_push.eq(do_push),
+            self.err.eq(
+                Mux(
+                    op == Op.NONE,
+                    Err.NONE,
+                    Mux(
+                        ~slot_ok,
+                        Err.BAD_SLOT,
+                        Mux(
+                            is_launch,
+                            Mux(resident, Err.SLOT_BUSY, Err.NONE),
+                            Mux(
+                                ~resident,
+                                Err.NOT_RESIDENT,
+                                Mux(is_alloc & over, Err.OVER_MAX, Err.NONE),
+                            ),
+                        ),
+                    ),
+                )
+            ),
+            self.do_launch.eq(do_launch),
+            self.do_grow.eq(do_grow),
+            self.do_shrink.eq(do_shrink),
+            self.do_end.eq(do_end),
+            self.do_push.eq(do_push),
             self.top_next.eq(top_next),
             self.hv_next.eq(Mux(take, 1, hv & ~(do_end & (hw == w))) & (top_next < R)),
             self.hw_next.eq(Mux(take, w, hw)),
@@ -154,8 +201,17 @@ class DynVgprAllocator(wiring.Component):
         Emit the invariant ``Assert`` statements (default on).
     """
 
-    def __init__(self, *, rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8,
-                 fwd_progress=True, reserve=7, assertions=True):
+    def __init__(
+        self,
+        *,
+        rf_vgprs=1536,
+        block_size=16,
+        wave_limit=16,
+        max_blocks=8,
+        fwd_progress=True,
+        reserve=7,
+        assertions=True,
+    ):
         dyn_params_ok(rf_vgprs, block_size, wave_limit, max_blocks, fwd_progress, reserve)
         self._rf, self._B, self._limit = rf_vgprs, block_size, wave_limit
         self._max, self._fwd, self._reserve = max_blocks, bool(fwd_progress), reserve
@@ -181,26 +237,33 @@ class DynVgprAllocator(wiring.Component):
         B, L, MAXB = self._B, self._limit, self._max
         T, P, R = self.total_blocks, self.pool_blocks, self.reserve
         lb = B.bit_length() - 1
-        bb = _bits(T - 1)          # block number width
-        E = MAXB - 1               # table entries a command can touch
+        bb = _bits(T - 1)  # block number width
+        E = MAXB - 1  # table entries a command can touch
         i, o = self.i, self.o
 
         # ---- state (wide registers; fields are selected with word_select) ----
-        blocks = Signal(4 * SLOTS)                     # blocks of wave w: word w (0 = empty)
-        tbl = Signal(bb * SLOTS * 8)                   # entry j of wave w: word 8 * w + j
+        blocks = Signal(4 * SLOTS)  # blocks of wave w: word w (0 = empty)
+        tbl = Signal(bb * SLOTS * 8)  # entry j of wave w: word 8 * w + j
         stack = Signal(bb * max(P, 1), init=sum((L + s) << (bb * s) for s in range(P)))
-        top = Signal(range(T + 1), init=P)             # free stack: words 0 .. top-1
+        top = Signal(range(T + 1), init=P)  # free stack: words 0 .. top-1
         hv = Signal()
         hw = Signal(4)
         #: state registers by name, for fault-injection tests (set when elaborated)
-        self.state = {"blocks": blocks, "tbl": tbl, "stack": stack, "top": top, "hv": hv,
-                      "hw": hw}
+        self.state = {"blocks": blocks, "tbl": tbl, "stack": stack, "top": top, "hv": hv, "hw": hw}
 
         # ---- command decode (its own module, see _Decode) ----
         m.submodules.decode = d = _Decode(B, L, MAXB, T, R)
-        m.d.comb += [d.op.eq(i.op), d.wave.eq(i.wave), d.count.eq(i.count),
-                     d.lk_wave.eq(i.lk_wave), d.lk_reg.eq(i.lk_reg), d.top.eq(top),
-                     d.hv.eq(hv), d.hw.eq(hw), d.blocks.eq(blocks)]
+        m.d.comb += [
+            d.op.eq(i.op),
+            d.wave.eq(i.wave),
+            d.count.eq(i.count),
+            d.lk_wave.eq(i.lk_wave),
+            d.lk_reg.eq(i.lk_reg),
+            d.top.eq(top),
+            d.hv.eq(hv),
+            d.hw.eq(hw),
+            d.blocks.eq(blocks),
+        ]
         w = i.wave
 
         def entry(wave, j):
@@ -208,7 +271,7 @@ class DynVgprAllocator(wiring.Component):
 
         # granted blocks come from the top of the stack; released ones are the table entries
         # first .. first+nrel-1 of the commanded wave
-        popped = [stack.word_select((top - 1 - n)[:len(top)], bb) for n in range(E)]
+        popped = [stack.word_select((top - 1 - n)[: len(top)], bb) for n in range(E)]
         freed = [entry(w, d.first + n) for n in range(E)]
 
         # ---- state update ----
@@ -221,7 +284,7 @@ class DynVgprAllocator(wiring.Component):
         m.d.sync += top.eq(d.top_next)
         for n in range(E):
             with m.If(n < d.nrel):
-                m.d.sync += stack.word_select((top + n)[:len(top)], bb).eq(freed[n])
+                m.d.sync += stack.word_select((top + n)[: len(top)], bb).eq(freed[n])
             with m.If(n < d.nget):
                 m.d.sync += entry(w, d.cur + n).eq(popped[n])
         m.d.sync += [hv.eq(d.hv_next), hw.eq(d.hw_next)]
@@ -231,10 +294,16 @@ class DynVgprAllocator(wiring.Component):
         lk_row = Mux(d.lk_valid, Cat(i.lk_reg[:lb], lblock[:bb]), 0)
 
         # ---- outputs ----
-        m.d.comb += [o.ack.eq(d.ack), o.err.eq(d.err), o.free.eq(top),
-                     o.lk_valid.eq(d.lk_valid), o.lk_row.eq(lk_row),
-                     o.holder_valid.eq(hv), o.holder.eq(Mux(hv, hw, 0)),
-                     o.units.as_value().eq(blocks)]
+        m.d.comb += [
+            o.ack.eq(d.ack),
+            o.err.eq(d.err),
+            o.free.eq(top),
+            o.lk_valid.eq(d.lk_valid),
+            o.lk_row.eq(lk_row),
+            o.holder_valid.eq(hv),
+            o.holder.eq(Mux(hv, hw, 0)),
+            o.units.as_value().eq(blocks),
+        ]
 
         if self._assertions:
             self._invariants(m, blocks, top, hv, hw, w, d, entry, popped, freed, lblock)
@@ -252,23 +321,25 @@ class DynVgprAllocator(wiring.Component):
         L, MAXB, T, P, R = self._limit, self._max, self.total_blocks, self.pool_blocks, self.reserve
         E = MAXB - 1
         lw = self.i.lk_wave
-        own = Signal(max(P, 1) * SLOTS)               # bit b of word w: wave w owns block L + b
+        own = Signal(max(P, 1) * SLOTS)  # bit b of word w: wave w owns block L + b
         Pm = max(P, 1)
 
         def owns(wave, block):
-            return own.word_select(wave, Pm).bit_select((block - L)[:len(block)], 1)
+            return own.word_select(wave, Pm).bit_select((block - L)[: len(block)], 1)
 
         def count(n):
             return blocks.word_select(n, 4)
 
         any_owner = Const(0, Pm)
         for n in range(SLOTS):
-            m.d.sync += Assert((any_owner & own.word_select(n, Pm)) == 0,
-                               f"a block owned by wave {n} has another owner")
+            m.d.sync += Assert(
+                (any_owner & own.word_select(n, Pm)) == 0,
+                f"a block owned by wave {n} has another owner",
+            )
             any_owner = any_owner | own.word_select(n, Pm)
 
         def one(block):
-            return Const(1, Pm) << (block - L)[:len(block)]
+            return Const(1, Pm) << (block - L)[: len(block)]
 
         got = 0
         for n in range(E):
@@ -298,24 +369,34 @@ class DynVgprAllocator(wiring.Component):
         cur = d.cur
         for j in range(1, MAXB):
             e = entry(w, Const(j, 3))
-            m.d.sync += Assert(~d.live | (j >= cur) | ((e >= L) & owns(w, e)),
-                               "block table entry points at a block the wave does not own")
-        m.d.sync += Assert(~d.live | (sum(mine[b] for b in range(P)) == cur - 1),
-                           "the wave's ownership mask and block count disagree")
+            m.d.sync += Assert(
+                ~d.live | (j >= cur) | ((e >= L) & owns(w, e)),
+                "block table entry points at a block the wave does not own",
+            )
+        m.d.sync += Assert(
+            ~d.live | (sum(mine[b] for b in range(P)) == cur - 1),
+            "the wave's ownership mask and block count disagree",
+        )
         # blocks handed out are free and distinct; blocks given back are the wave's own; an
         # ending wave gives back everything it owns
         for n in range(E):
-            m.d.sync += Assert((n >= d.nget) | ((popped[n] >= L) & ~(any_owner >> (popped[n] - L)[:8])[0]),
-                               "free stack hands out a block that is not free")
+            m.d.sync += Assert(
+                (n >= d.nget) | ((popped[n] >= L) & ~(any_owner >> (popped[n] - L)[:8])[0]),
+                "free stack hands out a block that is not free",
+            )
             for n2 in range(n):
-                m.d.sync += Assert((n >= d.nget) | (popped[n] != popped[n2]),
-                                   "free stack hands out a block twice")
-        m.d.sync += Assert(~d.do_push | ((rel & ~mine) == 0),
-                           "a wave releases a block it does not own")
+                m.d.sync += Assert(
+                    (n >= d.nget) | (popped[n] != popped[n2]), "free stack hands out a block twice"
+                )
+        m.d.sync += Assert(
+            ~d.do_push | ((rel & ~mine) == 0), "a wave releases a block it does not own"
+        )
         m.d.sync += Assert(~d.do_end | (rel == mine), "an ending wave keeps blocks")
         # translation never points outside the wave's blocks
-        m.d.sync += Assert(~d.lk_valid | Mux(lblock < L, lblock == lw, owns(lw, lblock)),
-                           "translation points outside the wave's blocks")
+        m.d.sync += Assert(
+            ~d.lk_valid | Mux(lblock < L, lblock == lw, owns(lw, lblock)),
+            "translation points outside the wave's blocks",
+        )
         # deadlock avoidance: the reserve holder (or, with none, any wave) can reach the maximum
         if R > 0:
             m.d.sync += Assert(~hv | ((count(hw) != 0) & (top < R)), "stale reserve holder")

@@ -56,12 +56,14 @@ def counter_layouts(generation="gfx12", waves=16, *, external_returns=True):
     err = {"overflow": 1, "bad_wait": 1}
     if external_returns:
         err["underflow"] = data.StructLayout({name: 1 for name in prof.counters})
-    out_layout = data.StructLayout({
-        "stall": waves,
-        "issue_accepted": 1,
-        "cnt": data.ArrayLayout(counts, waves),
-        "err": data.StructLayout(err),
-    })
+    out_layout = data.StructLayout(
+        {
+            "stall": waves,
+            "issue_accepted": 1,
+            "cnt": data.ArrayLayout(counts, waves),
+            "err": data.StructLayout(err),
+        }
+    )
     return in_layout, out_layout
 
 
@@ -99,11 +101,14 @@ class WaitCounters(wiring.Component):
         if not isinstance(waves, int) or not 1 <= waves <= 64:
             raise ValueError(f"`waves` must be an integer from 1 to 64, not {waves!r}")
         if full_policy not in FULL_POLICIES:
-            raise ValueError(f"`full_policy` must be one of {', '.join(FULL_POLICIES)}, "
-                             f"not {full_policy!r}")
+            raise ValueError(
+                f"`full_policy` must be one of {', '.join(FULL_POLICIES)}, not {full_policy!r}"
+            )
         self._waves, self._full_policy = waves, full_policy
         self._external = external_returns
-        in_layout, out_layout = counter_layouts(generation, waves, external_returns=external_returns)
+        in_layout, out_layout = counter_layouts(
+            generation, waves, external_returns=external_returns
+        )
         members = {"i": In(in_layout), "o": Out(out_layout), "block": In(1)}
         if not external_returns:
             ret = data.StructLayout({"valid": 1, "wave": _wave_shape(waves)})
@@ -134,10 +139,17 @@ class WaitCounters(wiring.Component):
         issue, wait = self.i.issue, self.i.wait
         returns = self.i.ret if self._external else self.ret
 
-        cnt = [{name: Signal(width, name=f"cnt_w{w}_{name}") for name, width in zip(names, widths)}
-               for w in range(waves)]
-        thr = [{name: Signal(width, init=maxima[name], name=f"thr_w{w}_{name}")
-                for name, width in zip(names, widths)} for w in range(waves)]
+        cnt = [
+            {name: Signal(width, name=f"cnt_w{w}_{name}") for name, width in zip(names, widths)}
+            for w in range(waves)
+        ]
+        thr = [
+            {
+                name: Signal(width, init=maxima[name], name=f"thr_w{w}_{name}")
+                for name, width in zip(names, widths)
+            }
+            for w in range(waves)
+        ]
 
         # Which counters this cycle's issue class bumps.
         bumps = {name: Signal(name=f"bump_{name}") for name in names}
@@ -147,26 +159,32 @@ class WaitCounters(wiring.Component):
                     m.d.comb += [bumps[name].eq(1) for name in targets]
 
         # Counter values of the issuing wave (for the full check).
-        issuing = {name: Signal(width, name=f"issuing_{name}") for name, width in zip(names, widths)}
+        issuing = {
+            name: Signal(width, name=f"issuing_{name}") for name, width in zip(names, widths)
+        }
         for w in range(waves):
             with m.If(issue.wave == w):
                 m.d.comb += [issuing[name].eq(cnt[w][name]) for name in names]
         returned_here = {name: Signal(name=f"ret_same_{name}") for name in names}
         for name in names:
             port = getattr(returns, name)
-            m.d.comb += returned_here[name].eq(port.valid & (port.wave == issue.wave) &
-                                               (issuing[name] != 0))
+            m.d.comb += returned_here[name].eq(
+                port.valid & (port.wave == issue.wave) & (issuing[name] != 0)
+            )
         at_max = Signal()
         overflow = Signal()
         m.d.comb += at_max.eq(Cat(bumps[n] & (issuing[n] == maxima[n]) for n in names).any())
-        m.d.comb += overflow.eq(Cat(bumps[n] & (issuing[n] == maxima[n]) & ~returned_here[n]
-                                    for n in names).any())
+        m.d.comb += overflow.eq(
+            Cat(bumps[n] & (issuing[n] == maxima[n]) & ~returned_here[n] for n in names).any()
+        )
         accept = Signal()
         if self._full_policy == "stall":
             m.d.comb += accept.eq(issue.valid & ~self.block & ~at_max)
         else:
-            m.d.comb += [accept.eq(issue.valid & ~self.block),
-                         self.o.err.overflow.eq(accept & overflow)]
+            m.d.comb += [
+                accept.eq(issue.valid & ~self.block),
+                self.o.err.overflow.eq(accept & overflow),
+            ]
         m.d.comb += self.o.issue_accepted.eq(accept)
 
         # Wait decode: per counter, the threshold this word asks for (max = no constraint).
@@ -179,15 +197,15 @@ class WaitCounters(wiring.Component):
                 hit = (wait.word[23:32] == 0x17F) & (wait.word[16:23] == form.opcode)
             else:
                 hit = (wait.word[28:32] == 0xB) & (wait.word[23:28] == form.opcode)
-            with (m.If(hit) if first else m.Elif(hit)):
+            with m.If(hit) if first else m.Elif(hit):
                 m.d.comb += known.eq(1)
                 for name in names:
                     value = Const(maxima[name], 16)
                     for wf in form.fields:
                         if name in wf.counters:
-                            value = simm16[wf.lo_shift:wf.lo_shift + wf.lo_bits]
+                            value = simm16[wf.lo_shift : wf.lo_shift + wf.lo_bits]
                             if wf.hi_bits:
-                                value = Cat(value, simm16[wf.hi_shift:wf.hi_shift + wf.hi_bits])
+                                value = Cat(value, simm16[wf.hi_shift : wf.hi_shift + wf.hi_bits])
                     m.d.comb += asked[name].eq(value)
             first = False
         with m.Else():
@@ -195,7 +213,9 @@ class WaitCounters(wiring.Component):
         m.d.comb += self.o.err.bad_wait.eq(wait.valid & ~known)
         clamped = {name: Signal(widths[i], name=f"wait_thr_{name}") for i, name in enumerate(names)}
         for name in names:
-            m.d.comb += clamped[name].eq(Mux(asked[name] >= maxima[name], maxima[name], asked[name]))
+            m.d.comb += clamped[name].eq(
+                Mux(asked[name] >= maxima[name], maxima[name], asked[name])
+            )
 
         for name in names:
             port = getattr(returns, name)
@@ -224,8 +244,11 @@ class WaitCounters(wiring.Component):
                 with m.Elif(dec & ~inc):
                     m.d.sync += cnt[w][name].eq(cnt[w][name] - 1)
                 base = Mux(stall[w], thr[w][name], maxima[name])
-                new = Mux(wait.valid & known & (wait.wave == w) & (clamped[name] < base),
-                          clamped[name], base)
+                new = Mux(
+                    wait.valid & known & (wait.wave == w) & (clamped[name] < base),
+                    clamped[name],
+                    base,
+                )
                 m.d.sync += thr[w][name].eq(new)
                 m.d.comb += getattr(self.o.cnt[w], name).eq(cnt[w][name])
         m.d.comb += self.o.stall.eq(stall)

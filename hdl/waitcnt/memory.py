@@ -25,18 +25,22 @@ def memory_layouts(generation="gfx12", waves=16):
     prof = _profile(generation)
     wave = unsigned(max(1, (waves - 1).bit_length()))
     _, counters_out = counter_layouts(generation, waves, external_returns=False)
-    in_layout = data.StructLayout({
-        "issue": data.StructLayout({"valid": 1, "wave": wave, "cls": InstClass, "hit": 1}),
-        "wait": data.StructLayout({"valid": 1, "wave": wave, "word": 32}),
-    })
+    in_layout = data.StructLayout(
+        {
+            "issue": data.StructLayout({"valid": 1, "wave": wave, "cls": InstClass, "hit": 1}),
+            "wait": data.StructLayout({"valid": 1, "wave": wave, "word": 32}),
+        }
+    )
     ret = data.StructLayout({"valid": 1, "wave": wave})
-    out_layout = data.StructLayout({
-        "stall": waves,
-        "issue_accepted": 1,
-        "cnt": counters_out["cnt"].shape,
-        "ret": data.StructLayout({name: ret for name in prof.counters}),
-        "err": counters_out["err"].shape,
-    })
+    out_layout = data.StructLayout(
+        {
+            "stall": waves,
+            "issue_accepted": 1,
+            "cnt": counters_out["cnt"].shape,
+            "ret": data.StructLayout({name: ret for name in prof.counters}),
+            "err": counters_out["err"].shape,
+        }
+    )
     return in_layout, out_layout
 
 
@@ -56,12 +60,22 @@ class WaitcntMemory(wiring.Component):
         Memory latency of a request issued with ``hit`` set or clear.
     """
 
-    def __init__(self, generation="gfx12", waves=16, full_policy="stall", queue="ooo",
-                 queue_depth=16, hit_latency=20, miss_latency=200):
+    def __init__(
+        self,
+        generation="gfx12",
+        waves=16,
+        full_policy="stall",
+        queue="ooo",
+        queue_depth=16,
+        hit_latency=20,
+        miss_latency=200,
+    ):
         self._prof = _profile(generation)
         self._counters = WaitCounters(generation, waves, full_policy, external_returns=False)
-        self._queues = {name: ReturnQueue(waves, queue_depth, queue, hit_latency, miss_latency)
-                        for name in self._prof.counters}
+        self._queues = {
+            name: ReturnQueue(waves, queue_depth, queue, hit_latency, miss_latency)
+            for name in self._prof.counters
+        }
         self._queue = queue
         in_layout, out_layout = memory_layouts(generation, waves)
         super().__init__({"i": In(in_layout), "o": Out(out_layout)})

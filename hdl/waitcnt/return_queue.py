@@ -63,11 +63,13 @@ class ReturnQueue(wiring.Component):
         self._waves, self._depth, self._order = waves, depth, order
         self._hit, self._miss = hit_latency, miss_latency
         wave = unsigned(max(1, (waves - 1).bit_length()))
-        super().__init__({
-            "push": In(data.StructLayout({"valid": 1, "wave": wave, "hit": 1})),
-            "full": Out(1),
-            "ret": Out(data.StructLayout({"valid": 1, "wave": wave})),
-        })
+        super().__init__(
+            {
+                "push": In(data.StructLayout({"valid": 1, "wave": wave, "hit": 1})),
+                "full": Out(1),
+                "ret": Out(data.StructLayout({"valid": 1, "wave": wave})),
+            }
+        )
 
     @property
     def depth(self):
@@ -112,8 +114,11 @@ class ReturnQueue(wiring.Component):
                     with m.Case(k):
                         m.d.comb += head_slot.eq(slots[k])
             pop = Signal()
-            m.d.comb += [pop.eq(done(head_slot)),
-                         self.ret.valid.eq(pop), self.ret.wave.eq(Mux(pop, head_slot.wave, 0))]
+            m.d.comb += [
+                pop.eq(done(head_slot)),
+                self.ret.valid.eq(pop),
+                self.ret.wave.eq(Mux(pop, head_slot.wave, 0)),
+            ]
             with m.If(pop):
                 m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
                 with m.Switch(head):
@@ -125,15 +130,19 @@ class ReturnQueue(wiring.Component):
                 with m.Switch(tail):
                     for k in range(depth):
                         with m.Case(k):
-                            m.d.sync += slots[k].eq(Cat(Const(1, 1), self.push.wave,
-                                                        self.push.hit, now))
+                            m.d.sync += slots[k].eq(
+                                Cat(Const(1, 1), self.push.wave, self.push.hit, now)
+                            )
             m.d.sync += count.eq(count + push - pop)
         else:
             # Collapsing queue kept in age order (slot 0 oldest).
             candidate = Signal(depth)
             for k in range(depth):
-                older_same_wave = Cat(slots[j].valid & (slots[j].wave == slots[k].wave)
-                                      for j in range(k)).any() if k else Const(0, 1)
+                older_same_wave = (
+                    Cat(slots[j].valid & (slots[j].wave == slots[k].wave) for j in range(k)).any()
+                    if k
+                    else Const(0, 1)
+                )
                 m.d.comb += candidate[k].eq(done(slots[k]) & ~older_same_wave)
             # Lowest candidate index: one-hot select, then the shift mask "at or above it".
             onehot = Signal(depth)
@@ -145,7 +154,7 @@ class ReturnQueue(wiring.Component):
                     m.d.comb += [self.ret.wave.eq(slots[k].wave)]
             m.d.comb += self.ret.valid.eq(pop)
             shift = Signal(depth)  # bit k: slot k takes slot k+1's entry
-            m.d.comb += shift.eq(Cat(onehot[:k + 1].any() for k in range(depth)))
+            m.d.comb += shift.eq(Cat(onehot[: k + 1].any() for k in range(depth)))
             fill = Signal(range(depth + 1))
             m.d.comb += fill.eq(count - pop)
             for k in range(depth):

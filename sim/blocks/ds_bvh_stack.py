@@ -52,10 +52,17 @@ class _Lane:
         self.reset()
 
     def reset(self):
-        self.reg = {"valid_entries": 0, "entries_to_tlas": 0, "addr": 0, "base": self.base,
-                    "has_tlas": 0, "has_overflowed": 0, "blas2tlas_pop": 0}
+        self.reg = {
+            "valid_entries": 0,
+            "entries_to_tlas": 0,
+            "addr": 0,
+            "base": self.base,
+            "has_tlas": 0,
+            "has_overflowed": 0,
+            "blas2tlas_pop": 0,
+        }
         self.popped = TERMINAL_NODE
-        self.parent = None          # the last box result, for walk-backs
+        self.parent = None  # the last box result, for walk-backs
 
 
 def _request(rng, lane, model):
@@ -71,8 +78,7 @@ def _request(rng, lane, model):
         # walk-back: the parent's result again, last = a child visited already (or not there)
         data = list(lane.parent)
         present = [p for p in data if p >> 3 != 0x1FFFFFFF]
-        last = int(rng.choice(present)) if present and rng.random() < 0.8 else \
-            _pointer(rng, "box")
+        last = int(rng.choice(present)) if present and rng.random() < 0.8 else _pointer(rng, "box")
     elif popped & 7 == 6 and popped >> 3 != 0x1FFFFFFF:
         # an instance node: the intersection returns SKIP_0_7 and the BLAS root
         data = [INVALID_NODE] * 6 + [SKIP_0_7, _pointer(rng, "box")]
@@ -80,18 +86,26 @@ def _request(rng, lane, model):
         # after a triangle pair: continue the primitive range
         nav = int(rng.choice([0, 0, 1, 2]))
         last, prim = PRIM_RANGE_UPDATE | nav, 1
-        data = _children(rng, int(rng.integers(0, 3))) if rng.random() < 0.3 else \
-            [INVALID_NODE] * 7 + [0]
+        data = (
+            _children(rng, int(rng.integers(0, 3)))
+            if rng.random() < 0.3
+            else [INVALID_NODE] * 7 + [0]
+        )
         data[7] = popped
     else:
         hits = int(rng.choice([0, 0, 0, 1, 1, 1, 2, 2, 3, 4, 6, 8]))
         data = _children(rng, hits)
         if op == StackOp.PUSH8_POP2 and rng.random() < 0.5:
-            data[0] = (_pointer(rng, "box") & ~0xF) | 1          # a triangle pair first
+            data[0] = (_pointer(rng, "box") & ~0xF) | 1  # a triangle pair first
         lane.parent = data
-    request = {"op": op, "stack_addr": dict(lane.reg), "last_node_ptr": last,
-               "data": [int(d) for d in data], "tri_size_opt": int(rng.random() < 0.1),
-               "prim_range": prim}
+    request = {
+        "op": op,
+        "stack_addr": dict(lane.reg),
+        "last_node_ptr": last,
+        "data": [int(d) for d in data],
+        "tri_size_opt": int(rng.random() < 0.1),
+        "prim_range": prim,
+    }
     misuse = rng.random()
     if misuse < 0.015:
         request["stack_addr"] = unpack_stack_addr(int(rng.integers(0, 1 << 32)))
@@ -104,8 +118,10 @@ def _request(rng, lane, model):
 
 def _stimulus(rng, count, stack_size, waves, lanes):
     model = BvhStackModel(stack_size=stack_size, waves=waves, lanes=lanes)
-    pool = [_Lane(model, int(rng.integers(0, waves)), int(rng.integers(0, lanes)))
-            for _ in range(min(6, waves * lanes))]
+    pool = [
+        _Lane(model, int(rng.integers(0, waves)), int(rng.integers(0, lanes)))
+        for _ in range(min(6, waves * lanes))
+    ]
     # keep distinct lanes distinct: two entries sharing a base would be one stack
     unique = {}
     for lane in pool:
@@ -122,8 +138,9 @@ def _stimulus(rng, count, stack_size, waves, lanes):
         response = model(request)
         if not response["error"]:
             current.reg = response["stack_addr"]
-            current.popped = response["dst0"] if request["op"] != StackOp.PUSH8_POP2 else \
-                response["dst1"]
+            current.popped = (
+                response["dst0"] if request["op"] != StackOp.PUSH8_POP2 else response["dst1"]
+            )
             if current.popped == TERMINAL_NODE:
                 current.reset()
         txs.append(request)
@@ -132,35 +149,50 @@ def _stimulus(rng, count, stack_size, waves, lanes):
 
 def _build(stack_size, waves, lanes):
     from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
+
     return BvhStack(stack_size=stack_size, waves=waves, lanes=lanes)
 
 
 def _validate(stack_size, waves, lanes):
     if waves * stack_size > 512:
-        raise ValueError(f"`waves * stack_size` must be at most 512 (the 14-bit base field), "
-                         f"not {waves * stack_size}")
+        raise ValueError(
+            f"`waves * stack_size` must be at most 512 (the 14-bit base field), "
+            f"not {waves * stack_size}"
+        )
 
 
-register(Block(
-    name="ds_bvh_stack",
-    doc="RDNA 4 LDS BVH stack instructions ds_bvh_stack_push8_pop1/push8_pop2/push4_pop1, "
+register(
+    Block(
+        name="ds_bvh_stack",
+        doc="RDNA 4 LDS BVH stack instructions ds_bvh_stack_push8_pop1/push8_pop2/push4_pop1, "
         "one lane per cycle, stacks in 8 LDS banks",
-    kind="pipeline",
-    group="ray_accel",
-    params=(
-        Param("stack_size", 16, "ring entries per lane (OFFSET0)", choices=(8, 16, 24)),
-        Param("waves", 2, "waves with a stack region in the LDS", range=(1, 64)),
-        Param("lanes", 32, "lanes per wave (LDS DWORDs per row)", choices=(1, 2, 4, 8, 16, 32)),
-    ),
-    build=_build,
-    golden=lambda stack_size, waves, lanes: BvhStackModel(stack_size=stack_size, waves=waves,
-                                                          lanes=lanes),
-    layouts=lambda stack_size, waves, lanes: (STACK_REQUEST_LAYOUT, STACK_RESPONSE_LAYOUT),
-    stimulus=_stimulus,
-    defaults=lambda stack_size, waves, lanes: {
-        "last_node_ptr": INVALID_NODE, "tri_size_opt": 0, "prim_range": 0,
-        "stack_addr": {"valid_entries": 0, "entries_to_tlas": 0, "addr": 0, "has_tlas": 0,
-                       "has_overflowed": 0, "blas2tlas_pop": 0}},
-    validate=_validate,
-    check_count=2000,
-))
+        kind="pipeline",
+        group="ray_accel",
+        params=(
+            Param("stack_size", 16, "ring entries per lane (OFFSET0)", choices=(8, 16, 24)),
+            Param("waves", 2, "waves with a stack region in the LDS", range=(1, 64)),
+            Param("lanes", 32, "lanes per wave (LDS DWORDs per row)", choices=(1, 2, 4, 8, 16, 32)),
+        ),
+        build=_build,
+        golden=lambda stack_size, waves, lanes: BvhStackModel(
+            stack_size=stack_size, waves=waves, lanes=lanes
+        ),
+        layouts=lambda stack_size, waves, lanes: (STACK_REQUEST_LAYOUT, STACK_RESPONSE_LAYOUT),
+        stimulus=_stimulus,
+        defaults=lambda stack_size, waves, lanes: {
+            "last_node_ptr": INVALID_NODE,
+            "tri_size_opt": 0,
+            "prim_range": 0,
+            "stack_addr": {
+                "valid_entries": 0,
+                "entries_to_tlas": 0,
+                "addr": 0,
+                "has_tlas": 0,
+                "has_overflowed": 0,
+                "blas2tlas_pop": 0,
+            },
+        },
+        validate=_validate,
+        check_count=2000,
+    )
+)

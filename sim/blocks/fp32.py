@@ -27,8 +27,15 @@ from gpurtl.hdl.fp32.stream import UNITS, FPStreamUnit, unit_layouts
 
 from ..registry import Block, Param, register
 
-__all__ = ["special_inputs", "random_inputs", "stimulus", "FP32Model", "CONVERSIONS",
-           "F2I_BOUNDARIES", "I2F_VALUES"]
+__all__ = [
+    "special_inputs",
+    "random_inputs",
+    "stimulus",
+    "FP32Model",
+    "CONVERSIONS",
+    "F2I_BOUNDARIES",
+    "I2F_VALUES",
+]
 
 _DOCS = {
     "add": "FP32 add/subtract (RNE, subnormals, canonical NaN)",
@@ -47,8 +54,18 @@ CONVERSIONS = ("f2i", "i2f")
 #: float -> int boundaries besides :func:`gpurtl.golden.fp32.special_values` (positive patterns;
 #: both signs are used): 0.5, 1.5, 2**31 - 128, 2**31, 2**32 - 256, 2**32, 2**31 + 256, 2**23 + 1,
 #: 2**24 - 1, 1 - ulp/2.
-F2I_BOUNDARIES = (0x3F000000, 0x3FC00000, 0x4EFFFFFF, 0x4F000000, 0x4F7FFFFF, 0x4F800000,
-                  0x4F000001, 0x4B000001, 0x4B7FFFFF, 0x3F7FFFFF)
+F2I_BOUNDARIES = (
+    0x3F000000,
+    0x3FC00000,
+    0x4EFFFFFF,
+    0x4F000000,
+    0x4F7FFFFF,
+    0x4F800000,
+    0x4F000001,
+    0x4B000001,
+    0x4B7FFFFF,
+    0x3F7FFFFF,
+)
 
 #: int -> float patterns besides the powers of two: INT32_MIN, -1, 0, 1, 2**24 + 1, 0x7FFFFFFF.
 I2F_VALUES = (0x80000000, 0xFFFFFFFF, 0, 1, (1 << 24) + 1, 0x7FFFFFFF)
@@ -60,7 +77,7 @@ def _operands(unit):
 
 def _f2i_specials():
     values = set(golden.special_values()) | set(F2I_BOUNDARIES)
-    for field in range(120, 161):                   # 2**-7 .. 2**33, extreme significands
+    for field in range(120, 161):  # 2**-7 .. 2**33, extreme significands
         for frac in (0, 1, 0x400000, 0x7FFFFF):
             values.add(field << 23 | frac)
     values |= {v | 0x80000000 for v in values}
@@ -72,7 +89,7 @@ def _i2f_specials():
     for k in range(32):
         p = 1 << k
         values |= {p, p - 1, p + 1}
-        if k >= 24:                                 # ties below, at and above the half ulp
+        if k >= 24:  # ties below, at and above the half ulp
             ulp = 1 << (k - 23)
             values |= {p + ulp // 2, p + 3 * ulp // 2, p + ulp // 2 + 1, p + ulp // 2 - 1}
     values = {v & 0xFFFFFFFF for v in values}
@@ -82,17 +99,19 @@ def _i2f_specials():
 
 def special_inputs(unit):
     """Input arrays (dict name -> uint32 array) of the special-value cross product."""
-    if unit in CONVERSIONS:                         # every special value with signed = 0 and 1
+    if unit in CONVERSIONS:  # every special value with signed = 0 and 1
         values = np.array(_f2i_specials() if unit == "f2i" else _i2f_specials(), dtype=np.uint32)
-        return {"a": np.concatenate([values, values]),
-                "signed": np.repeat(np.array([0, 1], dtype=np.uint32), values.size)}
+        return {
+            "a": np.concatenate([values, values]),
+            "signed": np.repeat(np.array([0, 1], dtype=np.uint32), values.size),
+        }
     names = _operands(unit)
     values = np.array(golden.special_values(), dtype=np.uint32)
     if len(names) == 3:
-        values = values[::3]                       # 18 values -> 5832 triples
+        values = values[::3]  # 18 values -> 5832 triples
     grids = np.meshgrid(*([values] * len(names)), indexing="ij")
     arrays = {name: grid.ravel() for name, grid in zip(names, grids)}
-    if unit == "add":                               # every pair as add and as subtract
+    if unit == "add":  # every pair as add and as subtract
         size = arrays["a"].size
         arrays = {name: np.concatenate([v, v]) for name, v in arrays.items()}
         arrays["sub"] = np.repeat(np.array([0, 1], dtype=np.uint32), size)
@@ -119,36 +138,44 @@ def _random_operand(rng, n, kind):
         return _bits(rng, n)
     if kind == 1:
         return _nice(rng, n)
-    if kind == 2:                                   # subnormal and tiny normals
+    if kind == 2:  # subnormal and tiny normals
         return _with_field(rng, n, rng.integers(0, 30, n))
-    return _with_field(rng, n, rng.integers(96, 160, n))   # moderate exponents
+    return _with_field(rng, n, rng.integers(96, 160, n))  # moderate exponents
 
 
 def _random_conversion(unit, rng, n):
     kind = rng.integers(0, 4, n)
     if unit == "f2i":
-        choice = np.stack([
-            _bits(rng, n),
-            _with_field(rng, n, rng.integers(118, 163, n)),        # around the integer range
-            _nice(rng, n),
-            # integers and near-integers as floats (ties of truncation, saturation edges)
-            (rng.integers(-(1 << 33), 1 << 33, n).astype(np.float64)
-             * 2.0 ** rng.integers(-24, 1, n)).astype(np.float32).view(np.uint32),
-        ])
+        choice = np.stack(
+            [
+                _bits(rng, n),
+                _with_field(rng, n, rng.integers(118, 163, n)),  # around the integer range
+                _nice(rng, n),
+                # integers and near-integers as floats (ties of truncation, saturation edges)
+                (
+                    rng.integers(-(1 << 33), 1 << 33, n).astype(np.float64)
+                    * 2.0 ** rng.integers(-24, 1, n)
+                )
+                .astype(np.float32)
+                .view(np.uint32),
+            ]
+        )
     else:
         # a random leading-bit position, then all bits below it random or only a few
         top = rng.integers(0, 32, n).astype(np.uint64)
         low = _bits(rng, n).astype(np.uint64) & ((np.uint64(1) << top) - np.uint64(1))
         few = low & (np.uint64(0xFF) | (np.uint64(0xFF) << (top // np.uint64(2))))
         lead = np.uint64(1) << top
-        choice = np.stack([
-            _bits(rng, n),
-            (lead | low).astype(np.uint32),
-            (lead | few).astype(np.uint32),
-            (rng.integers(-64, 65, n) & 0xFFFFFFFF).astype(np.uint32),
-        ])
+        choice = np.stack(
+            [
+                _bits(rng, n),
+                (lead | low).astype(np.uint32),
+                (lead | few).astype(np.uint32),
+                (rng.integers(-64, 65, n) & 0xFFFFFFFF).astype(np.uint32),
+            ]
+        )
     a = choice[kind, np.arange(n)].astype(np.uint32)
-    if unit == "i2f":                                # negate a third of them
+    if unit == "i2f":  # negate a third of them
         neg = rng.random(n) < 0.33
         a = np.where(neg, (-a.astype(np.int64)) & 0xFFFFFFFF, a).astype(np.uint32)
     return {"a": a, "signed": rng.integers(0, 2, n).astype(np.uint32)}
@@ -174,12 +201,15 @@ def random_inputs(unit, rng, n):
         field = ((a >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
         field = np.clip(field + rng.integers(-2, 3, n), 0, 254)
         near = _with_field(rng, n, field)
-        if unit == "add":                           # also b == +-a +- few ulps
+        if unit == "add":  # also b == +-a +- few ulps
             tiny = (a.astype(np.int64) + rng.integers(-3, 4, n)) & 0xFFFFFFFF
-            near = np.where(rng.random(n) < 0.5, near,
-                            tiny.astype(np.uint32) ^ (rng.integers(0, 2, n).astype(np.uint32) << 31))
+            near = np.where(
+                rng.random(n) < 0.5,
+                near,
+                tiny.astype(np.uint32) ^ (rng.integers(0, 2, n).astype(np.uint32) << 31),
+            )
         arrays["b"] = np.where(close, near, arrays["b"]).astype(np.uint32)
-    if unit == "fma":                               # c close to -a*b: massive cancellation
+    if unit == "fma":  # c close to -a*b: massive cancellation
         with np.errstate(all="ignore"):
             p = (arrays["a"].view(np.float32) * arrays["b"].view(np.float32)).view(np.uint32)
         near = ((p.astype(np.int64) + rng.integers(-2, 3, n)) & 0xFFFFFFFF).astype(np.uint32)
@@ -206,8 +236,9 @@ def stimulus(unit, rng, count):
         special = {name: v[pick] for name, v in special.items()}
         size = pick.size
     rest = random_inputs(unit, rng, count - size)
-    arrays = {name: np.concatenate([special[name], rest[name]]).astype(np.uint32)
-              for name in special}
+    arrays = {
+        name: np.concatenate([special[name], rest[name]]).astype(np.uint32) for name in special
+    }
     return _to_dicts(arrays)
 
 
@@ -223,8 +254,10 @@ class FP32Model:
     def batch(self, txs):
         if not txs:
             return []
-        arrays = {name: np.array([tx[name] for tx in txs], dtype=np.uint32)
-                  for name in UNITS[self.unit][1]}
+        arrays = {
+            name: np.array([tx[name] for tx in txs], dtype=np.uint32)
+            for name in UNITS[self.unit][1]
+        }
         ftz = self.ftz
         a = arrays["a"]
         if self.unit == "add":
@@ -245,8 +278,12 @@ class FP32Model:
             out = {"z": golden.i2f(a, arrays["signed"], ftz=ftz)}
         elif self.unit == "cmp":
             b = arrays["b"]
-            out = {"lt": golden.lt(a, b, ftz=ftz), "le": golden.le(a, b, ftz=ftz),
-                   "equal": golden.eq(a, b, ftz=ftz), "unordered": golden.unordered(a, b, ftz=ftz)}
+            out = {
+                "lt": golden.lt(a, b, ftz=ftz),
+                "le": golden.le(a, b, ftz=ftz),
+                "equal": golden.eq(a, b, ftz=ftz),
+                "unordered": golden.unordered(a, b, ftz=ftz),
+            }
             out = {name: v.astype(np.uint32) for name, v in out.items()}
         else:
             b = arrays["b"]
@@ -272,14 +309,30 @@ def _register(unit):
 
     defaults = (lambda stages, ftz: {"sub": 0}) if unit == "add" else None
     if unit in CONVERSIONS:
-        defaults = lambda stages, ftz: {"signed": 1}          # noqa: E731
-    register(Block(
-        name=f"fp32_{unit}", doc=_DOCS[unit], kind="pipeline", build=build, golden=golden_model,
-        layouts=layouts, stimulus=make_stimulus,
-        params=(Param("stages", core.DEFAULT_STAGES, "pipeline registers (= latency)",
-                      range=(1, core.max_stages())),
-                Param("ftz", False, "flush subnormal inputs and results to signed zero")),
-        defaults=defaults, check_count=special + 2000, group="fp32"))
+        defaults = lambda stages, ftz: {"signed": 1}  # noqa: E731
+    register(
+        Block(
+            name=f"fp32_{unit}",
+            doc=_DOCS[unit],
+            kind="pipeline",
+            build=build,
+            golden=golden_model,
+            layouts=layouts,
+            stimulus=make_stimulus,
+            params=(
+                Param(
+                    "stages",
+                    core.DEFAULT_STAGES,
+                    "pipeline registers (= latency)",
+                    range=(1, core.max_stages()),
+                ),
+                Param("ftz", False, "flush subnormal inputs and results to signed zero"),
+            ),
+            defaults=defaults,
+            check_count=special + 2000,
+            group="fp32",
+        )
+    )
 
 
 for _unit in UNITS:

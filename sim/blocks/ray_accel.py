@@ -14,10 +14,11 @@ pointer flags, other node types and garbage node bytes.
 """
 
 import numpy as np
+
 from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
 from gpurtl.golden.ray_accel import box_node
 from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
 from gpurtl.golden.ray_accel.ray import default_desc
 
 from ..registry import Block, Param, register
@@ -25,8 +26,19 @@ from .ray_accel_words import golden_words, stimulus_words
 
 __all__ = ["stimulus"]
 
-_CORNER = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-40, -1e-42, 3e38, -2e-38,
-           1.0, -1.0]
+_CORNER = [
+    0.0,
+    -0.0,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    1e-40,
+    -1e-42,
+    3e38,
+    -2e-38,
+    1.0,
+    -1.0,
+]
 
 
 def _f(value):
@@ -36,21 +48,35 @@ def _f(value):
 def _ray(rng):
     o = rng.normal(size=3) * 2.0 ** int(rng.integers(-6, 8))
     d = rng.normal(size=3)
-    if rng.random() < 0.25:                      # axis-aligned rays: exact zero components
+    if rng.random() < 0.25:  # axis-aligned rays: exact zero components
         d[rng.random(3) < 0.5] = 0.0
-    if rng.random() < 0.15:                      # IEEE corner cases in the direction
+    if rng.random() < 0.15:  # IEEE corner cases in the direction
         for a in range(3):
             if rng.random() < 0.5:
                 d[a] = _CORNER[int(rng.integers(0, len(_CORNER)))]
     roll = rng.random()
-    extent = float("inf") if roll < 0.5 else (
-        float(rng.choice([0.0, float("nan"), -1.0])) if roll < 0.58
-        else float(abs(rng.normal()) * 2.0 ** int(rng.integers(-2, 8))))
+    extent = (
+        float("inf")
+        if roll < 0.5
+        else (
+            float(rng.choice([0.0, float("nan"), -1.0]))
+            if roll < 0.58
+            else float(abs(rng.normal()) * 2.0 ** int(rng.integers(-2, 8)))
+        )
+    )
     if rng.random() < 0.05:
         o[int(rng.integers(0, 3))] = _CORNER[int(rng.integers(0, len(_CORNER)))]
     mask = 0xFF if rng.random() < 0.7 else int(rng.integers(0, 256))
-    return {"origin": [_f(v) for v in o], "dir": [_f(v) for v in d], "extent": _f(extent),
-            "instance_mask": mask}, o, d
+    return (
+        {
+            "origin": [_f(v) for v in o],
+            "dir": [_f(v) for v in d],
+            "extent": _f(extent),
+            "instance_mask": mask,
+        },
+        o,
+        d,
+    )
 
 
 def _boxes_along(rng, o, d, n):
@@ -75,30 +101,43 @@ def _boxes_along(rng, o, d, n):
 
 def _desc(rng):
     return default_desc(
-        sort_en=int(rng.random() < 0.85), heuristic=int(rng.integers(0, 4)),
+        sort_en=int(rng.random() < 0.85),
+        heuristic=int(rng.integers(0, 4)),
         sort_tri_first=int(rng.integers(0, 2)),
         box_grow=6 if rng.random() < 0.6 else int(rng.choice([0, 1, 7, 255, rng.integers(0, 256)])),
-        wide_sort=int(rng.integers(0, 2)), return_mode=int(rng.integers(0, 2)),
-        compressed=1, box_node_64b=int(rng.random() < 0.1), instance_en=int(rng.random() < 0.8),
-        pointer_flags_en=int(rng.random() < 0.9))
+        wide_sort=int(rng.integers(0, 2)),
+        return_mode=int(rng.integers(0, 2)),
+        compressed=1,
+        box_node_64b=int(rng.random() < 0.1),
+        instance_en=int(rng.random() < 0.8),
+        pointer_flags_en=int(rng.random() < 0.9),
+    )
 
 
 def _bvh8_node(rng, o, d):
     n = int(rng.integers(1, 9))
     boxes = _boxes_along(rng, o, d, n)
     kids = []
-    for k, (lo, hi) in enumerate(boxes):
+    for _k, (lo, hi) in enumerate(boxes):
         roll = rng.random()
         ctype = 5 if roll < 0.5 else int(rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 6]))
-        kids.append({"min": lo, "max": hi, "type": ctype,
-                     "range": int(rng.choice([0, 1, 1, 2])),
-                     "cull_flags": int(rng.integers(0, 16)) if rng.random() < 0.2 else 0,
-                     "mask": 0xFF if rng.random() < 0.8 else int(rng.integers(0, 256))})
+        kids.append(
+            {
+                "min": lo,
+                "max": hi,
+                "type": ctype,
+                "range": int(rng.choice([0, 1, 1, 2])),
+                "cull_flags": int(rng.integers(0, 16)) if rng.random() < 0.2 else 0,
+                "mask": 0xFF if rng.random() < 0.8 else int(rng.integers(0, 256)),
+            }
+        )
     try:
-        node = box_node.encode_box8(kids, internal_base=int(rng.integers(0, 1 << 20)) << 4,
-                                    leaf_base=int(rng.integers(0, 1 << 20)) << 4,
-                                    obb_index=0x7F if rng.random() < 0.93
-                                    else int(rng.integers(0, 128)))
+        node = box_node.encode_box8(
+            kids,
+            internal_base=int(rng.integers(0, 1 << 20)) << 4,
+            leaf_base=int(rng.integers(0, 1 << 20)) << 4,
+            obb_index=0x7F if rng.random() < 0.93 else int(rng.integers(0, 128)),
+        )
     except ValueError:
         node = [int(v) for v in rng.integers(0, 1 << 32, 32, dtype=np.uint64)]
     return node
@@ -107,13 +146,19 @@ def _bvh8_node(rng, o, d):
 def _legacy_node(rng, o, d, fp16):
     n = int(rng.integers(1, 5))
     kids = []
-    for k, (lo, hi) in enumerate(_boxes_along(rng, o, d, n)):
+    for _k, (lo, hi) in enumerate(_boxes_along(rng, o, d, n)):
         if fp16:
             lo = [float(np.clip(v, -6e4, 6e4)) for v in lo]
             hi = [float(np.clip(v, -6e4, 6e4)) for v in hi]
         ptr = (int(rng.integers(0, 1 << 26)) << 3) | int(rng.choice([0, 1, 4, 5, 6, 7]))
-        kids.append({"min": lo, "max": hi, "ptr": ptr,
-                     "cull_flags": int(rng.integers(0, 16)) if rng.random() < 0.2 else 0})
+        kids.append(
+            {
+                "min": lo,
+                "max": hi,
+                "ptr": ptr,
+                "cull_flags": int(rng.integers(0, 16)) if rng.random() < 0.2 else 0,
+            }
+        )
     return box_node.encode_box4_fp16(kids) if fp16 else box_node.encode_box4_fp32(kids)
 
 
@@ -123,6 +168,7 @@ def _instance_node(rng, o, d):
     the ray mapped into object space: world_to_object = a random rotation-ish matrix plus a
     translation."""
     from gpurtl.golden.ray_accel import instance
+
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     w = np.concatenate([q * float(rng.choice([1.0, 0.5, 2.0])), rng.normal(size=(3, 1)) * 4], 1)
     w = w.astype(np.float32).astype(np.float64)
@@ -130,30 +176,49 @@ def _instance_node(rng, o, d):
     d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
     oo, dd = w[:, :3] @ o + w[:, 3], w[:, :3] @ d
     n = int(rng.integers(1, 5))
-    kids = [{"min": lo, "max": hi, "type": 5 if rng.random() < 0.6 else int(rng.integers(0, 16)),
-             "range": int(rng.choice([0, 1]))} for lo, hi in _boxes_along(rng, oo, dd, n)]
+    kids = [
+        {
+            "min": lo,
+            "max": hi,
+            "type": 5 if rng.random() < 0.6 else int(rng.integers(0, 16)),
+            "range": int(rng.choice([0, 1])),
+        }
+        for lo, hi in _boxes_along(rng, oo, dd, n)
+    ]
     try:
         filt = box_node.encode_box8(kids)
     except ValueError:
         filt = _random_node(rng)
     child_base = int(rng.integers(0, 1 << 50)) << 3 | (int(rng.integers(0, 1 << 10)) << 54)
     return instance.encode_instance(
-        [[float(v) for v in row] for row in w], child_base,
+        [[float(v) for v in row] for row in w],
+        child_base,
         user_data=int(rng.integers(0, 1 << 24)),
         mask=0xFF if rng.random() < 0.8 else int(rng.integers(0, 256)),
-        filter_origin=filt[3:6], filter_exp=[(filt[6] >> (8 * a)) & 0xFF for a in range(3)],
-        filter_count=min(n, 4), filter_info=[filt[8 + 3 * k: 11 + 3 * k] for k in range(n)])
+        filter_origin=filt[3:6],
+        filter_exp=[(filt[6] >> (8 * a)) & 0xFF for a in range(3)],
+        filter_count=min(n, 4),
+        filter_info=[filt[8 + 3 * k : 11 + 3 * k] for k in range(n)],
+    )
 
 
 def _triangle_txs(rng, count):
     """Triangle-pair instructions from the ``ray_triangle`` stimulus (real compressed nodes,
     rays aimed at interiors, edges, vertices, misses, IEEE corner cases)."""
     from . import ray_triangle
+
     out = []
     for tx in ray_triangle.stimulus(rng, count):
-        out.append({"dual": 0, "ray": tx["ray"], "node_ptr": [tx["node_ptr"], 0],
-                    "node": [list(tx["node"]), [0] * 32], "pointer_flags": tx["pointer_flags"],
-                    "desc": dict(default_desc(), **tx["desc"])})
+        out.append(
+            {
+                "dual": 0,
+                "ray": tx["ray"],
+                "node_ptr": [tx["node_ptr"], 0],
+                "node": [list(tx["node"]), [0] * 32],
+                "pointer_flags": tx["pointer_flags"],
+                "desc": dict(default_desc(), **tx["desc"]),
+            }
+        )
     return out
 
 
@@ -163,16 +228,20 @@ def _legacy_triangles(rng, o, d):
     a point of the ray."""
     from gpurtl.golden.ray_accel import primitive_node
     from gpurtl.golden.ray_accel.ray import node_dwords
+
     o = np.nan_to_num(np.clip(o, -1e6, 1e6))
     d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
     centre = o + float(rng.uniform(-0.5, 4.0)) * d
     size = (float(np.linalg.norm(d)) + 1e-3) * float(rng.choice([0.2, 1.0, 3.0]))
-    verts = [tuple(float(np.float32(v)) for v in centre + rng.normal(size=3) * size)
-             for _ in range(4)]
+    verts = [
+        tuple(float(np.float32(v)) for v in centre + rng.normal(size=3) * size) for _ in range(4)
+    ]
     raw = primitive_node.encode_legacy_node(
-        verts, prim_index=(int(rng.integers(0, 1 << 31)), int(rng.integers(0, 1 << 31))),
+        verts,
+        prim_index=(int(rng.integers(0, 1 << 31)), int(rng.integers(0, 1 << 31))),
         geometry_index=int(rng.integers(0, 1 << 24)),
-        triangle_id=int(rng.integers(0, 1 << 16)) if rng.random() < 0.3 else None)
+        triangle_id=int(rng.integers(0, 1 << 16)) if rng.random() < 0.3 else None,
+    )
     return node_dwords(raw)
 
 
@@ -207,8 +276,15 @@ def stimulus(rng, count, **params):
             ptrs, nodes = [], []
             for _k in range(2):
                 roll = rng.random()
-                t = 5 if roll < 0.4 else 4 if roll < 0.75 else int(rng.integers(0, 2)) \
-                    if roll < 0.92 else int(rng.choice([2, 3, 6, 7]))
+                t = (
+                    5
+                    if roll < 0.4
+                    else 4
+                    if roll < 0.75
+                    else int(rng.integers(0, 2))
+                    if roll < 0.92
+                    else int(rng.choice([2, 3, 6, 7]))
+                )
                 ptrs.append((int(rng.integers(0, 1 << 26)) << 3) | t)
                 if t in (4, 5):
                     nodes.append(_legacy_node(rng, o, d, t == 4))
@@ -217,10 +293,18 @@ def stimulus(rng, count, **params):
                 else:
                     nodes.append(_random_node(rng))
             dual = 1
-        txs.append({"dual": dual, "ray": ray, "node_ptr": ptrs, "node": nodes,
-                    "pointer_flags": pflags, "desc": desc})
+        txs.append(
+            {
+                "dual": dual,
+                "ray": ray,
+                "node_ptr": ptrs,
+                "node": nodes,
+                "pointer_flags": pflags,
+                "desc": desc,
+            }
+        )
     # spread the triangle instructions through the run
-    for k, tx in enumerate(tri_txs):
+    for _k, tx in enumerate(tri_txs):
         txs.insert(int(rng.integers(0, len(txs) + 1)), tx)
     return txs
 
@@ -232,71 +316,114 @@ class _Model(IntersectModel):
 
 def _build(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-    return RayAccel(engines=engines, boxes_per_engine=boxes_per_engine, ftz=ftz,
-                    triangles=triangles, transforms=transforms, fp=fp)
+
+    return RayAccel(
+        engines=engines,
+        boxes_per_engine=boxes_per_engine,
+        ftz=ftz,
+        triangles=triangles,
+        transforms=transforms,
+        fp=fp,
+    )
 
 
 def _golden(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     from gpurtl.hdl.ray_accel.ray_accel import build_paths
+
     return _Model(ftz=ftz, paths=build_paths(triangles, transforms))
 
 
 def _validate(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     if engines * boxes_per_engine not in (1, 2, 4, 8):
-        raise ValueError("`engines * boxes_per_engine` must be 1, 2, 4 or 8 (8 = one BVH8 node "
-                         "per cycle; fewer testers take 8 / (engines * boxes_per_engine) cycles)")
+        raise ValueError(
+            "`engines * boxes_per_engine` must be 1, 2, 4 or 8 (8 = one BVH8 node "
+            "per cycle; fewer testers take 8 / (engines * boxes_per_engine) cycles)"
+        )
 
 
 def _defaults(**params):
     """What a user's instruction may leave out: an unbounded ray seen by every instance mask,
     the single-node form, no pointer flags and the descriptor Mesa programs."""
-    return {"dual": 0, "node_ptr": [0x15, 0], "pointer_flags": 0, "desc": default_desc(),
-            "node": [[0] * 32, [0] * 32],
-            "ray": {"extent": f32_bits(float("inf")), "instance_mask": 0xFF}}
+    return {
+        "dual": 0,
+        "node_ptr": [0x15, 0],
+        "pointer_flags": 0,
+        "desc": default_desc(),
+        "node": [[0] * 32, [0] * 32],
+        "ray": {"extent": f32_bits(float("inf")), "instance_mask": 0xFF},
+    }
 
 
-register(Block(
-    name="ray_accel",
-    doc="RDNA 4 ray accelerator: BVH8 / dual BVH4 box-node intersect instruction -> 10 dwords",
-    kind="pipeline",
-    build=_build,
-    golden=_golden,
-    layouts=lambda **params: (INSTR_LAYOUT, OUT_LAYOUT),
-    stimulus=stimulus,
-    params=(Param("engines", 2, "intersection engines", choices=(1, 2)),
+register(
+    Block(
+        name="ray_accel",
+        doc="RDNA 4 ray accelerator: BVH8 / dual BVH4 box-node intersect instruction -> 10 dwords",
+        kind="pipeline",
+        build=_build,
+        golden=_golden,
+        layouts=lambda **params: (INSTR_LAYOUT, OUT_LAYOUT),
+        stimulus=stimulus,
+        params=(
+            Param("engines", 2, "intersection engines", choices=(1, 2)),
             Param("boxes_per_engine", 4, "box tests per engine per cycle", choices=(1, 2, 4, 8)),
             Param("ftz", False, "flush subnormals in the box-path ray arithmetic"),
             Param("triangles", True, "include the triangle-pair and legacy triangle paths"),
             Param("transforms", True, "include the OBB and instance ray transforms"),
-            Param("fp", "fpga", "FP32 core depths: fpga (deep) or shallow (one stage per core)",
-                  choices=("fpga", "shallow"))),
-    defaults=_defaults,
-    validate=_validate,
-    check_count=200,
-    small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
-    group="ray_accel",
-    stimulus_words=stimulus_words,
-    golden_words=golden_words,
-))
+            Param(
+                "fp",
+                "fpga",
+                "FP32 core depths: fpga (deep) or shallow (one stage per core)",
+                choices=("fpga", "shallow"),
+            ),
+        ),
+        defaults=_defaults,
+        validate=_validate,
+        check_count=200,
+        small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
+        group="ray_accel",
+        stimulus_words=stimulus_words,
+        golden_words=golden_words,
+    )
+)
 
 
 # --- ray_sort: the sort unit alone -------------------------------------------------------------
 
+
 def _sort_stimulus(rng, count, ftz):
     from gpurtl.golden import fp32
-    pool_keys = [f32_bits(float(v)) for v in np.arange(-4, 5) * 0.5] + \
-        [fp32.CANONICAL_NAN, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001, 0x80000001]
+
+    pool_keys = [f32_bits(float(v)) for v in np.arange(-4, 5) * 0.5] + [
+        fp32.CANONICAL_NAN,
+        0x80000000,
+        0x7F800000,
+        0xFF800000,
+        0x00000001,
+        0x80000001,
+    ]
     txs = []
     for _ in range(count):
         slots = []
         for _k in range(8):
-            ptr = INVALID_NODE if rng.random() < 0.3 else \
-                (int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16))
-            key = pool_keys[int(rng.integers(0, len(pool_keys)))] if rng.random() < 0.6 else \
-                f32_bits(float(np.float32(rng.normal() * 100)))
+            ptr = (
+                INVALID_NODE
+                if rng.random() < 0.3
+                else (int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16))
+            )
+            key = (
+                pool_keys[int(rng.integers(0, len(pool_keys)))]
+                if rng.random() < 0.6
+                else f32_bits(float(np.float32(rng.normal() * 100)))
+            )
             slots.append({"ptr": ptr, "key": key})
-        txs.append({"slots": slots, "enable": int(rng.random() < 0.85),
-                    "wide": int(rng.integers(0, 2)), "stf": int(rng.integers(0, 2))})
+        txs.append(
+            {
+                "slots": slots,
+                "enable": int(rng.random() < 0.85),
+                "wide": int(rng.integers(0, 2)),
+                "stf": int(rng.integers(0, 2)),
+            }
+        )
     return txs
 
 
@@ -306,41 +433,53 @@ class _SortModel:
 
     def __call__(self, tx):
         from gpurtl.golden.ray_accel import sort
+
         ptrs = [s["ptr"] for s in tx["slots"]]
         if tx["enable"]:
-            ptrs = sort.sort_slots(ptrs, [s["key"] for s in tx["slots"]], tx["stf"],
-                                   wide=bool(tx["wide"]), ftz=self.ftz)
+            ptrs = sort.sort_slots(
+                ptrs,
+                [s["key"] for s in tx["slots"]],
+                tx["stf"],
+                wide=bool(tx["wide"]),
+                ftz=self.ftz,
+            )
         return {"ptrs": ptrs}
 
 
 def _sort_layouts(ftz):
     from gpurtl.hdl.ray_accel.sort_unit import SORT_IN_LAYOUT, SORT_OUT_LAYOUT
+
     return SORT_IN_LAYOUT, SORT_OUT_LAYOUT
 
 
 def _sort_build(ftz):
     from gpurtl.hdl.ray_accel.sort_unit import SortPipe
+
     return SortPipe(ftz=ftz)
 
 
-register(Block(
-    name="ray_sort",
-    doc="ray accelerator sort unit: 19-comparator 8-wide network (class key, then FP key)",
-    kind="pipeline",
-    build=_sort_build,
-    golden=lambda ftz: _SortModel(ftz),
-    layouts=_sort_layouts,
-    stimulus=_sort_stimulus,
-    params=(Param("ftz", False, "subnormal keys compare as zero"),),
-    check_count=2000,
-    group="ray_accel",
-))
+register(
+    Block(
+        name="ray_sort",
+        doc="ray accelerator sort unit: 19-comparator 8-wide network (class key, then FP key)",
+        kind="pipeline",
+        build=_sort_build,
+        golden=lambda ftz: _SortModel(ftz),
+        layouts=_sort_layouts,
+        stimulus=_sort_stimulus,
+        params=(Param("ftz", False, "subnormal keys compare as zero"),),
+        check_count=2000,
+        group="ray_accel",
+    )
+)
 
 
 # --- the top level's components, each alone (stimulus derived from real instructions) -----------
 
+
 def _fp_stages(fp):
     from gpurtl.hdl.ray_accel.ray_accel import FP_PRESETS
+
     return FP_PRESETS[fp]
 
 
@@ -348,15 +487,19 @@ _COMPONENT_PARAMS = {
     "triangles": Param("triangles", True, "the build has the triangle paths"),
     "transforms": Param("transforms", True, "the build has the OBB and instance transforms"),
     "ftz": Param("ftz", False, "flush subnormals in the ray arithmetic"),
-    "fp": Param("fp", "fpga", "FP32 core depths: fpga (deep) or shallow (one stage per core)",
-                choices=("fpga", "shallow")),
+    "fp": Param(
+        "fp",
+        "fpga",
+        "FP32 core depths: fpga (deep) or shallow (one stage per core)",
+        choices=("fpga", "shallow"),
+    ),
 }
 
 
 def _decoded(rng, count, triangles=True, transforms=True):
     from gpurtl.golden.ray_accel.decode import decode
-    return [decode(tx, triangles=triangles, transforms=transforms)
-            for tx in stimulus(rng, count)]
+
+    return [decode(tx, triangles=triangles, transforms=transforms) for tx in stimulus(rng, count)]
 
 
 class _Func:
@@ -374,39 +517,46 @@ class _Func:
 
 # ray_decode -----------------------------------------------------------------------------------
 
+
 def _decode_golden(triangles, transforms):
     from gpurtl.golden.ray_accel.decode import decode
+
     return _Func(decode, triangles=triangles, transforms=transforms)
 
 
 def _decode_build(triangles, transforms):
     from gpurtl.hdl.ray_accel._pipe import EnableCoreStream
     from gpurtl.hdl.ray_accel.node_decode import NodeDecode
+
     core = NodeDecode(triangles=triangles, transforms=transforms)
     return EnableCoreStream(core, INSTR_LAYOUT, core.o.shape())
 
 
 def _decode_layouts(triangles, transforms):
     from gpurtl.hdl.ray_accel.node_decode import decoded_layout
+
     return INSTR_LAYOUT, decoded_layout(triangles=triangles, transforms=transforms)
 
 
-register(Block(
-    name="ray_decode",
-    doc="ray accelerator entry stage: an instruction's node bytes decoded once",
-    kind="pipeline",
-    build=_decode_build,
-    golden=_decode_golden,
-    layouts=_decode_layouts,
-    stimulus=lambda rng, count, **params: stimulus(rng, count),
-    params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
-    defaults=_defaults,
-    check_count=300,
-    group="ray_accel",
-))
+register(
+    Block(
+        name="ray_decode",
+        doc="ray accelerator entry stage: an instruction's node bytes decoded once",
+        kind="pipeline",
+        build=_decode_build,
+        golden=_decode_golden,
+        layouts=_decode_layouts,
+        stimulus=lambda rng, count, **params: stimulus(rng, count),
+        params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
+        defaults=_defaults,
+        check_count=300,
+        group="ray_accel",
+    )
+)
 
 
 # ray_setup ------------------------------------------------------------------------------------
+
 
 def _setup_stimulus(rng, count, transforms, ftz, fp):
     out = []
@@ -414,7 +564,7 @@ def _setup_stimulus(rng, count, transforms, ftz, fp):
         tx = {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]}
         if transforms:
             tx.update(obb_index=d["obb_index"], transform=d["transform"])
-            if rng.random() < 0.3:                 # any index, also 104..126
+            if rng.random() < 0.3:  # any index, also 104..126
                 tx["obb_index"] = int(rng.integers(0, 128))
         out.append(tx)
     return out
@@ -422,50 +572,74 @@ def _setup_stimulus(rng, count, transforms, ftz, fp):
 
 def _setup_golden(transforms, ftz, fp):
     from gpurtl.golden.ray_accel.setup import ray_setup
+
     return _Func(ray_setup, transforms=transforms, ftz=ftz)
 
 
 def _setup_build(transforms, ftz, fp):
     from gpurtl.hdl.ray_accel.ray_setup import RaySetupPipe
+
     st = _fp_stages(fp)
-    return RaySetupPipe(transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"],
-                        rcp_stages=st["rcp"])
+    return RaySetupPipe(
+        transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"], rcp_stages=st["rcp"]
+    )
 
 
 def _setup_layouts(transforms, ftz, fp):
     from gpurtl.hdl.ray_accel.ray_setup import SETUP_OUT_LAYOUT, setup_in_layout
+
     return setup_in_layout(transforms), SETUP_OUT_LAYOUT
 
 
-register(Block(
-    name="ray_setup",
-    doc="ray accelerator ray setup: OBB / instance transform, then rcp(dir)",
-    kind="pipeline",
-    build=_setup_build,
-    golden=_setup_golden,
-    layouts=_setup_layouts,
-    stimulus=_setup_stimulus,
-    params=(_COMPONENT_PARAMS["transforms"], _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
-    check_count=300,
-    group="ray_accel",
-))
+register(
+    Block(
+        name="ray_setup",
+        doc="ray accelerator ray setup: OBB / instance transform, then rcp(dir)",
+        kind="pipeline",
+        build=_setup_build,
+        golden=_setup_golden,
+        layouts=_setup_layouts,
+        stimulus=_setup_stimulus,
+        params=(_COMPONENT_PARAMS["transforms"], _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
+        check_count=300,
+        group="ray_accel",
+    )
+)
 
 
 # ray_box_engine -------------------------------------------------------------------------------
 
+
 def _engine_stimulus(rng, count, boxes, ftz, fp):
     from gpurtl.golden.ray_accel.setup import ray_setup
+
     out = []
     for d in _decoded(rng, count):
-        setup = ray_setup({"origin": d["ray"]["origin"], "dir": d["ray"]["dir"],
-                           "obb_index": d["obb_index"], "transform": d["transform"]}, ftz=ftz)
+        setup = ray_setup(
+            {
+                "origin": d["ray"]["origin"],
+                "dir": d["ray"]["dir"],
+                "obb_index": d["obb_index"],
+                "transform": d["transform"],
+            },
+            ftz=ftz,
+        )
         first = int(rng.integers(0, 8 - boxes + 1))
-        out.append({"box": {
-            "base": d["base"], "boxes": d["planes"][first:first + boxes],
-            "ray": {"origin": setup["ray"]["origin"], "extent": d["ray"]["extent"],
-                    "box_grow": d["control"]["box_grow"],
-                    "heuristic": d["control"]["heuristic"]}},
-            "inv_dir": setup["inv_dir"]})
+        out.append(
+            {
+                "box": {
+                    "base": d["base"],
+                    "boxes": d["planes"][first : first + boxes],
+                    "ray": {
+                        "origin": setup["ray"]["origin"],
+                        "extent": d["ray"]["extent"],
+                        "box_grow": d["control"]["box_grow"],
+                        "heuristic": d["control"]["heuristic"],
+                    },
+                },
+                "inv_dir": setup["inv_dir"],
+            }
+        )
     return out
 
 
@@ -476,14 +650,17 @@ class _EngineModel(_Func):
 
 def _engine_golden(boxes, ftz, fp):
     from gpurtl.golden.ray_accel.box_test import box_engine
+
     return _EngineModel(box_engine, ftz=ftz)
 
 
 def _engine_build(boxes, ftz, fp):
     from gpurtl.hdl.ray_accel.box_engine import BoxEnginePipe
+
     st = _fp_stages(fp)
-    return BoxEnginePipe(boxes, ftz=ftz, add_stages=st["add"], mul_stages=st["mul"],
-                         fma_stages=st["fma"])
+    return BoxEnginePipe(
+        boxes, ftz=ftz, add_stages=st["add"], mul_stages=st["mul"], fma_stages=st["fma"]
+    )
 
 
 def _engine_layouts(boxes, ftz, fp):
@@ -491,86 +668,117 @@ def _engine_layouts(boxes, ftz, fp):
 
     from gpurtl.hdl.ray_accel.box_engine import engine_in_layout, engine_out_layout
     from gpurtl.hdl.ray_accel.ray_setup import SETUP_OUT_LAYOUT
-    return (data.StructLayout({"box": engine_in_layout(boxes),
-                               "inv_dir": SETUP_OUT_LAYOUT["inv_dir"].shape}),
-            engine_out_layout(boxes))
+
+    return (
+        data.StructLayout(
+            {"box": engine_in_layout(boxes), "inv_dir": SETUP_OUT_LAYOUT["inv_dir"].shape}
+        ),
+        engine_out_layout(boxes),
+    )
 
 
-register(Block(
-    name="ray_box_engine",
-    doc="ray accelerator box engine: dequantized planes, slab test, hit and sort key",
-    kind="pipeline",
-    build=_engine_build,
-    golden=_engine_golden,
-    layouts=_engine_layouts,
-    stimulus=_engine_stimulus,
-    params=(Param("boxes", 1, "box tests per cycle", choices=(1, 2, 4, 8)),
-            _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
-    check_count=300,
-    group="ray_accel",
-))
+register(
+    Block(
+        name="ray_box_engine",
+        doc="ray accelerator box engine: dequantized planes, slab test, hit and sort key",
+        kind="pipeline",
+        build=_engine_build,
+        golden=_engine_golden,
+        layouts=_engine_layouts,
+        stimulus=_engine_stimulus,
+        params=(
+            Param("boxes", 1, "box tests per cycle", choices=(1, 2, 4, 8)),
+            _COMPONENT_PARAMS["ftz"],
+            _COMPONENT_PARAMS["fp"],
+        ),
+        check_count=300,
+        group="ray_accel",
+    )
+)
 
 
 # ray_dedup ------------------------------------------------------------------------------------
 
+
 def _dedup_stimulus(rng, count):
     txs = []
     for _ in range(count):
-        pool = [INVALID_NODE] + [(int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16))
-                                 for _ in range(3)]
-        slots = [{"ptr": pool[int(rng.integers(0, len(pool)))], "hit": int(rng.random() < 0.7),
-                  "key": int(rng.integers(0, 1 << 32))} for _ in range(8)]
+        pool = [INVALID_NODE] + [
+            (int(rng.integers(0, 1 << 24)) << 4) | int(rng.integers(0, 16)) for _ in range(3)
+        ]
+        slots = [
+            {
+                "ptr": pool[int(rng.integers(0, len(pool)))],
+                "hit": int(rng.random() < 0.7),
+                "key": int(rng.integers(0, 1 << 32)),
+            }
+            for _ in range(8)
+        ]
         txs.append({"slots": slots, "dedup": int(rng.random() < 0.8)})
     return txs
 
 
 def _dedup_golden():
     from gpurtl.golden.ray_accel.box_path import dedup_slots
+
     return _Func(dedup_slots)
 
 
 def _dedup_layouts():
     from gpurtl.hdl.ray_accel.dedup import DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT
+
     return DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT
 
 
 def _dedup_build():
     from gpurtl.hdl.ray_accel.dedup import DedupPipe
+
     return DedupPipe()
 
 
-register(Block(
-    name="ray_dedup",
-    doc="ray accelerator hit select and child-reuse de-duplication of the 8 box slots",
-    kind="pipeline",
-    build=_dedup_build,
-    golden=_dedup_golden,
-    layouts=_dedup_layouts,
-    stimulus=_dedup_stimulus,
-    params=(),
-    check_count=2000,
-    group="ray_accel",
-))
+register(
+    Block(
+        name="ray_dedup",
+        doc="ray accelerator hit select and child-reuse de-duplication of the 8 box slots",
+        kind="pipeline",
+        build=_dedup_build,
+        golden=_dedup_golden,
+        layouts=_dedup_layouts,
+        stimulus=_dedup_stimulus,
+        params=(),
+        check_count=2000,
+        group="ray_accel",
+    )
+)
 
 
 # ray_result -----------------------------------------------------------------------------------
+
 
 def _result_stimulus(rng, count, triangles, transforms):
     out = []
     for d in _decoded(rng, count, triangles=triangles, transforms=transforms):
         ptrs = [p if rng.random() < 0.6 else INVALID_NODE for p in d["ptrs"]]
-        tx = {"ptrs": ptrs, "control": d["control"],
-              "ray": {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]}}
+        tx = {
+            "ptrs": ptrs,
+            "control": d["control"],
+            "ray": {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]},
+        }
         if transforms:
             tx["instance"] = d["instance"]
-            tx["instance_ray"] = {"origin": [int(v) for v in rng.integers(0, 1 << 32, 3)],
-                                  "dir": [int(v) for v in rng.integers(0, 1 << 32, 3)]}
+            tx["instance_ray"] = {
+                "origin": [int(v) for v in rng.integers(0, 1 << 32, 3)],
+                "dir": [int(v) for v in rng.integers(0, 1 << 32, 3)],
+            }
         if triangles:
-            tx["triangle"] = {"result": [int(v) for v in rng.integers(0, 1 << 32, 10)],
-                              "error": int(rng.random() < 0.2)}
-            tx["legacy"] = {"result": [[int(v) for v in rng.integers(0, 1 << 32, 4)]
-                                       for _ in range(2)],
-                            "error": [int(rng.random() < 0.2) for _ in range(2)]}
+            tx["triangle"] = {
+                "result": [int(v) for v in rng.integers(0, 1 << 32, 10)],
+                "error": int(rng.random() < 0.2),
+            }
+            tx["legacy"] = {
+                "result": [[int(v) for v in rng.integers(0, 1 << 32, 4)] for _ in range(2)],
+                "error": [int(rng.random() < 0.2) for _ in range(2)],
+            }
             tx["geometry_index"] = d["geometry_index"]
         out.append(tx)
     return out
@@ -578,28 +786,33 @@ def _result_stimulus(rng, count, triangles, transforms):
 
 def _result_golden(triangles, transforms):
     from gpurtl.golden.ray_accel.result import format_result
+
     return _Func(format_result, triangles=triangles, transforms=transforms)
 
 
 def _result_layouts(triangles, transforms):
     from gpurtl.hdl.ray_accel.result_format import format_in_layout
+
     return format_in_layout(triangles=triangles, transforms=transforms), OUT_LAYOUT
 
 
 def _result_build(triangles, transforms):
     from gpurtl.hdl.ray_accel.result_format import ResultFormatPipe
+
     return ResultFormatPipe(triangles=triangles, transforms=transforms)
 
 
-register(Block(
-    name="ray_result",
-    doc="ray accelerator result format: 10 dwords, returned ray and status of every path",
-    kind="pipeline",
-    build=_result_build,
-    golden=_result_golden,
-    layouts=_result_layouts,
-    stimulus=_result_stimulus,
-    params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
-    check_count=500,
-    group="ray_accel",
-))
+register(
+    Block(
+        name="ray_result",
+        doc="ray accelerator result format: 10 dwords, returned ray and status of every path",
+        kind="pipeline",
+        build=_result_build,
+        golden=_result_golden,
+        layouts=_result_layouts,
+        stimulus=_result_stimulus,
+        params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
+        check_count=500,
+        group="ray_accel",
+    )
+)

@@ -20,10 +20,11 @@ node kinds.
 """
 
 import numpy as np
+
 from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.ray_accel import INSTR_LAYOUT
 from gpurtl.golden.ray_accel.batch import intersect_words
 from gpurtl.golden.ray_accel.bitfields import field_span, read_fields, write_fields
-from gpurtl.facts.ray_accel import INSTR_LAYOUT
 
 from ..words import words_from_dicts
 
@@ -32,9 +33,25 @@ __all__ = ["POOL", "golden_words", "stimulus_words"]
 #: Instructions encoded per :func:`stimulus_words` call (fewer when ``count`` is smaller).
 POOL = 2048
 
-_CORNER = np.array([f32_bits(v) for v in (0.0, -0.0, float("inf"), float("-inf"), float("nan"),
-                                          1e-40, -1e-42, 3e38, -2e-38, 1.0, -1.0)],
-                   dtype=np.uint32)
+_CORNER = np.array(
+    [
+        f32_bits(v)
+        for v in (
+            0.0,
+            -0.0,
+            float("inf"),
+            float("-inf"),
+            float("nan"),
+            1e-40,
+            -1e-42,
+            3e38,
+            -2e-38,
+            1.0,
+            -1.0,
+        )
+    ],
+    dtype=np.uint32,
+)
 _EXTENT_SPECIAL = np.array([f32_bits(v) for v in (0.0, float("nan"), -1.0)], dtype=np.uint32)
 _INF = np.uint32(0x7F800000)
 
@@ -78,18 +95,23 @@ def _vary_rays(rng, words, vary):
         o = np.where(shift[:, None], moved, o)
     corner_d = (vary & (rng.random(n) < 0.06))[:, None] & (rng.random((n, 3)) < 0.5)
     d = np.where(corner_d, _CORNER[rng.integers(0, len(_CORNER), (n, 3))], d)
-    corner_o = (vary & (rng.random(n) < 0.03))[:, None] & \
-        (np.arange(3)[None, :] == rng.integers(0, 3, n)[:, None])
+    corner_o = (vary & (rng.random(n) < 0.03))[:, None] & (
+        np.arange(3)[None, :] == rng.integers(0, 3, n)[:, None]
+    )
     o = np.where(corner_o, _CORNER[rng.integers(0, len(_CORNER), (n, 3))], o)
     origin.set(o)
     direction.set(d)
 
     extent = _Fields(words, "ray", "extent")
     roll = rng.random(n)
-    finite = (np.abs(rng.normal(size=n)) * np.ldexp(1.0, rng.integers(-2, 8, n))) \
-        .astype(np.float32).view(np.uint32)
-    new = np.where(roll < 0.5, _INF, np.where(
-        roll < 0.58, _EXTENT_SPECIAL[rng.integers(0, 3, n)], finite))
+    finite = (
+        (np.abs(rng.normal(size=n)) * np.ldexp(1.0, rng.integers(-2, 8, n)))
+        .astype(np.float32)
+        .view(np.uint32)
+    )
+    new = np.where(
+        roll < 0.5, _INF, np.where(roll < 0.58, _EXTENT_SPECIAL[rng.integers(0, 3, n)], finite)
+    )
     redraw = vary & (rng.random(n) < 0.3)
     extent.set(np.where(redraw, new, extent.get()[:, 0]))
     mask = _Fields(words, "ray", "instance_mask")
@@ -116,14 +138,20 @@ def _vary_desc(rng, words, vary):
     n = words.shape[0]
     redraw = vary & (rng.random(n) < 0.5)
     grow_pick = np.array([0, 1, 7, 255], dtype=np.int64)
-    grow = np.where(rng.random(n) < 0.6, 6,
-                    np.where(rng.random(n) < 0.8, grow_pick[rng.integers(0, 4, n)],
-                             rng.integers(0, 256, n)))
+    grow = np.where(
+        rng.random(n) < 0.6,
+        6,
+        np.where(rng.random(n) < 0.8, grow_pick[rng.integers(0, 4, n)], rng.integers(0, 256, n)),
+    )
     new = {
-        "sort_en": rng.random(n) < 0.85, "heuristic": rng.integers(0, 4, n),
-        "sort_tri_first": rng.integers(0, 2, n), "box_grow": grow,
-        "wide_sort": rng.integers(0, 2, n), "return_mode": rng.integers(0, 2, n),
-        "box_node_64b": rng.random(n) < 0.1, "instance_en": rng.random(n) < 0.8,
+        "sort_en": rng.random(n) < 0.85,
+        "heuristic": rng.integers(0, 4, n),
+        "sort_tri_first": rng.integers(0, 2, n),
+        "box_grow": grow,
+        "wide_sort": rng.integers(0, 2, n),
+        "return_mode": rng.integers(0, 2, n),
+        "box_node_64b": rng.random(n) < 0.1,
+        "instance_en": rng.random(n) < 0.8,
         "pointer_flags_en": rng.random(n) < 0.9,
     }
     for name, values in new.items():
@@ -136,6 +164,7 @@ def stimulus_words(rng, count, **params):
     string); ``params`` are the block's build parameters. Up to :data:`POOL` rows are exactly
     the block's ``stimulus(rng, count)``, packed."""
     from .ray_accel import stimulus
+
     if count < 0:
         raise ValueError(f"`count` must be a non-negative integer, not {count}")
     pool = words_from_dicts(INSTR_LAYOUT, stimulus(rng, min(count, POOL), **params))
@@ -152,4 +181,5 @@ def stimulus_words(rng, count, **params):
 def golden_words(words, *, ftz=False, triangles=True, transforms=True, **params):
     """The batch golden model on a word array, restricted to the build's node kinds."""
     from gpurtl.hdl.ray_accel.ray_accel import build_paths
+
     return intersect_words(words, ftz=ftz, paths=build_paths(triangles, transforms))

@@ -17,8 +17,22 @@ from ..registry import Block, Param, register
 __all__ = ["random_barycentrics"]
 
 _FRAC = Param("frac_bits", 24, "fraction bits of the fixed-point barycentrics", range=(12, 24))
-_SPECIALS = [0x00000000, 0x80000000, 0x3F800000, 0x3F7FFFFF, 0x3F800001, 0x7F800000, 0xFF800000,
-             0x7FC00000, 0xFFC00000, 0x00000001, 0x007FFFFF, 0xBF000000, 0x40000000, 0x33800000]
+_SPECIALS = [
+    0x00000000,
+    0x80000000,
+    0x3F800000,
+    0x3F7FFFFF,
+    0x3F800001,
+    0x7F800000,
+    0xFF800000,
+    0x7FC00000,
+    0xFFC00000,
+    0x00000001,
+    0x007FFFFF,
+    0xBF000000,
+    0x40000000,
+    0x33800000,
+]
 
 
 def _f32(x):
@@ -36,12 +50,12 @@ def random_barycentrics(rng, count):
     ku = rng.integers(0, 1 << 12, count) % (n.astype(np.int64) + 1) / n
     kv = rng.integers(0, 1 << 12, count) % (n.astype(np.int64) + 1) / n
     kv = np.minimum(kv, 1 - ku)
-    u = np.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4],
-                  [a, ku, b, a, ku], a)
-    v = np.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4],
-                  [b, b * (1 - ku), ku, 1 - a, kv], b)
+    u = np.select([kind == 0, kind == 1, kind == 2, kind == 3, kind == 4], [a, ku, b, a, ku], a)
+    v = np.select(
+        [kind == 0, kind == 1, kind == 2, kind == 3, kind == 4], [b, b * (1 - ku), ku, 1 - a, kv], b
+    )
     ub, vb = _f32(u), _f32(v)
-    nudge = (kind == 5)
+    nudge = kind == 5
     ub = np.where(nudge, _f32(ku) + rng.integers(-1, 2, count), ub)
     vb = np.where(nudge, _f32(kv) + rng.integers(-1, 2, count), vb)
     wild = kind == 6
@@ -57,9 +71,15 @@ def _stoc_stimulus(rng, count, **params):
     us, vs = random_barycentrics(rng, count)
     out = []
     for k in range(count):
-        flags_pick = lambda bit: bit if rng.random() < 0.12 else 0
-        level = int(rng.integers(0, 13)) if rng.random() < 0.85 else \
-            int(rng.choice([13, 15, 255, 0xFFFF, int(rng.integers(0, 1 << 16))]))
+
+        def flags_pick(bit):
+            return bit if rng.random() < 0.12 else 0
+
+        level = (
+            int(rng.integers(0, 13))
+            if rng.random() < 0.85
+            else int(rng.choice([13, 15, 255, 0xFFFF, int(rng.integers(0, 1 << 16))]))
+        )
         r = rng.random()
         if r < 0.3:
             omm_index = int(rng.integers(-5, 0))
@@ -68,27 +88,31 @@ def _stoc_stimulus(rng, count, **params):
         else:
             omm_index = int(rng.integers(0, 1 << 31))
         fmt = int(rng.choice([1, 2])) if rng.random() < 0.9 else int(rng.integers(0, 1 << 16))
-        out.append({
-            "source": int(rng.integers(0, 4)),
-            "tri": int(rng.integers(0, 2)),
-            "u": us[k], "v": vs[k],
-            "dw3": int(rng.integers(0, 1 << 32)),
-            "opaque": int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
-            "transp": int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
-            "swstoc": int(rng.integers(0, 2)),
-            "level": level,
-            "addr": int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
-            "omm_index": omm_index,
-            "omm_format": fmt,
-            "omm_word": int(rng.integers(0, 1 << 32)),
-            "geom_opaque": int(rng.integers(0, 2)),
-            "ray_flags": flags_pick(0x400) | (int(rng.integers(0, 1 << 16)) & ~0x400
-                                              if rng.random() < 0.3 else 0),
-            "instance_flags": flags_pick(0x10) | flags_pick(0x20) |
-            (int(rng.integers(0, 256)) & ~0x30 if rng.random() < 0.3 else 0),
-            "internal_flags": flags_pick(0x8) |
-            (int(rng.integers(0, 256)) & ~0x8 if rng.random() < 0.3 else 0),
-        })
+        out.append(
+            {
+                "source": int(rng.integers(0, 4)),
+                "tri": int(rng.integers(0, 2)),
+                "u": us[k],
+                "v": vs[k],
+                "dw3": int(rng.integers(0, 1 << 32)),
+                "opaque": int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
+                "transp": int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
+                "swstoc": int(rng.integers(0, 2)),
+                "level": level,
+                "addr": int(rng.integers(0, 1 << 63)) * 2 + int(rng.integers(0, 2)),
+                "omm_index": omm_index,
+                "omm_format": fmt,
+                "omm_word": int(rng.integers(0, 1 << 32)),
+                "geom_opaque": int(rng.integers(0, 2)),
+                "ray_flags": flags_pick(0x400)
+                | (int(rng.integers(0, 1 << 16)) & ~0x400 if rng.random() < 0.3 else 0),
+                "instance_flags": flags_pick(0x10)
+                | flags_pick(0x20)
+                | (int(rng.integers(0, 256)) & ~0x30 if rng.random() < 0.3 else 0),
+                "internal_flags": flags_pick(0x8)
+                | (int(rng.integers(0, 256)) & ~0x8 if rng.random() < 0.3 else 0),
+            }
+        )
     return out
 
 
@@ -102,12 +126,14 @@ class _STOCGolden:
     def batch(self, inputs):
         if not inputs:
             return []
-        arrays = {name: np.array([int(tx[name]) for tx in inputs],
-                                 dtype=np.uint64 if name in _WIDE else np.int64)
-                  for name in inputs[0]}
+        arrays = {
+            name: np.array(
+                [int(tx[name]) for tx in inputs], dtype=np.uint64 if name in _WIDE else np.int64
+            )
+            for name in inputs[0]
+        }
         out = classify_arrays(arrays, **self.params)
-        return [{name: int(values[k]) for name, values in out.items()}
-                for k in range(len(inputs))]
+        return [{name: int(values[k]) for name, values in out.items()} for k in range(len(inputs))]
 
     def __call__(self, tx):
         return self.batch([tx])[0]
@@ -115,29 +141,55 @@ class _STOCGolden:
 
 def _stoc_build(**params):
     from gpurtl.hdl.stoc.stoc import STOCUnit
+
     return STOCUnit(**params)
 
 
-register(Block(
-    name="stoc",
-    doc="Xe3 STOC1/STOC3 and opacity-micromap classification of a candidate hit (any-hit culling)",
-    kind="pipeline",
-    build=_stoc_build,
-    golden=lambda **params: _STOCGolden(**params),
-    layouts=lambda **params: (stoc_in_layout, stoc_out_layout),
-    stimulus=_stoc_stimulus,
-    params=(_FRAC,
-            Param("plane_order", "omm", "STOC plane bit order (not published)",
-                  choices=("omm", "corners")),
-            Param("both_planes", "uo", "state of opaque+transparent bits both set (not published)",
-                  choices=("uo", "ut", "opaque", "transparent"))),
-    defaults=lambda **params: {
-        "source": 0, "tri": 0, "dw3": 0, "opaque": 0, "transp": 0, "swstoc": 0, "level": 0,
-        "addr": 0, "omm_index": 0, "omm_format": 2, "omm_word": 0, "geom_opaque": 0,
-        "ray_flags": 0, "instance_flags": 0, "internal_flags": 0},
-    check_count=1000,
-    group="stoc",
-))
+register(
+    Block(
+        name="stoc",
+        doc="Xe3 STOC1/STOC3 and opacity-micromap classification of a candidate hit (any-hit culling)",
+        kind="pipeline",
+        build=_stoc_build,
+        golden=lambda **params: _STOCGolden(**params),
+        layouts=lambda **params: (stoc_in_layout, stoc_out_layout),
+        stimulus=_stoc_stimulus,
+        params=(
+            _FRAC,
+            Param(
+                "plane_order",
+                "omm",
+                "STOC plane bit order (not published)",
+                choices=("omm", "corners"),
+            ),
+            Param(
+                "both_planes",
+                "uo",
+                "state of opaque+transparent bits both set (not published)",
+                choices=("uo", "ut", "opaque", "transparent"),
+            ),
+        ),
+        defaults=lambda **params: {
+            "source": 0,
+            "tri": 0,
+            "dw3": 0,
+            "opaque": 0,
+            "transp": 0,
+            "swstoc": 0,
+            "level": 0,
+            "addr": 0,
+            "omm_index": 0,
+            "omm_format": 2,
+            "omm_word": 0,
+            "geom_opaque": 0,
+            "ray_flags": 0,
+            "instance_flags": 0,
+            "internal_flags": 0,
+        },
+        check_count=1000,
+        group="stoc",
+    )
+)
 
 
 def _index_stimulus(rng, count, **params):
@@ -168,19 +220,22 @@ class _IndexGolden:
 
 def _index_build(**params):
     from gpurtl.hdl.stoc.omm_index import OMMIndex
+
     return OMMIndex(**params)
 
 
-register(Block(
-    name="omm_index",
-    doc="FP32 barycentrics -> opacity-micromap micro-triangle index at level 0..12 (Vulkan order)",
-    kind="pipeline",
-    build=_index_build,
-    golden=lambda **params: _IndexGolden(**params),
-    layouts=lambda **params: (omm_index_in_layout, omm_index_out_layout),
-    stimulus=_index_stimulus,
-    params=(_FRAC,),
-    defaults=lambda **params: {"level": 12},
-    check_count=1000,
-    group="stoc",
-))
+register(
+    Block(
+        name="omm_index",
+        doc="FP32 barycentrics -> opacity-micromap micro-triangle index at level 0..12 (Vulkan order)",
+        kind="pipeline",
+        build=_index_build,
+        golden=lambda **params: _IndexGolden(**params),
+        layouts=lambda **params: (omm_index_in_layout, omm_index_out_layout),
+        stimulus=_index_stimulus,
+        params=(_FRAC,),
+        defaults=lambda **params: {"level": 12},
+        check_count=1000,
+        group="stoc",
+    )
+)

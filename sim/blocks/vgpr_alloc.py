@@ -38,6 +38,7 @@ def _lookup(rng, model_regs, slots):
 # ---------------------------------------------------------------------------------------------
 # vgpr_dyn
 
+
 def dyn_stimulus(rng, count, **params):
     """Random multi-wave command streams, steered by a golden model so that they reach the
     interesting states: phases that fill the file (launch and grow, rarely end) alternate with
@@ -57,7 +58,7 @@ def dyn_stimulus(rng, count, **params):
         empty = [w for w in range(L) if not model.blocks[w]]
         r = rng.random()
         op, w, n = OP.NONE, int(rng.integers(0, 16)), 0
-        if r < 0.05:                                  # misuse
+        if r < 0.05:  # misuse
             kind = int(rng.integers(0, 5))
             if kind == 0 and live:
                 op, w = OP.LAUNCH, int(rng.choice(live))
@@ -112,35 +113,49 @@ def _dyn_validate(**params):
     dyn_params_ok(**params)
 
 
-register(Block(
-    name="vgpr_dyn",
-    doc="RDNA 4 dynamic-VGPR block allocator of one SIMD (s_alloc_vgpr, deadlock avoidance)",
-    kind="cycle",
-    build=lambda **p: DynVgprAllocator(**p),
-    golden=lambda **p: DynVgprModel(**p),
-    layouts=lambda **p: dyn_layouts(**p),
-    stimulus=dyn_stimulus,
-    params=(
-        Param("rf_vgprs", 1536, "VGPRs per SIMD (1536 on gfx1200/gfx1201, else 1024)",
-              choices=(1536, 1024)),
-        Param("block_size", 16, "SQ_DYN_VGPR.BLOCK_SIZE: VGPRs per block", choices=(16, 32)),
-        Param("wave_limit", 16, "SQ_DYN_VGPR.WAVE_LIMIT: enabled wave slots", range=(1, 16)),
-        Param("max_blocks", 8, "SQ_DYN_VGPR.MAX_BLOCK_ALLOC + 1: blocks per wave", range=(1, 8)),
-        Param("fwd_progress", True, "SQ_DYN_VGPR.FWD_PROGRESS: deadlock avoidance"),
-        Param("reserve", 7, "blocks deadlock avoidance keeps back (max_blocks - 1 guarantees "
-                            "one wave can reach the maximum)", range=(0, 80)),
-        ASSERTIONS,
-    ),
-    defaults=_input_defaults,
-    validate=_dyn_validate,
-    check_count=5000,
-    small={"rf_vgprs": 1024, "block_size": 32, "wave_limit": 4, "max_blocks": 4, "reserve": 3},
-    group=GROUP,
-))
+register(
+    Block(
+        name="vgpr_dyn",
+        doc="RDNA 4 dynamic-VGPR block allocator of one SIMD (s_alloc_vgpr, deadlock avoidance)",
+        kind="cycle",
+        build=lambda **p: DynVgprAllocator(**p),
+        golden=lambda **p: DynVgprModel(**p),
+        layouts=lambda **p: dyn_layouts(**p),
+        stimulus=dyn_stimulus,
+        params=(
+            Param(
+                "rf_vgprs",
+                1536,
+                "VGPRs per SIMD (1536 on gfx1200/gfx1201, else 1024)",
+                choices=(1536, 1024),
+            ),
+            Param("block_size", 16, "SQ_DYN_VGPR.BLOCK_SIZE: VGPRs per block", choices=(16, 32)),
+            Param("wave_limit", 16, "SQ_DYN_VGPR.WAVE_LIMIT: enabled wave slots", range=(1, 16)),
+            Param(
+                "max_blocks", 8, "SQ_DYN_VGPR.MAX_BLOCK_ALLOC + 1: blocks per wave", range=(1, 8)
+            ),
+            Param("fwd_progress", True, "SQ_DYN_VGPR.FWD_PROGRESS: deadlock avoidance"),
+            Param(
+                "reserve",
+                7,
+                "blocks deadlock avoidance keeps back (max_blocks - 1 guarantees "
+                "one wave can reach the maximum)",
+                range=(0, 80),
+            ),
+            ASSERTIONS,
+        ),
+        defaults=_input_defaults,
+        validate=_dyn_validate,
+        check_count=5000,
+        small={"rf_vgprs": 1024, "block_size": 32, "wave_limit": 4, "max_blocks": 4, "reserve": 3},
+        group=GROUP,
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # vgpr_static and xe3_grf
+
 
 def contig_stimulus(config):
     def stimulus(rng, count, **params):
@@ -181,7 +196,7 @@ def contig_stimulus(config):
                 if empty and (rng.random() < p_launch or not live):
                     op, w = OP.LAUNCH, int(rng.choice(empty))
                     n = int(rng.integers(0, config.max_count + 1))
-                    if rng.random() < 0.3:        # exact thresholds and their neighbours
+                    if rng.random() < 0.3:  # exact thresholds and their neighbours
                         t = int(rng.choice(config.thresholds)) + int(rng.integers(-1, 2))
                         n = min(max(t, 0), config.max_count)
                 elif live:
@@ -192,6 +207,7 @@ def contig_stimulus(config):
             model.step(tx)
             out.append(tx)
         return out
+
     return stimulus
 
 
@@ -203,43 +219,61 @@ def _xe_stimulus(rng, count, mode="xe3", **_):
     return contig_stimulus(xe_config(mode))(rng, count)
 
 
-register(Block(
-    name="vgpr_static",
-    doc="RDNA static VGPR allocation at wave launch (granule 24/16 wave32, 12/8 wave64), first fit",
-    kind="cycle",
-    build=lambda rf_vgprs=1536, wave64=False, assertions=True:
-        ContigAllocator(rdna_static_config(rf_vgprs, wave64), assertions=assertions),
-    golden=lambda rf_vgprs=1536, wave64=False, assertions=True:
-        ContigModel(rdna_static_config(rf_vgprs, wave64), assertions=assertions),
-    layouts=lambda rf_vgprs=1536, wave64=False, **_:
-        contig_layouts(rdna_static_config(rf_vgprs, wave64)),
-    stimulus=_static_stimulus,
-    params=(
-        Param("rf_vgprs", 1536, "wave32 VGPRs per SIMD (1536 on 1.5x parts, else 1024)",
-              choices=(1536, 1024)),
-        Param("wave64", False, "wave64 waves (granule halves, each VGPR takes two rows)"),
-        ASSERTIONS,
-    ),
-    defaults=_input_defaults,
-    check_count=5000,
-    group=GROUP,
-))
+register(
+    Block(
+        name="vgpr_static",
+        doc="RDNA static VGPR allocation at wave launch (granule 24/16 wave32, 12/8 wave64), first fit",
+        kind="cycle",
+        build=lambda rf_vgprs=1536, wave64=False, assertions=True: ContigAllocator(
+            rdna_static_config(rf_vgprs, wave64), assertions=assertions
+        ),
+        golden=lambda rf_vgprs=1536, wave64=False, assertions=True: ContigModel(
+            rdna_static_config(rf_vgprs, wave64), assertions=assertions
+        ),
+        layouts=lambda rf_vgprs=1536, wave64=False, **_: contig_layouts(
+            rdna_static_config(rf_vgprs, wave64)
+        ),
+        stimulus=_static_stimulus,
+        params=(
+            Param(
+                "rf_vgprs",
+                1536,
+                "wave32 VGPRs per SIMD (1536 on 1.5x parts, else 1024)",
+                choices=(1536, 1024),
+            ),
+            Param("wave64", False, "wave64 waves (granule halves, each VGPR takes two rows)"),
+            ASSERTIONS,
+        ),
+        defaults=_input_defaults,
+        check_count=5000,
+        group=GROUP,
+    )
+)
 
-register(Block(
-    name="xe3_grf",
-    doc="Intel Xe3 per-thread GRF blocks (32..192, 256) of one vector engine; older fixed modes",
-    kind="cycle",
-    build=lambda mode="xe3", assertions=True: ContigAllocator(xe_config(mode),
-                                                              assertions=assertions),
-    golden=lambda mode="xe3", assertions=True: ContigModel(xe_config(mode), assertions=assertions),
-    layouts=lambda mode="xe3", **_: contig_layouts(xe_config(mode)),
-    stimulus=_xe_stimulus,
-    params=(
-        Param("mode", "xe3", "xe3 (variable, 10 threads), grf128 (128 x 8 threads) or grf256 "
-                             "(256 x 4 threads)", choices=XE_MODES),
-        ASSERTIONS,
-    ),
-    defaults=_input_defaults,
-    check_count=5000,
-    group=GROUP,
-))
+register(
+    Block(
+        name="xe3_grf",
+        doc="Intel Xe3 per-thread GRF blocks (32..192, 256) of one vector engine; older fixed modes",
+        kind="cycle",
+        build=lambda mode="xe3", assertions=True: ContigAllocator(
+            xe_config(mode), assertions=assertions
+        ),
+        golden=lambda mode="xe3", assertions=True: ContigModel(
+            xe_config(mode), assertions=assertions
+        ),
+        layouts=lambda mode="xe3", **_: contig_layouts(xe_config(mode)),
+        stimulus=_xe_stimulus,
+        params=(
+            Param(
+                "mode",
+                "xe3",
+                "xe3 (variable, 10 threads), grf128 (128 x 8 threads) or grf256 (256 x 4 threads)",
+                choices=XE_MODES,
+            ),
+            ASSERTIONS,
+        ),
+        defaults=_input_defaults,
+        check_count=5000,
+        group=GROUP,
+    )
+)

@@ -11,13 +11,21 @@ from ..registry import Block, Param, register
 _COMMON = (
     Param("generation", "gfx12", "counter set and wait encodings", choices=tuple(PROFILES)),
     Param("waves", 16, "wave slots", range=(1, 64)),
-    Param("full_policy", "stall", "issue into a full counter: refuse it, or saturate and flag",
-          choices=FULL_POLICIES),
+    Param(
+        "full_policy",
+        "stall",
+        "issue into a full counter: refuse it, or saturate and flag",
+        choices=FULL_POLICIES,
+    ),
 )
 
 _MEMORY = (
-    Param("queue", "ooo", "return order: inorder (RDNA 3, shared) or ooo (RDNA 4)",
-          choices=QUEUE_ORDERS),
+    Param(
+        "queue",
+        "ooo",
+        "return order: inorder (RDNA 3, shared) or ooo (RDNA 4)",
+        choices=QUEUE_ORDERS,
+    ),
     Param("queue_depth", 16, "requests per counter type's return queue", range=(2, 64)),
     Param("hit_latency", 20, "memory latency of a hit, cycles", range=(1, 4096)),
     Param("miss_latency", 200, "memory latency of a miss, cycles", range=(1, 4096)),
@@ -42,8 +50,11 @@ def _wait_words(prof, rng, waves):
 
 def _issue(rng, waves, focus):
     wave = focus if rng.random() < 0.6 else int(rng.integers(waves))
-    return {"valid": int(rng.random() < 0.55), "wave": wave,
-            "cls": int(rng.integers(len(InstClass)))}
+    return {
+        "valid": int(rng.random() < 0.55),
+        "wave": wave,
+        "cls": int(rng.integers(len(InstClass))),
+    }
 
 
 def _counter_stimulus(rng, count, generation, waves, full_policy):
@@ -56,7 +67,7 @@ def _counter_stimulus(rng, count, generation, waves, full_policy):
     classes = [int(c.value) for c in InstClass]
     for cycle in range(count):
         phase, offset = divmod(cycle, 120)
-        burst = phase % 2 == 1               # phases with few returns: counters fill up
+        burst = phase % 2 == 1  # phases with few returns: counters fill up
         if offset == 0:
             focus = int(rng.integers(waves))
             if burst:
@@ -78,8 +89,11 @@ def _counter_stimulus(rng, count, generation, waves, full_policy):
             if valid and shadow[wave][n] > 0:
                 shadow[wave][n] -= 1
             ret[n] = {"valid": int(valid), "wave": wave}
-        wait = {"valid": int(rng.random() < 0.15), "wave": int(rng.integers(waves)),
-                "word": _wait_words(prof, rng, waves)}
+        wait = {
+            "valid": int(rng.random() < 0.15),
+            "wave": int(rng.integers(waves)),
+            "word": _wait_words(prof, rng, waves),
+        }
         cycles.append({"issue": issue, "wait": wait, "ret": ret})
     return cycles
 
@@ -87,28 +101,36 @@ def _counter_stimulus(rng, count, generation, waves, full_policy):
 def _counter_defaults(generation, waves, full_policy):
     prof = profile(generation)
     idle = {"valid": 0, "wave": 0}
-    return {"issue": {"valid": 0, "wave": 0, "cls": 0}, "wait": {"valid": 0, "wave": 0, "word": 0},
-            "ret": {n: dict(idle) for n in prof.counters}}
+    return {
+        "issue": {"valid": 0, "wave": 0, "cls": 0},
+        "wait": {"valid": 0, "wave": 0, "word": 0},
+        "ret": {n: dict(idle) for n in prof.counters},
+    }
 
 
-register(Block(
-    name="waitcnt",
-    doc="RDNA 4 split wait counters (GFX9-GFX12 profiles): per-wave counters, waits, stalls",
-    kind="cycle",
-    group="waitcnt",
-    params=_COMMON,
-    build=lambda generation, waves, full_policy: WaitCounters(generation, waves, full_policy),
-    golden=lambda generation, waves, full_policy: WaitCountersModel(generation, waves, full_policy),
-    layouts=lambda generation, waves, full_policy: counter_layouts(generation, waves),
-    stimulus=_counter_stimulus,
-    defaults=_counter_defaults,
-    check_count=20000,
-    small={"waves": 2},
-))
+register(
+    Block(
+        name="waitcnt",
+        doc="RDNA 4 split wait counters (GFX9-GFX12 profiles): per-wave counters, waits, stalls",
+        kind="cycle",
+        group="waitcnt",
+        params=_COMMON,
+        build=lambda generation, waves, full_policy: WaitCounters(generation, waves, full_policy),
+        golden=lambda generation, waves, full_policy: WaitCountersModel(
+            generation, waves, full_policy
+        ),
+        layouts=lambda generation, waves, full_policy: counter_layouts(generation, waves),
+        stimulus=_counter_stimulus,
+        defaults=_counter_defaults,
+        check_count=20000,
+        small={"waves": 2},
+    )
+)
 
 
-def _memory_stimulus(rng, count, generation, waves, full_policy, queue, queue_depth,
-                     hit_latency, miss_latency):
+def _memory_stimulus(
+    rng, count, generation, waves, full_policy, queue, queue_depth, hit_latency, miss_latency
+):
     prof = profile(generation)
     cycles = []
     focus = 0
@@ -118,38 +140,44 @@ def _memory_stimulus(rng, count, generation, waves, full_policy, queue, queue_de
         issue = _issue(rng, waves, focus)
         issue["valid"] = int(rng.random() < (0.7 if (cycle // 300) % 2 else 0.25))
         issue["hit"] = int(rng.random() < 0.6)
-        wait = {"valid": int(rng.random() < 0.1), "wave": int(rng.integers(waves)),
-                "word": _wait_words(prof, rng, waves)}
+        wait = {
+            "valid": int(rng.random() < 0.1),
+            "wave": int(rng.integers(waves)),
+            "word": _wait_words(prof, rng, waves),
+        }
         cycles.append({"issue": issue, "wait": wait})
     return cycles
 
 
-def _memory_defaults(generation, waves, full_policy, queue, queue_depth, hit_latency,
-                     miss_latency):
-    return {"issue": {"valid": 0, "wave": 0, "cls": 0, "hit": 0},
-            "wait": {"valid": 0, "wave": 0, "word": 0}}
+def _memory_defaults(generation, waves, full_policy, queue, queue_depth, hit_latency, miss_latency):
+    return {
+        "issue": {"valid": 0, "wave": 0, "cls": 0, "hit": 0},
+        "wait": {"valid": 0, "wave": 0, "word": 0},
+    }
 
 
-def _memory_validate(generation, waves, full_policy, queue, queue_depth, hit_latency,
-                     miss_latency):
+def _memory_validate(generation, waves, full_policy, queue, queue_depth, hit_latency, miss_latency):
     if hit_latency > miss_latency:
-        raise ValueError(f"`hit_latency` ({hit_latency}) must not exceed `miss_latency` "
-                         f"({miss_latency})")
+        raise ValueError(
+            f"`hit_latency` ({hit_latency}) must not exceed `miss_latency` ({miss_latency})"
+        )
 
 
-register(Block(
-    name="waitcnt_mem",
-    doc="wait counters behind a hit/miss latency model and RDNA 3 (inorder) or RDNA 4 (ooo) "
+register(
+    Block(
+        name="waitcnt_mem",
+        doc="wait counters behind a hit/miss latency model and RDNA 3 (inorder) or RDNA 4 (ooo) "
         "return queues",
-    kind="cycle",
-    group="waitcnt",
-    params=_COMMON + _MEMORY,
-    build=lambda **p: WaitcntMemory(**p),
-    golden=lambda **p: WaitcntMemoryModel(**p),
-    layouts=lambda generation, waves, **_: memory_layouts(generation, waves),
-    stimulus=_memory_stimulus,
-    defaults=_memory_defaults,
-    validate=_memory_validate,
-    check_count=20000,
-    small={"waves": 2, "queue_depth": 4, "hit_latency": 2, "miss_latency": 6},
-))
+        kind="cycle",
+        group="waitcnt",
+        params=_COMMON + _MEMORY,
+        build=lambda **p: WaitcntMemory(**p),
+        golden=lambda **p: WaitcntMemoryModel(**p),
+        layouts=lambda generation, waves, **_: memory_layouts(generation, waves),
+        stimulus=_memory_stimulus,
+        defaults=_memory_defaults,
+        validate=_memory_validate,
+        check_count=20000,
+        small={"waves": 2, "queue_depth": 4, "hit_latency": 2, "miss_latency": 6},
+    )
+)

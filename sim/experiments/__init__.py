@@ -26,6 +26,8 @@ def get(name):
     found = experiments()
     if name not in found:
         from ..registry import RegistryError
-        raise RegistryError(f"unknown experiment `{name}`; known experiments: "
-                            f"{', '.join(found) or 'none'}")
+
+        raise RegistryError(
+            f"unknown experiment `{name}`; known experiments: {', '.join(found) or 'none'}"
+        )
     return found[name]

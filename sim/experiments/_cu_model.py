@@ -14,9 +14,10 @@ Resources (each a timeline of the cycle at which it is next free):
   the ``waitcnt_mem`` return-queue semantics). ``s_wait_bvhcnt 0`` stalls the wave until the
   result is back;
 * the stack unit in the LDS: a stack instruction sends its active lanes one every ``stack_ii``
-  cycles (each lane to the first free slot once its intersect result is back) (the ``ds_bvh_stack`` RTL takes one lane's eight pushes and its pops per cycle) and the
-  last lane's result is back ``stack_latency`` (the RTL's pipeline) plus ``lds_path_cycles`` (the
-  DS instruction's way to the LDS and back, an assumption) cycles later; ``s_wait_dscnt 0`` stalls
+  cycles (each lane to the first free slot once its intersect result is back; the
+  ``ds_bvh_stack`` RTL takes one lane's eight pushes and its pops per cycle) and the last lane's
+  result is back ``stack_latency`` (the RTL's pipeline) plus ``lds_path_cycles`` (the DS
+  instruction's way to the LDS and back, an assumption) cycles later; ``s_wait_dscnt 0`` stalls
   the wave until then.
 
 ``slots`` waves are resident at once (from the register allocators' occupancy); a finished wave
@@ -32,10 +33,21 @@ __all__ = ["CuParams", "CuResult", "simulate"]
 class CuParams:
     """Parameters of :func:`simulate` (cycles unless named otherwise)."""
 
-    _DEFAULTS = {"slots": 16, "ra_latency": 122, "ra_ii": 1, "stack_latency": 2,  # noqa: RUF012
-                 "stack_ii": 1, "lds_path_cycles": 24, "l0_hit": 20, "l0_miss": 200,
-                 "l0_lines": 256,
-                 "alu_cycles": 12, "launch_cycles": 64, "queue": "ooo", "simds": 2}
+    _DEFAULTS = {
+        "slots": 16,
+        "ra_latency": 122,
+        "ra_ii": 1,
+        "stack_latency": 2,  # noqa: RUF012
+        "stack_ii": 1,
+        "lds_path_cycles": 24,
+        "l0_hit": 20,
+        "l0_miss": 200,
+        "l0_lines": 256,
+        "alu_cycles": 12,
+        "launch_cycles": 64,
+        "queue": "ooo",
+        "simds": 2,
+    }
 
     def __init__(self, **kwargs):
         for key in kwargs:
@@ -46,10 +58,9 @@ class CuParams:
             if key == "queue":
                 if value not in ("ooo", "in_order"):
                     raise ValueError(f"`queue` must be 'ooo' or 'in_order', not {value!r}")
-            elif not isinstance(value, int) or value < (1 if key in ("slots", "ra_ii", "simds",
-                                                                     "l0_lines",
-                                                                     "stack_ii")
-                                                        else 0):
+            elif not isinstance(value, int) or value < (
+                1 if key in ("slots", "ra_ii", "simds", "l0_lines", "stack_ii") else 0
+            ):
                 raise ValueError(f"`{key}` must be a non-negative integer, not {value!r}")
         self._values = values
 
@@ -145,7 +156,7 @@ def simulate(traces, params, *, waves=None):
     last_done = 0
     waves = len(traces) if waves is None else waves
     queue = [k % len(traces) for k in range(waves)][::-1]
-    events = []        # (time, seq, slot, trace index, iteration)
+    events = []  # (time, seq, slot, trace index, iteration)
     seq = 0
     for slot in range(min(p.slots, waves)):
         heapq.heappush(events, (p.launch_cycles, seq, slot, queue.pop(), 0))
@@ -173,8 +184,7 @@ def simulate(traces, params, *, waves=None):
         lanes = tr.active[it]
         lane_lat = []
         for lane_lines in tr.lines[it]:
-            lane_lat.append(max(p.l0_hit if l0.access(line) else p.l0_miss
-                                for line in lane_lines))
+            lane_lat.append(max(p.l0_hit if l0.access(line) else p.l0_miss for line in lane_lines))
         last_service = t
         for lane, lat in enumerate(lane_lat):
             last_service = max(last_service, ra.claim(t + lane + lat))

@@ -38,9 +38,10 @@ fetch; the cycle model (:mod:`._cu_model`) times it.
 """
 
 import numpy as np
+
 from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.ray_accel import INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE
 from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.facts.ray_accel import (INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE)
 from gpurtl.golden.ray_accel.ray import default_desc
 
 from . import _trav_stack as S
@@ -49,10 +50,20 @@ __all__ = ["COUNTERS", "LANES", "MODES", "Scene", "WaveTrace", "trace_wave"]
 
 MODES = ("bvh8", "bvh4x2", "bvh4")
 LANES = 32
-COUNTERS = ("steps", "box_tests", "tri_tests", "instances", "stack_ops", "pushes", "pops",
-            "fetches", "overflows", "walkback_steps")
+COUNTERS = (
+    "steps",
+    "box_tests",
+    "tri_tests",
+    "instances",
+    "stack_ops",
+    "pushes",
+    "pops",
+    "fetches",
+    "overflows",
+    "walkback_steps",
+)
 _NULL_BOX = [INVALID_NODE] * 4 + [0x7FC00000] * 24 + [0] * 4
-_NULL_PTR = 0x5         # type 5 at offset 0 (the header): never a real node
+_NULL_PTR = 0x5  # type 5 at offset 0 (the header): never a real node
 _POS_INF = 0x7F800000
 
 
@@ -82,8 +93,7 @@ class Scene:
                                 self._parent[(b, ptr)] = box.ptr
                                 self._slot_ptr[(b, ptr)] = c.ptr
                         self._leaf[(b, c.ptr)] = c
-        self.blas_index = {id(blas): k + 1 for k, (blas, _) in
-                           enumerate(top.instances or [])}
+        self.blas_index = {id(blas): k + 1 for k, (blas, _) in enumerate(top.instances or [])}
 
     def offset(self, ptr):
         return ((ptr & ~7) << 3) if self.legacy else ((ptr & ~0xF) << 3)
@@ -121,8 +131,10 @@ class WaveTrace:
 
 def _tri_t(t_num, t_den):
     with np.errstate(all="ignore"):
-        return float(np.float32(np.uint32(t_num).view(np.float32))
-                     / np.float32(np.uint32(t_den).view(np.float32)))
+        return float(
+            np.float32(np.uint32(t_num).view(np.float32))
+            / np.float32(np.uint32(t_den).view(np.float32))
+        )
 
 
 def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record=None):
@@ -141,11 +153,11 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
     d_bits = np.asarray(dirs, np.float32).view(np.uint32)
     world = [([int(v) for v in o_bits[r]], [int(v) for v in d_bits[r]]) for r in range(n)]
     space = list(world)
-    where = [0] * n                      # index of the lane's current BVH in scene.bvhs
+    where = [0] * n  # index of the lane's current BVH in scene.bvhs
     inst = [-1] * n
     t_hit = [_POS_INF] * n
     nodes = [[ROOT_NODE_PTR, INVALID_NODE] for _ in range(n)]
-    walk = [None] * n                    # the child being walked back from, or None
+    walk = [None] * n  # the child being walked back from, or None
     addr = [S.initial_stack_addr(r) for r in range(n)]
     done = [False] * n
     while not all(done):
@@ -153,13 +165,24 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
         instrs, lines = [], []
         for r in lanes:
             b = where[r]
-            ray = {"origin": space[r][0], "dir": space[r][1], "extent": t_hit[r],
-                   "instance_mask": 0xFF}
+            ray = {
+                "origin": space[r][0],
+                "dir": space[r][1],
+                "extent": t_hit[r],
+                "instance_mask": 0xFF,
+            }
             n0, n1 = nodes[r]
             if mode == "bvh8":
-                instrs.append({"dual": 0, "ray": ray, "node_ptr": [n0, 0],
-                               "node": [scene.node(b, n0), [0] * 32], "pointer_flags": 0,
-                               "desc": desc})
+                instrs.append(
+                    {
+                        "dual": 0,
+                        "ray": ray,
+                        "node_ptr": [n0, 0],
+                        "node": [scene.node(b, n0), [0] * 32],
+                        "pointer_flags": 0,
+                        "desc": desc,
+                    }
+                )
                 lines.append(((b, scene.offset(n0)),))
             else:
                 ptrs, dws = [n0, _NULL_PTR], [scene.node(b, n0), _NULL_BOX]
@@ -168,8 +191,16 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                     ptrs[1], dws[1] = n1, scene.node(b, n1)
                     lane_lines.append((b, scene.offset(n1)))
                 lines.append(tuple(lane_lines))
-                instrs.append({"dual": 1, "ray": ray, "node_ptr": ptrs, "node": dws,
-                               "pointer_flags": 0, "desc": desc})
+                instrs.append(
+                    {
+                        "dual": 1,
+                        "ray": ray,
+                        "node_ptr": ptrs,
+                        "node": dws,
+                        "pointer_flags": 0,
+                        "desc": desc,
+                    }
+                )
         outs = intersect_wave(instrs)
         tr.active.append(len(lanes))
         tr.lines.append(lines)
@@ -203,11 +234,12 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                             tr.inst[r] = inst[r]
                     data = [INVALID_NODE] * 7 + [n0]
                     last_arg = 0xFFFFFFF8 | (dw[8] & 3)
-                else:       # instance
+                else:  # instance
                     c["instances"][r] += 1
                     if dw[7] & 0xFF != 0xFF:
-                        blas, _ = scene.top.instances[scene.bvhs[b].by_offset[
-                            scene.offset(n0)].index]
+                        blas, _ = scene.top.instances[
+                            scene.bvhs[b].by_offset[scene.offset(n0)].index
+                        ]
                         where[r] = scene.blas_index[id(blas)]
                         inst[r] = scene.bvhs[b].by_offset[scene.offset(n0)].index
                         space[r] = (list(out["origin"]), list(out["dir"]))
@@ -219,22 +251,27 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                         half.append([INVALID_NODE] * 4)
                         continue
                     if ptr & 7 == 5:
-                        c["box_tests"][r] += sum(1 for p in instr["node"][s][:4]
-                                                 if p != INVALID_NODE)
+                        c["box_tests"][r] += sum(
+                            1 for p in instr["node"][s][:4] if p != INVALID_NODE
+                        )
                         half.append(None)
                     else:
                         c["tri_tests"][r] += 1
                         t = _tri_t(dw[4 * s], dw[4 * s + 1])
-                        if np.isfinite(t) and t >= 0 and np.float32(t) < \
-                                np.uint32(t_hit[r]).view(np.float32):
+                        if (
+                            np.isfinite(t)
+                            and t >= 0
+                            and np.float32(t) < np.uint32(t_hit[r]).view(np.float32)
+                        ):
                             t_hit[r] = f32_bits(t)
                             tr.prim[r] = int(scene.leaf(b, ptr).prims[0])
                         half.append([INVALID_NODE] * 4)
                 if half[0] is None and half[1] is None:
                     data = dw[:8]
                 else:
-                    data = (dw[:4] if half[0] is None else half[0]) + \
-                        (dw[4:8] if half[1] is None else half[1])
+                    data = (dw[:4] if half[0] is None else half[0]) + (
+                        dw[4:8] if half[1] is None else half[1]
+                    )
                 if mode == "bvh4":
                     data = data[:4] + [INVALID_NODE] * 4
                 if mode == "bvh4x2":
@@ -243,12 +280,20 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
             if walk[r] is not None:
                 last_arg = walk[r]
             visited = nodes[r][0]
-            new_addr, dst = S.stack_op(op, addr[r], last_arg, data, lds, stack_size=stack_size,
-                                       prim_range=prim_range)
+            new_addr, dst = S.stack_op(
+                op, addr[r], last_arg, data, lds, stack_size=stack_size, prim_range=prim_range
+            )
             if stack_record is not None:
-                stack_record({"op": op, "stack_addr": addr[r], "last_node_ptr": last_arg,
-                              "data": list(data), "prim_range": int(prim_range)},
-                             (new_addr, dst))
+                stack_record(
+                    {
+                        "op": op,
+                        "stack_addr": addr[r],
+                        "last_node_ptr": last_arg,
+                        "data": list(data),
+                        "prim_range": int(prim_range),
+                    },
+                    (new_addr, dst),
+                )
             c["stack_ops"][r] += 1
             before, after = S.unpack_stack_addr(addr[r]), S.unpack_stack_addr(new_addr)
             if after["has_overflowed"] and not before["has_overflowed"]:
@@ -298,6 +343,7 @@ def _box8_count(dwords):
     k = _COUNT_CACHE.get(key)
     if k is None:
         from gpurtl.golden.ray_accel import box_node
+
         k = box_node.decode_box8(dwords)["count"]
         _COUNT_CACHE[key] = k
     return k

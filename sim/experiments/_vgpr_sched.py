@@ -40,7 +40,7 @@ class _Wave:
     def __init__(self, program, slot, start):
         self.program, self.slot, self.pc = program, slot, 0
         self.start = start
-        self.ready_at = start          # cycle at which the next instruction may issue
+        self.ready_at = start  # cycle at which the next instruction may issue
         self.steps_left = None
         self.ending = False
 
@@ -79,23 +79,33 @@ class Simd:
         successful command) after which the run is declared stuck and stops.
     """
 
-    def __init__(self, programs, slots, *, retry=8, stall_limit=600, lookups=True,
-                 block_size=16, reserve=0, max_blocks=8):
+    def __init__(
+        self,
+        programs,
+        slots,
+        *,
+        retry=8,
+        stall_limit=600,
+        lookups=True,
+        block_size=16,
+        reserve=0,
+        max_blocks=8,
+    ):
         self.queue = list(programs)
         self.total = len(self.queue)
         self.slots = slots
         self.retry, self.stall_limit, self.lookups = retry, stall_limit, lookups
         self.block_size, self.reserve, self.max_blocks = block_size, reserve, max_blocks
-        self.waves = {}                # slot -> _Wave
-        self.arrived = {}              # barrier name -> set of program names
-        self.done = set()              # names of ended programs
-        self.finished = []             # (cycle, program name)
-        self.work_done = 0             # ended programs that count as work
-        self.trace = []                # per cycle: (resident, issued, alloc_waiting)
+        self.waves = {}  # slot -> _Wave
+        self.arrived = {}  # barrier name -> set of program names
+        self.done = set()  # names of ended programs
+        self.finished = []  # (cycle, program name)
+        self.work_done = 0  # ended programs that count as work
+        self.trace = []  # per cycle: (resident, issued, alloc_waiting)
         self.alloc_fail = self.alloc_ok = 0
         self.issued = 0
         self.last_progress = 0
-        self.stuck = None              # description when the run stopped making progress
+        self.stuck = None  # description when the run stopped making progress
         self.finished_all = False
         self.lookup_errors = 0
         self._pending = None
@@ -133,7 +143,7 @@ class Simd:
                     wave.pc += 1
                     continue
                 return wave.ready_at <= cycle
-            else:                       # alloc
+            else:  # alloc
                 return wave.ready_at <= cycle
 
     def inputs(self, cycle):
@@ -156,7 +166,7 @@ class Simd:
             tx.update(op=OP.END, wave=ending.slot)
             self._pending = ("end", ending)
             if issue is not None and issue.action[0] == "alloc":
-                issue = None            # the command port is busy this cycle
+                issue = None  # the command port is busy this cycle
         elif issue is not None and issue.action[0] == "alloc":
             tx.update(op=OP.ALLOC, wave=issue.slot, count=issue.action[1])
             self._pending = ("alloc", issue)
@@ -166,9 +176,8 @@ class Simd:
             self._pending = ("launch", slot)
         self._issue = issue if issue is not None and issue.action[0] == "work" else None
         if self._issue is not None and self.lookups:
-            action = self._issue.action
             regs = self._issue.program.actions
-            held = [a[1] for a in regs[:self._issue.pc] if a[0] == "alloc"]
+            held = [a[1] for a in regs[: self._issue.pc] if a[0] == "alloc"]
             top = held[-1] if held else max(self._issue.program.launch_regs, 1)
             tx.update(lk_wave=self._issue.slot, lk_reg=(cycle * 7) % min(max(top, 1), 256))
         return tx
@@ -209,11 +218,11 @@ class Simd:
                 program = self.queue.pop(0)
                 self.waves[pending[1]] = _Wave(program, pending[1], cycle + 1)
                 progress = True
-        waiting = sum(1 for w in self.waves.values()
-                      if w.action is not None and w.action[0] == "alloc")
+        waiting = sum(
+            1 for w in self.waves.values() if w.action is not None and w.action[0] == "alloc"
+        )
         resident = sum(1 for u in out["units"] if u)
-        self.trace.append((resident, int(self._issue is not None), waiting,
-                           self.work_done))
+        self.trace.append((resident, int(self._issue is not None), waiting, self.work_done))
         if progress:
             self.last_progress = cycle
         if not self.queue and not self.waves:
@@ -224,9 +233,11 @@ class Simd:
     def _diagnose(self, out):
         alloc = [w for w in self.waves.values() if w.action and w.action[0] == "alloc"]
         other = [w for w in self.waves.values() if w not in alloc]
-        can = [w.slot for w in alloc
-               if grantable(out, w.slot, w.action[1], self.block_size, self.reserve,
-                            self.max_blocks)]
+        can = [
+            w.slot
+            for w in alloc
+            if grantable(out, w.slot, w.action[1], self.block_size, self.reserve, self.max_blocks)
+        ]
         return {
             "free_blocks": out["free"],
             "holder": out["holder"] if out.get("holder_valid") else None,

@@ -19,8 +19,17 @@ from gpurtl.sim.registry import Block
 NAME = "fp32-synth"
 DESCRIPTION = "FP32 units on ECP5-85k speed 8: LUT4, FF, DSP, Fmax at default stages"
 
-UNITS = ("fp32_add", "fp32_mul", "fp32_fma", "fp32_cmp", "fp32_minmax", "fp32_rcp", "fp32_div",
-         "fp32_f2i", "fp32_i2f")
+UNITS = (
+    "fp32_add",
+    "fp32_mul",
+    "fp32_fma",
+    "fp32_cmp",
+    "fp32_minmax",
+    "fp32_rcp",
+    "fp32_div",
+    "fp32_f2i",
+    "fp32_i2f",
+)
 
 __all__ = ["NAME", "DESCRIPTION", "InputRegistered", "measure", "run"]
 
@@ -30,8 +39,9 @@ class InputRegistered(wiring.Component):
 
     def __init__(self, unit, in_layout, out_layout):
         self._unit = unit
-        super().__init__({"i": In(stream.Signature(in_layout)),
-                          "o": Out(stream.Signature(out_layout))})
+        super().__init__(
+            {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout))}
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -48,12 +58,20 @@ class InputRegistered(wiring.Component):
 def measure(name, overrides=None, freq=150.0):
     """Synthesis result dictionary of one block (``ff`` without the input register)."""
     from gpurtl.sim.synth import synthesize
+
     block = registry.get(name)
     params = block.resolve(overrides or {})
     in_layout, _ = block.layouts(**params)
-    wrapped = Block(name=name, doc=block.doc, kind="pipeline",
-                    build=lambda **kw: InputRegistered(block.build(**kw), *block.layouts(**kw)),
-                    golden=None, layouts=block.layouts, stimulus=None, params=block.params)
+    wrapped = Block(
+        name=name,
+        doc=block.doc,
+        kind="pipeline",
+        build=lambda **kw: InputRegistered(block.build(**kw), *block.layouts(**kw)),
+        golden=None,
+        layouts=block.layouts,
+        stimulus=None,
+        params=block.params,
+    )
     result = synthesize(wrapped, params, freq=freq)
     result["ff_unit"] = result["ff"] - (data.Layout.cast(in_layout).size + 1)
     result["latency"] = params["stages"]
@@ -69,8 +87,13 @@ def run(out_dir, *, quick=False, progress=None):
             progress(index, len(names), name)
         r = measure(name)
         results.append(r)
-        rows.append((name, f"latency {r['latency']}, II 1, LUT4 {r['lut4']}, FF {r['ff_unit']}, "
-                           f"DSP {r['dsp']}, Fmax {r['fmax_mhz']} MHz"))
+        rows.append(
+            (
+                name,
+                f"latency {r['latency']}, II 1, LUT4 {r['lut4']}, FF {r['ff_unit']}, "
+                f"DSP {r['dsp']}, Fmax {r['fmax_mhz']} MHz",
+            )
+        )
     if progress:
         progress(len(names), len(names), "done")
     fields = ["block", "latency", "lut4", "ff_unit", "dsp", "fmax_mhz"]
@@ -78,11 +101,20 @@ def run(out_dir, *, quick=False, progress=None):
         writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(results)
-    lines = ["| unit | stages (latency) | II | LUT4 | FF | DSP | Fmax (MHz) |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['block']} | {r['latency']} | 1 | {r['lut4']} | {r['ff_unit']} | {r['dsp']} | "
-              f"{r['fmax_mhz']} |" for r in results]
-    (out_dir / "summary.md").write_text("# FP32 units on ECP5-85k, speed 8\n\n" +
-                                        "\n".join(lines) + "\n")
-    return {"title": "FP32 units on ECP5-85k (speed 8), default stages", "rows": rows,
-            "files": ["fp32_synth.csv", "summary.md"]}
+    lines = [
+        "| unit | stages (latency) | II | LUT4 | FF | DSP | Fmax (MHz) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['block']} | {r['latency']} | 1 | {r['lut4']} | {r['ff_unit']} | {r['dsp']} | "
+        f"{r['fmax_mhz']} |"
+        for r in results
+    ]
+    (out_dir / "summary.md").write_text(
+        "# FP32 units on ECP5-85k, speed 8\n\n" + "\n".join(lines) + "\n"
+    )
+    return {
+        "title": "FP32 units on ECP5-85k (speed 8), default stages",
+        "rows": rows,
+        "files": ["fp32_synth.csv", "summary.md"],
+    }

@@ -50,6 +50,7 @@ def make_rays(mesh, n, seed):
 def scenes(quick, out_dir):
     """``[(name, mesh or instance list)]``."""
     from gpurtl.golden.bvh import mesh as M
+
     path = os.environ.get("GPURTL_OBB_MESH")
     if path:
         real = M.load_mesh(path)
@@ -57,32 +58,47 @@ def scenes(quick, out_dir):
     else:
         real, real_name = M.bunny(), "bunny (PLY)"
     if quick:
-        return [("rods", M.rods(12, seed=1)), ("chandelier", M.chandelier(arms=4, links=4)),
-                (real_name, real)]
+        return [
+            ("rods", M.rods(12, seed=1)),
+            ("chandelier", M.chandelier(arms=4, links=4)),
+            (real_name, real),
+        ]
     knot = M.knot_mesh(segments=240, sides=10)
     obj = out_dir / "knot.obj"
     M.save_obj(knot, obj)
     rods = M.rods(200, seed=1)
     chandelier = M.chandelier()
-    out = [("rods", rods), ("chains", M.chains(16, seed=2)), ("chandelier", chandelier),
-           (real_name, real), ("knot (OBJ)", M.load_mesh(obj))]   # through the OBJ loader
+    out = [
+        ("rods", rods),
+        ("chains", M.chains(16, seed=2)),
+        ("chandelier", chandelier),
+        (real_name, real),
+        ("knot (OBJ)", M.load_mesh(obj)),
+    ]  # through the OBJ loader
     xf = []
     for k in range(6):
         rot = M.rotation_matrix((np.cos(k), np.sin(k), 0.5), 0.4 * k)
         xf.append(np.hstack([rot, np.array([[12.0 * (k % 3)], [12.0 * (k // 3)], [0.0]])]))
-    out.append(("instanced", [(chandelier, xf[k]) if k % 2 == 0 else (rods, xf[k])
-                              for k in range(6)]))
+    out.append(
+        ("instanced", [(chandelier, xf[k]) if k % 2 == 0 else (rods, xf[k]) for k in range(6)])
+    )
     return out
 
 
 def _configs():
     from gpurtl.golden.bvh.builder import OBB_THRESHOLD
-    return [("bvh8", 8, None), ("bvh8+obb", 8, OBB_THRESHOLD), ("bvh8+obb(1.0)", 8, 1.0),
-            ("bvh4", 4, None)]
+
+    return [
+        ("bvh8", 8, None),
+        ("bvh8+obb", 8, OBB_THRESHOLD),
+        ("bvh8+obb(1.0)", 8, 1.0),
+        ("bvh4", 4, None),
+    ]
 
 
 def _build(scene, width, threshold):
     from gpurtl.golden.bvh import builder as B
+
     if isinstance(scene, list):
         blas = {}
         inst = []
@@ -97,6 +113,7 @@ def _build(scene, width, threshold):
 
 def _world_mesh(scene):
     from gpurtl.golden.bvh import mesh as M
+
     if isinstance(scene, list):
         return M.merge([mesh.transformed(m) for mesh, m in scene])
     return scene
@@ -107,6 +124,7 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
     ``backend``; at most ``limit`` transactions per block (evenly spaced). Returns
     ``{block: (passed, failed, recorded)}``."""
     from gpurtl.sim import lockstep, registry
+
     result = {}
     for block_name, txs in records.items():
         if not txs:
@@ -126,37 +144,53 @@ def _plot(path, scene_names, results, n_rays):
     """Axis-aligned BVH8 against BVH8 with OBBs (the comparison the README reports): triangle
     tests, child boxes hit and child-box tests per ray, with the change labelled on each pair."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     pairs = (("bvh8", "axis-aligned BVH8"), ("bvh8+obb", "BVH8 with OBBs (1.12 rule)"))
-    metrics = (("tri_tests", "triangle tests per ray"), ("box_hits", "child boxes hit per ray"),
-               ("box_tests", "child-box tests per ray"))
+    metrics = (
+        ("tri_tests", "triangle tests per ray"),
+        ("box_hits", "child boxes hit per ray"),
+        ("box_tests", "child-box tests per ray"),
+    )
     fig, axes = plt.subplots(1, 3, figsize=(16, 5))
     x = np.arange(len(scene_names))
     width = 0.4
     changes = {}
     for ax, (metric, label) in zip(axes, metrics):
-        values = {cfg: np.array([results.get((s, cfg), {}).get(metric, np.nan)
-                                 for s in scene_names]) for cfg, _ in pairs}
+        values = {
+            cfg: np.array([results.get((s, cfg), {}).get(metric, np.nan) for s in scene_names])
+            for cfg, _ in pairs
+        }
         for k, (cfg, cfg_label) in enumerate(pairs):
             ax.bar(x + (k - 0.5) * width, values[cfg], width, label=cfg_label)
         change = 100 * (values["bvh8+obb"] / values["bvh8"] - 1)
         changes[metric] = change
         for xi, top, pct in zip(x, np.fmax(values["bvh8"], values["bvh8+obb"]), change):
             if np.isfinite(pct):
-                ax.annotate(f"{pct:+.0f}%", (xi, top), xytext=(0, 3), textcoords="offset points",
-                            ha="center", fontsize=8)
+                ax.annotate(
+                    f"{pct:+.0f}%",
+                    (xi, top),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=8,
+                )
         ax.set_xticks(x)
         ax.set_xticklabels(scene_names, rotation=20, ha="right")
         ax.set_ylabel(f"{label} (mean of {n_rays} rays)")
         ax.set_title(label, fontsize=10)
         ax.margins(y=0.12)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=9,
-               frameon=False)
+    fig.legend(
+        *axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=9, frameon=False
+    )
     tri = changes["tri_tests"][np.isfinite(changes["tri_tests"])]
-    fig.suptitle(f"OBB nodes vs axis-aligned boxes (closest hit): {-tri.max():.0f} to "
-                 f"{-tri.min():.0f}% fewer triangle tests per scene, box tests hardly change",
-                 fontsize=11)
+    fig.suptitle(
+        f"OBB nodes vs axis-aligned boxes (closest hit): {-tri.max():.0f} to "
+        f"{-tri.min():.0f}% fewer triangle tests per scene, box tests hardly change",
+        fontsize=11,
+    )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -192,20 +226,35 @@ def run(out_dir, *, quick=False, progress=None):
             def record(kind, node, ray):
                 if kind == "box" and node.obb != 0x7F:
                     records["obb_transform"].append(
-                        {"index": node.obb, "origin": ray["origin"], "dir": ray["dir"]})
+                        {"index": node.obb, "origin": ray["origin"], "dir": ray["dir"]}
+                    )
                 elif kind == "instance":
                     records["instance_transform"].append(
-                        {"node": list(node.dwords), "ray": ray, "pointer_flags": 0,
-                         "pointer_flags_en": 1})
+                        {
+                            "node": list(node.dwords),
+                            "ray": ray,
+                            "pointer_flags": 0,
+                            "pointer_flags_en": 1,
+                        }
+                    )
+
             # every ray of the OBB configuration: its transforms are replayed on the RTL below
             counts = T.traverse(bvh, origins, dirs, on_node=record if traced else None)
             mean = counts.mean()
             stats = bvh.stats()
             mean["tree_obb"], mean["tree_boxes"] = stats["obb_nodes"], stats["box_nodes"]
             results[(scene_name, cfg_name)] = mean
-            rows_csv.append({"scene": scene_name, "config": cfg_name, "rays": n_rays,
-                             "triangles": len(world), **stats, **counts.mean(),
-                             "hits": int(np.isfinite(counts.t).sum())})
+            rows_csv.append(
+                {
+                    "scene": scene_name,
+                    "config": cfg_name,
+                    "rays": n_rays,
+                    "triangles": len(world),
+                    **stats,
+                    **counts.mean(),
+                    "hits": int(np.isfinite(counts.t).sum()),
+                }
+            )
             if traced:
                 # the bit-exact instruction model on a sample
                 exact = T.traverse(bvh, origins[:n_sample], dirs[:n_sample], model="exact")
@@ -240,35 +289,57 @@ def run(out_dir, *, quick=False, progress=None):
     files.append(str(plot))
 
     rows = []
-    lines = ["# OBB experiment", "", f"{n_rays} rays per scene; closest hit; counts are means per "
-             "ray. box tests = valid child boxes of the visited box nodes; box hits = those that "
-             "passed; obb nodes = visited box nodes with a rotation.", "",
-             "| scene | config | box nodes | box tests | box hits | obb nodes | leaves | tri tests |"
-             " OBB nodes in tree |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# OBB experiment",
+        "",
+        f"{n_rays} rays per scene; closest hit; counts are means per "
+        "ray. box tests = valid child boxes of the visited box nodes; box hits = those that "
+        "passed; obb nodes = visited box nodes with a rotation.",
+        "",
+        "| scene | config | box nodes | box tests | box hits | obb nodes | leaves | tri tests |"
+        " OBB nodes in tree |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for (scene_name, cfg), m in results.items():
-        lines.append(f"| {scene_name} | {cfg} | {m['box_nodes']:.2f} | {m['box_tests']:.2f} | "
-                     f"{m['box_hits']:.2f} | {m['obb_nodes']:.2f} | {m['leaves']:.2f} | "
-                     f"{m['tri_tests']:.2f} | {m['tree_obb']}/{m['tree_boxes']} |")
+        lines.append(
+            f"| {scene_name} | {cfg} | {m['box_nodes']:.2f} | {m['box_tests']:.2f} | "
+            f"{m['box_hits']:.2f} | {m['obb_nodes']:.2f} | {m['leaves']:.2f} | "
+            f"{m['tri_tests']:.2f} | {m['tree_obb']}/{m['tree_boxes']} |"
+        )
     for scene_name in scene_names:
         base, with_obb = results.get((scene_name, "bvh8")), results.get((scene_name, "bvh8+obb"))
         if base and with_obb:
             for metric in ("box_tests", "box_hits", "box_nodes", "leaves", "tri_tests"):
                 red = 1 - with_obb[metric] / base[metric] if base[metric] else 0.0
-                rows.append((f"{scene_name}: {metric}/ray bvh8 -> bvh8+obb",
-                             f"{base[metric]:.2f} -> {with_obb[metric]:.2f} ({100 * red:+.1f}% saved)"))
+                rows.append(
+                    (
+                        f"{scene_name}: {metric}/ray bvh8 -> bvh8+obb",
+                        f"{base[metric]:.2f} -> {with_obb[metric]:.2f} ({100 * red:+.1f}% saved)",
+                    )
+                )
     rows.append(("exact vs fast model agreement (sample rays)", f"{agree}/{total_sample}"))
     for name, (passed, failed, recorded) in rtl.items():
-        what = (f"all {recorded} operations of all rays, fast backend" if passed + failed ==
-                recorded and backend == "fast" else
-                f"{passed + failed} of {recorded} operations, {backend}")
+        what = (
+            f"all {recorded} operations of all rays, fast backend"
+            if passed + failed == recorded and backend == "fast"
+            else f"{passed + failed} of {recorded} operations, {backend}"
+        )
         rows.append((f"RTL {name} replay ({what}) vs golden", f"{passed} passed, {failed} failed"))
-    rows.append(("run time (s), of which RTL replay", f"{time.monotonic() - started:.1f}, "
-                 f"{replay_time:.1f}"))
+    rows.append(
+        (
+            "run time (s), of which RTL replay",
+            f"{time.monotonic() - started:.1f}, {replay_time:.1f}",
+        )
+    )
     lines += ["", "| metric | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
     files.append(str(summary))
-    return {"title": "OBB nodes: box tests and nodes visited per ray", "rows": rows,
-            "files": files, "results": {f"{s}|{c}": m for (s, c), m in results.items()},
-            "agree": (agree, total_sample),
-            "rtl": {name: (passed, failed) for name, (passed, failed, _) in rtl.items()}}
+    return {
+        "title": "OBB nodes: box tests and nodes visited per ray",
+        "rows": rows,
+        "files": files,
+        "results": {f"{s}|{c}": m for (s, c), m in results.items()},
+        "agree": (agree, total_sample),
+        "rtl": {name: (passed, failed) for name, (passed, failed, _) in rtl.items()},
+    }

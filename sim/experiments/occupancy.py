@@ -20,10 +20,12 @@ from gpurtl.golden.vgpr_alloc import occupancy as occ
 from ._vgpr_sched import Program, Simd, run_rtl
 
 NAME = "occupancy"
-DESCRIPTION = ("ray-tracing-like waves under RDNA static, RDNA 4 dynamic (16/32 blocks) and Xe3 "
-               "register allocation: residency and throughput; occupancy vs registers table")
+DESCRIPTION = (
+    "ray-tracing-like waves under RDNA static, RDNA 4 dynamic (16/32 blocks) and Xe3 "
+    "register allocation: residency and throughput; occupancy vs registers table"
+)
 
-LOW, HIGH = 64, 128                 # registers of the traversal and shading phases
+LOW, HIGH = 64, 128  # registers of the traversal and shading phases
 TRAV_STEPS, TRAV_LAT = 24, 50
 SHADE_STEPS, SHADE_LAT = 6, 20
 
@@ -37,9 +39,8 @@ def _programs(kind, count):
             progs.append(Program(f"r{n}", [("alloc", LOW), trav, ("alloc", HIGH), shade]))
         elif kind == "split":
             shader = Program(f"s{n}", [shade], launch_regs=HIGH)
-            progs.append(Program(f"r{n}", [trav, ("spawn", shader)], launch_regs=LOW,
-                                 counts=False))
-        else:                        # static for the wave's lifetime: the larger of the two
+            progs.append(Program(f"r{n}", [trav, ("spawn", shader)], launch_regs=LOW, counts=False))
+        else:  # static for the wave's lifetime: the larger of the two
             progs.append(Program(f"r{n}", [trav, shade], launch_regs=max(LOW, HIGH)))
     return progs
 
@@ -56,8 +57,9 @@ CONFIGS = [
 
 def simulate(config, count):
     label, block, params, kind, slots, bsize, reserve = config
-    simd = Simd(_programs(kind, count), slots, retry=8, stall_limit=2000, block_size=bsize,
-                reserve=reserve)
+    simd = Simd(
+        _programs(kind, count), slots, retry=8, stall_limit=2000, block_size=bsize, reserve=reserve
+    )
     cycles = run_rtl(block, params, simd, 400_000)
     return simd, cycles
 
@@ -65,22 +67,26 @@ def simulate(config, count):
 def occupancy_rows(counts):
     rows = []
     for n in counts:
-        rows.append({
-            "registers": n,
-            "rdna4_static_1536": occ.rdna_static_waves(n),
-            "rdna4_static_1024": occ.rdna_static_waves(n, 1024),
-            "rdna4_dynamic_b16": occ.rdna_dynamic_waves(n, 16) if n <= 128 else 0,
-            "rdna4_dynamic_b32": occ.rdna_dynamic_waves(n, 32),
-            "xe3": occ.xe3_threads(n),
-            "xe2_fixed": occ.xe_fixed_threads(n, "grf128") or occ.xe_fixed_threads(n, "grf256"),
-        })
+        rows.append(
+            {
+                "registers": n,
+                "rdna4_static_1536": occ.rdna_static_waves(n),
+                "rdna4_static_1024": occ.rdna_static_waves(n, 1024),
+                "rdna4_dynamic_b16": occ.rdna_dynamic_waves(n, 16) if n <= 128 else 0,
+                "rdna4_dynamic_b32": occ.rdna_dynamic_waves(n, 32),
+                "xe3": occ.xe3_threads(n),
+                "xe2_fixed": occ.xe_fixed_threads(n, "grf128") or occ.xe_fixed_threads(n, "grf256"),
+            }
+        )
     return rows
 
 
 def _plots(out_dir, results, table):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     files = []
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
     window = 200
@@ -90,18 +96,24 @@ def _plots(out_dir, results, table):
         base = base or rate
         t = range(len(simd.trace))
         res = [x[0] for x in simd.trace]
-        smooth = [sum(res[max(0, i - window):i + 1]) / (i + 1 - max(0, i - window))
-                  for i in range(len(res))]
+        smooth = [
+            sum(res[max(0, i - window) : i + 1]) / (i + 1 - max(0, i - window))
+            for i in range(len(res))
+        ]
         # the legend carries each configuration's throughput, the number the README compares
         ax1.plot(t, smooth, label=f"{label}: {rate:.2f} rays / 1000 cycles ({rate / base:.2f}x)")
         ax2.plot(t, [x[3] for x in simd.trace])
     ax1.set_ylabel(f"resident waves / threads\n({window}-cycle mean)")
     ax2.set_ylabel("wave programs finished")
     ax2.set_xlabel("time (cycles)")
-    ax1.set_title(f"Residency and work: traversal {LOW} registers x {TRAV_STEPS} steps, shading "
-                  f"{HIGH} registers x {SHADE_STEPS} steps", fontsize=10)
-    fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8,
-               frameon=False)
+    ax1.set_title(
+        f"Residency and work: traversal {LOW} registers x {TRAV_STEPS} steps, shading "
+        f"{HIGH} registers x {SHADE_STEPS} steps",
+        fontsize=10,
+    )
+    fig.legend(
+        *ax1.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8, frameon=False
+    )
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     path = out_dir / "residency_and_work.png"
     fig.savefig(path, dpi=90)
@@ -109,19 +121,21 @@ def _plots(out_dir, results, table):
     files.append(path)
     fig, ax = plt.subplots(figsize=(9, 4.8))
     xs = [r["registers"] for r in table]
-    for key, label in [("rdna4_static_1536", "RDNA 4 static (1536 VGPRs per SIMD)"),
-                       ("rdna4_dynamic_b16", "RDNA 4 dynamic, 16-VGPR blocks (every wave at n)"),
-                       ("rdna4_dynamic_b32", "RDNA 4 dynamic, 32-VGPR blocks (every wave at n)"),
-                       ("xe3", "Xe3 threads per XVE"),
-                       ("xe2_fixed", "Xe2 fixed GRF modes (128 GRFs x 8 or 256 x 4 threads)")]:
-        ys = [r[key] if r[key] else float("nan") for r in table]   # 0 = not possible
+    for key, label in [
+        ("rdna4_static_1536", "RDNA 4 static (1536 VGPRs per SIMD)"),
+        ("rdna4_dynamic_b16", "RDNA 4 dynamic, 16-VGPR blocks (every wave at n)"),
+        ("rdna4_dynamic_b32", "RDNA 4 dynamic, 32-VGPR blocks (every wave at n)"),
+        ("xe3", "Xe3 threads per XVE"),
+        ("xe2_fixed", "Xe2 fixed GRF modes (128 GRFs x 8 or 256 x 4 threads)"),
+    ]:
+        ys = [r[key] if r[key] else float("nan") for r in table]  # 0 = not possible
         ax.step(xs, ys, where="post", label=label)
     ax.set_xlabel("registers per wave / thread (VGPRs or GRFs)")
     ax.set_ylabel("resident waves per SIMD /\nthreads per XVE")
-    ax.set_title("Occupancy versus register count (16-VGPR blocks stop at 128 VGPRs)",
-                 fontsize=10)
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8,
-               frameon=False)
+    ax.set_title("Occupancy versus register count (16-VGPR blocks stop at 128 VGPRs)", fontsize=10)
+    fig.legend(
+        *ax.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8, frameon=False
+    )
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     path = out_dir / "occupancy_vs_registers.png"
     fig.savefig(path, dpi=90)
@@ -145,36 +159,54 @@ def run(out_dir, *, quick=False, progress=None):
         util = simd.issued / n
         state = "finished" if simd.finished_all else f"STUCK {simd.stuck}"
         thr = 1000 * simd.work_done / cycles
-        csv_rows.append({"config": label, "cycles": cycles, "rays": simd.work_done,
-                         "work_per_kcycle": round(thr, 2), "mean_resident": round(resident, 2),
-                         "issue_utilization": round(util, 3),
-                         "alloc_failures": simd.alloc_fail, "state": state,
-                         "lookup_errors": simd.lookup_errors})
+        csv_rows.append(
+            {
+                "config": label,
+                "cycles": cycles,
+                "rays": simd.work_done,
+                "work_per_kcycle": round(thr, 2),
+                "mean_resident": round(resident, 2),
+                "issue_utilization": round(util, 3),
+                "alloc_failures": simd.alloc_fail,
+                "state": state,
+                "lookup_errors": simd.lookup_errors,
+            }
+        )
         rows.append((f"{label}: rays (wave programs) per 1000 cycles", round(thr, 2)))
-        rows.append((f"{label}: mean resident waves, issue utilization",
-                     f"{resident:.2f}, {util:.1%}"))
+        rows.append(
+            (f"{label}: mean resident waves, issue utilization", f"{resident:.2f}, {util:.1%}")
+        )
         if simd.alloc_fail:
             rows.append((f"{label}: failed s_alloc_vgpr attempts", simd.alloc_fail))
         if not simd.finished_all:
             rows.append((f"{label}: state", state))
     base = csv_rows[0]["work_per_kcycle"]
     for r in csv_rows[1:]:
-        rows.append((f"speed-up over RDNA static: {r['config']}",
-                     f"{r['work_per_kcycle'] / base:.2f}x"))
+        rows.append(
+            (f"speed-up over RDNA static: {r['config']}", f"{r['work_per_kcycle'] / base:.2f}x")
+        )
     table = occupancy_rows(range(1, 257))
     show = [32, 64, 96, 97, 112, 128, 129, 160, 192, 193, 256]
-    md_table = ["| registers | RDNA 4 static 1536 | RDNA 4 dyn B16 | RDNA 4 dyn B32 | Xe3 | "
-                "Xe2 fixed |", "|---|---|---|---|---|---|"]
+    md_table = [
+        "| registers | RDNA 4 static 1536 | RDNA 4 dyn B16 | RDNA 4 dyn B32 | Xe3 | Xe2 fixed |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in table:
         if r["registers"] in show:
-            md_table.append(f"| {r['registers']} | {r['rdna4_static_1536']} | "
-                            f"{r['rdna4_dynamic_b16'] or '-'} | {r['rdna4_dynamic_b32']} | "
-                            f"{r['xe3']} | {r['xe2_fixed']} |")
+            md_table.append(
+                f"| {r['registers']} | {r['rdna4_static_1536']} | "
+                f"{r['rdna4_dynamic_b16'] or '-'} | {r['rdna4_dynamic_b32']} | "
+                f"{r['xe3']} | {r['xe2_fixed']} |"
+            )
     for n in (64, 96, 128, 192, 256):
         r = table[n - 1]
-        rows.append((f"occupancy at {n} registers: RDNA4 static / dyn16 / dyn32 / Xe3",
-                     f"{r['rdna4_static_1536']} / {r['rdna4_dynamic_b16'] or '-'} / "
-                     f"{r['rdna4_dynamic_b32']} / {r['xe3']}"))
+        rows.append(
+            (
+                f"occupancy at {n} registers: RDNA4 static / dyn16 / dyn32 / Xe3",
+                f"{r['rdna4_static_1536']} / {r['rdna4_dynamic_b16'] or '-'} / "
+                f"{r['rdna4_dynamic_b32']} / {r['xe3']}",
+            )
+        )
     files = _plots(out_dir, results, table)
     for name, data in (("runs.csv", csv_rows), ("occupancy_table.csv", table)):
         path = out_dir / name
@@ -184,14 +216,23 @@ def run(out_dir, *, quick=False, progress=None):
             writer.writerows(data)
         files.append(path)
     title = "Occupancy under static, dynamic (RDNA 4) and Xe3 block register allocation"
-    md = [f"# {title}", "",
-          f"Workload: {count} wave programs; traversal {LOW} registers, {TRAV_STEPS} steps of "
-          f"1 issue + {TRAV_LAT} cycles; shading {HIGH} registers, {SHADE_STEPS} steps of 1 issue "
-          f"+ {SHADE_LAT} cycles; one instruction per cycle, s_alloc_vgpr retried every 8 cycles.",
-          "", "| metric | value |", "|---|---|"]
+    md = [
+        f"# {title}",
+        "",
+        f"Workload: {count} wave programs; traversal {LOW} registers, {TRAV_STEPS} steps of "
+        f"1 issue + {TRAV_LAT} cycles; shading {HIGH} registers, {SHADE_STEPS} steps of 1 issue "
+        f"+ {SHADE_LAT} cycles; one instruction per cycle, s_alloc_vgpr retried every 8 cycles.",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
     md += [f"| {m} | {v} |" for m, v in rows]
-    md += ["", "Occupancy (resident waves/threads when every wave holds n registers; dynamic "
-           "counts include the deadlock reserve of 7 blocks):", ""] + md_table
+    md += [
+        "",
+        "Occupancy (resident waves/threads when every wave holds n registers; dynamic "
+        "counts include the deadlock reserve of 7 blocks):",
+        "",
+    ] + md_table
     (out_dir / "summary.md").write_text("\n".join(md) + "\n")
     files.append(out_dir / "summary.md")
     return {"title": title, "rows": rows, "files": [str(f) for f in files]}

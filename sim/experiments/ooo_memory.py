@@ -23,14 +23,24 @@ from .. import layouts
 from ..pysim import port_map
 
 NAME = "ooo-memory"
-DESCRIPTION = "RDNA 3 in-order vs RDNA 4 out-of-order memory returns: wave X accesses per wave Y access"
+DESCRIPTION = (
+    "RDNA 3 in-order vs RDNA 4 out-of-order memory returns: wave X accesses per wave Y access"
+)
 
 #: The two designs compared: (label, generation, queue order, wait instruction word).
 DESIGNS = (
-    ("RDNA 3 (gfx11, shared in-order queue)", "gfx11", "inorder",
-     profile("gfx11").wait("s_waitcnt").encode(vm=0)),
-    ("RDNA 4 (gfx12, out-of-order queues)", "gfx12", "ooo",
-     profile("gfx12").wait("s_wait_loadcnt").encode(load=0)),
+    (
+        "RDNA 3 (gfx11, shared in-order queue)",
+        "gfx11",
+        "inorder",
+        profile("gfx11").wait("s_waitcnt").encode(vm=0),
+    ),
+    (
+        "RDNA 4 (gfx12, out-of-order queues)",
+        "gfx12",
+        "ooo",
+        profile("gfx12").wait("s_wait_loadcnt").encode(load=0),
+    ),
 )
 
 
@@ -39,9 +49,9 @@ class Wave:
 
     def __init__(self, index, loads, hit):
         self.index, self.loads, self.hit = index, loads, hit
-        self.issued = 0          # loads issued in the current round
-        self.waiting = False     # wait issued, not yet satisfied
-        self.completed = 0       # accesses whose wait has completed
+        self.issued = 0  # loads issued in the current round
+        self.waiting = False  # wait issued, not yet satisfied
+        self.completed = 0  # accesses whose wait has completed
 
     def wants_load(self):
         return not self.waiting and self.issued < self.loads
@@ -50,12 +60,28 @@ class Wave:
         return not self.waiting and self.issued == self.loads
 
 
-def run_design(generation, queue, wait_word, unroll, *, y_accesses, hit_latency, miss_latency,
-               check_golden=True):
+def run_design(
+    generation,
+    queue,
+    wait_word,
+    unroll,
+    *,
+    y_accesses,
+    hit_latency,
+    miss_latency,
+    check_golden=True,
+):
     """Run one design; returns ``(x_accesses, y_accesses, cycles)`` counted between wave Y's first
     and last completed access."""
-    params = dict(generation=generation, waves=2, full_policy="stall", queue=queue,
-                  queue_depth=16, hit_latency=hit_latency, miss_latency=miss_latency)
+    params = dict(
+        generation=generation,
+        waves=2,
+        full_policy="stall",
+        queue=queue,
+        queue_depth=16,
+        hit_latency=hit_latency,
+        miss_latency=miss_latency,
+    )
     dut = WaitcntMemory(**params)
     golden = WaitcntMemoryModel(**params) if check_golden else None
     in_layout, out_layout = memory_layouts(generation, 2)
@@ -72,8 +98,12 @@ def run_design(generation, queue, wait_word, unroll, *, y_accesses, hit_latency,
             issue = {"valid": 0, "wave": 0, "cls": int(InstClass.VMEM_LOAD.value), "hit": 0}
             loader = next((w for w in order if w.wants_load()), None)
             if loader is not None:
-                issue = {"valid": 1, "wave": loader.index, "cls": int(InstClass.VMEM_LOAD.value),
-                         "hit": loader.hit}
+                issue = {
+                    "valid": 1,
+                    "wave": loader.index,
+                    "cls": int(InstClass.VMEM_LOAD.value),
+                    "hit": loader.hit,
+                }
             wait = {"valid": 0, "wave": 0, "word": 0}
             waiter = next((w for w in order if w.wants_wait()), None)
             if waiter is not None:
@@ -86,8 +116,10 @@ def run_design(generation, queue, wait_word, unroll, *, y_accesses, hit_latency,
                 difference = layouts.diff(out_layout, expected, got)
                 if difference is not None:
                     leaf, e, g = difference
-                    raise AssertionError(f"cycle {cycle}: RTL and golden model differ in "
-                                         f"`{leaf.path}`: expected {e}, got {g}")
+                    raise AssertionError(
+                        f"cycle {cycle}: RTL and golden model differ in "
+                        f"`{leaf.path}`: expected {e}, got {g}"
+                    )
             out = layouts.unpack(out_layout, got)
             stall = out["stall"]
             # A wave whose wait was issued in an earlier cycle and no longer stalls is done.
@@ -117,21 +149,37 @@ def run_design(generation, queue, wait_word, unroll, *, y_accesses, hit_latency,
 
 def _plot(path, rows, unrolls, hit_latency, miss_latency):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     figure, axes = plt.subplots(figsize=(6.5, 4.5))
     # drawn first, wide and pale, so that the RDNA 3 points on it stay visible
-    axes.plot(unrolls, unrolls, color="grey", lw=7, alpha=0.3, zorder=1,
-              label="ratio = U (wave X held back by wave Y)")
+    axes.plot(
+        unrolls,
+        unrolls,
+        color="grey",
+        lw=7,
+        alpha=0.3,
+        zorder=1,
+        label="ratio = U (wave X held back by wave Y)",
+    )
     for label, _, queue, _ in DESIGNS:
         series = [r for r in rows if r["queue"] == queue]
-        axes.plot([r["U"] for r in series], [r["ratio"] for r in series], marker="o",
-                  label=label, zorder=2)
+        axes.plot(
+            [r["U"] for r in series],
+            [r["ratio"] for r in series],
+            marker="o",
+            label=label,
+            zorder=2,
+        )
     axes.set_xlabel("U: independent loads per wave X iteration (count)")
     axes.set_ylabel("wave X accesses per wave Y access (ratio)")
-    axes.set_title(f"In-order returns tie wave X to wave Y, out-of-order returns do not\n"
-                   f"(waitcnt_mem RTL, hit {hit_latency} / miss {miss_latency} cycles)",
-                   fontsize=10)
+    axes.set_title(
+        f"In-order returns tie wave X to wave Y, out-of-order returns do not\n"
+        f"(waitcnt_mem RTL, hit {hit_latency} / miss {miss_latency} cycles)",
+        fontsize=10,
+    )
     axes.legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -152,11 +200,26 @@ def run(out_dir, *, quick=False, progress=None):
         for unroll in unrolls:
             if progress:
                 progress(done, total, f"{queue} U={unroll}")
-            x_acc, y_acc, cycles = run_design(generation, queue, word, unroll,
-                                              y_accesses=y_accesses, hit_latency=hit_latency,
-                                              miss_latency=miss_latency)
-            rows.append({"design": label, "queue": queue, "U": unroll, "x_accesses": x_acc,
-                         "y_accesses": y_acc, "ratio": x_acc / y_acc, "cycles": cycles})
+            x_acc, y_acc, cycles = run_design(
+                generation,
+                queue,
+                word,
+                unroll,
+                y_accesses=y_accesses,
+                hit_latency=hit_latency,
+                miss_latency=miss_latency,
+            )
+            rows.append(
+                {
+                    "design": label,
+                    "queue": queue,
+                    "U": unroll,
+                    "x_accesses": x_acc,
+                    "y_accesses": y_acc,
+                    "ratio": x_acc / y_acc,
+                    "cycles": cycles,
+                }
+            )
             done += 1
     if progress:
         progress(total, total, "done")
@@ -167,18 +230,28 @@ def run(out_dir, *, quick=False, progress=None):
         writer.writerows(rows)
     files = [str(out_dir / "ooo_memory.csv")]
     files.append(_plot(out_dir / "ooo_memory.png", rows, unrolls, hit_latency, miss_latency))
-    lines = ["| design | U | X accesses | Y accesses | X per Y | cycles |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['design']} | {r['U']} | {r['x_accesses']} | {r['y_accesses']} | "
-              f"{r['ratio']:.2f} | {r['cycles']} |" for r in rows]
+    lines = [
+        "| design | U | X accesses | Y accesses | X per Y | cycles |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['design']} | {r['U']} | {r['x_accesses']} | {r['y_accesses']} | "
+        f"{r['ratio']:.2f} | {r['cycles']} |"
+        for r in rows
+    ]
     (out_dir / "summary.md").write_text("\n".join(lines) + "\n")
     files.append(str(out_dir / "summary.md"))
     summary_rows = []
     for label, _, queue, _ in DESIGNS:
         ratios = ", ".join(f"U={r['U']}: {r['ratio']:.2f}" for r in rows if r["queue"] == queue)
         summary_rows.append((f"{label} X/Y", ratios))
-    return {"title": f"wave X accesses per wave Y access (hit {hit_latency}, miss "
-                     f"{miss_latency} cycles, {y_accesses} Y accesses)",
-            "rows": summary_rows, "files": files, "data": rows}
+    return {
+        "title": f"wave X accesses per wave Y access (hit {hit_latency}, miss "
+        f"{miss_latency} cycles, {y_accesses} Y accesses)",
+        "rows": summary_rows,
+        "files": files,
+        "data": rows,
+    }
 
 
 #: Parameters of one sweep point (:func:`measure`): name -> (default, meaning).
@@ -205,20 +278,29 @@ def measure(**params):
     against the golden model every cycle) for one design and one set of latencies."""
     unknown = set(params) - set(PARAMS)
     if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(sorted(unknown))}; expected "
-                         f"{', '.join(PARAMS)}")
+        raise ValueError(
+            f"unknown parameter(s) {', '.join(sorted(unknown))}; expected {', '.join(PARAMS)}"
+        )
     values = {name: params.get(name, default) for name, (default, _) in PARAMS.items()}
     designs = {queue: (generation, word) for _, generation, queue, word in DESIGNS}
     if values["queue"] not in designs:
         raise ValueError(f"`queue` must be one of {', '.join(designs)}, not {values['queue']!r}")
     for name in ("unroll", "hit_latency", "miss_latency", "y_accesses"):
-        if not isinstance(values[name], int) or isinstance(values[name], bool) \
-                or values[name] < 1:
+        if not isinstance(values[name], int) or isinstance(values[name], bool) or values[name] < 1:
             raise ValueError(f"`{name}` must be a positive integer, not {values[name]!r}")
     generation, word = designs[values["queue"]]
-    x_acc, y_acc, cycles = run_design(generation, values["queue"], word, values["unroll"],
-                                      y_accesses=values["y_accesses"],
-                                      hit_latency=values["hit_latency"],
-                                      miss_latency=values["miss_latency"])
-    return {"x_accesses": x_acc, "y_accesses": y_acc, "ratio": round(x_acc / y_acc, 4),
-            "cycles": cycles}
+    x_acc, y_acc, cycles = run_design(
+        generation,
+        values["queue"],
+        word,
+        values["unroll"],
+        y_accesses=values["y_accesses"],
+        hit_latency=values["hit_latency"],
+        miss_latency=values["miss_latency"],
+    )
+    return {
+        "x_accesses": x_acc,
+        "y_accesses": y_acc,
+        "ratio": round(x_acc / y_acc, 4),
+        "cycles": cycles,
+    }

@@ -31,8 +31,10 @@ import time
 import numpy as np
 
 NAME = "stoc"
-DESCRIPTION = ("sub-triangle opacity (Xe3 STOC1/STOC3, opacity micromaps L1-6): any-hit "
-               "invocations and alpha tests skipped on alpha-tested foliage, memory per scheme")
+DESCRIPTION = (
+    "sub-triangle opacity (Xe3 STOC1/STOC3, opacity micromaps L1-6): any-hit "
+    "invocations and alpha tests skipped on alpha-tested foliage, memory per scheme"
+)
 
 __all__ = ["NAME", "DESCRIPTION", "run", "make_texture", "bake_states", "CARD_UV"]
 
@@ -44,12 +46,11 @@ T_, O_, UT_, UO_ = 0, 1, 2, 3
 
 def make_texture(kind, res):
     """Binary alpha texture (res x res, [s, t] indexing, 1 = opaque) of a card type."""
-    s, t = np.meshgrid((np.arange(res) + 0.5) / res, (np.arange(res) + 0.5) / res,
-                       indexing="ij")
+    s, t = np.meshgrid((np.arange(res) + 0.5) / res, (np.arange(res) + 0.5) / res, indexing="ij")
     if kind == "leaves":
         alpha = np.zeros_like(s, dtype=bool)
         base = np.array([0.5, 0.06])
-        alpha |= (np.abs(s - 0.5) < 0.012) & (t < 0.55)               # stem
+        alpha |= (np.abs(s - 0.5) < 0.012) & (t < 0.55)  # stem
         for k, angle in enumerate(np.radians([-70, -35, 0, 35, 70, -15, 20])):
             length = 0.30 if k < 5 else 0.22
             d = np.array([np.sin(angle), np.cos(angle)])
@@ -57,18 +58,25 @@ def make_texture(kind, res):
             center = root + d * length
             x, y = s - center[0], t - center[1]
             along, across = x * d[0] + y * d[1], -x * d[1] + y * d[0]
-            width = 0.085 * (1 + 0.15 * np.sin(40 * along))             # serrated edge
+            width = 0.085 * (1 + 0.15 * np.sin(40 * along))  # serrated edge
             alpha |= (along / length) ** 2 + (across / width) ** 2 < 1
     elif kind == "grass":
         alpha = np.zeros_like(s, dtype=bool)
         rng = np.random.default_rng(7)
-        for x0, h, w, bend in zip(np.linspace(0.08, 0.92, 9), rng.uniform(0.55, 0.95, 9),
-                                  rng.uniform(0.025, 0.045, 9), rng.uniform(-0.25, 0.25, 9)):
-            x = x0 + bend * t ** 2
+        for x0, h, w, bend in zip(
+            np.linspace(0.08, 0.92, 9),
+            rng.uniform(0.55, 0.95, 9),
+            rng.uniform(0.025, 0.045, 9),
+            rng.uniform(-0.25, 0.25, 9),
+        ):
+            x = x0 + bend * t**2
             alpha |= (t < h) & (np.abs(s - x) < w * (1 - t / h))
     elif kind == "fence":
         a, b = (s + t) * 6, (s - t) * 6
-        wire = lambda z: np.abs(z - np.round(z)) < 0.07
+
+        def wire(z):
+            return np.abs(z - np.round(z)) < 0.07
+
         alpha = wire(a) | wire(b) | (s < 0.03) | (s > 0.97)
     else:
         raise ValueError(f"unknown card type {kind!r}")
@@ -83,9 +91,15 @@ def _micro_triangles(level):
     for _ in range(level):
         p0, p1, p2 = tris[:, 0], tris[:, 1], tris[:, 2]
         m01, m12, m20 = (p0 + p1) // 2, (p1 + p2) // 2, (p2 + p0) // 2
-        tris = np.stack([np.stack([p0, m01, m20], 1), np.stack([m20, m12, m01], 1),
-                         np.stack([m01, p1, m12], 1), np.stack([m12, m20, p2], 1)],
-                        1).reshape(-1, 3, 2)
+        tris = np.stack(
+            [
+                np.stack([p0, m01, m20], 1),
+                np.stack([m20, m12, m01], 1),
+                np.stack([m01, p1, m12], 1),
+                np.stack([m12, m20, p2], 1),
+            ],
+            1,
+        ).reshape(-1, 3, 2)
     return tris
 
 
@@ -98,33 +112,35 @@ def bake_states(alpha, tri_uv, level, margin=1e-4):
     """
     res = alpha.shape[0]
     n = 1 << level
-    micro = _micro_triangles(level) / n                      # barycentric (u, v) corners
+    micro = _micro_triangles(level) / n  # barycentric (u, v) corners
     w = 1 - micro[..., 0] - micro[..., 1]
-    uv = (w[..., None] * tri_uv[0] + micro[..., 0:1] * tri_uv[1] +
-          micro[..., 1:2] * tri_uv[2]) * res                 # texel units
+    uv = (
+        w[..., None] * tri_uv[0] + micro[..., 0:1] * tri_uv[1] + micro[..., 1:2] * tri_uv[2]
+    ) * res  # texel units
     pad = margin * res
-    lo = np.clip(np.floor(uv.min(1) - pad).astype(np.int64), 0, res - 1)      # (m, 2)
+    lo = np.clip(np.floor(uv.min(1) - pad).astype(np.int64), 0, res - 1)  # (m, 2)
     hi = np.clip(np.floor(uv.max(1) + pad).astype(np.int64), 0, res - 1)
     span = int((hi - lo).max()) + 1
     off = np.arange(span)
-    xs = lo[:, 0, None, None] + off[None, :, None]                            # (m, span, 1)
-    ys = lo[:, 1, None, None] + off[None, None, :]                            # (m, 1, span)
+    xs = lo[:, 0, None, None] + off[None, :, None]  # (m, span, 1)
+    ys = lo[:, 1, None, None] + off[None, None, :]  # (m, 1, span)
     xs, ys = np.broadcast_arrays(xs, ys)
     touch = (xs <= hi[:, 0, None, None]) & (ys <= hi[:, 1, None, None])
-    for e in range(3):                   # separating axes: the 3 edge normals (x, y: the bbox)
+    for e in range(3):  # separating axes: the 3 edge normals (x, y: the bbox)
         a, b, c = uv[:, e], uv[:, (e + 1) % 3], uv[:, (e + 2) % 3]
-        normal = np.stack([b[:, 1] - a[:, 1], a[:, 0] - b[:, 0]], 1)          # (m, 2)
+        normal = np.stack([b[:, 1] - a[:, 1], a[:, 0] - b[:, 0]], 1)  # (m, 2)
         side = np.sign(np.einsum("mk,mk->m", normal, c - a))[:, None, None]
         base = np.einsum("mk,mk->m", normal, a)[:, None, None]
         nx, ny = normal[:, 0, None, None], normal[:, 1, None, None]
         proj = [(xs + dx) * nx + (ys + dy) * ny - base for dx in (0, 1) for dy in (0, 1)]
-        reach = np.maximum.reduce([side * q for q in proj])   # farthest corner on the inside
+        reach = np.maximum.reduce([side * q for q in proj])  # farthest corner on the inside
         touch &= reach >= -pad * np.hypot(nx, ny)
     texels = alpha[np.minimum(xs, res - 1), np.minimum(ys, res - 1)].astype(np.int64)
     count = touch.sum((1, 2))
     opaque = (texels * touch).sum((1, 2))
-    states = np.where(opaque == count, O_, np.where(opaque == 0, T_,
-                      np.where(2 * opaque >= count, UO_, UT_)))
+    states = np.where(
+        opaque == count, O_, np.where(opaque == 0, T_, np.where(2 * opaque >= count, UO_, UT_))
+    )
     return states
 
 
@@ -162,7 +178,9 @@ def _scene(rng, count, extent=10.0):
     # world corners of each card's two triangles: (count, 2, 3, 3)
     uvs = CARD_UV - 0.5
     verts = center[:, None, None, :] + size[:, None, None, :] * (
-        uvs[None, ..., 0:1] * axis1[:, None, None, :] + uvs[None, ..., 1:2] * axis2[:, None, None, :])
+        uvs[None, ..., 0:1] * axis1[:, None, None, :]
+        + uvs[None, ..., 1:2] * axis2[:, None, None, :]
+    )
     return variant, verts.astype(np.float32)
 
 
@@ -188,18 +206,41 @@ def _intersect(verts, origins, direction):
             hit = (u >= 0) & (v >= 0) & (u + v <= 1) & (t > 0)
             rays = np.nonzero(hit)[0]
             if len(rays):
-                out.append((rays, np.full(len(rays), card), np.full(len(rays), tri), t[rays],
-                            u[rays].astype(np.float32).view(np.uint32),
-                            v[rays].astype(np.float32).view(np.uint32)))
+                out.append(
+                    (
+                        rays,
+                        np.full(len(rays), card),
+                        np.full(len(rays), tri),
+                        t[rays],
+                        u[rays].astype(np.float32).view(np.uint32),
+                        v[rays].astype(np.float32).view(np.uint32),
+                    )
+                )
     cols = [np.concatenate(c) for c in zip(*out)]
-    order = np.lexsort((cols[3], cols[0]))                   # by ray, then distance
+    order = np.lexsort((cols[3], cols[0]))  # by ray, then distance
     return [c[order] for c in cols]
 
 
 def _fields(n, **values):
-    base = {k: np.zeros(n, dtype=np.int64) for k in
-            ("source", "tri", "u", "v", "dw3", "swstoc", "level", "omm_index", "omm_format",
-             "omm_word", "geom_opaque", "ray_flags", "instance_flags", "internal_flags")}
+    base = {
+        k: np.zeros(n, dtype=np.int64)
+        for k in (
+            "source",
+            "tri",
+            "u",
+            "v",
+            "dw3",
+            "swstoc",
+            "level",
+            "omm_index",
+            "omm_format",
+            "omm_word",
+            "geom_opaque",
+            "ray_flags",
+            "instance_flags",
+            "internal_flags",
+        )
+    }
     base.update({k: np.zeros(n, dtype=np.uint64) for k in ("opaque", "transp", "addr")})
     for k, v in values.items():
         base[k] = v
@@ -230,6 +271,7 @@ def _label_groups(points, near_pct=4.0, near_decades=0.2):
 
 def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, what):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
@@ -243,19 +285,26 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
     axes[0].set_ylabel("alpha tests skipped vs no opacity data (%)")
     axes[0].set_title("all cards", fontsize=10)
     axes[0].tick_params(axis="x", rotation=60)
-    axes[0].set_ylim(0, 150)                       # room for the legend above the bars
-    axes[0].legend(handles=[Patch(color="tab:blue", label="Xe3 STOC leaf bits"),
-                            Patch(color="tab:green", label="4-state micromap (conservative)"),
-                            Patch(color="tab:orange",
-                                  label="2-state micromap (lossy: changes shadow results)"),
-                            plt.Line2D([], [], color="red", ls="--",
-                                       label="paper: up to 86 % skipped")],
-                   fontsize=7, loc="upper left")
+    axes[0].set_ylim(0, 150)  # room for the legend above the bars
+    axes[0].legend(
+        handles=[
+            Patch(color="tab:blue", label="Xe3 STOC leaf bits"),
+            Patch(color="tab:green", label="4-state micromap (conservative)"),
+            Patch(color="tab:orange", label="2-state micromap (lossy: changes shadow results)"),
+            plt.Line2D([], [], color="red", ls="--", label="paper: up to 86 % skipped"),
+        ],
+        fontsize=7,
+        loc="upper left",
+    )
     width = 0.8 / len(VARIANTS)
     for vi, kind in enumerate(VARIANTS):
         base_v = max(1, per_variant["none"][vi])
-        axes[1].bar(np.arange(len(names)) + (vi - 1) * width,
-                    [100 * (1 - per_variant[k][vi] / base_v) for k in names], width, label=kind)
+        axes[1].bar(
+            np.arange(len(names)) + (vi - 1) * width,
+            [100 * (1 - per_variant[k][vi] / base_v) for k in names],
+            width,
+            label=kind,
+        )
     axes[1].set_xticks(np.arange(len(names)))
     axes[1].set_xticklabels(names, rotation=60)
     axes[1].set_ylabel("alpha tests skipped (%)")
@@ -266,20 +315,26 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
     # Labels in a column right of the points, pushed apart vertically and joined to their points
     # by thin lines; coinciding schemes share one label. No two labels can overlap.
     groups = _label_groups([(k, memory[k], skipped[k]) for k in names])
-    line = 4.5                                     # height of one label line, in percent units
+    line = 4.5  # height of one label line, in percent units
     placed, floor = [], -6.0
     for group in groups:
         height = line * len(group)
         centre = max(group[0][2], floor + height / 2)
         placed.append(centre)
         floor = centre + height / 2 + 1
-    shift = max(0.0, floor - 1 - 108)               # keep the column inside the axes
+    shift = max(0.0, floor - 1 - 108)  # keep the column inside the axes
     for group, centre in zip(groups, placed):
         _, x, y = group[0]
-        axes[2].annotate("\n".join(f"{k} ({bx:g} B)" for k, bx, _ in group), (x, y),
-                         xytext=(1.03, centre - shift), textcoords=("axes fraction", "data"),
-                         fontsize=7, va="center", annotation_clip=False,
-                         arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5})
+        axes[2].annotate(
+            "\n".join(f"{k} ({bx:g} B)" for k, bx, _ in group),
+            (x, y),
+            xytext=(1.03, centre - shift),
+            textcoords=("axes fraction", "data"),
+            fontsize=7,
+            va="center",
+            annotation_clip=False,
+            arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5},
+        )
     axes[2].set_xscale("log")
     axes[2].set_xlabel("bytes per triangle (leaf + opacity data, log scale)")
     axes[2].set_ylabel("alpha tests skipped (%)")
@@ -288,8 +343,11 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
     axes[2].set_xlim(min(memory.values()) / 1.5, max(memory.values()) * 1.5)
     best = max((k for k in names if not k.startswith("OMM2")), key=lambda k: skipped[k])
     leaves = 100 * (1 - per_variant[best][0] / max(1, per_variant["none"][0]))
-    fig.suptitle(f"Sub-triangle opacity: {best} skips {skipped[best]:.0f}% of the alpha tests "
-                 f"({leaves:.0f}% on leaf cards; paper: up to 86%), {what}", fontsize=11)
+    fig.suptitle(
+        f"Sub-triangle opacity: {best} skips {skipped[best]:.0f}% of the alpha tests "
+        f"({leaves:.0f}% on leaf cards; paper: up to 86%), {what}",
+        fontsize=11,
+    )
     fig.tight_layout()
     plot = out_dir / "stoc_alpha_tests.png"
     fig.savefig(plot, dpi=110)
@@ -301,8 +359,10 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
         ax.set_title(kind, fontsize=10)
         ax.set_xlabel("texture u")
         ax.set_ylabel("texture v")
-    fig.suptitle("Alpha textures of the three card types (dark green = opaque, white = "
-                 "transparent)", fontsize=11)
+    fig.suptitle(
+        "Alpha textures of the three card types (dark green = opaque, white = transparent)",
+        fontsize=11,
+    )
     fig.tight_layout()
     tex_plot = out_dir / "stoc_textures.png"
     fig.savefig(tex_plot, dpi=80)
@@ -328,7 +388,7 @@ def run(out_dir, *, quick=False, progress=None):
 
     # ---- bake every (card type, triangle) at every level -----------------------------------
     textures = {kind: make_texture(kind, res) for kind in VARIANTS}
-    states = {}          # (variant, tri, level) -> state array (curve order)
+    states = {}  # (variant, tri, level) -> state array (curve order)
     for vi, kind in enumerate(VARIANTS):
         for tri in range(2):
             for level in sorted(set(levels) | {3, fine_level}):
@@ -354,8 +414,11 @@ def run(out_dir, *, quick=False, progress=None):
     # ground truth: alpha test at the hit (nearest texel of the interpolated UV)
     u = ub.view(np.float32).astype(np.float64)
     v = vb.view(np.float32).astype(np.float64)
-    uv = (1 - u - v)[:, None] * CARD_UV[tri, 0] + u[:, None] * CARD_UV[tri, 1] + \
-        v[:, None] * CARD_UV[tri, 2]
+    uv = (
+        (1 - u - v)[:, None] * CARD_UV[tri, 0]
+        + u[:, None] * CARD_UV[tri, 1]
+        + v[:, None] * CARD_UV[tri, 2]
+    )
     texel = np.clip(np.floor(uv * res).astype(int), 0, res - 1)
     alpha = np.zeros(n, dtype=bool)
     for vi, kind in enumerate(VARIANTS):
@@ -365,8 +428,11 @@ def run(out_dir, *, quick=False, progress=None):
     # ---- per-scheme transactions for the golden `stoc` model ------------------------------
     ub64, vb64 = ub.astype(np.int64), vb.astype(np.int64)
     packed = {key: pack_states(st, 2) for key, st in states.items()}
-    packed2 = {key: pack_states((st == O_) | (st == UO_), 1) for key, st in states.items()
-               if key[2] == fine_level}
+    packed2 = {
+        key: pack_states((st == O_) | (st == UO_), 1)
+        for key, st in states.items()
+        if key[2] == fine_level
+    }
 
     def word_at(table, key_of, index, bits):
         words = np.zeros(n, dtype=np.int64)
@@ -376,7 +442,9 @@ def run(out_dir, *, quick=False, progress=None):
                 words[sel] = data[(index[sel] * bits) // 32]
         return words
 
-    key_id = lambda level: {(vi, tr, level): (vi * 2 + tr) for vi in range(3) for tr in range(2)}
+    def key_id(level):
+        return {(vi, tr, level): (vi * 2 + tr) for vi in range(3) for tr in range(2)}
+
     hit_key = var * 2 + tri
 
     def by_key(table, level):
@@ -391,8 +459,7 @@ def run(out_dir, *, quick=False, progress=None):
         o1, t1 = _planes(states[(vi, 1, 1)], 1)
         dw3_of[vi] = (o0 << 8) | (t0 << 12) | (o1 << 24) | (t1 << 28)
     dw3 = np.array([dw3_of[x] for x in var], dtype=np.int64)
-    schemes["STOC1"] = _fields(n, source=np.full(n, Source.STOC1), tri=tri, u=ub64, v=vb64,
-                               dw3=dw3)
+    schemes["STOC1"] = _fields(n, source=np.full(n, Source.STOC1), tri=tri, u=ub64, v=vb64, dw3=dw3)
     op3 = np.zeros(n, dtype=np.uint64)
     tr3 = np.zeros(n, dtype=np.uint64)
     for vi in range(3):
@@ -400,20 +467,38 @@ def run(out_dir, *, quick=False, progress=None):
             o, tp = _planes(states[(vi, tr, 3)], 3)
             sel = (var == vi) & (tri == tr)
             op3[sel], tr3[sel] = np.uint64(o), np.uint64(tp)
-    stoc3 = dict(source=np.full(n, Source.STOC3), tri=tri, u=ub64, v=vb64, opaque=op3,
-                 transp=tr3, level=np.full(n, fine_level))
+    stoc3 = dict(
+        source=np.full(n, Source.STOC3),
+        tri=tri,
+        u=ub64,
+        v=vb64,
+        opaque=op3,
+        transp=tr3,
+        level=np.full(n, fine_level),
+    )
     schemes["STOC3"] = _fields(n, **stoc3)
     schemes["STOC3+SW6"] = _fields(n, swstoc=np.ones(n, dtype=np.int64), **stoc3)
     for level in levels:
         idx = bary_to_index(ub64, vb64, level)
         schemes[f"OMM {level}"] = _fields(
-            n, source=np.full(n, Source.OMM), u=ub64, v=vb64, level=np.full(n, level),
-            omm_format=np.full(n, 2), omm_word=word_at(by_key(packed, level), hit_key, idx, 2))
+            n,
+            source=np.full(n, Source.OMM),
+            u=ub64,
+            v=vb64,
+            level=np.full(n, level),
+            omm_format=np.full(n, 2),
+            omm_word=word_at(by_key(packed, level), hit_key, idx, 2),
+        )
     idx6 = bary_to_index(ub64, vb64, fine_level)
     schemes[f"OMM2 {fine_level}"] = _fields(
-        n, source=np.full(n, Source.OMM), u=ub64, v=vb64, level=np.full(n, fine_level),
+        n,
+        source=np.full(n, Source.OMM),
+        u=ub64,
+        v=vb64,
+        level=np.full(n, fine_level),
         omm_format=np.full(n, 1),
-        omm_word=word_at(by_key(packed2, fine_level), hit_key, idx6, 1))
+        omm_word=word_at(by_key(packed2, fine_level), hit_key, idx6, 1),
+    )
 
     # ---- walk each ray's candidates: stop at the first accepted opaque hit -----------------
     first = np.r_[True, ray[1:] != ray[:-1]]
@@ -452,11 +537,12 @@ def run(out_dir, *, quick=False, progress=None):
             needs_test = ~sw | (fine_state >= UT_)
             # resolved by software: transparent -> ignore, opaque -> accept
             action = action.copy()
-            action[sw & (fine_state == T_)] = -1            # any-hit ran, ignored the hit
-            action[sw & (fine_state == O_)] = -2            # any-hit ran, accepted the hit
+            action[sw & (fine_state == T_)] = -1  # any-hit ran, ignored the hit
+            action[sw & (fine_state == O_)] = -2  # any-hit ran, accepted the hit
         if name == "STOC3+SW6":
-            accept = (action == -2) | (action == Action.OPAQUE) | \
-                ((action == Action.ANYHIT) & alpha)
+            accept = (
+                (action == -2) | (action == Action.OPAQUE) | ((action == Action.ANYHIT) & alpha)
+            )
             big = np.iinfo(np.int64).max
             stop = np.minimum.reduceat(np.where(accept, rank, big), starts)
             live = rank <= np.repeat(stop, np.diff(np.r_[starts, n]))
@@ -465,22 +551,28 @@ def run(out_dir, *, quick=False, progress=None):
             hits, tests, shadow = int(ah_mask.sum()), int(t_mask.sum()), stop < big
         else:
             hits, tests, shadow, ah_mask, t_mask = walk(action, needs_test)
-        wrong = int(((action == Action.OPAQUE) & ~alpha).sum() +
-                    ((action == Action.IGNORE) & alpha).sum())
-        results[name] = dict(anyhit=hits, tests=tests,
-                             shadow_diff=int((shadow != base_shadow).sum()), wrong=wrong)
+        wrong = int(
+            ((action == Action.OPAQUE) & ~alpha).sum() + ((action == Action.IGNORE) & alpha).sum()
+        )
+        results[name] = dict(
+            anyhit=hits, tests=tests, shadow_diff=int((shadow != base_shadow).sum()), wrong=wrong
+        )
         per_variant[name] = {vi: int(t_mask[var == vi].sum()) for vi in range(3)}
     done += 1
     if progress:
         progress(done, steps, "classified")
 
     # ---- memory per triangle -----------------------------------------------------------------
-    leaf = 32.0                                   # 64-byte quad leaf / 2 triangles (IGC QuadLeaf)
-    memory = {"none": leaf, "STOC1": leaf, "STOC3": 2 * leaf,
-              "STOC3+SW6": 2 * leaf + 2 * 4 ** fine_level / 8}
-    for level in levels:                          # data + VkMicromapTriangleKHR (8 B) + u32 index
-        memory[f"OMM {level}"] = leaf + max(1, 2 * 4 ** level // 8) + 8 + 4
-    memory[f"OMM2 {fine_level}"] = leaf + 4 ** fine_level // 8 + 8 + 4
+    leaf = 32.0  # 64-byte quad leaf / 2 triangles (IGC QuadLeaf)
+    memory = {
+        "none": leaf,
+        "STOC1": leaf,
+        "STOC3": 2 * leaf,
+        "STOC3+SW6": 2 * leaf + 2 * 4**fine_level / 8,
+    }
+    for level in levels:  # data + VkMicromapTriangleKHR (8 B) + u32 index
+        memory[f"OMM {level}"] = leaf + max(1, 2 * 4**level // 8) + 8 + 4
+    memory[f"OMM2 {fine_level}"] = leaf + 4**fine_level // 8 + 8 + 4
 
     # ---- RTL replay of a sample (Amaranth simulator) ---------------------------------------
     block = registry.get("stoc")
@@ -502,57 +594,97 @@ def run(out_dir, *, quick=False, progress=None):
     names = list(results)
     for name in names:
         r = results[name]
-        rows_csv.append({"scheme": name, "anyhit": r["anyhit"], "alpha_tests": r["tests"],
-                         "alpha_tests_skipped_pct": round(100 * (1 - r["tests"] / base_tests), 2),
-                         "anyhit_skipped_pct": round(100 * (1 - r["anyhit"] / base_hits), 2),
-                         "shadow_rays_changed": r["shadow_diff"], "wrong_decisions": r["wrong"],
-                         "bytes_per_triangle": memory[name],
-                         **{f"alpha_tests_{VARIANTS[vi]}": per_variant[name][vi]
-                            for vi in range(3)}})
+        rows_csv.append(
+            {
+                "scheme": name,
+                "anyhit": r["anyhit"],
+                "alpha_tests": r["tests"],
+                "alpha_tests_skipped_pct": round(100 * (1 - r["tests"] / base_tests), 2),
+                "anyhit_skipped_pct": round(100 * (1 - r["anyhit"] / base_hits), 2),
+                "shadow_rays_changed": r["shadow_diff"],
+                "wrong_decisions": r["wrong"],
+                "bytes_per_triangle": memory[name],
+                **{f"alpha_tests_{VARIANTS[vi]}": per_variant[name][vi] for vi in range(3)},
+            }
+        )
     csv_path = out_dir / "stoc_counts.csv"
     with open(csv_path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows_csv[0]))
         writer.writeheader()
         writer.writerows(rows_csv)
 
-    plot, tex_plot = _plots(out_dir, names, results, base_tests, per_variant, memory, textures,
-                            f"{n} candidate hits, {len(starts)} shadow rays, {n_cards} cards")
+    plot, tex_plot = _plots(
+        out_dir,
+        names,
+        results,
+        base_tests,
+        per_variant,
+        memory,
+        textures,
+        f"{n} candidate hits, {len(starts)} shadow rays, {n_cards} cards",
+    )
 
-    rows = [("candidate hits / shadow rays with a hit", f"{n} / {len(starts)}"),
-            ("any-hit invocations = alpha tests without opacity data", str(base_tests))]
+    rows = [
+        ("candidate hits / shadow rays with a hit", f"{n} / {len(starts)}"),
+        ("any-hit invocations = alpha tests without opacity data", str(base_tests)),
+    ]
     for name in names[1:]:
         r = results[name]
-        rows.append((f"{name}: any-hit / alpha tests (skipped vs none), B/tri",
-                     f"{r['anyhit']} / {r['tests']} ({100 * (1 - r['tests'] / base_tests):.1f}%"
-                     f" skipped), {memory[name]:g} B"))
+        rows.append(
+            (
+                f"{name}: any-hit / alpha tests (skipped vs none), B/tri",
+                f"{r['anyhit']} / {r['tests']} ({100 * (1 - r['tests'] / base_tests):.1f}%"
+                f" skipped), {memory[name]:g} B",
+            )
+        )
     conservative = [k for k in names[1:] if not k.startswith("OMM2")]
-    rows.append(("shadow results changed / candidates decided against the alpha test "
-                 "(conservative schemes)",
-                 f"{sum(results[k]['shadow_diff'] for k in conservative)} / "
-                 f"{sum(results[k]['wrong'] for k in conservative)}"))
-    rows.append((f"OMM2 {fine_level}: candidates decided against the alpha test / shadow rays "
-                 "changed", f"{results[f'OMM2 {fine_level}']['wrong']} / "
-                 f"{results[f'OMM2 {fine_level}']['shadow_diff']}"))
+    rows.append(
+        (
+            "shadow results changed / candidates decided against the alpha test "
+            "(conservative schemes)",
+            f"{sum(results[k]['shadow_diff'] for k in conservative)} / "
+            f"{sum(results[k]['wrong'] for k in conservative)}",
+        )
+    )
+    rows.append(
+        (
+            f"OMM2 {fine_level}: candidates decided against the alpha test / shadow rays changed",
+            f"{results[f'OMM2 {fine_level}']['wrong']} / "
+            f"{results[f'OMM2 {fine_level}']['shadow_diff']}",
+        )
+    )
     rows.append(("RTL `stoc` replay (pysim) vs golden", report.line()))
     rows.append(("paper (Gruen et al. HPG 2020)", "up to 86% of transparency tests skipped"))
     rows.append(("run time (s)", f"{time.monotonic() - started:.1f}"))
-    lines = ["# STOC / opacity micromap experiment", "",
-             f"{n_cards} leaf cards ({', '.join(VARIANTS)}), alpha textures {res}x{res}, "
-             f"{grid * grid} parallel shadow rays (accept first opaque hit).", "",
-             "| scheme | any-hit | alpha tests | skipped | " +
-             " | ".join(f"skipped ({kind})" for kind in VARIANTS) +
-             " | shadow changed | wrong | B/tri |",
-             "|---" * (7 + len(VARIANTS)) + "|"]
+    lines = [
+        "# STOC / opacity micromap experiment",
+        "",
+        f"{n_cards} leaf cards ({', '.join(VARIANTS)}), alpha textures {res}x{res}, "
+        f"{grid * grid} parallel shadow rays (accept first opaque hit).",
+        "",
+        "| scheme | any-hit | alpha tests | skipped | "
+        + " | ".join(f"skipped ({kind})" for kind in VARIANTS)
+        + " | shadow changed | wrong | B/tri |",
+        "|---" * (7 + len(VARIANTS)) + "|",
+    ]
     for row in rows_csv:
         per = " | ".join(
             f"{100 * (1 - row[f'alpha_tests_{kind}'] / max(1, per_variant['none'][vi])):.1f}%"
-            for vi, kind in enumerate(VARIANTS))
-        lines.append(f"| {row['scheme']} | {row['anyhit']} | {row['alpha_tests']} | "
-                     f"{row['alpha_tests_skipped_pct']}% | {per} | {row['shadow_rays_changed']} | "
-                     f"{row['wrong_decisions']} | {row['bytes_per_triangle']:g} |")
+            for vi, kind in enumerate(VARIANTS)
+        )
+        lines.append(
+            f"| {row['scheme']} | {row['anyhit']} | {row['alpha_tests']} | "
+            f"{row['alpha_tests_skipped_pct']}% | {per} | {row['shadow_rays_changed']} | "
+            f"{row['wrong_decisions']} | {row['bytes_per_triangle']:g} |"
+        )
     lines += ["", "| metric | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
-    return {"title": "Sub-triangle opacity culling: alpha tests skipped and memory",
-            "rows": rows, "files": [str(csv_path), str(plot), str(tex_plot), str(summary)],
-            "results": results, "memory": memory, "rtl": (report.passed, report.failed)}
+    return {
+        "title": "Sub-triangle opacity culling: alpha tests skipped and memory",
+        "rows": rows,
+        "files": [str(csv_path), str(plot), str(tex_plot), str(summary)],
+        "results": results,
+        "memory": memory,
+        "rtl": (report.passed, report.failed),
+    }

@@ -31,8 +31,10 @@ import time
 import numpy as np
 
 NAME = "traversal"
-DESCRIPTION = ("BVH traversal loop (BVH8 / BVH4x2 / BVH4) on a cycle-level CU model: steps, "
-               "tests, LDS traffic, overflows, ray-accelerator utilization")
+DESCRIPTION = (
+    "BVH traversal loop (BVH8 / BVH4x2 / BVH4) on a cycle-level CU model: steps, "
+    "tests, LDS traffic, overflows, ray-accelerator utilization"
+)
 
 __all__ = [
     "DESCRIPTION",
@@ -96,7 +98,7 @@ def diffuse_rays(mesh, origins, dirs, t, prim, *, seed=0):
     scale = float(np.linalg.norm(mesh.vertices.max(axis=0) - mesh.vertices.min(axis=0)))
     u = rng.normal(size=(len(n), 3))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
-    bounce = n + u              # cosine-weighted about n
+    bounce = n + u  # cosine-weighted about n
     return hit + n * 1e-4 * scale, bounce
 
 
@@ -105,6 +107,7 @@ def build_scene(name, geometry, mode):
     from gpurtl.golden.bvh import builder as B
 
     from ._trav_loop import Scene
+
     width = 8 if mode == "bvh8" else 4
     if isinstance(geometry, list):
         blas = {}
@@ -119,6 +122,7 @@ def build_scene(name, geometry, mode):
 
 def _world(geometry):
     from gpurtl.golden.bvh import mesh as M
+
     if isinstance(geometry, list):
         return M.merge([mesh.transformed(m) for mesh, m in geometry])
     return geometry
@@ -126,6 +130,7 @@ def _world(geometry):
 
 def _scenes(quick):
     from gpurtl.golden.bvh import mesh as M
+
     bunny = M.bunny()
     if quick:
         return [("bunny", bunny)]
@@ -133,21 +138,31 @@ def _scenes(quick):
     inst = []
     for k in range(6):
         rot = M.rotation_matrix((np.cos(k), np.sin(k), 0.5), 0.5 * k)
-        inst.append((bunny if k % 2 == 0 else knot,
-                     np.hstack([rot, np.array([[0.25 * (k % 3)], [0.25 * (k // 3)], [0.0]])])))
+        inst.append(
+            (
+                bunny if k % 2 == 0 else knot,
+                np.hstack([rot, np.array([[0.25 * (k % 3)], [0.25 * (k // 3)], [0.0]])]),
+            )
+        )
     return [("bunny", bunny), ("torus knot", knot), ("instanced", inst)]
 
 
 def _trace_all(scene, origins, dirs, stack_size, record=None):
     from ._trav_loop import trace_wave
-    return [trace_wave(scene, origins[w:w + 32], dirs[w:w + 32], stack_size=stack_size,
-                       record=record) for w in range(0, len(origins), 32)]
+
+    return [
+        trace_wave(
+            scene, origins[w : w + 32], dirs[w : w + 32], stack_size=stack_size, record=record
+        )
+        for w in range(0, len(origins), 32)
+    ]
 
 
 def _per_ray(traces, ref=None):
     """Per-ray means of the counters; ``same_hits``: fraction of rays whose closest hit equals
     the reference traversal ``ref`` (when given)."""
     from ._trav_loop import COUNTERS
+
     rays = sum(len(tr.t) for tr in traces)
     out = {name: sum(int(tr.counts[name].sum()) for tr in traces) / rays for name in COUNTERS}
     out["lds_bytes"] = 4 * (out["pushes"] + out["pops"])
@@ -167,42 +182,53 @@ def _rtl_timing():
     ``BvhStack`` (one lane per cycle), read from the RTL components."""
     from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
     from gpurtl.hdl.ray_accel.ray_accel import RayAccel
+
     ra = RayAccel()
     return ra.latency, ra.initiation_interval, BvhStack().latency
 
 
 def _occupancy():
     from gpurtl.golden.vgpr_alloc.occupancy import rdna_dynamic_waves, rdna_static_waves
-    return (SIMDS * rdna_static_waves(VGPR_STATIC),
-            SIMDS * rdna_dynamic_waves(VGPR_TRAVERSAL, block_size=16))
+
+    return (
+        SIMDS * rdna_static_waves(VGPR_STATIC),
+        SIMDS * rdna_dynamic_waves(VGPR_TRAVERSAL, block_size=16),
+    )
 
 
 def _rtl_replay(buckets, limit):
     """Replay about ``limit`` intersect instructions, evenly spaced within each bucket (one per
     scene and mode), through the ``ray_accel`` RTL; ``(passed, failed, {kind: count})``."""
     per = max(1, limit // max(1, len(buckets)))
-    records = [recs[k * len(recs) // per] for recs in buckets.values()
-               for k in range(min(per, len(recs)))]
+    records = [
+        recs[k * len(recs) // per] for recs in buckets.values() for k in range(min(per, len(recs)))
+    ]
     return _replay_instructions(records)
 
 
 def _replay_instructions(records):
     from gpurtl.sim import lockstep, registry
+
     if not records:
         return None
     picks = records
     block = registry.get("ray_accel")
     params = block.resolve({})
-    report = lockstep.run_block(block, params, [i for i, _ in picks],
-                                expected=[o for _, o in picks], backend="pysim")
+    report = lockstep.run_block(
+        block, params, [i for i, _ in picks], expected=[o for _, o in picks], backend="pysim"
+    )
     kinds = {}
     for instr, _ in picks:
         if instr["dual"]:
-            key = "dual " + "+".join("empty" if p == 0x5 else "box" if p & 7 == 5 else "tri"
-                                     for p in instr["node_ptr"])
+            key = "dual " + "+".join(
+                "empty" if p == 0x5 else "box" if p & 7 == 5 else "tri" for p in instr["node_ptr"]
+            )
         else:
-            key = "bvh8 box" if instr["node_ptr"][0] & 0xF == 5 else (
-                "instance" if instr["node_ptr"][0] & 7 == 6 else "triangle pair")
+            key = (
+                "bvh8 box"
+                if instr["node_ptr"][0] & 0xF == 5
+                else ("instance" if instr["node_ptr"][0] & 7 == 6 else "triangle pair")
+            )
         kinds[key] = kinds.get(key, 0) + 1
     return report.passed, report.failed, kinds
 
@@ -212,26 +238,29 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
     over) through the ``ds_bvh_stack`` RTL (Amaranth simulator, one build for all), expecting
     the results the loop used. ``limit``: at most that many instructions per scene (a prefix,
     which keeps the LDS contents consistent). Returns ``(passed, failed, {opcode: count})``."""
-    from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
     from gpurtl.facts.ray_accel import INVALID_NODE
+    from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
     from gpurtl.sim import lockstep, registry
 
     from ._trav_loop import trace_wave
+
     requests, expected = [], []
 
     def record(request, response):
         new, dst = response
         dst0, dst1 = dst if isinstance(dst, tuple) else (dst, INVALID_NODE)
-        requests.append(dict(request, stack_addr=unpack_stack_addr(request["stack_addr"]),
-                             tri_size_opt=0))
-        expected.append({"stack_addr": unpack_stack_addr(new), "dst0": dst0, "dst1": dst1,
-                         "error": 0})
+        requests.append(
+            dict(request, stack_addr=unpack_stack_addr(request["stack_addr"]), tri_size_opt=0)
+        )
+        expected.append(
+            {"stack_addr": unpack_stack_addr(new), "dst0": dst0, "dst1": dst1, "error": 0}
+        )
 
     for scene in scenes:
         start = len(requests)
         trace_wave(scene, origins[:32], dirs[:32], stack_size=stack_size, stack_record=record)
         if limit is not None:
-            del requests[start + limit:], expected[start + limit:]
+            del requests[start + limit :], expected[start + limit :]
     ops = {}
     for request in requests:
         name = {224: "push4_pop1", 225: "push8_pop1", 226: "push8_pop2"}[request["op"]]
@@ -244,8 +273,10 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
 
 def run(out_dir, *, quick=False, progress=None):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from gpurtl.golden.bvh import traversal as T
 
     from . import _trav_stack
@@ -257,8 +288,9 @@ def run(out_dir, *, quick=False, progress=None):
     res_w, res_h = (16, 4) if quick else (24, 16)
     ra_latency, ra_ii, stack_latency = _rtl_timing()
     static_slots, dynamic_slots = _occupancy()
-    base = CuParams(ra_latency=ra_latency, ra_ii=ra_ii, stack_latency=stack_latency,
-                    slots=dynamic_slots)
+    base = CuParams(
+        ra_latency=ra_latency, ra_ii=ra_ii, stack_latency=stack_latency, slots=dynamic_slots
+    )
     scene_list = _scenes(quick)
     records = {}
     results, traces_of, ray_sets, scenes_built = {}, {}, {}, {}
@@ -278,16 +310,22 @@ def run(out_dir, *, quick=False, progress=None):
             if sets is None:
                 ref_bvh = scene.top if mode == "bvh8" else None
                 ref = T.traverse(ref_bvh, cam_o, cam_d)
-                dif_o, dif_d = diffuse_rays(world, cam_o, cam_d, ref.t,
-                                            _world_prim(geometry, ref), seed=1)
-                sets = {"camera": (cam_o, cam_d, ref),
-                        "diffuse": (dif_o, dif_d, T.traverse(ref_bvh, dif_o, dif_d))}
+                dif_o, dif_d = diffuse_rays(
+                    world, cam_o, cam_d, ref.t, _world_prim(geometry, ref), seed=1
+                )
+                sets = {
+                    "camera": (cam_o, cam_d, ref),
+                    "diffuse": (dif_o, dif_d, T.traverse(ref_bvh, dif_o, dif_d)),
+                }
                 ray_sets[scene_name] = sets
             scenes_built[(scene_name, mode)] = scene
             for set_name, (o, d, ref) in sets.items():
                 t0 = time.monotonic()
                 bucket = records.setdefault((scene_name, mode), [])
-                rec = lambda i, out, bucket=bucket: bucket.append((i, out))
+
+                def rec(i, out, bucket=bucket):
+                    return bucket.append((i, out))
+
                 traces = _trace_all(scene, o, d, 16, record=rec)
                 func_time += time.monotonic() - t0
                 func_rays += len(o)
@@ -297,9 +335,11 @@ def run(out_dir, *, quick=False, progress=None):
                 total += len(prim)
                 per = _per_ray(traces, ref)
                 timing = simulate(traces, base, waves=_waves(traces, base.slots))
-                per.update(rays_per_kcycle=timing.rays_per_kcycle,
-                           util=100 * timing.utilization,
-                           issue=100 * timing.issue_utilization)
+                per.update(
+                    rays_per_kcycle=timing.rays_per_kcycle,
+                    util=100 * timing.utilization,
+                    issue=100 * timing.issue_utilization,
+                )
                 results[(scene_name, mode, set_name)] = per
                 traces_of[(scene_name, mode, set_name)] = traces
                 done += 1
@@ -340,36 +380,46 @@ def run(out_dir, *, quick=False, progress=None):
     for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
         for miss in miss_sweep:
             for l0_lines in (16, 256):
-                r = simulate(traces_of[key], base.replace(slots=slots, l0_miss=miss,
-                                                          l0_lines=l0_lines),
-                             waves=_waves(traces_of[key], slots))
+                r = simulate(
+                    traces_of[key],
+                    base.replace(slots=slots, l0_miss=miss, l0_lines=l0_lines),
+                    waves=_waves(traces_of[key], slots),
+                )
                 sim_cycles += r.cycles
                 util_lat[(name, miss, l0_lines)] = r
     alu_sweep = (12, 48, 96)
     util_alu = {}
     for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
         for alu in alu_sweep:
-            r = simulate(traces_of[key], base.replace(slots=slots, alu_cycles=alu),
-                         waves=_waves(traces_of[key], slots))
+            r = simulate(
+                traces_of[key],
+                base.replace(slots=slots, alu_cycles=alu),
+                waves=_waves(traces_of[key], slots),
+            )
             sim_cycles += r.cycles
             util_alu[(name, alu)] = r
     # the return queue matters when hits and misses mix: the 16-line L0 with 400-cycle misses
-    in_order = simulate(traces_of[key], base.replace(slots=static_slots, queue="in_order",
-                                                     l0_lines=16, l0_miss=400),
-                        waves=_waves(traces_of[key], static_slots))
+    in_order = simulate(
+        traces_of[key],
+        base.replace(slots=static_slots, queue="in_order", l0_lines=16, l0_miss=400),
+        waves=_waves(traces_of[key], static_slots),
+    )
     timing_time = time.monotonic() - t0
 
     # --- RTL replay -----------------------------------------------------------------------------
     if progress:
         progress(done, steps, "RTL replay")
     t0 = time.monotonic()
-    rtl, rtl_note = None, ("not run with --quick (the full ray_accel build takes minutes to "
-                           "elaborate and simulate)")
+    rtl, rtl_note = (
+        None,
+        ("not run with --quick (the full ray_accel build takes minutes to elaborate and simulate)"),
+    )
     if not quick:
         rtl = _rtl_replay(records, 300)
     o, d, _ = ray_sets[first_name]["diffuse"]
-    stack_rtl = stack_replay([scenes_built[(first_name, m)] for m in MODES], o, d,
-                             limit=64 if quick else None)
+    stack_rtl = stack_replay(
+        [scenes_built[(first_name, m)] for m in MODES], o, d, limit=64 if quick else None
+    )
     rtl_time = time.monotonic() - t0
 
     # --- outputs --------------------------------------------------------------------------------
@@ -383,97 +433,189 @@ def run(out_dir, *, quick=False, progress=None):
             writer.writerow({"scene": s, "mode": m, "rays_set": r, **per})
     files.append(str(csv_path))
 
-    lines = ["# Traversal loop on a cycle-level CU model", "",
-             (f"Rays: camera {res_w}x{res_h} pixels per scene (8x4 tiles per wave) and one diffuse "
-             "bounce from each primary hit. Stack size 16 unless stated. Per-ray means. "
-             f"Ray accelerator from the RTL: latency {ra_latency} cycles, II {ra_ii}. "
-             f"CU: {SIMDS} SIMDs, {base.slots} resident waves (dynamic VGPRs) unless stated, "
-             f"L0 {base.l0_lines} x 128 B lines, hit {base.l0_hit} / miss {base.l0_miss} "
-             f"cycles, stack unit from the RTL: one lane per cycle, latency {base.stack_latency}, "
-             f"plus {base.lds_path_cycles} cycles of LDS path, {base.alu_cycles} ALU cycles per "
-             "iteration. Utilization = (box tests / 8 + triangle tests / 2) per cycle."),
-             ("Timing runs cycle through the traced waves until at least 4 waves per slot have "
-             "run (steady state of a full CU from a small ray sample)."),
-             f"Stack model: {_trav_stack.SOURCE}.", "",
-             ("| scene | mode | rays | steps | box tests | tri tests | stack ops | LDS bytes | "
-             "node fetches | two live paths | rays/1000 cyc | RA util % |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Traversal loop on a cycle-level CU model",
+        "",
+        (
+            f"Rays: camera {res_w}x{res_h} pixels per scene (8x4 tiles per wave) and one diffuse "
+            "bounce from each primary hit. Stack size 16 unless stated. Per-ray means. "
+            f"Ray accelerator from the RTL: latency {ra_latency} cycles, II {ra_ii}. "
+            f"CU: {SIMDS} SIMDs, {base.slots} resident waves (dynamic VGPRs) unless stated, "
+            f"L0 {base.l0_lines} x 128 B lines, hit {base.l0_hit} / miss {base.l0_miss} "
+            f"cycles, stack unit from the RTL: one lane per cycle, latency {base.stack_latency}, "
+            f"plus {base.lds_path_cycles} cycles of LDS path, {base.alu_cycles} ALU cycles per "
+            "iteration. Utilization = (box tests / 8 + triangle tests / 2) per cycle."
+        ),
+        (
+            "Timing runs cycle through the traced waves until at least 4 waves per slot have "
+            "run (steady state of a full CU from a small ray sample)."
+        ),
+        f"Stack model: {_trav_stack.SOURCE}.",
+        "",
+        (
+            "| scene | mode | rays | steps | box tests | tri tests | stack ops | LDS bytes | "
+            "node fetches | two live paths | rays/1000 cyc | RA util % |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for (s, m, r), p in results.items():
         live = f"{100 * p['two_live']:.0f}%" if m == "bvh4x2" else "-"
-        lines.append(f"| {s} | {m} | {r} | {p['steps']:.1f} | {p['box_tests']:.1f} | "
-                     f"{p['tri_tests']:.1f} | {p['stack_ops']:.1f} | {p['lds_bytes']:.0f} | "
-                     f"{p['fetches']:.1f} | {live} | {p['rays_per_kcycle']:.1f} | "
-                     f"{p['util']:.1f} |")
-    lines += ["", f"## Stack size ({first_name})", "",
-              ("| mode | rays | stack size | rays that overflow | walk-back steps | steps | "
-               "closest hit = reference |"), "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {s} | {m} | {r} | {p['steps']:.1f} | {p['box_tests']:.1f} | "
+            f"{p['tri_tests']:.1f} | {p['stack_ops']:.1f} | {p['lds_bytes']:.0f} | "
+            f"{p['fetches']:.1f} | {live} | {p['rays_per_kcycle']:.1f} | "
+            f"{p['util']:.1f} |"
+        )
+    lines += [
+        "",
+        f"## Stack size ({first_name})",
+        "",
+        (
+            "| mode | rays | stack size | rays that overflow | walk-back steps | steps | "
+            "closest hit = reference |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
     for (m, r, size), p in stack_rows.items():
-        lines.append(f"| {m} | {r} | {size} | {100 * p['overflow_rays']:.1f}% | "
-                     f"{p['walkback_steps']:.2f} | {p['steps']:.1f} | "
-                     f"{100 * p['same_hits']:.1f}% |")
-    lines += ["", f"## Utilization against resident waves ({first_name}, diffuse rays)", "",
-              (f"Static VGPRs ({VGPR_STATIC} per wave for the whole shader): {static_slots} waves "
-              f"per CU; dynamic VGPRs ({VGPR_TRAVERSAL} while traversing, 16-VGPR blocks): "
-              f"{dynamic_slots} waves per CU (register allocators' occupancy formulas)."), "",
-              "| waves per CU | " + " | ".join(f"{m} util % | {m} rays/1000 cyc" for m in MODES)
-              + " |", "|---|" + "---|---|" * len(MODES)]
+        lines.append(
+            f"| {m} | {r} | {size} | {100 * p['overflow_rays']:.1f}% | "
+            f"{p['walkback_steps']:.2f} | {p['steps']:.1f} | "
+            f"{100 * p['same_hits']:.1f}% |"
+        )
+    lines += [
+        "",
+        f"## Utilization against resident waves ({first_name}, diffuse rays)",
+        "",
+        (
+            f"Static VGPRs ({VGPR_STATIC} per wave for the whole shader): {static_slots} waves "
+            f"per CU; dynamic VGPRs ({VGPR_TRAVERSAL} while traversing, 16-VGPR blocks): "
+            f"{dynamic_slots} waves per CU (register allocators' occupancy formulas)."
+        ),
+        "",
+        "| waves per CU | " + " | ".join(f"{m} util % | {m} rays/1000 cyc" for m in MODES) + " |",
+        "|---|" + "---|---|" * len(MODES),
+    ]
     for slots in slot_sweep:
-        tag = " (static)" if slots == static_slots else (
-            " (dynamic)" if slots == dynamic_slots else "")
-        lines.append(f"| {slots}{tag} | " + " | ".join(
-            f"{100 * util_waves[(m, slots)].utilization:.1f} | "
-            f"{util_waves[(m, slots)].rays_per_kcycle:.1f}" for m in MODES) + " |")
-    lines += ["", f"## Utilization against node-fetch latency (bvh8, {first_name}, diffuse)", "",
-              "| waves | L0 miss (cycles) | L0 16 lines: util % | L0 256 lines: util % |",
-              "|---|---|---|---|"]
+        tag = (
+            " (static)"
+            if slots == static_slots
+            else (" (dynamic)" if slots == dynamic_slots else "")
+        )
+        lines.append(
+            f"| {slots}{tag} | "
+            + " | ".join(
+                f"{100 * util_waves[(m, slots)].utilization:.1f} | "
+                f"{util_waves[(m, slots)].rays_per_kcycle:.1f}"
+                for m in MODES
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        f"## Utilization against node-fetch latency (bvh8, {first_name}, diffuse)",
+        "",
+        "| waves | L0 miss (cycles) | L0 16 lines: util % | L0 256 lines: util % |",
+        "|---|---|---|---|",
+    ]
     for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
         for miss in miss_sweep:
-            lines.append(f"| {name} ({slots}) | {miss} | "
-                         f"{100 * util_lat[(name, miss, 16)].utilization:.1f} | "
-                         f"{100 * util_lat[(name, miss, 256)].utilization:.1f} |")
-    lines += ["", ("Shader work per iteration (ALU cycles on the wave's SIMD; a stand-in for the "
-                   "shading and bookkeeping a full ray-tracing shader adds):"), "",
-              "| waves | " + " | ".join(f"{a} ALU cycles: util %" for a in alu_sweep) + " |",
-              "|---|" + "---|" * len(alu_sweep)]
+            lines.append(
+                f"| {name} ({slots}) | {miss} | "
+                f"{100 * util_lat[(name, miss, 16)].utilization:.1f} | "
+                f"{100 * util_lat[(name, miss, 256)].utilization:.1f} |"
+            )
+    lines += [
+        "",
+        (
+            "Shader work per iteration (ALU cycles on the wave's SIMD; a stand-in for the "
+            "shading and bookkeeping a full ray-tracing shader adds):"
+        ),
+        "",
+        "| waves | " + " | ".join(f"{a} ALU cycles: util %" for a in alu_sweep) + " |",
+        "|---|" + "---|" * len(alu_sweep),
+    ]
     for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
-        lines.append(f"| {name} ({slots}) | " + " | ".join(
-            f"{100 * util_alu[(name, a)].utilization:.1f}" for a in alu_sweep) + " |")
-    lines.append(f"\nRDNA 3-style shared in-order return queue, static waves, 16-line L0, "
-                 f"400-cycle misses: {100 * in_order.utilization:.1f}% (RDNA 4 out-of-order: "
-                 f"{100 * util_lat[('static', 400, 16)].utilization:.1f}%).")
+        lines.append(
+            f"| {name} ({slots}) | "
+            + " | ".join(f"{100 * util_alu[(name, a)].utilization:.1f}" for a in alu_sweep)
+            + " |"
+        )
+    lines.append(
+        f"\nRDNA 3-style shared in-order return queue, static waves, 16-line L0, "
+        f"400-cycle misses: {100 * in_order.utilization:.1f}% (RDNA 4 out-of-order: "
+        f"{100 * util_lat[('static', 400, 16)].utilization:.1f}%)."
+    )
 
     claims = _claims(results, util_waves, util_lat, util_alu, static_slots, dynamic_slots)
-    lines += ["", "## The article's statements", "", "| statement | measured | verdict |",
-              "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in claims]
+    lines += [
+        "",
+        "## The article's statements",
+        "",
+        "| statement | measured | verdict |",
+        "|---|---|---|",
+    ] + [f"| {a} | {b} | {c} |" for a, b, c in claims]
     rtl_line = rtl_note or "no instructions"
     if rtl:
         kinds = ", ".join(f"{k}: {v}" for k, v in rtl[2].items())
         rtl_line = f"{rtl[0]} passed, {rtl[1]} failed ({kinds})"
     total_time = time.monotonic() - started
-    rows = [("closest hits equal to the float64 reference traversal", f"{agree}/{total}"),
-            ("RTL ray_accel replay (pysim) of loop instructions vs the loop's results", rtl_line),
-            (("RTL ds_bvh_stack replay (pysim) of one wave's stack instructions per mode, in "
-              "order, vs the loop's results"), "; ".join(
-                 [f"{stack_rtl[0]} passed, {stack_rtl[1]} failed"]
-                 + [f"{k}: {v}" for k, v in stack_rtl[2].items()])),
-            ("ran on RTL", ("ray_accel and ds_bvh_stack (replays above); timing: RayAccel "
-                            "latency/II from the RTL component; CU timing: the model")),
-            ("functional model speed (rays/s, golden intersect + stack)",
-             f"{func_rays / func_time:.0f}" if func_time else "-"),
-            ("cycle model speed (simulated cycles/s)",
-             f"{sim_cycles / timing_time:.0f}" if timing_time else "-"),
-            ("run time (s), of which RTL replay", f"{total_time:.1f}, {rtl_time:.1f}")]
+    rows = [
+        ("closest hits equal to the float64 reference traversal", f"{agree}/{total}"),
+        ("RTL ray_accel replay (pysim) of loop instructions vs the loop's results", rtl_line),
+        (
+            (
+                "RTL ds_bvh_stack replay (pysim) of one wave's stack instructions per mode, in "
+                "order, vs the loop's results"
+            ),
+            "; ".join(
+                [f"{stack_rtl[0]} passed, {stack_rtl[1]} failed"]
+                + [f"{k}: {v}" for k, v in stack_rtl[2].items()]
+            ),
+        ),
+        (
+            "ran on RTL",
+            (
+                "ray_accel and ds_bvh_stack (replays above); timing: RayAccel "
+                "latency/II from the RTL component; CU timing: the model"
+            ),
+        ),
+        (
+            "functional model speed (rays/s, golden intersect + stack)",
+            f"{func_rays / func_time:.0f}" if func_time else "-",
+        ),
+        (
+            "cycle model speed (simulated cycles/s)",
+            f"{sim_cycles / timing_time:.0f}" if timing_time else "-",
+        ),
+        ("run time (s), of which RTL replay", f"{total_time:.1f}, {rtl_time:.1f}"),
+    ]
     lines += ["", "| check | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
     files.append(str(summary))
 
-    files += _plots(plt, out_dir, results, stack_rows, util_waves, util_lat, slot_sweep,
-                    miss_sweep, static_slots, dynamic_slots, first_name)
-    return {"title": "Traversal loop: steps, tests, LDS traffic and RA utilization",
-            "rows": [(a, b) for a, b, _ in claims] + rows, "files": files,
-            "results": {"|".join(k): v for k, v in results.items()},
-            "agree": (agree, total), "rtl": rtl, "claims": claims}
+    files += _plots(
+        plt,
+        out_dir,
+        results,
+        stack_rows,
+        util_waves,
+        util_lat,
+        slot_sweep,
+        miss_sweep,
+        static_slots,
+        dynamic_slots,
+        first_name,
+    )
+    return {
+        "title": "Traversal loop: steps, tests, LDS traffic and RA utilization",
+        "rows": [(a, b) for a, b, _ in claims] + rows,
+        "files": files,
+        "results": {"|".join(k): v for k, v in results.items()},
+        "agree": (agree, total),
+        "rtl": rtl,
+        "claims": claims,
+    }
 
 
 def _waves(traces, slots):
@@ -493,58 +635,113 @@ def _claims(results, util_waves, util_lat, util_alu, static_slots, dynamic_slots
     out = []
     keys = sorted({(s, r) for s, m, r in results if (s, "bvh4", r) in results})
     fewer = [results[(s, "bvh8", r)]["steps"] < results[(s, "bvh4", r)]["steps"] for s, r in keys]
-    more = [results[(s, "bvh8", r)]["box_tests"] + results[(s, "bvh8", r)]["tri_tests"]
-            > results[(s, "bvh4", r)]["box_tests"] + results[(s, "bvh4", r)]["tri_tests"]
-            for s, r in keys]
+    more = [
+        results[(s, "bvh8", r)]["box_tests"] + results[(s, "bvh8", r)]["tri_tests"]
+        > results[(s, "bvh4", r)]["box_tests"] + results[(s, "bvh4", r)]["tri_tests"]
+        for s, r in keys
+    ]
     detail = "; ".join(
         f"{s}/{r}: steps {results[(s, 'bvh8', r)]['steps']:.1f} vs "
         f"{results[(s, 'bvh4', r)]['steps']:.1f}, tests "
         f"{results[(s, 'bvh8', r)]['box_tests'] + results[(s, 'bvh8', r)]['tri_tests']:.0f} vs "
         f"{results[(s, 'bvh4', r)]['box_tests'] + results[(s, 'bvh4', r)]['tri_tests']:.0f}"
-        for s, r in keys)
-    out.append(("BVH8 takes fewer traversal steps than BVH4", detail,
-                "reproduced" if all(fewer) else f"not reproduced ({sum(fewer)}/{len(fewer)})"))
-    out.append(("... while doing more intersection tests", "(box + triangle tests, same rows)",
-                "reproduced" if all(more) else f"not reproduced ({sum(more)}/{len(more)})"))
-    fetch = [results[(s, "bvh4x2", r)]["fetches"] > results[(s, "bvh8", r)]["fetches"]
-             for s, r in keys]
-    lds = [results[(s, "bvh4x2", r)]["lds_bytes"] > results[(s, "bvh8", r)]["lds_bytes"]
-           for s, r in keys]
-    out.append(("BVH4x2 costs more node fetches than BVH8 (same rays)", "; ".join(
-        f"{s}/{r}: {results[(s, 'bvh4x2', r)]['fetches']:.1f} vs "
-        f"{results[(s, 'bvh8', r)]['fetches']:.1f}" for s, r in keys),
-        "reproduced" if all(fetch) else f"not reproduced ({sum(fetch)}/{len(fetch)})"))
-    out.append(("BVH4x2 costs more LDS stack traffic than BVH8", "; ".join(
-        f"{s}/{r}: {results[(s, 'bvh4x2', r)]['lds_bytes']:.0f} B vs "
-        f"{results[(s, 'bvh8', r)]['lds_bytes']:.0f} B" for s, r in keys),
-        "reproduced" if all(lds) else f"not reproduced ({sum(lds)}/{len(lds)})"))
-    out.append(("BVH4x2 needs two live paths", "; ".join(
-        f"{s}/{r}: {100 * results[(s, 'bvh4x2', r)]['two_live']:.0f}% of dual instructions"
-        for s, r in keys), "measured (the article gives no figure)"))
+        for s, r in keys
+    )
+    out.append(
+        (
+            "BVH8 takes fewer traversal steps than BVH4",
+            detail,
+            "reproduced" if all(fewer) else f"not reproduced ({sum(fewer)}/{len(fewer)})",
+        )
+    )
+    out.append(
+        (
+            "... while doing more intersection tests",
+            "(box + triangle tests, same rows)",
+            "reproduced" if all(more) else f"not reproduced ({sum(more)}/{len(more)})",
+        )
+    )
+    fetch = [
+        results[(s, "bvh4x2", r)]["fetches"] > results[(s, "bvh8", r)]["fetches"] for s, r in keys
+    ]
+    lds = [
+        results[(s, "bvh4x2", r)]["lds_bytes"] > results[(s, "bvh8", r)]["lds_bytes"]
+        for s, r in keys
+    ]
+    out.append(
+        (
+            "BVH4x2 costs more node fetches than BVH8 (same rays)",
+            "; ".join(
+                f"{s}/{r}: {results[(s, 'bvh4x2', r)]['fetches']:.1f} vs "
+                f"{results[(s, 'bvh8', r)]['fetches']:.1f}"
+                for s, r in keys
+            ),
+            "reproduced" if all(fetch) else f"not reproduced ({sum(fetch)}/{len(fetch)})",
+        )
+    )
+    out.append(
+        (
+            "BVH4x2 costs more LDS stack traffic than BVH8",
+            "; ".join(
+                f"{s}/{r}: {results[(s, 'bvh4x2', r)]['lds_bytes']:.0f} B vs "
+                f"{results[(s, 'bvh8', r)]['lds_bytes']:.0f} B"
+                for s, r in keys
+            ),
+            "reproduced" if all(lds) else f"not reproduced ({sum(lds)}/{len(lds)})",
+        )
+    )
+    out.append(
+        (
+            "BVH4x2 needs two live paths",
+            "; ".join(
+                f"{s}/{r}: {100 * results[(s, 'bvh4x2', r)]['two_live']:.0f}% of dual instructions"
+                for s, r in keys
+            ),
+            "measured (the article gives no figure)",
+        )
+    )
     near = [(m, s) for (m, s), r in util_waves.items() if abs(100 * r.utilization - 24) <= 6]
     st = util_waves[("bvh8", static_slots)].utilization
     dy = util_waves[("bvh8", dynamic_slots)].utilization
     slow = util_lat[("static", 800, 16)].utilization
     busy = util_alu[("static", 96)].utilization
-    out.append(("3DMark DXR test: ~24% of the ray accelerators' peak",
-                f"bvh8 static {100 * st:.1f}%, dynamic {100 * dy:.1f}%; static with 800-cycle "
-                f"misses and a 16-line L0 {100 * slow:.1f}%; static with 96 ALU cycles per "
-                f"iteration {100 * busy:.1f}%; within 24 +- 6% (waves sweep): "
-                + (", ".join(f"{m} at {s} waves" for m, s in near) or "none"),
-                "conditions shown (the article's workload includes shading, not modelled)"))
+    out.append(
+        (
+            "3DMark DXR test: ~24% of the ray accelerators' peak",
+            f"bvh8 static {100 * st:.1f}%, dynamic {100 * dy:.1f}%; static with 800-cycle "
+            f"misses and a 16-line L0 {100 * slow:.1f}%; static with 96 ALU cycles per "
+            f"iteration {100 * busy:.1f}%; within 24 +- 6% (waves sweep): "
+            + (", ".join(f"{m} at {s} waves" for m, s in near) or "none"),
+            "conditions shown (the article's workload includes shading, not modelled)",
+        )
+    )
     return out
 
 
-def _plots(plt, out_dir, results, stack_rows, util_waves, util_lat, slot_sweep, miss_sweep,
-           static_slots, dynamic_slots, first_name):
+def _plots(
+    plt,
+    out_dir,
+    results,
+    stack_rows,
+    util_waves,
+    util_lat,
+    slot_sweep,
+    miss_sweep,
+    static_slots,
+    dynamic_slots,
+    first_name,
+):
     from ._trav_loop import MODES
+
     files = []
     labels = [f"{s}\n{r}" for s, m, r in results if m == "bvh8"]
     keys = [(s, r) for s, m, r in results if m == "bvh8"]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    for ax, metric, ylabel in ((axes[0], "steps", "traversal steps per ray"),
-                               (axes[1], "fetches", "node fetches per ray"),
-                               (axes[2], "lds_bytes", "LDS stack bytes per ray")):
+    for ax, metric, ylabel in (
+        (axes[0], "steps", "traversal steps per ray"),
+        (axes[1], "fetches", "node fetches per ray"),
+        (axes[2], "lds_bytes", "LDS stack bytes per ray"),
+    ):
         width = 0.8 / len(MODES)
         for k, mode in enumerate(MODES):
             vals = [results.get((s, mode, r), {}).get(metric, np.nan) for s, r in keys]
@@ -578,8 +775,12 @@ def _plots(plt, out_dir, results, stack_rows, util_waves, util_lat, slot_sweep, 
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
     for mode in MODES:
-        axes[0].plot(slot_sweep, [100 * util_waves[(mode, s)].utilization for s in slot_sweep],
-                     "-o", label=mode)
+        axes[0].plot(
+            slot_sweep,
+            [100 * util_waves[(mode, s)].utilization for s in slot_sweep],
+            "-o",
+            label=mode,
+        )
     for slots, name in ((static_slots, "static VGPRs"), (dynamic_slots, "dynamic VGPRs")):
         axes[0].axvline(slots, color="grey", ls=":")
         axes[0].text(slots, 2, name, rotation=90, fontsize=8)
@@ -590,9 +791,12 @@ def _plots(plt, out_dir, results, stack_rows, util_waves, util_lat, slot_sweep, 
     axes[0].legend(fontsize=8)
     for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
         for lines_, style in ((16, "--s"), (256, "-o")):
-            axes[1].plot(miss_sweep, [100 * util_lat[(name, m, lines_)].utilization
-                                      for m in miss_sweep], style,
-                         label=f"{name} ({slots} waves), L0 {lines_} lines")
+            axes[1].plot(
+                miss_sweep,
+                [100 * util_lat[(name, m, lines_)].utilization for m in miss_sweep],
+                style,
+                label=f"{name} ({slots} waves), L0 {lines_} lines",
+            )
     axes[1].axhline(24, color="red", ls="--", label="article: 24%")
     axes[1].set_xlabel("L0 miss latency (cycles)")
     axes[1].set_ylabel("ray-accelerator utilization (% of peak)")

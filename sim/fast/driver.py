@@ -34,8 +34,7 @@ def _set_port(port, width, row):
         lines.append(f"top->{port}[{words - 1}] = {row}[{words - 1}] & 0x{top_mask:x}u;")
         return "\n        ".join(lines)
     if width > 32:
-        return (f"top->{port} = (uint64_t){row}[0] | "
-                f"((uint64_t)({row}[1] & 0x{top_mask:x}u) << 32);")
+        return f"top->{port} = (uint64_t){row}[0] | ((uint64_t)({row}[1] & 0x{top_mask:x}u) << 32);"
     return f"top->{port} = {row}[0] & 0x{top_mask:x}u;"
 
 
@@ -45,8 +44,9 @@ def _get_port(port, width, row):
     if width > 64:
         return "\n            ".join(f"{row}[{k}] = top->{port}[{k}];" for k in range(words))
     if width > 32:
-        return (f"{row}[0] = (uint32_t)top->{port}; "
-                f"{row}[1] = (uint32_t)((uint64_t)top->{port} >> 32);")
+        return (
+            f"{row}[0] = (uint32_t)top->{port}; {row}[1] = (uint32_t)((uint64_t)top->{port} >> 32);"
+        )
     return f"{row}[0] = (uint32_t)top->{port};"
 
 

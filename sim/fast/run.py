@@ -55,8 +55,19 @@ def _work_dir():
     return tempfile.TemporaryDirectory(dir=folder)
 
 
-def run_rows(model, in_path, count, *, seed=0, p_valid=1.0, p_ready=1.0, free_run=0,
-             processes=None, max_idle=10_000, work=None):
+def run_rows(
+    model,
+    in_path,
+    count,
+    *,
+    seed=0,
+    p_valid=1.0,
+    p_ready=1.0,
+    free_run=0,
+    processes=None,
+    max_idle=10_000,
+    work=None,
+):
     """Run ``count`` rows of ``in_path`` through ``model``.
 
     Returns a list of slices ``(first, size, out_path, summary)``; ``summary`` is the driver's
@@ -71,44 +82,68 @@ def run_rows(model, in_path, count, *, seed=0, p_valid=1.0, p_ready=1.0, free_ru
         first, size = bounds[k], bounds[k + 1] - bounds[k]
         out_path = Path(work) / f"out{k}.bin"
         slice_free = max(1, free_run * size // count) if free_run else 0
-        command = [str(model.executable), str(in_path), str(out_path), str(first), str(size),
-                   str(seed * 1_000_003 + k + 1), repr(float(p_valid)), repr(float(p_ready)),
-                   str(slice_free), str(model.latency), str(max_idle)]
-        jobs.append((first, size, out_path, slice_free,
-                     subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)))
+        command = [
+            str(model.executable),
+            str(in_path),
+            str(out_path),
+            str(first),
+            str(size),
+            str(seed * 1_000_003 + k + 1),
+            repr(float(p_valid)),
+            repr(float(p_ready)),
+            str(slice_free),
+            str(model.latency),
+            str(max_idle),
+        ]
+        jobs.append(
+            (
+                first,
+                size,
+                out_path,
+                slice_free,
+                subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                ),
+            )
+        )
     slices = []
     for first, size, out_path, slice_free, process in jobs:
         stdout, stderr = process.communicate()
         lines = stdout.strip().splitlines()
-        summary = json.loads(lines[-1]) if lines else {"error": stderr.strip()[-2000:] or
-                                                       f"exit status {process.returncode}"}
+        summary = (
+            json.loads(lines[-1])
+            if lines
+            else {"error": stderr.strip()[-2000:] or f"exit status {process.returncode}"}
+        )
         if "error" in summary:
-            raise RuntimeError(f"the fast model `{model.top}` failed on transactions "
-                               f"{first}..{first + size - 1}: {summary['error']}")
+            raise RuntimeError(
+                f"the fast model `{model.top}` failed on transactions "
+                f"{first}..{first + size - 1}: {summary['error']}"
+            )
         summary["free_run"] = slice_free
         slices.append((first, size, out_path, summary))
     return slices
 
 
 def _records(model, out_path, size):
-    return np.memmap(out_path, dtype="<u4", mode="r",
-                     shape=(size, words_of(model.out_width) + 4)) if size else \
-        np.zeros((0, words_of(model.out_width) + 4), dtype="<u4")
+    return (
+        np.memmap(out_path, dtype="<u4", mode="r", shape=(size, words_of(model.out_width) + 4))
+        if size
+        else np.zeros((0, words_of(model.out_width) + 4), dtype="<u4")
+    )
 
 
 def _where(index, record, out_words):
     accept = int(record[out_words]) | int(record[out_words + 1]) << 32
     emit = int(record[out_words + 2]) | int(record[out_words + 3]) << 32
-    return (f"transaction {index} (accepted cycle {accept}, emitted cycle {emit})",
-            emit - accept)
+    return (f"transaction {index} (accepted cycle {accept}, emitted cycle {emit})", emit - accept)
 
 
 def _compare(report, model, out_layout, slices, expected, keep_outputs):
     """Fill ``report`` from the driver outputs; ``expected`` is a uint32 array (or memmap) of
     golden rows or None."""
     out_words = words_of(model.out_width)
-    first_bad = None        # (global index, Mismatch)
+    first_bad = None  # (global index, Mismatch)
     for first, size, out_path, summary in slices:
         records = _records(model, out_path, size)
         report.cycles += summary["cycles"]
@@ -120,32 +155,51 @@ def _compare(report, model, out_layout, slices, expected, keep_outputs):
             if first_bad is None or first + index < first_bad[0]:
                 first_bad = (first + index, Mismatch(where, "(latency)", model.latency, took))
         for start in range(0, size, COMPARE_ROWS):
-            got = np.asarray(records[start:start + COMPARE_ROWS, :out_words])
+            got = np.asarray(records[start : start + COMPARE_ROWS, :out_words])
             if keep_outputs:
                 report.outputs.extend(from_words(got))
             if expected is None:
                 report.passed += len(got)
                 continue
-            want = np.asarray(expected[first + start:first + start + len(got)])
+            want = np.asarray(expected[first + start : first + start + len(got)])
             bad = np.flatnonzero(np.any(got != want, axis=1))
             report.failed += len(bad)
             report.passed += len(got) - len(bad)
             if len(bad) and (first_bad is None or first + start + bad[0] < first_bad[0]):
                 row = int(bad[0])
                 index = first + start + row
-                leaf, e, g = layouts.diff(out_layout, from_words(want[row:row + 1])[0],
-                                          from_words(got[row:row + 1])[0])
+                leaf, e, g = layouts.diff(
+                    out_layout,
+                    from_words(want[row : row + 1])[0],
+                    from_words(got[row : row + 1])[0],
+                )
                 where, _ = _where(index, records[start + row], out_words)
-                first_bad = (index, Mismatch(where, leaf.path or "(whole value)",
-                                             layouts.format_leaf_value(leaf, e),
-                                             layouts.format_leaf_value(leaf, g)))
+                first_bad = (
+                    index,
+                    Mismatch(
+                        where,
+                        leaf.path or "(whole value)",
+                        layouts.format_leaf_value(leaf, e),
+                        layouts.format_leaf_value(leaf, g),
+                    ),
+                )
         del records
     report.failed += report.latency_errors
     report.first = first_bad[1] if first_bad else None
 
 
-def check(block, params, *, count=None, seed=0, top="batch", processes=None, p_valid=0.7,
-          p_ready=0.7, log=None):
+def check(
+    block,
+    params,
+    *,
+    count=None,
+    seed=0,
+    top="batch",
+    processes=None,
+    p_valid=0.7,
+    p_ready=0.7,
+    log=None,
+):
     """Random lockstep check of a pipeline block on the compiled model; a :class:`FastReport`.
 
     The same stimulus as the other backends for counts that fit one stimulus chunk; the first
@@ -169,19 +223,53 @@ def check(block, params, *, count=None, seed=0, top="batch", processes=None, p_v
                 np.ascontiguousarray(rows, dtype="<u4").tofile(inputs)
                 np.ascontiguousarray(golden, dtype="<u4").tofile(expected)
         report.golden_seconds = time.monotonic() - started
-        _simulate_and_compare(report, model, out_layout, in_path, count, seed, p_valid, p_ready,
-                              max(1, count // 10), processes, work,
-                              np.memmap(expected_path, dtype="<u4", mode="r",
-                                        shape=(count, words_of(model.out_width))),
-                              keep_outputs=False)
+        _simulate_and_compare(
+            report,
+            model,
+            out_layout,
+            in_path,
+            count,
+            seed,
+            p_valid,
+            p_ready,
+            max(1, count // 10),
+            processes,
+            work,
+            np.memmap(
+                expected_path, dtype="<u4", mode="r", shape=(count, words_of(model.out_width))
+            ),
+            keep_outputs=False,
+        )
     return report
 
 
-def _simulate_and_compare(report, model, out_layout, in_path, count, seed, p_valid, p_ready,
-                          free_run, processes, work, expected, keep_outputs):
+def _simulate_and_compare(
+    report,
+    model,
+    out_layout,
+    in_path,
+    count,
+    seed,
+    p_valid,
+    p_ready,
+    free_run,
+    processes,
+    work,
+    expected,
+    keep_outputs,
+):
     started = time.monotonic()
-    slices = run_rows(model, in_path, count, seed=seed, p_valid=p_valid, p_ready=p_ready,
-                      free_run=free_run, processes=processes, work=work)
+    slices = run_rows(
+        model,
+        in_path,
+        count,
+        seed=seed,
+        p_valid=p_valid,
+        p_ready=p_ready,
+        free_run=free_run,
+        processes=processes,
+        work=work,
+    )
     report.processes = len(slices)
     report.sim_seconds = time.monotonic() - started
     started = time.monotonic()
@@ -189,9 +277,21 @@ def _simulate_and_compare(report, model, out_layout, in_path, count, seed, p_val
     report.compare_seconds = time.monotonic() - started
 
 
-def run_transactions(block, params, input_bits, expected_bits=None, *, seed=0, p_valid=1.0,
-                     p_ready=1.0, free_run=0, top="batch", processes=None,
-                     keep_outputs=False, log=None):
+def run_transactions(
+    block,
+    params,
+    input_bits,
+    expected_bits=None,
+    *,
+    seed=0,
+    p_valid=1.0,
+    p_ready=1.0,
+    free_run=0,
+    top="batch",
+    processes=None,
+    keep_outputs=False,
+    log=None,
+):
     """Drive the bit patterns ``input_bits`` through the compiled model (for ``gpurtl run`` and
     the harness's ``run_block``); compares with ``expected_bits`` when given."""
     report = FastReport()
@@ -206,6 +306,19 @@ def run_transactions(block, params, input_bits, expected_bits=None, *, seed=0, p
         in_path = Path(work) / "in.bin"
         to_words(model.in_width, input_bits).tofile(in_path)
         expected = None if expected_bits is None else to_words(model.out_width, expected_bits)
-        _simulate_and_compare(report, model, out_layout, in_path, count, seed, p_valid, p_ready,
-                              free_run, processes, work, expected, keep_outputs)
+        _simulate_and_compare(
+            report,
+            model,
+            out_layout,
+            in_path,
+            count,
+            seed,
+            p_valid,
+            p_ready,
+            free_run,
+            processes,
+            work,
+            expected,
+            keep_outputs,
+        )
     return report

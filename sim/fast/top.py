@@ -45,8 +45,9 @@ class BatchTop(wiring.Component):
         self._out_width = Shape.cast(out_layout).width
         self._latency = latency + 1
         self._depth = latency + 2
-        super().__init__({"i": In(stream.Signature(in_layout)),
-                          "o": Out(stream.Signature(out_layout))})
+        super().__init__(
+            {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout))}
+        )
 
     @property
     def latency(self):

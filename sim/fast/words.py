@@ -37,9 +37,10 @@ def stimulus_words(block, params, rng, count):
     if hook is not None:
         return np.asarray(hook(rng, count, **params), dtype=np.uint32)
     in_layout, _ = block.layouts(**params)
-    return to_words(Shape.cast(in_layout).width,
-                    [layouts.pack(in_layout, value) for value in block.stimulus(rng, count,
-                                                                                **params)])
+    return to_words(
+        Shape.cast(in_layout).width,
+        [layouts.pack(in_layout, value) for value in block.stimulus(rng, count, **params)],
+    )
 
 
 def golden_words(block, params, words):
@@ -48,11 +49,13 @@ def golden_words(block, params, words):
     if hook is not None:
         return np.asarray(hook(words, **params), dtype=np.uint32)
     from ..lockstep import golden_outputs
+
     in_layout, out_layout = block.layouts(**params)
     inputs = [layouts.unpack(in_layout, bits) for bits in from_words(words)]
     outputs = golden_outputs(block, params, inputs)
-    return to_words(Shape.cast(out_layout).width,
-                    [layouts.pack(out_layout, value) for value in outputs])
+    return to_words(
+        Shape.cast(out_layout).width, [layouts.pack(out_layout, value) for value in outputs]
+    )
 
 
 def batches(block, params, rng, count, chunk=CHUNK):
@@ -69,12 +72,19 @@ def batches(block, params, rng, count, chunk=CHUNK):
         if scalar and getattr(block, "golden_words", None) is None:
             # Golden model on the stimulus dictionaries themselves (no unpack round trip).
             from ..lockstep import golden_outputs
+
             inputs = block.stimulus(rng, size, **params)
             outputs = golden_outputs(block, params, inputs)
-            yield (to_words(Shape.cast(in_layout).width,
-                            [layouts.pack(in_layout, value) for value in inputs]),
-                   to_words(Shape.cast(out_layout).width,
-                            [layouts.pack(out_layout, value) for value in outputs]))
+            yield (
+                to_words(
+                    Shape.cast(in_layout).width,
+                    [layouts.pack(in_layout, value) for value in inputs],
+                ),
+                to_words(
+                    Shape.cast(out_layout).width,
+                    [layouts.pack(out_layout, value) for value in outputs],
+                ),
+            )
         else:
             rows = stimulus_words(block, params, rng, size)
             yield rows, golden_words(block, params, rows)

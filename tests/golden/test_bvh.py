@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from gpurtl.facts.ray_accel import INVALID_OBB
 from gpurtl.golden.bvh import builder as B
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import traversal as T
-from gpurtl.facts.ray_accel import INVALID_OBB
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,11 @@ def rays_at(mesh, n, seed):
 def brute_force(tris, o, d):
     ts = []
     for k in range(len(o)):
-        t, _ = T._tri_hit(tris, o[k].astype(np.float32).astype(np.float64),
-                          d[k].astype(np.float32).astype(np.float64))
+        t, _ = T._tri_hit(
+            tris,
+            o[k].astype(np.float32).astype(np.float64),
+            d[k].astype(np.float32).astype(np.float64),
+        )
         ts.append(t)
     return np.array(ts)
 
@@ -45,8 +48,9 @@ def test_obj_ply_roundtrip(tmp_path):
         back = M.load_mesh(path)
         assert np.array_equal(back.vertices, mesh.vertices)
         assert np.array_equal(back.faces, mesh.faces)
-    (tmp_path / "q.obj").write_text("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvn 0 0 1\n"
-                                    "f 1//1 2//1 3//1 -1//1\n")
+    (tmp_path / "q.obj").write_text(
+        "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvn 0 0 1\nf 1//1 2//1 3//1 -1//1\n"
+    )
     quad = M.load_mesh(tmp_path / "q.obj")
     assert quad.faces.tolist() == [[0, 1, 2], [0, 2, 3]]
     with pytest.raises(ValueError, match="unknown mesh format"):
@@ -108,8 +112,10 @@ def test_instanced_scene(scene):
     blas = B.build_bvh(scene)
     small = B.build_bvh(M.box_mesh((1, 0.1, 0.1)))
     rots = [M.rotation_matrix((0, 0, 1), 0.3), M.rotation_matrix((1, 1, 0), 1.1), np.eye(3)]
-    xforms = [np.hstack([r * s, np.array(t)[:, None]]) for r, s, t in
-              zip(rots, (1.0, 0.5, 2.0), ((0, 0, 0), (12, 0, 0), (0, 14, 3)))]
+    xforms = [
+        np.hstack([r * s, np.array(t)[:, None]])
+        for r, s, t in zip(rots, (1.0, 0.5, 2.0), ((0, 0, 0), (12, 0, 0), (0, 14, 3)))
+    ]
     instances = [(blas, xforms[0]), (blas, xforms[1]), (small, xforms[2])]
     tlas = B.build_tlas(instances)
     world = M.merge([b.mesh.transformed(m) for b, m in instances])
@@ -130,6 +136,7 @@ def test_instanced_scene(scene):
 
 def test_leaf_nodes_decode_to_leaf_triangles(scene):
     from gpurtl.golden.ray_accel import primitive_node as pn
+
     bvh = B.build_bvh(scene)
     tri_bits = scene.triangles.view(np.uint32)
     for leaf in bvh.leaves:
@@ -144,6 +151,7 @@ def test_leaf_nodes_decode_to_leaf_triangles(scene):
         assert sorted(found) == sorted(int(p) for p in leaf.prims)
     # the box node's leaf child carries the number of primitive nodes as its range
     from gpurtl.golden.ray_accel import box_node
+
     for box in bvh.boxes:
         dec = box_node.decode_box8(box.dwords)
         for k, child in enumerate(box.children):
@@ -154,10 +162,12 @@ def test_leaf_nodes_decode_to_leaf_triangles(scene):
 
 def test_bvh4_legacy_leaves(scene):
     from gpurtl.golden.ray_accel import primitive_node as pn
+
     bvh = B.build_bvh(scene, width=4, obb_threshold=None)
     leaf = bvh.leaves[0]
     node = pn.decode_legacy_node(leaf.nodes[0])
-    assert [list(v) for v in pn.legacy_triangle_vertices(node, 0)] == \
-        scene.triangles.view(np.uint32)[leaf.prims[0]].tolist()
+    assert [list(v) for v in pn.legacy_triangle_vertices(node, 0)] == scene.triangles.view(
+        np.uint32
+    )[leaf.prims[0]].tolist()
     with pytest.raises(ValueError, match="one triangle"):
         B.build_bvh(scene, width=4, leaf_size=2)

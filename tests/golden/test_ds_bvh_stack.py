@@ -4,6 +4,7 @@ of the live entries, push selection written as prefix rules) and hand-worked dir
 import random
 
 import pytest
+
 from gpurtl.facts.ds_bvh_stack import (
     INVALID_NODE,
     PRIM_RANGE_UPDATE,
@@ -22,20 +23,34 @@ from gpurtl.golden.ray_accel.ds_bvh_stack import (
     unpack_stack_addr,
 )
 
-BOX = [0x1005 + 0x100 * k for k in range(16)]      # BVH8 box pointers (type 5)
-INST = [0x80006 + 0x100 * k for k in range(4)]     # instance pointers (type 6)
+BOX = [0x1005 + 0x100 * k for k in range(16)]  # BVH8 box pointers (type 5)
+INST = [0x80006 + 0x100 * k for k in range(4)]  # instance pointers (type 6)
 
 
 def reg(valid=0, etr=0, addr=0, base=0, tlas=0, ovf=0, b2t=0):
-    return pack_stack_addr({"valid_entries": valid, "entries_to_tlas": etr, "addr": addr,
-                            "base": base, "has_tlas": tlas, "has_overflowed": ovf,
-                            "blas2tlas_pop": b2t})
+    return pack_stack_addr(
+        {
+            "valid_entries": valid,
+            "entries_to_tlas": etr,
+            "addr": addr,
+            "base": base,
+            "has_tlas": tlas,
+            "has_overflowed": ovf,
+            "blas2tlas_pop": b2t,
+        }
+    )
 
 
 def fields(r):
     f = unpack_stack_addr(r)
-    return (f["valid_entries"], f["entries_to_tlas"], f["addr"], f["has_tlas"],
-            f["has_overflowed"], f["blas2tlas_pop"])
+    return (
+        f["valid_entries"],
+        f["entries_to_tlas"],
+        f["addr"],
+        f["has_tlas"],
+        f["has_overflowed"],
+        f["blas2tlas_pop"],
+    )
 
 
 class Lane:
@@ -46,8 +61,9 @@ class Lane:
 
     def __call__(self, op, last, data, prim_range=False):
         data = list(data) + [INVALID_NODE] * (8 - len(data))
-        self.r, dst = ds_bvh_stack(op, self.r, last, data, self.lds, stack_size=self.size,
-                                   prim_range=prim_range)
+        self.r, dst = ds_bvh_stack(
+            op, self.r, last, data, self.lds, stack_size=self.size, prim_range=prim_range
+        )
         return dst
 
 
@@ -57,20 +73,27 @@ NONE = INVALID_NODE
 
 # --- hand-worked directed cases -----------------------------------------------------------------
 
+
 def test_register_fields_positions():
     # gpurt pack_stack_addr: [31] b2t, [30] overflow, [29] has TLAS, [28:15] base, [14:10] addr,
     # [9:5] entries to TLAS, [4:0] valid entries.
     assert reg(valid=1) == 1 and reg(etr=1) == 1 << 5 and reg(addr=1) == 1 << 10
     assert reg(base=1) == 1 << 15 and reg(tlas=1) == 1 << 29 and reg(ovf=1) == 1 << 30
     assert reg(b2t=1) == 1 << 31 and reg(base=0x3FFF) == 0x3FFF << 15
-    assert unpack_stack_addr(0xFFFFFFFF) == {"valid_entries": 31, "entries_to_tlas": 31,
-                                             "addr": 31, "base": 0x3FFF, "has_tlas": 1,
-                                             "has_overflowed": 1, "blas2tlas_pop": 1}
+    assert unpack_stack_addr(0xFFFFFFFF) == {
+        "valid_entries": 31,
+        "entries_to_tlas": 31,
+        "addr": 31,
+        "base": 0x3FFF,
+        "has_tlas": 1,
+        "has_overflowed": 1,
+        "blas2tlas_pop": 1,
+    }
 
 
 def test_push8_order_and_lds_interleave():
     lane = Lane(base=5)
-    assert lane(P81, NONE, BOX[:8]) == BOX[0]          # slot 0 (closest) comes back first
+    assert lane(P81, NONE, BOX[:8]) == BOX[0]  # slot 0 (closest) comes back first
     assert fields(lane.r) == (7, 7, 7, 0, 0, 0)
     # slot 7 went in first, at entry 0: DWORD base + 0; slot 1 at entry 6: DWORD 5 + 6 * 32
     assert lane.lds.read(5) == BOX[7] and lane.lds.read(5 + 6 * 32) == BOX[1]
@@ -80,14 +103,14 @@ def test_push8_order_and_lds_interleave():
 
 def test_overflow_then_walkback():
     lane = Lane(size=4)
-    assert lane(P81, NONE, BOX[:8]) == BOX[0]   # 8 pushes on a ring of 4: slots 7..4 are lost
+    assert lane(P81, NONE, BOX[:8]) == BOX[0]  # 8 pushes on a ring of 4: slots 7..4 are lost
     assert fields(lane.r) == (3, 3, 3, 0, 1, 0)
     assert [lane(P81, NONE, []) for _ in range(3)] == [BOX[1], BOX[2], BOX[3]]
-    assert lane(P81, NONE, []) == INVALID_NODE       # empty after an overflow: walk back
+    assert lane(P81, NONE, []) == INVALID_NODE  # empty after an overflow: walk back
     assert fields(lane.r)[0] == 0 and fields(lane.r)[4] == 1
     # walk-back: the parent's children again, last = the child visited last (slot 3); only the
     # siblings farther than it (slots 4..7) are pushed, slot 4 returns first
-    lane.r = reg()                                 # the shader restarts with a clean register
+    lane.r = reg()  # the shader restarts with a clean register
     assert lane(P81, BOX[3], BOX[:8]) == BOX[4]
     assert fields(lane.r) == (3, 3, 3, 0, 0, 0)
     # walk-back through a node whose children do not include last: nothing pushed
@@ -105,7 +128,7 @@ def test_skip_values():
     assert lane(P81, NONE, BOX[:4] + [BOX[4], BOX[5], BOX[6], SKIP_4_7]) == BOX[0]
     assert fields(lane.r)[0] == 3
     lane = Lane()
-    assert lane(P81, NONE, BOX[:7] + [SKIP_0_7]) == TERMINAL_NODE   # nothing at all
+    assert lane(P81, NONE, BOX[:7] + [SKIP_0_7]) == TERMINAL_NODE  # nothing at all
     lane = Lane()
     # SKIP_0_3 in slot 5 (bit 1 clear): 7, 6, 4 pushed, 3..0 not
     assert lane(P81, NONE, BOX[:5] + [SKIP_0_3, BOX[6], BOX[7]]) == BOX[4]
@@ -123,7 +146,7 @@ def test_instance_pop_sets_tlas_and_blas2tlas_pop():
     lane = Lane()
     # TLAS node: an instance (closest) and two boxes
     assert lane(P81, NONE, [INST[0], BOX[1], BOX[2]]) == INST[0]
-    assert fields(lane.r) == (2, 0, 2, 1, 0, 0)          # BLAS begins: 0 entries to the TLAS
+    assert fields(lane.r) == (2, 0, 2, 1, 0, 0)  # BLAS begins: 0 entries to the TLAS
     # the instance result: slot 7 = BLAS root, the rest SKIP_0_7 style: push the root only
     assert lane(P81, NONE, [NONE] * 6 + [SKIP_0_7, BOX[9]]) == BOX[9]
     assert fields(lane.r) == (2, 0, 2, 1, 0, 0)
@@ -139,8 +162,8 @@ def test_instance_pop_sets_tlas_and_blas2tlas_pop():
 
 def test_nested_instance_drops_the_tlas_part():
     lane = Lane()
-    assert lane(P81, NONE, [INST[0], BOX[1], BOX[2]]) == INST[0]   # 2 TLAS entries below
-    assert lane(P81, NONE, [INST[1], BOX[3]]) == INST[1]           # an instance in a BLAS
+    assert lane(P81, NONE, [INST[0], BOX[1], BOX[2]]) == INST[0]  # 2 TLAS entries below
+    assert lane(P81, NONE, [INST[1], BOX[3]]) == INST[1]  # an instance in a BLAS
     # the TLAS part (2 entries) is dropped: valid = entries to TLAS = 1, overflow for walk-back
     assert fields(lane.r) == (1, 0, 3, 1, 1, 0)
     assert lane(P81, NONE, []) == BOX[3]
@@ -150,9 +173,9 @@ def test_nested_instance_drops_the_tlas_part():
 
 def test_blas_overflowing_the_tlas_clears_has_tlas():
     lane = Lane(size=4)
-    assert lane(P81, NONE, [INST[0], BOX[1]]) == INST[0]            # 1 TLAS entry
-    assert lane(P81, NONE, BOX[4:8]) == BOX[4]        # 4 pushes: the TLAS entry is overwritten
-    assert fields(lane.r) == (3, 3, 0, 1, 1, 0)       # entries to TLAS reached 4, then popped
+    assert lane(P81, NONE, [INST[0], BOX[1]]) == INST[0]  # 1 TLAS entry
+    assert lane(P81, NONE, BOX[4:8]) == BOX[4]  # 4 pushes: the TLAS entry is overwritten
+    assert fields(lane.r) == (3, 3, 0, 1, 1, 0)  # entries to TLAS reached 4, then popped
     assert lane(P81, NONE, [BOX[8], BOX[9]]) == BOX[8]
     # the push with entries to TLAS == 4 cleared has_tlas
     assert fields(lane.r) == (3, 3, 1, 0, 1, 0)
@@ -163,21 +186,25 @@ def test_primitive_range_continuation():
     # END_OF_PAIR: pair 1 -> pair 2, and pair 3 (type 3) -> pair 4 (type 8)
     for ptr, nxt in [(tri | 1, tri | 2), (tri | 3, tri | 8), (tri | 9, tri | 10)]:
         lane = Lane()
-        assert lane(P81, PRIM_RANGE_UPDATE | 0, [BOX[0]] * 6 + [SKIP_0_7, ptr],
-                    prim_range=True) == nxt
+        assert (
+            lane(P81, PRIM_RANGE_UPDATE | 0, [BOX[0]] * 6 + [SKIP_0_7, ptr], prim_range=True) == nxt
+        )
         assert fields(lane.r)[0] == 0
     # END_OF_NODE: pair 0 of the next 128-byte node
     lane = Lane()
-    assert lane(P81, PRIM_RANGE_UPDATE | 1, [BOX[0]] * 7 + [tri | 10],
-                prim_range=True) == tri + 0x10
+    assert (
+        lane(P81, PRIM_RANGE_UPDATE | 1, [BOX[0]] * 7 + [tri | 10], prim_range=True) == tri + 0x10
+    )
     # END_OF_RANGE: nothing pushed, the stack top comes back
     lane = Lane()
     lane(P81, NONE, [BOX[0], BOX[3]])
     assert lane(P81, PRIM_RANGE_UPDATE | 2, [BOX[1]] * 7 + [tri | 1], prim_range=True) == BOX[3]
     # without OFFSET1[1] the same last_node_ptr is a plain special value: push all (slot 7 too)
     lane = Lane()
-    assert lane(P81, PRIM_RANGE_UPDATE | 0, [BOX[0], NONE, NONE, NONE, NONE, NONE, NONE,
-                                            tri | 1]) == BOX[0]
+    assert (
+        lane(P81, PRIM_RANGE_UPDATE | 0, [BOX[0], NONE, NONE, NONE, NONE, NONE, NONE, tri | 1])
+        == BOX[0]
+    )
     assert lane(P81, NONE, []) == tri | 1
 
 
@@ -205,8 +232,8 @@ def test_rtip31_triangles_count_as_visited():
 def test_pop2_triangle_pair():
     lane = Lane()
     tri1 = 0x4000 | 1
-    assert lane(P82, NONE, [tri1, BOX[1]]) == (0x4000, tri1)    # both triangles of the pair
-    assert fields(lane.r) == (1, 1, 1, 0, 0, 0)                 # one entry popped only
+    assert lane(P82, NONE, [tri1, BOX[1]]) == (0x4000, tri1)  # both triangles of the pair
+    assert fields(lane.r) == (1, 1, 1, 0, 0, 0)  # one entry popped only
 
 
 def test_pop2_two_entries_and_instance_boundary():
@@ -231,8 +258,10 @@ def test_pop2_ignores_the_31_rules():
     # the emulation runs the pop2 push with the RT IP 3.0 rules: triangles do not match and a
     # range-update last_node_ptr is an ordinary special value
     lane = Lane()
-    assert lane(P82, 0x7775, [0x4000, BOX[1], BOX[2]], prim_range=True) == \
-        (TERMINAL_NODE, INVALID_NODE)
+    assert lane(P82, 0x7775, [0x4000, BOX[1], BOX[2]], prim_range=True) == (
+        TERMINAL_NODE,
+        INVALID_NODE,
+    )
 
 
 def test_push4_reads_four_dwords():
@@ -241,7 +270,7 @@ def test_push4_reads_four_dwords():
     assert fields(lane.r)[0] == 3
     assert [lane(P41, NONE, []) for _ in range(4)] == [BOX[1], BOX[2], BOX[3], TERMINAL_NODE]
     lane = Lane()
-    assert lane(P41, BOX[1], BOX[:4]) == BOX[2]                 # walk-back: slots 2, 3
+    assert lane(P41, BOX[1], BOX[:4]) == BOX[2]  # walk-back: slots 2, 3
 
 
 def test_parameters_are_checked():
@@ -255,19 +284,24 @@ def test_parameters_are_checked():
 
 def test_block_model_refuses_registers_outside_its_lds():
     model = BvhStackModel(stack_size=8, waves=2, lanes=4)
-    req = {"op": "PUSH8_POP1", "last_node_ptr": NONE, "data": BOX[:8],
-           "tri_size_opt": 0, "prim_range": 0}
+    req = {
+        "op": "PUSH8_POP1",
+        "last_node_ptr": NONE,
+        "data": BOX[:8],
+        "tri_size_opt": 0,
+        "prim_range": 0,
+    }
     ok = model({**req, "stack_addr": reg(base=model.base_of(1, 3))})
     assert ok["error"] == 0 and ok["dst0"] == BOX[0]
-    for bad in (reg(base=4), reg(base=9 * 32 + 1), reg(base=32, addr=8), reg(valid=9),
-                reg(etr=9)):
+    for bad in (reg(base=4), reg(base=9 * 32 + 1), reg(base=32, addr=8), reg(valid=9), reg(etr=9)):
         out = model({**req, "stack_addr": bad})
         assert out["error"] == 1 and out["dst0"] == out["dst1"] == INVALID_NODE
         assert pack_stack_addr(out["stack_addr"]) == bad
-    assert model.lds.read(model.base_of(0, 0)) == 0      # nothing written by the refusals
+    assert model.lds.read(model.base_of(0, 0)) == 0  # nothing written by the refusals
 
 
 # --- a second formulation -----------------------------------------------------------------------
+
 
 def _special(p):
     return p >> 3 == 0x1FFFFFFF
@@ -276,7 +310,7 @@ def _special(p):
 def ref_pushes(last, data, rules31):
     """Push list (in push order) by prefix rules instead of the emulation's running flags."""
     walkback = not _special(last)
-    if rules31 and not walkback and not last & 4:       # primitive-range update
+    if rules31 and not walkback and not last & 4:  # primitive-range update
         if last & 2 or _special(data[7]):
             return []
         p = data[7]
@@ -285,14 +319,16 @@ def ref_pushes(last, data, rules31):
     hits = [i for i in range(8) if data[i] == last or (rules31 and data[i] & 7 <= 3)]
     if walkback and not hits and not (rules31 and last & 7 <= 3):
         return []
-    cut = max(hits) if walkback and hits else -1        # slots <= cut were visited already
+    cut = max(hits) if walkback and hits else -1  # slots <= cut were visited already
     setters = [i for i in range(7, -1, -1) if i >= cut and _special(data[i])]
     upper = [i for i in setters if i >= 4]
     stop47 = next((i for i in upper if not data[i] & 4), -1)
-    skip03 = 4 if any(not data[i] & 2 for i in upper if i >= stop47) else \
-        next((i for i in setters if i < 4 and not data[i] & 2), -1)
-    order = [i for i in range(7, 3, -1) if i > stop47] + [i for i in range(3, -1, -1)
-                                                          if i > skip03]
+    skip03 = (
+        4
+        if any(not data[i] & 2 for i in upper if i >= stop47)
+        else next((i for i in setters if i < 4 and not data[i] & 2), -1)
+    )
+    order = [i for i in range(7, 3, -1) if i > stop47] + [i for i in range(3, -1, -1) if i > skip03]
     return [data[i] for i in order if i > cut and not _special(data[i])]
 
 
@@ -305,11 +341,11 @@ class ListStack:
 
     def push(self, p):
         if len(self.live) == self.size:
-            self.live.pop(0)                               # the oldest entry is overwritten
+            self.live.pop(0)  # the oldest entry is overwritten
             self.ovf = 1
         self.live.append(p)
         self.addr = (self.addr + 1) % self.size
-        if self.etr == self.size:                          # the TLAS part is gone
+        if self.etr == self.size:  # the TLAS part is gone
             self.tlas = 0
         self.etr = min(self.etr + 1, self.size)
 
@@ -325,8 +361,8 @@ class ListStack:
         self.addr = (self.addr - 1) % self.size
         self.etr = max(self.etr - 1, 0)
         if p & 7 == 6:
-            if self.tlas:                                  # keep only the BLAS part
-                self.live = self.live[len(self.live) - self.etr:]
+            if self.tlas:  # keep only the BLAS part
+                self.live = self.live[len(self.live) - self.etr :]
                 self.ovf = 1
             self.tlas, self.etr = 1, 0
         return p
@@ -358,12 +394,18 @@ class ListStack:
 def random_step(rng):
     """A random instruction: pointers of every kind, walk-backs, range updates, skips."""
     op = rng.choice([P81, P81, P81, P82, P41])
-    pool = BOX + INST + [0x4000 | t for t in (0, 1, 2, 3, 8, 9, 10, 11)] + \
-        [INVALID_NODE] * 6 + [SKIP_0_3, SKIP_4_7, SKIP_0_7, 0xFFFFFFF8, 0xFFFFFFFA, TERMINAL_NODE]
+    pool = (
+        BOX
+        + INST
+        + [0x4000 | t for t in (0, 1, 2, 3, 8, 9, 10, 11)]
+        + [INVALID_NODE] * 6
+        + [SKIP_0_3, SKIP_4_7, SKIP_0_7, 0xFFFFFFF8, 0xFFFFFFFA, TERMINAL_NODE]
+    )
     data = [rng.choice(pool) for _ in range(8)]
     if rng.random() < 0.3:
-        data = sorted(data[:rng.randint(0, 8)], key=lambda p: p == INVALID_NODE) + \
-            [INVALID_NODE] * 8
+        data = (
+            sorted(data[: rng.randint(0, 8)], key=lambda p: p == INVALID_NODE) + [INVALID_NODE] * 8
+        )
         data = data[:8]
     roll = rng.random()
     if roll < 0.55:

@@ -45,7 +45,9 @@ def small_exponents(rng, n):
 
 def workload(rng, n):
     a = np.concatenate([rand_bits(rng, n), small_exponents(rng, n), rand_bits(rng, n)])
-    b = np.concatenate([rand_bits(rng, n), small_exponents(rng, n), near_exponent(rng, a[2 * n:], 30)])
+    b = np.concatenate(
+        [rand_bits(rng, n), small_exponents(rng, n), near_exponent(rng, a[2 * n :], 30)]
+    )
     return a, b
 
 
@@ -66,8 +68,9 @@ def np_ref(op, a, b, ftz):
 
 
 @pytest.mark.parametrize("ftz", [False, True])
-@pytest.mark.parametrize("name,op", [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                                     ("div", np.divide)])
+@pytest.mark.parametrize(
+    "name,op", [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)]
+)
 def test_against_numpy_float32(name, op, ftz):
     rng = np.random.default_rng(1 + ftz)
     a, b = workload(rng, 400_000)
@@ -76,8 +79,9 @@ def test_against_numpy_float32(name, op, ftz):
     got = getattr(g, name)(a, b, ftz=ftz)
     want = np_ref(op, a, b, ftz)
     bad = np.flatnonzero(got != want)
-    assert bad.size == 0, [(f"{a[i]:08x}", f"{b[i]:08x}", f"{got[i]:08x}", f"{want[i]:08x}")
-                           for i in bad[:5]]
+    assert bad.size == 0, [
+        (f"{a[i]:08x}", f"{b[i]:08x}", f"{got[i]:08x}", f"{want[i]:08x}") for i in bad[:5]
+    ]
 
 
 def _sf(bits):
@@ -140,8 +144,11 @@ def fma_vectors(rng, n):
     near = ((p.astype(np.int64) + delta) & 0xFFFFFFFF).astype(np.uint32) ^ np.uint32(0x80000000)
     values = np.array(g.special_values(), dtype=np.uint32)[::3]
     ta, tb, tc = (x.ravel() for x in np.meshgrid(values, values, values))
-    return (np.concatenate([ta, a, a[:n]]), np.concatenate([tb, b, b[:n]]),
-            np.concatenate([tc, c, near]))
+    return (
+        np.concatenate([ta, a, a[:n]]),
+        np.concatenate([tb, b, b[:n]]),
+        np.concatenate([tc, c, near]),
+    )
 
 
 @pytest.mark.parametrize("ftz", [False, True])
@@ -151,13 +158,20 @@ def test_fma_softfloat(ftz):
     got = g.fma(a, b, c, ftz=ftz)
     if ftz:
         a, b, c = g.flush(a), g.flush(b), g.flush(c)
-    want = np.array([_bits(sf.f32_mul_add(_sf(x), _sf(y), _sf(z)))
-                     for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())], dtype=np.uint32)
+    want = np.array(
+        [
+            _bits(sf.f32_mul_add(_sf(x), _sf(y), _sf(z)))
+            for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())
+        ],
+        dtype=np.uint32,
+    )
     if ftz:
         want = g.flush(want)
     bad = np.flatnonzero(got != want)
-    assert bad.size == 0, [(f"{a[i]:08x}", f"{b[i]:08x}", f"{c[i]:08x}", f"{got[i]:08x}",
-                            f"{want[i]:08x}") for i in bad[:5]]
+    assert bad.size == 0, [
+        (f"{a[i]:08x}", f"{b[i]:08x}", f"{c[i]:08x}", f"{got[i]:08x}", f"{want[i]:08x}")
+        for i in bad[:5]
+    ]
 
 
 def test_fma_fraction():
@@ -183,8 +197,9 @@ def test_div_softfloat(ftz):
     got = g.div(a, b, ftz=ftz)
     if ftz:
         a, b = g.flush(a), g.flush(b)
-    want = np.array([_bits(sf.f32_div(_sf(x), _sf(y))) for x, y in zip(a.tolist(), b.tolist())],
-                    dtype=np.uint32)
+    want = np.array(
+        [_bits(sf.f32_div(_sf(x), _sf(y))) for x, y in zip(a.tolist(), b.tolist())], dtype=np.uint32
+    )
     if ftz:
         want = g.flush(want)
     assert np.array_equal(got, want)
@@ -231,7 +246,7 @@ def rcp_exact_ok(x, z):
     ok_up = (up > 0) | ((up == 0) & even)
     ok_low = (low < 0) | ((low == 0) & even)
     # overflow: 1/x >= (2**25 - 1) 2**103  <=>  (2**25 - 1) X <= 2**-(103 + ex)
-    ovf = cmp_pow2((2 ** 25 - 1) * X, -(103 + ex))
+    ovf = cmp_pow2((2**25 - 1) * X, -(103 + ex))
     ok_inf = ovf <= 0
     return sign_ok & np.where(inf, ok_inf, ok_up & ok_low & (zmag != 0))
 
@@ -265,10 +280,10 @@ def test_rcp_specials():
     assert g.rcp(0) == 0x7F800000 and g.rcp(0x80000000) == 0xFF800000
     assert g.rcp(0x7F800000) == 0 and g.rcp(0xFF800000) == 0x80000000
     assert g.rcp(0x7F800001) == NAN and g.rcp(0xFFC00000) == NAN
-    assert g.rcp(0x00000001) == 0x7F800000           # 2**149 overflows
+    assert g.rcp(0x00000001) == 0x7F800000  # 2**149 overflows
     assert g.rcp(0x7F7FFFFF) == 0x00200000 or g.rcp(0x7F7FFFFF) == 0x00200001
     assert g.rcp(0x00000001, ftz=True) == 0x7F800000  # flushed to +0 first
-    assert g.rcp(0x7F000000) == 0x00400000            # 2**-127 subnormal, exact
+    assert g.rcp(0x7F000000) == 0x00400000  # 2**-127 subnormal, exact
     assert g.rcp(0x7F000000, ftz=True) == 0
 
 
@@ -287,7 +302,7 @@ def test_compare_and_minmax():
         else:
             assert {lo, hi} == {x, y}
             assert not sf.f32_lt_quiet(_sf(hi), _sf(lo))
-            if (x | y) & 0x7FFFFFFF == 0 and x != y:   # -0 and +0
+            if (x | y) & 0x7FFFFFFF == 0 and x != y:  # -0 and +0
                 assert lo == 0x80000000 and hi == 0
     # ftz: subnormals compare like zeros
     assert g.eq(0x00000001, 0x80000000, ftz=True) and not g.eq(0x00000001, 0x80000000)
@@ -299,12 +314,12 @@ def test_sign_ops_and_scalars():
     assert g.add(0x3F800000, 0x3F800000) == 0x40000000
     assert isinstance(g.add(1, 2), int) and isinstance(g.lt(1, 2), bool)
     assert g.add([1, 2], 1).dtype == np.uint32
-    assert g.sub(0x3F800000, 0x3F800000) == 0          # x - x = +0
+    assert g.sub(0x3F800000, 0x3F800000) == 0  # x - x = +0
     assert g.add(0x80000000, 0x80000000) == 0x80000000  # -0 + -0 = -0
-    assert g.mul(0x1A000000, 0x1A000000) == 0           # 2**-150 ties to even (0)
+    assert g.mul(0x1A000000, 0x1A000000) == 0  # 2**-150 ties to even (0)
     assert g.mul(0x1A000001, 0x1A000000) == 1
     assert g.mul(0x00800000, 0x3F000000, ftz=True) == 0  # result subnormal, flushed
-    assert g.mul(0x00FFFFFF, 0x3F000000) == 0x00800000   # rounds up to min normal
+    assert g.mul(0x00FFFFFF, 0x3F000000) == 0x00800000  # rounds up to min normal
     assert g.mul(0x00FFFFFF, 0x3F000000, ftz=True) == 0x00800000
     assert g.add(0x7F7FFFFF, 0x7F7FFFFF) == 0x7F800000
     assert g.fma(0x3F800000, 0x7F800000, 0xFF800000) == NAN

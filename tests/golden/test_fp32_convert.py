@@ -60,8 +60,13 @@ def f2i_fraction(bits, signed):
 @pytest.mark.parametrize("ftz", [False, True])
 def test_f2i_against_numpy_every_exponent(signed, ftz):
     rng = np.random.default_rng(11 + signed)
-    a = np.concatenate([every_exponent(rng, 2000), rand_bits(rng, 200_000),
-                        np.array(g.special_values(), dtype=np.uint32)])
+    a = np.concatenate(
+        [
+            every_exponent(rng, 2000),
+            rand_bits(rng, 200_000),
+            np.array(g.special_values(), dtype=np.uint32),
+        ]
+    )
     z, invalid = g.f2i(a, np.full(a.size, int(signed)), ftz=ftz)
     ref_z, ref_invalid = f2i_numpy(a, signed)
     bad = (z != ref_z) | (invalid != ref_invalid)
@@ -69,15 +74,36 @@ def test_f2i_against_numpy_every_exponent(signed, ftz):
 
 
 BOUNDARY = [
-    0x00000000, 0x80000000, 0x00000001, 0x807FFFFF,          # zeros, subnormals
-    0x3F800000, 0xBF800000, 0x3F000000, 0xBF000000,          # +-1, +-0.5
-    0x3FC00000, 0xBFC00000, 0x3F7FFFFF, 0xBF7FFFFF,          # +-1.5, just below 1
-    0x4F000000, 0xCF000000, 0x4EFFFFFF, 0xCEFFFFFF,          # +-2**31, 2**31 - 128
-    0xCF000001,                                              # -2**31 - 256
-    0x4F800000, 0x4F7FFFFF, 0xCF800000,                      # 2**32, 2**32 - 256
-    0x4B000001, 0xCB7FFFFF,                                  # 2**23 + 1, -(2**24 - 1)
-    0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,          # largest finite, infinities
-    0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFA00000,          # NaNs
+    0x00000000,
+    0x80000000,
+    0x00000001,
+    0x807FFFFF,  # zeros, subnormals
+    0x3F800000,
+    0xBF800000,
+    0x3F000000,
+    0xBF000000,  # +-1, +-0.5
+    0x3FC00000,
+    0xBFC00000,
+    0x3F7FFFFF,
+    0xBF7FFFFF,  # +-1.5, just below 1
+    0x4F000000,
+    0xCF000000,
+    0x4EFFFFFF,
+    0xCEFFFFFF,  # +-2**31, 2**31 - 128
+    0xCF000001,  # -2**31 - 256
+    0x4F800000,
+    0x4F7FFFFF,
+    0xCF800000,  # 2**32, 2**32 - 256
+    0x4B000001,
+    0xCB7FFFFF,  # 2**23 + 1, -(2**24 - 1)
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x7F800000,
+    0xFF800000,  # largest finite, infinities
+    0x7FC00000,
+    0xFFC00000,
+    0x7F800001,
+    0xFFA00000,  # NaNs
 ]
 
 
@@ -91,11 +117,11 @@ def test_f2i_fraction_boundaries(signed):
 
 def test_f2i_documented_cases():
     # scalar in, scalar out
-    assert g.f2i(0xBF000000, 0) == (0, False)               # -0.5 into uint32: 0, valid
-    assert g.f2i(0xBF800000, 0) == (0, True)                # -1.0 into uint32 saturates
-    assert g.f2i(0xCF000000, 1) == (0x80000000, False)      # -2**31 is representable
-    assert g.f2i(0x4F000000, 1) == (0x7FFFFFFF, True)       # 2**31 is not
-    assert g.f2i(0x7FC00000, 1) == (0, True)                # NaN -> 0
+    assert g.f2i(0xBF000000, 0) == (0, False)  # -0.5 into uint32: 0, valid
+    assert g.f2i(0xBF800000, 0) == (0, True)  # -1.0 into uint32 saturates
+    assert g.f2i(0xCF000000, 1) == (0x80000000, False)  # -2**31 is representable
+    assert g.f2i(0x4F000000, 1) == (0x7FFFFFFF, True)  # 2**31 is not
+    assert g.f2i(0x7FC00000, 1) == (0, True)  # NaN -> 0
     assert g.f2i(0xFF800000, 1) == (0x80000000, True)
     assert g.f2i(0x7F800000, 0) == (0xFFFFFFFF, True)
 
@@ -130,20 +156,43 @@ def leading_bit_everywhere(rng, per_position):
 def test_i2f_against_numpy(signed):
     rng = np.random.default_rng(5 + signed)
     pos = leading_bit_everywhere(rng, 3000)
-    a = np.concatenate([pos, -pos.astype(np.int64) & 0xFFFFFFFF, rand_bits(rng, 200_000)]
-                       ).astype(np.uint32)
+    a = np.concatenate([pos, -pos.astype(np.int64) & 0xFFFFFFFF, rand_bits(rng, 200_000)]).astype(
+        np.uint32
+    )
     ints = np.where(signed & (a >> 31 == 1), a.astype(np.int64) - (1 << 32), a.astype(np.int64))
-    ref = ints.astype(np.float32).view(np.uint32)          # numpy/C conversion: RNE
+    ref = ints.astype(np.float32).view(np.uint32)  # numpy/C conversion: RNE
     z = g.i2f(a, int(signed))
     bad = z != ref
     assert not bad.any(), [hex(v) for v in a[bad][:5]]
 
 
-TIES = [0, 1, -1, (1 << 24) + 1, (1 << 24) + 3, (1 << 25) + 2, (1 << 25) + 3, (1 << 25) + 6,
-        (1 << 31) - 1, -(1 << 31), -(1 << 31) + 1, (1 << 31) - 64, (1 << 31) - 192,
-        -((1 << 24) + 1), 0x7FFFFFC0, 0x7FFFFF80, 0x7FFFFF40]
-UNSIGNED_TIES = [(1 << 32) - 1, (1 << 32) - 128, (1 << 32) - 384, (1 << 31) + 128,
-                 (1 << 31) + 384, 0x80000000]
+TIES = [
+    0,
+    1,
+    -1,
+    (1 << 24) + 1,
+    (1 << 24) + 3,
+    (1 << 25) + 2,
+    (1 << 25) + 3,
+    (1 << 25) + 6,
+    (1 << 31) - 1,
+    -(1 << 31),
+    -(1 << 31) + 1,
+    (1 << 31) - 64,
+    (1 << 31) - 192,
+    -((1 << 24) + 1),
+    0x7FFFFFC0,
+    0x7FFFFF80,
+    0x7FFFFF40,
+]
+UNSIGNED_TIES = [
+    (1 << 32) - 1,
+    (1 << 32) - 128,
+    (1 << 32) - 384,
+    (1 << 31) + 128,
+    (1 << 31) + 384,
+    0x80000000,
+]
 
 
 def test_i2f_ties_against_integer_rounding():
@@ -160,11 +209,11 @@ def test_i2f_ties_against_integer_rounding():
 
 
 def test_i2f_fixed_points():
-    assert g.i2f(0, 1) == 0 and g.i2f(0, 0) == 0            # +0 either way
-    assert g.i2f(0xFFFFFFFF, 0) == 0x4F800000                # 2**32
-    assert g.i2f(0xFFFFFFFF, 1) == 0xBF800000                # -1
-    assert g.i2f(0x80000000, 1) == 0xCF000000                # INT32_MIN
-    assert g.i2f(-5, 1) == g.i2f(0xFFFFFFFB, 1)              # negative ints as patterns
+    assert g.i2f(0, 1) == 0 and g.i2f(0, 0) == 0  # +0 either way
+    assert g.i2f(0xFFFFFFFF, 0) == 0x4F800000  # 2**32
+    assert g.i2f(0xFFFFFFFF, 1) == 0xBF800000  # -1
+    assert g.i2f(0x80000000, 1) == 0xCF000000  # INT32_MIN
+    assert g.i2f(-5, 1) == g.i2f(0xFFFFFFFB, 1)  # negative ints as patterns
 
 
 def test_round_trip_exact_for_small_integers():

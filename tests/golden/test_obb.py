@@ -22,18 +22,34 @@ LISTING = pathlib.Path(__file__).parent / "data" / "obb_matrices.txt"
 
 # 13 axes in gpurt ObbAxesLut order; index = axis*8 + angleIdx*2 + signIdx.
 _S2, _S3 = 1 / math.sqrt(2), 1 / math.sqrt(3)
-AXES = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0, _S2, _S2), (0, -_S2, _S2), (_S2, 0, _S2),
-        (_S2, 0, -_S2), (_S2, _S2, 0), (-_S2, _S2, 0), (_S3, _S3, _S3), (-_S3, _S3, _S3),
-        (_S3, -_S3, _S3), (-_S3, -_S3, _S3)]
+AXES = [
+    (1, 0, 0),
+    (0, 1, 0),
+    (0, 0, 1),
+    (0, _S2, _S2),
+    (0, -_S2, _S2),
+    (_S2, 0, _S2),
+    (_S2, 0, -_S2),
+    (_S2, _S2, 0),
+    (-_S2, _S2, 0),
+    (_S3, _S3, _S3),
+    (-_S3, _S3, _S3),
+    (_S3, -_S3, _S3),
+    (-_S3, -_S3, _S3),
+]
 
 
 def rodrigues(axis, angle):
     x, y, z = axis
     c, s = math.cos(angle), math.sin(angle)
     t = 1 - c
-    return np.array([[c + x * x * t, x * y * t - z * s, x * z * t + y * s],
-                     [y * x * t + z * s, c + y * y * t, y * z * t - x * s],
-                     [z * x * t - y * s, z * y * t + x * s, c + z * z * t]])
+    return np.array(
+        [
+            [c + x * x * t, x * y * t - z * s, x * z * t + y * s],
+            [y * x * t + z * s, c + y * y * t, y * z * t - x * s],
+            [z * x * t - y * s, z * y * t + x * s, c + z * z * t],
+        ]
+    )
 
 
 def test_stage_tables_shape():
@@ -43,7 +59,7 @@ def test_stage_tables_shape():
     for i in range(104):
         for row in obb.stage1_codes(i):
             for code in row:
-                assert (code & 0x1F) < 26          # only 26 stage-2 values are used
+                assert (code & 0x1F) < 26  # only 26 stage-2 values are used
     # float bit 30 is always 0: every magnitude <= 1.0
     assert all(v & (1 << 30) == 0 for v in obb.STAGE2)
     assert obb.STAGE2[26:] == (0,) * 6
@@ -54,8 +70,8 @@ def test_matrix_matches_axis_angle(index):
     axis, angle_idx, sign = index // 8, (index // 2) % 4, index % 2
     angle = math.radians(22.5 * (angle_idx + 1)) * (-1 if sign else 1)
     exact = rodrigues(AXES[axis], angle)
-    exact[np.abs(exact) < 1e-12] = 0.0      # exact zeros (float64 noise of cos 90 deg)
-    expected = exact.astype(np.float32)     # float32(RNE(exact Rodrigues entry))
+    exact[np.abs(exact) < 1e-12] = 0.0  # exact zeros (float64 noise of cos 90 deg)
+    expected = exact.astype(np.float32)  # float32(RNE(exact Rodrigues entry))
     got = obb.obb_matrix(index)
     assert np.array_equal(got.view(np.uint32) & 0x7FFFFFFF, expected.view(np.uint32) & 0x7FFFFFFF)
     assert np.array_equal(np.sign(got), np.sign(expected))
@@ -65,8 +81,8 @@ def test_matrix_matches_axis_angle(index):
 def test_proper_rotation(index):
     m = obb.obb_matrix(index).astype(np.float64)
     err = np.abs(m @ m.T - np.eye(3)).max()
-    assert err < 2 ** -22                    # orthonormal within float32 rounding
-    assert abs(np.linalg.det(m) - 1) < 2 ** -21
+    assert err < 2**-22  # orthonormal within float32 rounding
+    assert abs(np.linalg.det(m) - 1) < 2**-21
     assert not np.array_equal(m, np.eye(3))  # no table entry is the identity
 
 
@@ -83,8 +99,11 @@ def read_listing(path=LISTING):
 
 def listing_mismatches(stage1, matrix_of, rows):
     """Indices whose stage-1 entry or decoded matrix differ from the listing."""
-    return [index for index, (entry, listed) in rows.items()
-            if stage1[index] != entry or not np.allclose(matrix_of(index), listed, atol=1e-6)]
+    return [
+        index
+        for index, (entry, listed) in rows.items()
+        if stage1[index] != entry or not np.allclose(matrix_of(index), listed, atol=1e-6)
+    ]
 
 
 def test_matches_appendix_b():
@@ -96,15 +115,18 @@ def test_matches_appendix_b():
 def test_listing_check_catches_a_wrong_entry():
     rows = read_listing()
     broken = list(obb.STAGE1)
-    broken[37] ^= 1 << 23                     # flip the sign bit of element (1, 0)
+    broken[37] ^= 1 << 23  # flip the sign bit of element (1, 0)
     assert listing_mismatches(broken, obb.obb_matrix, rows) == [37]
+
     # A matrix decoded with its columns in the wrong order is caught too.
     def swapped(index):
         return obb.obb_matrix(index)[:, ::-1] if index == 5 else obb.obb_matrix(index)
+
     assert listing_mismatches(obb.STAGE1, swapped, rows) == [5]
 
 
 # --- exact rational reference of the transform --------------------------------------------------
+
 
 def frac_of(bits):
     return Fraction(bits_f32(bits))
@@ -151,7 +173,7 @@ def exact_fma(a, b, c):
 def exact_mul(a, b):
     exact = frac_of(a) * frac_of(b)
     if exact == 0:
-        return ((a ^ b) & 0x80000000)
+        return (a ^ b) & 0x80000000
     return round_f32(exact)
 
 
@@ -176,7 +198,7 @@ def random_finite(rng, n):
     exp = rng.integers(100, 155, n, dtype=np.int64)
     exp = np.where(kind == 0, rng.integers(1, 254, n), exp)
     bits = sign | (exp << 23) | mant
-    bits = np.where(kind == 1, sign, bits)                  # signed zero
+    bits = np.where(kind == 1, sign, bits)  # signed zero
     bits = np.where(kind == 2, sign | (mant & 0x7FFF), bits)  # subnormal
     return bits.astype(np.uint32)
 
@@ -190,8 +212,9 @@ def test_obb_transform_matches_exact_rationals():
     go, gd, bad = obb.obb_transform_ray(idx, o, d)
     assert not bad.any()
     for k in range(n):
-        eo, ed = exact_transform(obb.obb_matrix_bits(int(idx[k])), [int(v) for v in o[k]],
-                                 [int(v) for v in d[k]])
+        eo, ed = exact_transform(
+            obb.obb_matrix_bits(int(idx[k])), [int(v) for v in o[k]], [int(v) for v in d[k]]
+        )
         assert [int(v) for v in go[k]] == eo, (k, idx[k])
         assert [int(v) for v in gd[k]] == ed, (k, idx[k])
 
@@ -211,7 +234,7 @@ def test_instance_transform_matches_exact_rationals():
 
 
 def test_passthrough_and_bad_index():
-    o = np.array([[0x7FC00001, 0x80000000, 0xFF800000]], np.uint32)   # NaN payload, -0, -inf
+    o = np.array([[0x7FC00001, 0x80000000, 0xFF800000]], np.uint32)  # NaN payload, -0, -inf
     d = np.array([[0x00000001, 0x3F800000, 0x7F800000]], np.uint32)
     go, gd, bad = obb.obb_transform_ray(0x7F, o, d)
     assert np.array_equal(go, o) and np.array_equal(gd, d) and not bad.any()
@@ -223,8 +246,8 @@ def test_passthrough_and_bad_index():
 
 def test_special_values_follow_ieee():
     # inf * 0 inside the chain gives NaN -> canonical NaN; zero-sign of the innermost origin term
-    m = obb.obb_matrix_bits(6)      # rows (1,0,0), (0,0,-1), (0,1,0)
-    o = [0x80000000, 0x7F800000, 0x3F800000]    # -0, +inf, 1
+    m = obb.obb_matrix_bits(6)  # rows (1,0,0), (0,0,-1), (0,1,0)
+    o = [0x80000000, 0x7F800000, 0x3F800000]  # -0, +inf, 1
     d = [0x80000000, 0x80000000, 0x80000000]
     go, gd = obb.transform_rows(m, o, d)
     # row 0: 1*(-0) + 0*inf -> NaN

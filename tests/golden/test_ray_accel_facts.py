@@ -10,9 +10,16 @@ from itertools import product
 import numpy as np
 
 from gpurtl.facts.fp32 import bits_f32
-from gpurtl.facts.ray_accel import (BOX8_NODE_LAYOUT, INSTANCE_NODE_LAYOUT, LEGACY_BOX16_LAYOUT,
-                                    LEGACY_BOX32_LAYOUT, NARROW_SORT_STAGES,
-                                    PRIMITIVE_HEADER_LAYOUT, SORT_STAGES, box_grow_constant)
+from gpurtl.facts.ray_accel import (
+    BOX8_NODE_LAYOUT,
+    INSTANCE_NODE_LAYOUT,
+    LEGACY_BOX16_LAYOUT,
+    LEGACY_BOX32_LAYOUT,
+    NARROW_SORT_STAGES,
+    PRIMITIVE_HEADER_LAYOUT,
+    SORT_STAGES,
+    box_grow_constant,
+)
 from gpurtl.golden.ray_accel import box_node, instance, primitive_node
 from gpurtl.sim import layouts
 from gpurtl.sim.blocks.ray_accel import stimulus
@@ -40,15 +47,22 @@ def test_box8_layout_matches_the_decoder():
     for node in _nodes(lambda tx, p: not tx["dual"] and p & 0xF == 5):
         f, d = _fields(BOX8_NODE_LAYOUT, node), box_node.decode_box8(node)
         h = f["header"]
-        assert [h["internal_base"], h["leaf_base"], h["parent"]] == \
-            [d["internal_base"], d["leaf_base"], d["parent"]]
+        assert [h["internal_base"], h["leaf_base"], h["parent"]] == [
+            d["internal_base"],
+            d["leaf_base"],
+            d["parent"],
+        ]
         assert h["origin"] == list(d["origin"]) and h["exp"] == d["exp"]
         assert h["count_minus_1"] + 1 == d["count"] and h["obb_index"] == d["obb_index"]
         for c, dc in zip(f["children"], d["children"]):
             assert [c["qmin_x"], c["qmin_y"], c["qmin_z"]] == dc["qmin"]
             assert [c["qmax_x"], c["qmax_y"], c["qmax_z"]] == dc["qmax"]
-            assert [c["cull_flags"], c["mask"], c["type"], c["range"]] == \
-                [dc["cull_flags"], dc["mask"], dc["type"], dc["range"]]
+            assert [c["cull_flags"], c["mask"], c["type"], c["range"]] == [
+                dc["cull_flags"],
+                dc["mask"],
+                dc["type"],
+                dc["range"],
+            ]
         count += 1
     assert count > 20
 
@@ -58,14 +72,17 @@ def test_instance_layout_matches_the_decoder():
     for node in _nodes(lambda tx, p: not tx["dual"] and p & 0xF == 6):
         f, d = _fields(INSTANCE_NODE_LAYOUT, node), instance.decode_instance(node)
         assert f["world_to_object"] == [list(r) for r in d["world_to_object"]]
-        assert [f["child_base"], f["parent"], f["user_data"], f["mask"]] == \
-            [d["child_base"], d["parent"], d["user_data"], d["mask"]]
+        assert [f["child_base"], f["parent"], f["user_data"], f["mask"]] == [
+            d["child_base"],
+            d["parent"],
+            d["user_data"],
+            d["mask"],
+        ]
         assert f["filter_origin"] == list(d["filter_origin"])
         assert f["filter_exp"] == d["filter_exp"]
         assert f["filter_count_minus_1"] + 1 == d["filter_count"]
         for c, words in zip(f["filter_children"], d["filter_info"]):
-            assert _fields(BOX8_NODE_LAYOUT["children"].shape.elem_shape,
-                           words) == c
+            assert _fields(BOX8_NODE_LAYOUT["children"].shape.elem_shape, words) == c
         count += 1
     assert count > 5
 
@@ -98,15 +115,21 @@ def test_primitive_header_layout_matches_the_decoder():
     count = 0
     for node in _nodes(lambda tx, p: not tx["dual"] and (p & 7) <= 3):
         f, h = _fields(PRIMITIVE_HEADER_LAYOUT, node), primitive_node.decode_header(node)
-        assert [f["payload_x_minus_1"] + 1, f["payload_y_minus_1"] + 1,
-                f["payload_z_minus_1"] + 1] == list(h.payloads)
+        assert [
+            f["payload_x_minus_1"] + 1,
+            f["payload_y_minus_1"] + 1,
+            f["payload_z_minus_1"] + 1,
+        ] == list(h.payloads)
         assert f["trailing_zeros"] == h.trailing_zeros
         assert 2 * f["geo_anchor_half"] == h.geo_anchor_bits
         assert 2 * f["geo_payload_half"] == h.geo_payload_bits
         assert f["pair_count_minus_1"] + 1 == h.pair_count
-        assert [f["vertex_type"], f["prim_anchor_bits"], f["prim_payload_bits"],
-                f["midpoint"]] == [h.vertex_type, h.prim_anchor_bits, h.prim_payload_bits,
-                                   h.midpoint]
+        assert [f["vertex_type"], f["prim_anchor_bits"], f["prim_payload_bits"], f["midpoint"]] == [
+            h.vertex_type,
+            h.prim_anchor_bits,
+            h.prim_payload_bits,
+            h.midpoint,
+        ]
         count += 1
     assert count > 5
 

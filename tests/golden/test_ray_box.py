@@ -7,12 +7,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from gpurtl.facts.fp32 import bits_f32, f32_bits
+from gpurtl.facts.ray_accel import INVALID_NODE
 from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel import box_node, box_path, intersect, sort
 from gpurtl.golden.ray_accel import box_test as bt
-from gpurtl.facts.ray_accel import INVALID_NODE
-from gpurtl.golden.ray_accel.ray import (default_desc, make_ray)
-from gpurtl.facts.fp32 import bits_f32, f32_bits
+from gpurtl.golden.ray_accel.ray import default_desc, make_ray
 
 INF = 0x7F800000
 
@@ -57,18 +57,21 @@ def _random_cases(rng, n):
     o = np.where((kind >= 2)[:, None], np.round(o * 64) / 64, o).astype(np.float32)
     zero = rng.random((n, 3)) < 0.15
     d = np.where(zero, np.float32(0), d)
-    t = (rng.integers(0, 2 ** 10, size=(n, 1)) / 2.0 ** rng.integers(0, 8, size=(n, 1)))
+    t = rng.integers(0, 2**10, size=(n, 1)) / 2.0 ** rng.integers(0, 8, size=(n, 1))
     p = (o.astype(np.float64) + t * d.astype(np.float64)).astype(np.float32)
     size = np.abs(rng.normal(size=(n, 3))).astype(np.float32) * scale.astype(np.float32)
     bmin = (p - size * rng.random((n, 3)).astype(np.float32)).astype(np.float32)
     bmax = (bmin + size).astype(np.float32)
-    bmin = np.where((kind == 2)[:, None], p, bmin)                 # point box on the ray
+    bmin = np.where((kind == 2)[:, None], p, bmin)  # point box on the ray
     bmax = np.where((kind == 2)[:, None], p, bmax)
-    bmin = np.where((kind == 3)[:, None], p, bmin)                 # corner on the ray
+    bmin = np.where((kind == 3)[:, None], p, bmin)  # corner on the ray
     bmax = np.where((kind == 4)[:, None], p, bmax)
     bmax = np.maximum(bmax, bmin)
-    extent = np.where(rng.random(n) < 0.5, np.float32(np.inf),
-                      (t[:, 0] * rng.choice([1.0, 0.5, 2.0], size=n)).astype(np.float32))
+    extent = np.where(
+        rng.random(n) < 0.5,
+        np.float32(np.inf),
+        (t[:, 0] * rng.choice([1.0, 0.5, 2.0], size=n)).astype(np.float32),
+    )
     # zero direction components: put the origin on a plane of the box
     on_plane = zero & (rng.random((n, 3)) < 0.5)
     o = np.where(on_plane, np.where(rng.random((n, 3)) < 0.5, bmin, bmax), o)
@@ -92,8 +95,9 @@ def _usable(cases):
     origin gives 0 * inf = NaN, and a NaN interval is a miss)."""
     o, d, extent, bmin, bmax = cases
     mag = np.abs(d.view(np.float32))
-    return np.all((mag == 0) | ((mag >= 2.0 ** -126) & (mag <= 2.0 ** 125)), axis=1) & \
-        np.any(mag != 0, axis=1)
+    return np.all((mag == 0) | ((mag >= 2.0**-126) & (mag <= 2.0**125)), axis=1) & np.any(
+        mag != 0, axis=1
+    )
 
 
 def test_box_test_conservative_default_grow():
@@ -136,23 +140,28 @@ def test_box_test_exact_agreement_away_from_edges():
 
 def test_nan_interval_and_special_cases():
     o = _f32([0, 0, 0])
-    inv = bt.ray_reciprocal(_f32([0, 0, 0]))                 # all +inf
+    inv = bt.ray_reciprocal(_f32([0, 0, 0]))  # all +inf
     box_on = bt.box_test(o, inv, INF, _f32([0, 0, 0]), _f32([1, 1, 1]), 6)
-    assert box_on["nan"] and not box_on["hit"]                 # every plane 0 * inf: NaN interval
-    one_plane = bt.box_test(o, bt.ray_reciprocal(_f32([1, 0, 0])), INF, _f32([1, 0, -1]),
-                            _f32([2, 1, 1]), 6)
-    assert one_plane["hit"]                                    # NaN y plane ignored, exact touch
-    nan_dir = bt.box_test(o, bt.ray_reciprocal(_f32([np.nan] * 3)), INF, _f32([0, 0, 0]),
-                          _f32([1, 1, 1]), 6)
+    assert box_on["nan"] and not box_on["hit"]  # every plane 0 * inf: NaN interval
+    one_plane = bt.box_test(
+        o, bt.ray_reciprocal(_f32([1, 0, 0])), INF, _f32([1, 0, -1]), _f32([2, 1, 1]), 6
+    )
+    assert one_plane["hit"]  # NaN y plane ignored, exact touch
+    nan_dir = bt.box_test(
+        o, bt.ray_reciprocal(_f32([np.nan] * 3)), INF, _f32([0, 0, 0]), _f32([1, 1, 1]), 6
+    )
     assert not nan_dir["hit"]
-    equal = bt.box_test(o, bt.ray_reciprocal(_f32([1, 1, 1])), INF, _f32([1, 1, 1]),
-                        _f32([1, 1, 1]), 0)
-    assert equal["hit"]                                        # min_t == max_t is a hit
-    behind = bt.box_test(o, bt.ray_reciprocal(_f32([1, 1, 1])), INF, _f32([-2, -2, -2]),
-                         _f32([-1, -1, -1]), 255)
+    equal = bt.box_test(
+        o, bt.ray_reciprocal(_f32([1, 1, 1])), INF, _f32([1, 1, 1]), _f32([1, 1, 1]), 0
+    )
+    assert equal["hit"]  # min_t == max_t is a hit
+    behind = bt.box_test(
+        o, bt.ray_reciprocal(_f32([1, 1, 1])), INF, _f32([-2, -2, -2]), _f32([-1, -1, -1]), 255
+    )
     assert not behind["hit"]
-    short = bt.box_test(o, bt.ray_reciprocal(_f32([1, 1, 1])), f32_bits(0.5), _f32([1, 1, 1]),
-                        _f32([2, 2, 2]), 6)
+    short = bt.box_test(
+        o, bt.ray_reciprocal(_f32([1, 1, 1])), f32_bits(0.5), _f32([1, 1, 1]), _f32([2, 2, 2]), 6
+    )
     assert not short["hit"]
 
 
@@ -161,7 +170,7 @@ def test_grow_is_single_rounding():
     vals = _f32(rng.normal(size=2000) * 2.0 ** rng.integers(-30, 30, size=2000))
     for g in (1, 6, 7, 255):
         grown = bt.grow_max(vals, g)
-        exact = [_fr(v) * (1 + Fraction(g, 2 ** 24)) for v in vals]
+        exact = [_fr(v) * (1 + Fraction(g, 2**24)) for v in vals]
         want = [box_node.round_f32(x, "nearest") for x in exact]
         assert [int(x) for x in grown] == want
     assert int(bt.grow_max(INF, 0)) == INF and int(bt.grow_max(INF, 6)) == INF
@@ -190,8 +199,10 @@ def test_sort_slots_orders_class_then_key():
     rng = np.random.default_rng(5)
     for _ in range(400):
         types = rng.choice([0, 1, 2, 5, 6, 9], size=8)
-        ptrs = [INVALID_NODE if rng.random() < 0.3 else int(0x100 * (k + 1) | t)
-                for k, t in enumerate(types)]
+        ptrs = [
+            INVALID_NODE if rng.random() < 0.3 else int(0x100 * (k + 1) | t)
+            for k, t in enumerate(types)
+        ]
         keys = [f32_bits(float(v)) for v in rng.integers(-3, 4, size=8) * 0.5]
         stf = int(rng.integers(0, 2))
         out = sort.sort_slots(ptrs, keys, stf, wide=True)
@@ -241,12 +252,17 @@ def test_box8_encoder_round_trip_contains_original():
         internal, leaf = 0x1230 | 5, 0x4560
         for k, c in enumerate(node["children"]):
             if k >= n:
-                assert c["ptr"] == INVALID_NODE and d[8 + 3 * k: 11 + 3 * k] == \
-                    list(box_node.INVALID_CHILD_DWORDS)
+                assert c["ptr"] == INVALID_NODE and d[8 + 3 * k : 11 + 3 * k] == list(
+                    box_node.INVALID_CHILD_DWORDS
+                )
                 continue
             src = kids[k]
-            assert (c["cull_flags"], c["mask"], c["type"], c["range"]) == \
-                (src["cull_flags"], src["mask"], src["type"], src["range"])
+            assert (c["cull_flags"], c["mask"], c["type"], c["range"]) == (
+                src["cull_flags"],
+                src["mask"],
+                src["type"],
+                src["range"],
+            )
             if src["type"] == 5:
                 assert c["ptr"] == internal
                 internal += src["range"] << 4
@@ -266,7 +282,7 @@ def test_dequantize_matches_power_of_two_formula():
         for q in (0, 1, 2, 3, 100, 4095, 4096):
             want = 0 if q == 0 else f32_bits(q * 2.0 ** (e - 127 - 12))
             assert int(box_node.dequant_offset(e, q)) == want
-    assert int(box_node.dequant_offset(5, 1)) == 0           # se <= 0 flushes
+    assert int(box_node.dequant_offset(5, 1)) == 0  # se <= 0 flushes
 
 
 def test_legacy_nodes_round_trip():
@@ -277,12 +293,18 @@ def test_legacy_nodes_round_trip():
             c["ptr"] = 0x40 * (k + 1) | 5
             c["cull_flags"] = k
         d32 = box_node.decode_box4_fp32(box_node.encode_box4_fp32(kids))
-        d16 = box_node.decode_box4_fp16(box_node.encode_box4_fp16(
-            [dict(c, min=np.clip(c["min"], -6e4, 6e4), max=np.clip(c["max"], -6e4, 6e4))
-             for c in kids]))
+        d16 = box_node.decode_box4_fp16(
+            box_node.encode_box4_fp16(
+                [
+                    dict(c, min=np.clip(c["min"], -6e4, 6e4), max=np.clip(c["max"], -6e4, 6e4))
+                    for c in kids
+                ]
+            )
+        )
         for k, c in enumerate(kids):
-            assert [bits_f32(v) for v in d32["children"][k]["min"]] == \
-                [float(np.float32(v)) for v in c["min"]]
+            assert [bits_f32(v) for v in d32["children"][k]["min"]] == [
+                float(np.float32(v)) for v in c["min"]
+            ]
             assert d32["children"][k]["cull_flags"] == k and d32["children"][k]["ptr"] == c["ptr"]
             for a in range(3):
                 assert bits_f32(d16["children"][k]["min"][a]) <= max(-6e4, c["min"][a])
@@ -323,7 +345,7 @@ def test_bvh8_node_matches_float64_reference():
     for _ in range(80):
         n = 8
         kids = _random_children(rng, n)
-        for k, c in enumerate(kids):
+        for c in kids:
             c["type"], c["range"] = 5, 1
         d = box_node.encode_box8(kids, internal_base=0x800)
         node = box_node.decode_box8(d)
@@ -341,33 +363,35 @@ def test_bvh8_node_matches_float64_reference():
         ref = _reference_bvh8(kids, [float(v) for v in o], [float(v) for v in dvec], np.inf, desc)
         ts = sorted(t for t, _ in ref)
         if any(abs(a - b) < 1e-4 * max(1.0, abs(a)) for a, b in zip(ts, ts[1:])):
-            continue       # near-ties: order legitimately depends on rounding
+            continue  # near-ties: order legitimately depends on rounding
         want = [0x805 + 0x10 * k for _, k in sorted(ref)]
         got = [p for p in ptrs if p != INVALID_NODE]
         if len(got) != len(want):
-            continue       # a grazing box decided by the grow: covered by the exact test above
+            continue  # a grazing box decided by the grow: covered by the exact test above
         assert got == want
         checked += 1
     assert checked > 40
 
 
 def test_culling_mask_and_child_reuse():
-    kids = [{"min": [0.0, 0.0, 0.0], "max": [1.0, 1.0, 1.0], "type": 5, "range": 0},
-            {"min": [2.0, 0.0, 0.0], "max": [3.0, 1.0, 1.0], "type": 5, "range": 1},
-            {"min": [4.0, 0.0, 0.0], "max": [5.0, 1.0, 1.0], "type": 0, "cull_flags": 4},
-            {"min": [6.0, 0.0, 0.0], "max": [7.0, 1.0, 1.0], "type": 1, "mask": 0x0F},
-            {"min": [8.0, 0.0, 0.0], "max": [9.0, 1.0, 1.0], "type": 2, "cull_flags": 1}]
+    kids = [
+        {"min": [0.0, 0.0, 0.0], "max": [1.0, 1.0, 1.0], "type": 5, "range": 0},
+        {"min": [2.0, 0.0, 0.0], "max": [3.0, 1.0, 1.0], "type": 5, "range": 1},
+        {"min": [4.0, 0.0, 0.0], "max": [5.0, 1.0, 1.0], "type": 0, "cull_flags": 4},
+        {"min": [6.0, 0.0, 0.0], "max": [7.0, 1.0, 1.0], "type": 1, "mask": 0x0F},
+        {"min": [8.0, 0.0, 0.0], "max": [9.0, 1.0, 1.0], "type": 2, "cull_flags": 1},
+    ]
     d = box_node.encode_box8(kids, internal_base=0x100, leaf_base=0x200)
     ray = make_ray([-1.0, 0.5, 0.5], [1.0, 0.0, 0.0], instance_mask=0xF0)
     desc = default_desc(sort_en=0)
     got = box_path.bvh8_box_pointers(d, ray, 0, desc)
     # child 1 reuses child 0's pointer (range 0) and is dropped; child 3 masked out
     assert got[:5] == [0x105, INVALID_NODE, 0x200, INVALID_NODE, 0x222]
-    got = box_path.bvh8_box_pointers(d, ray, 1 << 8, desc)          # skip triangles
+    got = box_path.bvh8_box_pointers(d, ray, 1 << 8, desc)  # skip triangles
     assert got[2] == INVALID_NODE
-    got = box_path.bvh8_box_pointers(d, ray, 1 << 6, desc)          # cull opaque
+    got = box_path.bvh8_box_pointers(d, ray, 1 << 6, desc)  # cull opaque
     assert got[4] == INVALID_NODE and got[2] == 0x200
-    got = box_path.bvh8_box_pointers(d, ray, (1 << 6) | 1, desc)    # force opaque + cull opaque
+    got = box_path.bvh8_box_pointers(d, ray, (1 << 6) | 1, desc)  # force opaque + cull opaque
     assert all(p == INVALID_NODE for p in got)
     got = box_path.bvh8_box_pointers(d, ray, 1 << 6, dict(desc, pointer_flags_en=0))
     assert got[4] == 0x222
@@ -378,8 +402,14 @@ def test_culling_mask_and_child_reuse():
 
 @pytest.mark.parametrize("heuristic", [0, 1, 2])
 def test_heuristics_and_dual_form(heuristic):
-    kids = [{"min": [float(2 * k), 0.0, 0.0], "max": [float(2 * k + 1 + k), 1.0, 1.0],
-             "ptr": 0x40 * (k + 1) | 5} for k in range(4)]
+    kids = [
+        {
+            "min": [float(2 * k), 0.0, 0.0],
+            "max": [float(2 * k + 1 + k), 1.0, 1.0],
+            "ptr": 0x40 * (k + 1) | 5,
+        }
+        for k in range(4)
+    ]
     node = box_node.encode_box4_fp32(kids)
     ray = make_ray([-1.0, 0.5, 0.5], [1.0, 0.0, 0.0])
     desc = default_desc(heuristic=heuristic, sort_tri_first=0)
@@ -387,11 +417,15 @@ def test_heuristics_and_dual_form(heuristic):
     dw = out["dw"]
     # per node: closest orders by entry (0..3); largest-first by -(length) = child 3 first;
     # midpoint by entry+exit (0..3)
-    expect4 = {0: [0x45, 0x85, 0xC5, 0x105], 1: [0x105, 0xC5, 0x85, 0x45],
-               2: [0x45, 0x85, 0xC5, 0x105]}[heuristic]
+    expect4 = {
+        0: [0x45, 0x85, 0xC5, 0x105],
+        1: [0x105, 0xC5, 0x85, 0x45],
+        2: [0x45, 0x85, 0xC5, 0x105],
+    }[heuristic]
     assert dw[0:8] == [p for p in expect4 for _ in range(2)]  # wide sort interleaves equal keys
-    narrow = intersect.image_bvh_dual_intersect_ray([0x45, 0x45], [node, node], ray, 0,
-                                                    dict(desc, wide_sort=0))["dw"]
+    narrow = intersect.image_bvh_dual_intersect_ray(
+        [0x45, 0x45], [node, node], ray, 0, dict(desc, wide_sort=0)
+    )["dw"]
     assert narrow[0:4] == expect4 and narrow[4:8] == expect4
 
 
@@ -401,6 +435,7 @@ def test_intersect_instance_path_equals_instance_model():
     from gpurtl.golden.ray_accel import instance
     from gpurtl.golden.ray_accel.ray import node_bytes
     from gpurtl.sim.blocks import ray_accel as block
+
     rng = np.random.default_rng(10)
     checked = hits = 0
     for _ in range(60):
@@ -411,8 +446,12 @@ def test_intersect_instance_path_equals_instance_model():
         pf = 0 if rng.random() < 0.6 else int(rng.integers(0, 1 << 10))
         got = intersect.image_bvh8_intersect_ray(0x1006, node, ray, pf, desc)
         dw, o2, d2 = instance.instance_node_result(node_bytes(node), ray, pf, desc)
-        assert got["dw"] == [int(v) for v in dw] and got["origin"] == list(o2) \
-            and got["dir"] == list(d2) and got["status"] == 0
+        assert (
+            got["dw"] == [int(v) for v in dw]
+            and got["origin"] == list(o2)
+            and got["dir"] == list(d2)
+            and got["status"] == 0
+        )
         checked += 1
         hits += got["dw"][7] != INVALID_NODE
     assert hits > 5

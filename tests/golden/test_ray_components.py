@@ -23,36 +23,60 @@ def composed(instr, *, dedup=True, transform=True):
     """The instruction's result from the component references alone."""
     d = decode(instr)
     ctl = d["control"]
-    setup_in = {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"],
-                "obb_index": d["obb_index"], "transform": d["transform"]}
+    setup_in = {
+        "origin": d["ray"]["origin"],
+        "dir": d["ray"]["dir"],
+        "obb_index": d["obb_index"],
+        "transform": d["transform"],
+    }
     if not transform:
         setup_in = dict(setup_in, obb_index=0x7F, transform=dict(d["transform"], use_matrix=0))
     s = ray_setup(setup_in)
-    e = box_engine({"base": d["base"], "boxes": d["planes"], "inv_dir": s["inv_dir"],
-                    "ray": {"origin": s["ray"]["origin"], "extent": d["ray"]["extent"],
-                            "box_grow": ctl["box_grow"], "heuristic": ctl["heuristic"]}})
+    e = box_engine(
+        {
+            "base": d["base"],
+            "boxes": d["planes"],
+            "inv_dir": s["inv_dir"],
+            "ray": {
+                "origin": s["ray"]["origin"],
+                "extent": d["ray"]["extent"],
+                "box_grow": ctl["box_grow"],
+                "heuristic": ctl["heuristic"],
+            },
+        }
+    )
     slots = [{"ptr": p, "hit": b["hit"], "key": b["key"]} for p, b in zip(d["ptrs"], e["boxes"])]
     dd = dedup_slots({"slots": slots, "dedup": int(dedup and not ctl["dual"])})["slots"]
     ptrs = [s_["ptr"] for s_ in dd]
     if ctl["sort_enable"]:
-        ptrs = sort.sort_slots(ptrs, [s_["key"] for s_ in dd], ctl["sort_tri_first"],
-                               wide=bool(ctl["sort_wide"]))
+        ptrs = sort.sort_slots(
+            ptrs, [s_["key"] for s_ in dd], ctl["sort_tri_first"], wide=bool(ctl["sort_wide"])
+        )
     args = (instr["ray"], instr["pointer_flags"], instr["desc"])
     tri = {"result": [0] * 10, "error": 0}
     if ctl["is_triangle"]:
-        res = triangle.triangle_pair_eval(node_bytes(instr["node"][0]), instr["node_ptr"][0],
-                                          *args)
+        res = triangle.triangle_pair_eval(node_bytes(instr["node"][0]), instr["node_ptr"][0], *args)
         tri = {"result": res["dwords"], "error": int(res["error"])}
     legacy = {"result": [[0] * 4, [0] * 4], "error": [0, 0]}
     for k in range(2):
         if (ctl["dual_triangle"] >> k) & 1:
-            legacy["result"][k] = list(triangle.legacy_triangle_result(
-                node_bytes(instr["node"][k]), instr["node_ptr"][k], *args))[:4]
-    return format_result({"ptrs": ptrs, "control": ctl,
-                          "ray": {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]},
-                          "instance_ray": s["ray"], "instance": d["instance"],
-                          "triangle": tri, "legacy": legacy,
-                          "geometry_index": d["geometry_index"]})
+            legacy["result"][k] = list(
+                triangle.legacy_triangle_result(
+                    node_bytes(instr["node"][k]), instr["node_ptr"][k], *args
+                )
+            )[:4]
+    return format_result(
+        {
+            "ptrs": ptrs,
+            "control": ctl,
+            "ray": {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]},
+            "instance_ray": s["ray"],
+            "instance": d["instance"],
+            "triangle": tri,
+            "legacy": legacy,
+            "geometry_index": d["geometry_index"],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,5 +91,4 @@ def test_components_compose_to_the_instruction_model(instructions):
 
 @pytest.mark.parametrize("broken", [{"dedup": False}, {"transform": False}])
 def test_a_broken_stage_is_caught(instructions, broken):
-    assert any(composed(instr, **broken) != intersect(instr, paths=PATHS)
-               for instr in instructions)
+    assert any(composed(instr, **broken) != intersect(instr, paths=PATHS) for instr in instructions)

@@ -22,8 +22,9 @@ import pytest
 from gpurtl.golden.ray_accel import meshes
 from gpurtl.golden.ray_accel import triangle as tr
 
-embree = pytest.importorskip("embreex.rtcore_scene",
-                             reason="embreex is not installed (pip install embreex)")
+embree = pytest.importorskip(
+    "embreex.rtcore_scene", reason="embreex is not installed (pip install embreex)"
+)
 from embreex.mesh_construction import TriangleMesh  # noqa: E402
 
 #: float32 ulps of the coordinates within which a hit counts as "on an edge" (both tests round
@@ -60,17 +61,25 @@ def edge_distances(o, d, v, f, bary, t):
     normal = np.cross(b - a, c - a)
     twice_area = np.linalg.norm(normal, axis=-1)
     # altitude from vertex k onto the opposite edge: distance = barycentric k x altitude k
-    opposite = np.stack([np.linalg.norm(c - b, axis=-1), np.linalg.norm(a - c, axis=-1),
-                         np.linalg.norm(b - a, axis=-1)], -1)
+    opposite = np.stack(
+        [
+            np.linalg.norm(c - b, axis=-1),
+            np.linalg.norm(a - c, axis=-1),
+            np.linalg.norm(b - a, axis=-1),
+        ],
+        -1,
+    )
     signed = bary * (twice_area[:, None] / opposite)[None]
     o64, d64 = o.astype(np.float64), d.astype(np.float64)
     with np.errstate(all="ignore"):
         cosine = np.abs(np.einsum("rk,fk->rf", d64, normal)) / (
-            np.linalg.norm(d64, axis=-1)[:, None] * twice_area[None])
+            np.linalg.norm(d64, axis=-1)[:, None] * twice_area[None]
+        )
         hit = o64[:, None, :] + t[..., None] * d64[:, None, :]
-    scale = np.maximum(np.maximum(np.abs(np.stack([a, b, c], 1)).max((1, 2))[None],
-                                  np.abs(o64).max(-1)[:, None]),
-                       np.nan_to_num(np.abs(hit).max(-1), nan=0.0, posinf=0.0))
+    scale = np.maximum(
+        np.maximum(np.abs(np.stack([a, b, c], 1)).max((1, 2))[None], np.abs(o64).max(-1)[:, None]),
+        np.nan_to_num(np.abs(hit).max(-1), nan=0.0, posinf=0.0),
+    )
     ulp = np.spacing(scale.astype(np.float32)).astype(np.float64)
     tolerance = EDGE_ULPS * ulp / np.maximum(cosine, 1e-12)
     return signed, tolerance
@@ -78,7 +87,7 @@ def edge_distances(o, d, v, f, bary, t):
 
 def near_edge(signed, tolerance):
     """(ray, face) pairs whose hit point lies within ``tolerance`` of the triangle's boundary."""
-    return ((np.abs(signed).min(-1) <= tolerance) & (signed.min(-1) >= -tolerance))
+    return (np.abs(signed).min(-1) <= tolerance) & (signed.min(-1) >= -tolerance)
 
 
 def golden_closest(o, d, v, f, cand):
@@ -105,7 +114,7 @@ def random_rays(rng, n, center, radius):
     d *= rng.uniform(0.1, 10.0, (n, 1))
     # a few rays start inside the bounding region, a few have exactly zero components
     origins[: n // 10] = center + rng.uniform(-0.5, 0.5, (n // 10, 3)) * radius
-    d[n // 10: n // 10 + n // 20, rng.integers(0, 3)] = 0.0
+    d[n // 10 : n // 10 + n // 20, rng.integers(0, 3)] = 0.0
     return origins.astype(np.float32), d.astype(np.float32)
 
 
@@ -151,8 +160,7 @@ def test_edge_band_scales_with_the_triangle():
         v = np.array([[far, 0, 0], [far + size, 0, 0], [far, size, 0]], np.float32)
         f = np.array([[0, 1, 2]])
         # hit points 8 ulps and a quarter of the triangle inside the edge y = 0
-        o = np.array([[far + size / 4, 8 * ulp, 5.0], [far + size / 4, size / 4, 5.0]],
-                     np.float32)
+        o = np.array([[far + size / 4, 8 * ulp, 5.0], [far + size / 4, size / 4, 5.0]], np.float32)
         bary, t = candidates64(o, down, v, f)
         signed, tolerance = edge_distances(o, down, v, f, bary, t)
         assert near_edge(signed, tolerance)[:, 0].tolist() == expected
@@ -169,7 +177,7 @@ def test_edge_band_scales_with_the_triangle():
 def test_agrees_with_embree_off_edges(name):
     make, center, radius = MESHES[name]
     v, f = make()
-    meshes.edge_faces(f)                                   # closed and consistently wound
+    meshes.edge_faces(f)  # closed and consistently wound
     rng = np.random.default_rng(sorted(MESHES).index(name) + 11)
     o, d = random_rays(rng, 600, np.asarray(center), radius)
 
@@ -180,8 +188,13 @@ def test_agrees_with_embree_off_edges(name):
     ray_idx = np.array([r for r, fs in enumerate(cands) for _ in fs])
     face_idx = np.array([x for fs in cands for x in fs])
     tri = v[f[face_idx]]
-    res = tr.intersect(bits(eo[ray_idx]), tr.ray_setup(bits(ed[ray_idx])),
-                       bits(tri[:, 0]), bits(tri[:, 1]), bits(tri[:, 2]))
+    res = tr.intersect(
+        bits(eo[ray_idx]),
+        tr.ray_setup(bits(ed[ray_idx])),
+        bits(tri[:, 0]),
+        bits(tri[:, 1]),
+        bits(tri[:, 2]),
+    )
     counts = np.bincount(ray_idx, weights=res["hit"].astype(np.int64), minlength=len(cands))
     assert len(cands) > 100 and counts.min() >= 1
 
@@ -189,6 +202,7 @@ def test_agrees_with_embree_off_edges(name):
 def test_bunny_agrees_with_embree_off_edges():
     """A real scanned mesh (open, 907 triangles): hit, primitive and t agree with Embree."""
     from gpurtl.golden.bvh.mesh import bunny
+
     mesh = bunny()
     v, f = mesh.vertices, mesh.faces
     lo, hi = v.min(axis=0), v.max(axis=0)

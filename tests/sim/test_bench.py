@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from gpurtl.sim import registry
 from gpurtl.sim.bench import bench, format_table
 from gpurtl.sim.cli import main
@@ -11,8 +12,13 @@ from gpurtl.sim.cli import main
 @pytest.mark.verilator
 def test_bench_rows_and_table():
     block = registry.get("fp32_add")
-    result = bench(block, block.resolve(), count=4000, slow_count=150,
-                   backends=["pysim", "fast-stalled", "fast-batch"])
+    result = bench(
+        block,
+        block.resolve(),
+        count=4000,
+        slow_count=150,
+        backends=["pysim", "fast-stalled", "fast-batch"],
+    )
     rows = {row["backend"]: row for row in result["rows"]}
     assert list(rows) == ["pysim", "fast-stalled", "fast-batch"]
     assert rows["pysim"]["transactions"] == 150
@@ -26,8 +32,7 @@ def test_bench_rows_and_table():
 
 @pytest.mark.verilator
 def test_bench_cli_json(capsys):
-    assert main(["bench", "fp32_add", "--backends", "fast-batch", "--count", "1000",
-                 "--json"]) == 0
+    assert main(["bench", "fp32_add", "--backends", "fast-batch", "--count", "1000", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["rows"][0]["backend"] == "fast-batch"
     assert result["rows"][0]["passed"] == 1000

@@ -16,8 +16,7 @@ from gpurtl.sim.board import parse_responses, request_bytes, run_verilator
 from gpurtl.sim.cli import main
 from gpurtl.sim.lockstep import golden_outputs
 
-SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0",
-                      "transforms": "0"}
+SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
 
 
 def _over_the_uart(name, overrides, count, seed):
@@ -31,13 +30,20 @@ def _over_the_uart(name, overrides, count, seed):
     divisor = 4
     # every byte is 10 bits; the responses follow the last request within the block's latency
     max_cycles = (len(frames) + count * out_bytes) * 10 * divisor + 2000
-    received = run_verilator(block, params, [(frames, 0)], divisor=divisor,
-                             expect=count * out_bytes, max_cycles=max_cycles)
+    received = run_verilator(
+        block,
+        params,
+        [(frames, 0)],
+        divisor=divisor,
+        expect=count * out_bytes,
+        max_cycles=max_cycles,
+    )
     results = parse_responses(out_layout, received)
     assert [kind for kind, _ in results] == ["result"] * count
     for index, ((_, got), want) in enumerate(zip(results, expected)):
-        field = layouts.diff(out_layout, layouts.pack(out_layout, want),
-                             layouts.pack(out_layout, got))
+        field = layouts.diff(
+            out_layout, layouts.pack(out_layout, want), layouts.pack(out_layout, got)
+        )
         assert field is None, f"transaction {index}: {field}"
 
 
@@ -53,12 +59,18 @@ def test_smallest_ray_accel_harness_on_verilator():
     _over_the_uart("ray_accel", SMALLEST_RAY_ACCEL, count=5, seed=3)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["board", "ulx3s", "fp32_add", "--baud", "7000000"], "--baud: `baud` must be within 2 %"),
-    (["board", "ulx3s", "fp32_add", "--baud", "0"], "--baud: `baud` must be a positive integer"),
-    (["board", "ulx3s", "waitcnt"], "is cycle-stepped"),
-    (["board", "ulx3s", "fp32_add", "-p", "stages=99"], "parameter `stages` must be"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["board", "ulx3s", "fp32_add", "--baud", "7000000"], "--baud: `baud` must be within 2 %"),
+        (
+            ["board", "ulx3s", "fp32_add", "--baud", "0"],
+            "--baud: `baud` must be a positive integer",
+        ),
+        (["board", "ulx3s", "waitcnt"], "is cycle-stepped"),
+        (["board", "ulx3s", "fp32_add", "-p", "stages=99"], "parameter `stages` must be"),
+    ],
+)
 def test_board_refuses_bad_options_in_one_line(tmp_path, capsys, argv, message):
     output = tmp_path / "x.bit"
     assert main(argv + ["-o", str(output)]) == 2
@@ -110,22 +122,39 @@ def test_port_sends_transactions_and_compares_with_golden(tmp_path, capsys, answ
     source = tmp_path / "in.jsonl"
     source.write_text('{"a": 1.5, "b": 2.25}\n{"a": "0x7f800000", "b": -1.0, "sub": 1}\n')
     master, slave = pty.openpty()
-    board = threading.Thread(target=_fake_board, args=(master, block, params),
-                             kwargs={"answer_error": answer_error}, daemon=True)
+    board = threading.Thread(
+        target=_fake_board,
+        args=(master, block, params),
+        kwargs={"answer_error": answer_error},
+        daemon=True,
+    )
     board.start()
     try:
-        code = main(["board", "ulx3s", "fp32_add", "--port", os.ttyname(slave),
-                     "--input", str(source), "--results", str(tmp_path / "out.jsonl")])
+        code = main(
+            [
+                "board",
+                "ulx3s",
+                "fp32_add",
+                "--port",
+                os.ttyname(slave),
+                "--input",
+                str(source),
+                "--results",
+                str(tmp_path / "out.jsonl"),
+            ]
+        )
     finally:
         os.close(slave)
     out, err = capsys.readouterr()
     if answer_error:
-        assert code == 1 and err.strip() == \
-            "gpurtl: error: transaction 0: the board answered error 0xe1"
+        assert (
+            code == 1
+            and err.strip() == "gpurtl: error: transaction 0: the board answered error 0xe1"
+        )
         assert not (tmp_path / "out.jsonl").exists()
     else:
         assert code == 0, err
         assert "2 passed, 0 failed" in err
         lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-        assert [line["z"] for line in lines] == ["0x40700000", "0x7f800000"]   # 3.75, +inf
+        assert [line["z"] for line in lines] == ["0x40700000", "0x7f800000"]  # 3.75, +inf
     os.close(master)

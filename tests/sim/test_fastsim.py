@@ -3,6 +3,7 @@ batch top against the block itself, and that wrong outputs and wrong latencies a
 
 import numpy as np
 import pytest
+
 from gpurtl.sim import layouts, lockstep, registry
 from gpurtl.sim.engine import StallPattern
 from gpurtl.sim.fast import BatchTop, check, run_transactions
@@ -22,23 +23,33 @@ def _fp32_add():
 
 # -- the batch top on Amaranth's simulator (no compiler involved) ------------------------------
 
+
 def test_batch_top_is_the_block_plus_one_cycle_under_stalls():
     block = toy_block()
     params = block.resolve({"stages": "4"})
     wrapped = registry.Block(
-        name="toy_batch", doc="", kind="pipeline",
+        name="toy_batch",
+        doc="",
+        kind="pipeline",
         build=lambda stages: BatchTop(ToyAdder(stages), IN, OUT),
-        golden=block.golden, layouts=block.layouts, stimulus=block.stimulus,
-        params=block.params)
+        golden=block.golden,
+        layouts=block.layouts,
+        stimulus=block.stimulus,
+        params=block.params,
+    )
     assert BatchTop(ToyAdder(4), IN, OUT).latency == 5
     assert BatchTop(ToyAdder(4), IN, OUT).depth == 6
     report = lockstep.check(wrapped, params, count=800, seed=3)
     assert (report.passed, report.failed, report.latency_errors) == (800, 0, 0)
     # No stalls: one transaction per cycle through the wrapper, exactly one cycle later.
     inputs = block.stimulus(np.random.default_rng(0), 100, **params)
-    report = lockstep.run_block(wrapped, params, inputs,
-                                expected=lockstep.golden_outputs(block, params, inputs),
-                                stalls=StallPattern(free_run=100))
+    report = lockstep.run_block(
+        wrapped,
+        params,
+        inputs,
+        expected=lockstep.golden_outputs(block, params, inputs),
+        stalls=StallPattern(free_run=100),
+    )
     assert report.failed == 0
     assert report.cycles == 100 + 5
 
@@ -50,19 +61,21 @@ def test_batch_top_refuses_a_block_without_latency():
 
 # -- packed rows ----------------------------------------------------------------------------
 
+
 def test_words_round_trip_and_fallback_matches_the_scalar_stimulus():
     values = [0, 1, (1 << 70) - 1, 0x1234_5678_9ABC_DEF0_1357]
     rows = to_words(71, values)
     assert rows.shape == (4, 3) and rows.dtype == np.uint32
-    assert rows[3, 0] == 0xDEF0_1357 and rows[3, 2] == 0x1234   # word 0 = bits 0..31
+    assert rows[3, 0] == 0xDEF0_1357 and rows[3, 2] == 0x1234  # word 0 = bits 0..31
     assert from_words(rows) == values
     block, params = _fp32_add()
     in_layout, out_layout = block.layouts(**params)
-    (rows, golden), = batches(block, params, np.random.default_rng(5), 300)
+    ((rows, golden),) = batches(block, params, np.random.default_rng(5), 300)
     dicts = block.stimulus(np.random.default_rng(5), 300, **params)
     assert from_words(rows) == [layouts.pack(in_layout, d) for d in dicts]
-    assert from_words(golden) == [layouts.pack(out_layout, d)
-                                  for d in lockstep.golden_outputs(block, params, dicts)]
+    assert from_words(golden) == [
+        layouts.pack(out_layout, d) for d in lockstep.golden_outputs(block, params, dicts)
+    ]
 
 
 @pytest.mark.verilator
@@ -70,20 +83,21 @@ def test_registry_hooks_are_used():
     """A block's own ``stimulus_words`` / ``golden_words`` feed the fast backend; a wrong
     ``golden_words`` makes the check fail."""
     import dataclasses
+
     block, params = _fp32_add()
     calls = []
 
     def stimulus_words(rng, count, **params):
         calls.append(count)
         rows = np.zeros((count, 3), dtype=np.uint32)
-        rows[:, 0] = 0x3F800000                        # 1.0 + 1.0
+        rows[:, 0] = 0x3F800000  # 1.0 + 1.0
         rows[:, 1] = 0x3F800000
         return rows
 
     def golden_words(words, **params):
         out = np.zeros((len(words), 1), dtype=np.uint32)
-        out[:, 0] = 0x40000000                         # 2.0
-        out[7, 0] = 0x40400000                         # a wrong expectation: 3.0
+        out[:, 0] = 0x40000000  # 2.0
+        out[7, 0] = 0x40400000  # a wrong expectation: 3.0
         return out
 
     _, out_layout = block.layouts(**params)
@@ -98,25 +112,38 @@ def test_registry_hooks_are_used():
 
 # -- the compiled model ----------------------------------------------------------------------
 
+
 @pytest.mark.verilator
 @pytest.mark.parametrize("top", ["batch", "stalled"])
 def test_fp32_add_agrees_with_golden(top):
     block, params = _fp32_add()
     report = check(block, params, count=30_000, seed=2, top=top)
-    assert (report.passed, report.failed, report.latency_errors) == (30_000, 0, 0), \
-        str(report.first)
+    assert (report.passed, report.failed, report.latency_errors) == (30_000, 0, 0), str(
+        report.first
+    )
     assert report.processes == 2
-    assert report.cycles > 30_000 + 2 * 9      # random stalls after the free-running tenth
+    assert report.cycles > 30_000 + 2 * 9  # random stalls after the free-running tenth
 
 
 @pytest.mark.verilator
 def test_stalled_and_batch_tops_give_identical_outputs():
     block, params = _fp32_add()
-    (rows, _), = batches(block, params, np.random.default_rng(7), 2000)
+    ((rows, _),) = batches(block, params, np.random.default_rng(7), 2000)
     bits = from_words(rows)
-    got = {top: run_transactions(block, params, bits, seed=4, p_valid=0.6, p_ready=0.5,
-                                 free_run=100, top=top, keep_outputs=True)
-           for top in ("batch", "stalled")}
+    got = {
+        top: run_transactions(
+            block,
+            params,
+            bits,
+            seed=4,
+            p_valid=0.6,
+            p_ready=0.5,
+            free_run=100,
+            top=top,
+            keep_outputs=True,
+        )
+        for top in ("batch", "stalled")
+    }
     assert len(got["batch"].outputs) == 2000
     assert got["batch"].outputs == got["stalled"].outputs
     assert got["batch"].latency_errors == got["stalled"].latency_errors == 0
@@ -126,11 +153,12 @@ def test_stalled_and_batch_tops_give_identical_outputs():
 def test_wrong_expectation_is_reported_with_field_and_cycles():
     block, params = _fp32_add()
     in_layout, out_layout = block.layouts(**params)
-    (rows, golden), = batches(block, params, np.random.default_rng(3), 500)
+    ((rows, golden),) = batches(block, params, np.random.default_rng(3), 500)
     expected = from_words(golden)
-    expected[123] ^= 1 << 31                           # the sign of one result
-    report = run_transactions(block, params, from_words(rows), expected, seed=1, p_valid=0.7,
-                              p_ready=0.7, free_run=50)
+    expected[123] ^= 1 << 31  # the sign of one result
+    report = run_transactions(
+        block, params, from_words(rows), expected, seed=1, p_valid=0.7, p_ready=0.7, free_run=50
+    )
     assert (report.passed, report.failed) == (499, 1)
     assert report.first.field == layouts.leaves(out_layout)[0].path
     assert report.first.where.startswith("transaction 123 (accepted cycle ")
@@ -141,16 +169,18 @@ def test_latency_violation_is_reported(tmp_path):
     """The driver's exact latency check: claim one cycle less than the model takes."""
     block, params = _fp32_add()
     compiled = model(block, params, top="batch")
-    (rows, _), = batches(block, params, np.random.default_rng(3), 400)
+    ((rows, _),) = batches(block, params, np.random.default_rng(3), 400)
     path = tmp_path / "in.bin"
     rows.tofile(path)
     compiled.latency -= 1
-    (first, size, _, summary), = run_rows(compiled, path, 400, free_run=40, processes=1,
-                                         work=tmp_path)
+    ((first, size, _, summary),) = run_rows(
+        compiled, path, 400, free_run=40, processes=1, work=tmp_path
+    )
     assert summary["latency_errors"] == 40 and summary["first_latency_error"] == 0
     compiled.latency += 1
-    (first, size, _, summary), = run_rows(compiled, path, 400, free_run=40, processes=1,
-                                         work=tmp_path)
+    ((first, size, _, summary),) = run_rows(
+        compiled, path, 400, free_run=40, processes=1, work=tmp_path
+    )
     assert summary["latency_errors"] == 0
 
 
@@ -162,8 +192,9 @@ def test_ray_sort_and_run_block():
     assert (report.passed, report.failed) == (3000, 0), str(report.first)
     inputs = block.stimulus(np.random.default_rng(2), 20, **params)
     expected = lockstep.golden_outputs(block, params, inputs)
-    report = lockstep.run_block(block, params, inputs, backend="fast", expected=expected,
-                                keep_outputs=True)
+    report = lockstep.run_block(
+        block, params, inputs, backend="fast", expected=expected, keep_outputs=True
+    )
     _, out_layout = block.layouts(**params)
     assert report.outputs == [layouts.pack(out_layout, value) for value in expected]
 
@@ -173,47 +204,83 @@ def test_smallest_ray_accel():
     block = registry.get("ray_accel")
     params = block.resolve(SMALLEST_RAY_ACCEL)
     report = lockstep.check(block, params, count=400, seed=1, backend="fast")
-    assert (report.passed, report.failed, report.latency_errors) == (400, 0, 0), \
-        str(report.first)
+    assert (report.passed, report.failed, report.latency_errors) == (400, 0, 0), str(report.first)
 
 
 @pytest.mark.verilator
 def test_cli_check_and_run_on_fast(tmp_path, capsys):
     from gpurtl.sim.cli import main
+
     assert main(["check", "fp32_add", "--backend", "fast", "--count", "2000"]) == 0
     out = capsys.readouterr().out
     assert out.strip().endswith("2000 passed, 0 failed") and "batch top" in out
     source = tmp_path / "in.jsonl"
     assert main(["stimulus", "fp32_add", "--count", "5", "-o", str(source)]) == 0
     target = tmp_path / "out.jsonl"
-    assert main(["run", "fp32_add", "--backend", "fast", "--input", str(source),
-                 "--output", str(target)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "fp32_add",
+                "--backend",
+                "fast",
+                "--input",
+                str(source),
+                "--output",
+                str(target),
+            ]
+        )
+        == 0
+    )
     assert len(target.read_text().splitlines()) == 5
     assert "golden model agreement: 5 passed, 0 failed" in capsys.readouterr().err
 
 
 def test_dedupe_modules_merges_identical_instances():
     from gpurtl.sim.export import dedupe_modules
-    leaf = ("(* generator = \"Amaranth\" *)\nmodule \\\\top.{name} (a, y);\n  input a;\n"
-            "  output y;\n  assign y = {body};\nendmodule\n")
-    mid = ("module \\\\top.{name} (a, y);\n  input a;\n  output y;\n"
-           "  \\\\top.{name}.x  x (\n    .a(a),\n    .y(y)\n  );\nendmodule\n")
-    text = ("/* header */\n\n(* top =  1  *)\nmodule top(a, y);\n  input a;\n  output [1:0] y;\n"
-            "  \\\\top.m0  m0 (.a(a), .y(y[0]));\n  \\\\top.m1  m1 (.a(a), .y(y[1]));\n"
-            "endmodule\n" +
-            mid.format(name="m0") + leaf.format(name="m0.x", body="~a") +
-            mid.format(name="m1") + leaf.format(name="m1.x", body="~a"))
+
+    leaf = (
+        '(* generator = "Amaranth" *)\nmodule \\\\top.{name} (a, y);\n  input a;\n'
+        "  output y;\n  assign y = {body};\nendmodule\n"
+    )
+    mid = (
+        "module \\\\top.{name} (a, y);\n  input a;\n  output y;\n"
+        "  \\\\top.{name}.x  x (\n    .a(a),\n    .y(y)\n  );\nendmodule\n"
+    )
+    text = (
+        "/* header */\n\n(* top =  1  *)\nmodule top(a, y);\n  input a;\n  output [1:0] y;\n"
+        "  \\\\top.m0  m0 (.a(a), .y(y[0]));\n  \\\\top.m1  m1 (.a(a), .y(y[1]));\n"
+        "endmodule\n"
+        + mid.format(name="m0")
+        + leaf.format(name="m0.x", body="~a")
+        + mid.format(name="m1")
+        + leaf.format(name="m1.x", body="~a")
+    )
     merged_text, merged = dedupe_modules(text)
-    assert merged == 2                      # m1.x into m0.x, then m1 into m0
+    assert merged == 2  # m1.x into m0.x, then m1 into m0
     assert merged_text.count("\nmodule ") == 3
     assert "\\top.m0  m1 (" in merged_text and "\\top.m1 " not in merged_text
     different = text.replace("assign y = ~a;\nendmodule\n", "assign y = a;\nendmodule\n", 1)
-    assert dedupe_modules(different)[1] == 0    # bodies differ: nothing merged
+    assert dedupe_modules(different)[1] == 0  # bodies differ: nothing merged
 
 
-MILLION_BLOCKS = ["fp32_add", "fp32_mul", "fp32_fma", "fp32_cmp", "fp32_minmax", "fp32_rcp",
-                  "fp32_div", "fp32_f2i", "fp32_i2f", "ray_sort", "stoc", "omm_index",
-                  "obb_transform", "instance_transform", "ray_primitive_decode"]
+MILLION_BLOCKS = [
+    "fp32_add",
+    "fp32_mul",
+    "fp32_fma",
+    "fp32_cmp",
+    "fp32_minmax",
+    "fp32_rcp",
+    "fp32_div",
+    "fp32_f2i",
+    "fp32_i2f",
+    "ray_sort",
+    "stoc",
+    "omm_index",
+    "obb_transform",
+    "instance_transform",
+    "ray_primitive_decode",
+]
 
 
 @pytest.mark.slow

@@ -6,22 +6,30 @@ from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
 from gpurtl.facts.waitcnt import InstClass
 from gpurtl.sim import layouts
 
-LAYOUT = data.StructLayout({
-    "a": unsigned(3),
-    "n": signed(5),
-    "f": Float32(),
-    "cls": InstClass,
-    "arr": data.ArrayLayout(data.StructLayout({"x": 2, "y": 1}), 3),
-})
+LAYOUT = data.StructLayout(
+    {
+        "a": unsigned(3),
+        "n": signed(5),
+        "f": Float32(),
+        "cls": InstClass,
+        "arr": data.ArrayLayout(data.StructLayout({"x": 2, "y": 1}), 3),
+    }
+)
 
 
 def test_round_trip_matches_amaranth_const():
-    value = {"a": 5, "n": -3, "f": f32_bits(1.5), "cls": 4,
-             "arr": [{"x": 1, "y": 0}, {"x": 3, "y": 1}, {"x": 0, "y": 1}]}
+    value = {
+        "a": 5,
+        "n": -3,
+        "f": f32_bits(1.5),
+        "cls": 4,
+        "arr": [{"x": 1, "y": 0}, {"x": 3, "y": 1}, {"x": 0, "y": 1}],
+    }
     bits = layouts.pack(LAYOUT, value)
     # Independent: Amaranth's own constant packing of the same value.
-    amaranth_bits = LAYOUT.const({**value, "cls": InstClass(4),
-                                  "arr": [dict(e) for e in value["arr"]]}).as_bits()
+    amaranth_bits = LAYOUT.const(
+        {**value, "cls": InstClass(4), "arr": [dict(e) for e in value["arr"]]}
+    ).as_bits()
     assert bits == amaranth_bits
     assert layouts.unpack(LAYOUT, bits) == value
 

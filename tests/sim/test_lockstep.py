@@ -18,9 +18,13 @@ def test_no_stalls_means_one_per_cycle():
     block = toy_block()
     params = block.resolve({"stages": "4"})
     inputs = block.stimulus(__import__("numpy").random.default_rng(0), 200, **params)
-    report = lockstep.run_block(block, params, inputs,
-                                expected=lockstep.golden_outputs(block, params, inputs),
-                                stalls=StallPattern(free_run=200))
+    report = lockstep.run_block(
+        block,
+        params,
+        inputs,
+        expected=lockstep.golden_outputs(block, params, inputs),
+        stalls=StallPattern(free_run=200),
+    )
     assert report.failed == 0
     assert report.cycles == 200 + 4
 
@@ -28,6 +32,7 @@ def test_no_stalls_means_one_per_cycle():
 def test_wrong_golden_is_reported_with_field_and_values():
     def off_by_one(stages):
         return lambda tx: {"s": tx["a"] + tx["b"] + (tx["a"] == 7), "f": tx["f"]}
+
     block = toy_block(golden=off_by_one)
     report = lockstep.check(block, block.resolve(), count=3000, seed=1)
     assert report.failed > 0

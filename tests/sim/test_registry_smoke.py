@@ -27,4 +27,4 @@ def test_block_builds_exports_and_agrees_with_its_golden_model(name):
 def test_small_variants_name_real_parameters():
     for block in registry.blocks():
         for param in block.small:
-            block.param(param)          # raises RegistryError for an unknown name
+            block.param(param)  # raises RegistryError for an unknown name

@@ -14,9 +14,13 @@ def test_bake_is_conservative_against_point_samples():
         a, b = rng.random(20000), rng.random(20000)
         u, v = np.where(a + b <= 1, a, 1 - a), np.where(a + b <= 1, b, 1 - b)
         from gpurtl.golden.stoc.index import bary_to_index
+
         idx = bary_to_index(np.float32(u).view(np.uint32), np.float32(v).view(np.uint32), level)
-        uv = (1 - u - v)[:, None] * stoc.CARD_UV[1, 0] + u[:, None] * stoc.CARD_UV[1, 1] + \
-            v[:, None] * stoc.CARD_UV[1, 2]
+        uv = (
+            (1 - u - v)[:, None] * stoc.CARD_UV[1, 0]
+            + u[:, None] * stoc.CARD_UV[1, 1]
+            + v[:, None] * stoc.CARD_UV[1, 2]
+        )
         texel = np.clip(np.floor(uv * 64).astype(int), 0, 63)
         alpha = tex[texel[:, 0], texel[:, 1]]
         assert (alpha[states[idx] == 1] == 1).all()

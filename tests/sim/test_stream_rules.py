@@ -22,17 +22,19 @@ class RecordingSink(PortIO):
         self.rng = random.Random(seed)
         self.values = {"i__valid": 0, "i__payload": 0, "o__ready": 0}
         self.in_ready = 1
-        self.queue = []          # [cycles left, payload]
-        self.offers = []         # (valid, payload, ready) per cycle
+        self.queue = []  # [cycles left, payload]
+        self.offers = []  # (valid, payload, ready) per cycle
 
     def set(self, name, value):
         self.values[name] = value
 
     def get(self, name):
         head = self.queue[0] if self.queue else None
-        return {"i__ready": self.in_ready,
-                "o__valid": int(head is not None and head[0] <= 0),
-                "o__payload": head[1] if head is not None else 0}[name]
+        return {
+            "i__ready": self.in_ready,
+            "o__valid": int(head is not None and head[0] <= 0),
+            "o__payload": head[1] if head is not None else 0,
+        }[name]
 
     async def settle(self):
         pass
@@ -60,7 +62,7 @@ def test_driver_holds_valid_and_payload_until_the_transfer():
         if valid and not ready:
             held += 1
             assert next_valid == 1 and next_payload == payload
-    assert held > 50          # the sink really refused offers, so the rule was exercised
+    assert held > 50  # the sink really refused offers, so the rule was exercised
 
 
 class DropsValid(wiring.Component):
@@ -76,10 +78,16 @@ class DropsValid(wiring.Component):
         m = Module()
         s0_valid, s0_sum, s0_f = Signal(), Signal(9), Signal(32)
         m.d.comb += self.i.ready.eq(1)
-        m.d.sync += [s0_valid.eq(self.i.valid), s0_sum.eq(self.i.payload.a + self.i.payload.b),
-                     s0_f.eq(self.i.payload.f)]
-        m.d.comb += [self.o.valid.eq(s0_valid), self.o.payload.s.eq(s0_sum),
-                     self.o.payload.f.eq(s0_f)]
+        m.d.sync += [
+            s0_valid.eq(self.i.valid),
+            s0_sum.eq(self.i.payload.a + self.i.payload.b),
+            s0_f.eq(self.i.payload.f),
+        ]
+        m.d.comb += [
+            self.o.valid.eq(s0_valid),
+            self.o.payload.s.eq(s0_sum),
+            self.o.payload.f.eq(s0_f),
+        ]
         return m
 
 
@@ -115,7 +123,7 @@ def test_driver_raises_stream_rule_error_directly():
         def get(self, name):
             value = super().get(name)
             if name == "o__valid" and len(self.offers) == 5:
-                return 0             # drop an output that was offered in cycle 4 and not taken
+                return 0  # drop an output that was offered in cycle 4 and not taken
             return value
 
     sink = Dropper(seed=1)

@@ -46,8 +46,9 @@ def test_grid_expands_to_points(tmp_path):
     spec = load_spec(_spec(tmp_path, CHECK_SPEC))
     assert spec.run == "check" and spec.targets == ("fp32_add",)
     assert len(spec.tasks()) == 6
-    assert {(p["stages"], p["ftz"]) for p in spec.points} == \
-        {(s, f) for s in (1, 2, 3) for f in (False, True)}
+    assert {(p["stages"], p["ftz"]) for p in spec.points} == {
+        (s, f) for s in (1, 2, 3) for f in (False, True)
+    }
     assert spec.options == {"count": 12, "seed": 0, "backend": "pysim"}
 
 
@@ -59,13 +60,20 @@ def test_point_key_is_stable_and_distinguishes_points():
     assert a != point_key("synth", "fp32_cmp", {"stages": 1}, {"count": 5})
 
 
-@pytest.mark.parametrize("text, line, key", [
-    ('[sweep]\nname = "x"\nrun = "synthesize"\nblock = "fp32_cmp"\n', 3, "run"),
-    ('[sweep]\nrun = "synth"\nblock = "no_such_block"\n', 3, "block"),
-    ('[sweep]\nrun = "synth"\nblock = "fp32_cmp"\ncolour = 3\n', 4, "colour"),
-    ('[sweep]\nrun = "synth"\nblock = "fp32_cmp"\n[sweep.options]\n\nfreq = "fast"\n', 6, "freq"),
-    ('[sweep]\nrun = "check"\nblock = "fp32_cmp"\n[sweep.grid]\nstages = 3\n', 5, "stages"),
-])
+@pytest.mark.parametrize(
+    "text, line, key",
+    [
+        ('[sweep]\nname = "x"\nrun = "synthesize"\nblock = "fp32_cmp"\n', 3, "run"),
+        ('[sweep]\nrun = "synth"\nblock = "no_such_block"\n', 3, "block"),
+        ('[sweep]\nrun = "synth"\nblock = "fp32_cmp"\ncolour = 3\n', 4, "colour"),
+        (
+            '[sweep]\nrun = "synth"\nblock = "fp32_cmp"\n[sweep.options]\n\nfreq = "fast"\n',
+            6,
+            "freq",
+        ),
+        ('[sweep]\nrun = "check"\nblock = "fp32_cmp"\n[sweep.grid]\nstages = 3\n', 5, "stages"),
+    ],
+)
 def test_malformed_spec_names_file_line_and_key(tmp_path, text, line, key):
     path = _spec(tmp_path, text)
     with pytest.raises(SpecError) as info:
@@ -82,8 +90,9 @@ def test_toml_syntax_error_names_the_line(tmp_path):
 
 
 def test_cli_malformed_spec_is_one_line_exit_2(tmp_path, capsys):
-    path = _spec(tmp_path, '[sweep]\nrun = "check"\nblock = "fp32_cmp"\n[sweep.options]\n'
-                           'count = -4\n')
+    path = _spec(
+        tmp_path, '[sweep]\nrun = "check"\nblock = "fp32_cmp"\n[sweep.options]\ncount = -4\n'
+    )
     assert cli.main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "line 5" in err[0] and "`count`" in err[0]
@@ -91,12 +100,14 @@ def test_cli_malformed_spec_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_bad_parameter_is_a_failed_point_not_a_crash():
-    result = run_point("check", "fp32_cmp", {"stages": 999}, {"count": 4, "seed": 0,
-                                                               "backend": "pysim"})
+    result = run_point(
+        "check", "fp32_cmp", {"stages": 999}, {"count": 4, "seed": 0, "backend": "pysim"}
+    )
     assert result["status"] == "failed"
     assert "stages" in result["error"]
-    good = run_point("check", "fp32_cmp", {"stages": 1}, {"count": 4, "seed": 0,
-                                                          "backend": "pysim"})
+    good = run_point(
+        "check", "fp32_cmp", {"stages": 1}, {"count": 4, "seed": 0, "backend": "pysim"}
+    )
     assert good["status"] == "ok" and good["metrics"]["passed"] == 4
     assert good["metrics"]["failed"] == 0 and good["metrics"]["latency"] == 1
 
@@ -142,8 +153,9 @@ def test_interrupted_sweep_resumes_only_missing_points(tmp_path):
     assert set(seen) <= on_disk and len(on_disk) >= 2
     assert (out / "results.csv").exists(), "the table is written for the finished points"
     ran = []
-    counts = run_sweep(spec, out, workers=2, resume=True, progress=False,
-                       on_point=lambda r: ran.append(r["key"]))
+    counts = run_sweep(
+        spec, out, workers=2, resume=True, progress=False, on_point=lambda r: ran.append(r["key"])
+    )
     assert counts["skipped"] == len(on_disk)
     assert set(ran).isdisjoint(on_disk)
     assert len(ran) == 6 - len(on_disk)
@@ -158,7 +170,7 @@ def test_killed_worker_loses_no_finished_point(tmp_path):
     def kill_a_worker(result):
         finished.append(result["key"])
         if not killed and result.get("worker_pid"):
-            os.kill(result["worker_pid"], signal.SIGKILL)   # the nanny starts a new worker
+            os.kill(result["worker_pid"], signal.SIGKILL)  # the nanny starts a new worker
             killed.append(result["worker_pid"])
 
     counts = run_sweep(spec, out, workers=2, progress=False, on_point=kill_a_worker)
@@ -176,19 +188,37 @@ def test_shipped_example_specs_parse(name):
     from pathlib import Path
 
     import gpurtl.sim
+
     path = Path(gpurtl.sim.__file__).parent / "sweeps" / f"{name.replace('-', '_')}.toml"
     spec = load_spec(path)
     assert spec.name == name and spec.tasks()
 
 
 def test_cli_sweep_runs_and_prints_counts(tmp_path):
-    path = _spec(tmp_path, CHECK_SPEC.replace("ftz = [false, true]", "ftz = [false]")
-                 .replace("stages = [1, 2, 3]", "stages = [1, 2]"))
+    path = _spec(
+        tmp_path,
+        CHECK_SPEC.replace("ftz = [false, true]", "ftz = [false]").replace(
+            "stages = [1, 2, 3]", "stages = [1, 2]"
+        ),
+    )
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "gpurtl.sim.cli", "sweep", str(path), "--out",
-                           str(out), "--workers", "2"], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpurtl.sim.cli",
+            "sweep",
+            str(path),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "2 done, 0 failed" in proc.stdout
-    assert "sweep add-check: 2/2 done" in proc.stderr      # progress lines without a terminal
+    assert "sweep add-check: 2/2 done" in proc.stderr  # progress lines without a terminal
     assert len(list((out / "points").glob("*.json"))) == 2

@@ -2,12 +2,13 @@
 
 import numpy as np
 import pytest
+
 from gpurtl.golden.bvh import builder as B
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import traversal as T
 from gpurtl.golden.ray_accel import intersect as scalar
 from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import (default_desc, make_ray)
+from gpurtl.golden.ray_accel.ray import default_desc, make_ray
 from gpurtl.sim.experiments import _cu_model as C
 from gpurtl.sim.experiments import _trav_loop as L
 from gpurtl.sim.experiments import traversal as X
@@ -25,8 +26,9 @@ def rays(bunny):
 
 
 def _scene(mesh, mode):
-    return L.Scene("t", B.build_bvh(mesh, width=8 if mode == "bvh8" else 4, obb_threshold=None),
-                   mode)
+    return L.Scene(
+        "t", B.build_bvh(mesh, width=8 if mode == "bvh8" else 4, obb_threshold=None), mode
+    )
 
 
 def test_intersect_wave_equals_scalar_model(bunny):
@@ -40,8 +42,11 @@ def test_intersect_wave_equals_scalar_model(bunny):
     for k in range(90):
         u = rng.normal(size=3)
         o = c + u / np.linalg.norm(u) * size
-        ray = make_ray(o, c + rng.normal(size=3) * 0.3 * size - o,
-                       extent=float(rng.choice([np.inf, size * rng.random()])))
+        ray = make_ray(
+            o,
+            c + rng.normal(size=3) * 0.3 * size - o,
+            extent=float(rng.choice([np.inf, size * rng.random()])),
+        )
         if k % 3 == 0:
             b = b8.boxes[rng.integers(len(b8.boxes))]
             ptrs, nodes, dual = [b.ptr, 0], [b.dwords, [0] * 32], 0
@@ -60,18 +65,28 @@ def test_intersect_wave_equals_scalar_model(bunny):
                 bb = b4.boxes[rng.integers(len(b4.boxes))]
                 p2, n2 = bb.ptr, bb.dwords
             ptrs, nodes, dual = [a.ptr, p2], [a.dwords, n2], 1
-        instrs.append({"dual": dual, "ray": ray, "node_ptr": ptrs, "node": nodes,
-                       "pointer_flags": 0, "desc": default_desc(wide_sort=int(rng.integers(2)))})
+        instrs.append(
+            {
+                "dual": dual,
+                "ray": ray,
+                "node_ptr": ptrs,
+                "node": nodes,
+                "pointer_flags": 0,
+                "desc": default_desc(wide_sort=int(rng.integers(2))),
+            }
+        )
     assert intersect_wave(instrs) == [scalar.intersect(i) for i in instrs]
 
 
 def test_sort_network_rows_equal_scalar_network():
     from gpurtl.golden.ray_accel import sort
     from gpurtl.golden.ray_accel.intersect_wave import sort_network
+
     rng = np.random.default_rng(2)
     ptrs = rng.choice([0x25, 0x35, 0x40, 0x51, 0xFFFFFFFF], size=(200, 8)).astype(np.uint32)
-    keys = rng.choice([0x3F800000, 0x40000000, 0x40400000, 0x7F800000, 0x7FC00000, 0],
-                      size=(200, 8)).astype(np.uint32)
+    keys = rng.choice(
+        [0x3F800000, 0x40000000, 0x40400000, 0x7F800000, 0x7FC00000, 0], size=(200, 8)
+    ).astype(np.uint32)
     wide = sort_network(ptrs, keys, 1, wide=True)
     for row in range(200):
         assert list(wide[row]) == sort.sort_slots(list(ptrs[row]), list(keys[row]), 1, wide=True)
@@ -95,7 +110,7 @@ def test_closest_hits_match_reference(bunny, rays, mode, stack_size):
     finite = np.isfinite(ref.t)
     assert (np.isfinite(tr.t) == finite).all()
     assert np.allclose(tr.t[finite], ref.t[finite], rtol=1e-5)
-    if stack_size == 4:       # the small stack overflows and the walk-back recovers
+    if stack_size == 4:  # the small stack overflows and the walk-back recovers
         assert tr.counts["overflows"].sum() > 0
         assert tr.counts["walkback_steps"].sum() > 0
     else:
@@ -103,8 +118,10 @@ def test_closest_hits_match_reference(bunny, rays, mode, stack_size):
 
 
 def test_instanced_scene_matches_reference(bunny):
-    inst = [(bunny, np.hstack([M.rotation_matrix((0, 1, 0), 0.7 * k),
-                               [[0.2 * k], [0.0], [0.0]]])) for k in range(3)]
+    inst = [
+        (bunny, np.hstack([M.rotation_matrix((0, 1, 0), 0.7 * k), [[0.2 * k], [0.0], [0.0]]]))
+        for k in range(3)
+    ]
     scene = X.build_scene("inst", inst, "bvh8")
     world = M.merge([m.transformed(x) for m, x in inst])
     origins, dirs = make_rays(world, 32, seed=4)
@@ -165,7 +182,8 @@ def test_rtl_replay_of_loop_instructions(bunny, rays):
     origins, dirs = rays
     records = []
     for mode in L.MODES:
-        L.trace_wave(_scene(bunny, mode), origins[:4], dirs[:4],
-                     record=lambda i, o: records.append((i, o)))
+        L.trace_wave(
+            _scene(bunny, mode), origins[:4], dirs[:4], record=lambda i, o: records.append((i, o))
+        )
     passed, failed, _kinds = X._rtl_replay({"bunny": records}, 12)
     assert failed == 0 and passed == 12

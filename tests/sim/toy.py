@@ -44,10 +44,22 @@ def toy_block(golden=None, claimed_latency=None):
         return lambda tx: {"s": tx["a"] + tx["b"], "f": tx["f"]}
 
     def stimulus(rng, count, stages):
-        return [{"a": int(rng.integers(256)), "b": int(rng.integers(256)),
-                 "f": int(rng.integers(2**32))} for _ in range(count)]
+        return [
+            {
+                "a": int(rng.integers(256)),
+                "b": int(rng.integers(256)),
+                "f": int(rng.integers(2**32)),
+            }
+            for _ in range(count)
+        ]
 
-    return Block(name="toy", doc="test adder", kind="pipeline",
-                 build=lambda stages: ToyAdder(stages, claimed_latency),
-                 golden=golden or default_golden, layouts=lambda stages: (IN, OUT),
-                 stimulus=stimulus, params=(Param("stages", 3, range=(1, 8)),))
+    return Block(
+        name="toy",
+        doc="test adder",
+        kind="pipeline",
+        build=lambda stages: ToyAdder(stages, claimed_latency),
+        golden=golden or default_golden,
+        layouts=lambda stages: (IN, OUT),
+        stimulus=stimulus,
+        params=(Param("stages", 3, range=(1, 8)),),
+    )

@@ -24,6 +24,7 @@ def _fp32_add():
 def _session(dut, chunks, expect):
     async def driver(io):
         return await drive_uart(io, chunks, DIVISOR, expect=expect, max_cycles=40_000)
+
     return simulate(dut, driver)
 
 
@@ -32,7 +33,7 @@ def test_fp32_add_over_the_uart_matches_the_golden_model():
     inputs = block.stimulus(np.random.default_rng(5), 6, **params)
     expected = golden_outputs(block, params, inputs)
     harness = UARTHarness(block.build(**params), divisor=DIVISOR)
-    assert (harness.in_bytes, harness.out_bytes) == (9, 4)     # 65 and 32 payload bits
+    assert (harness.in_bytes, harness.out_bytes) == (9, 4)  # 65 and 32 payload bits
     # all requests back to back: the harness holds each one until the block takes it
     stream = b"".join(request_bytes(in_layout, value) for value in inputs)
     received = _session(harness, [(stream, 0)], expect=len(inputs) * 5)
@@ -51,12 +52,12 @@ def test_request_bytes_are_little_endian_after_the_command():
 def test_errors_are_reported_and_the_host_can_resynchronise():
     block, params, in_layout, out_layout = _fp32_add()
     harness = UARTHarness(block.build(**params), divisor=DIVISOR, timeout=40 * DIVISOR)
-    value = {"a": 0x3F800000, "b": 0x3F800000, "sub": 0}       # 1 + 1 = 2
+    value = {"a": 0x3F800000, "b": 0x3F800000, "sub": 0}  # 1 + 1 = 2
     frame = request_bytes(in_layout, value)
     chunks = [
-        (b"\x00", 0),                       # not a command byte
-        (frame[:4], 60 * DIVISOR),          # a request cut short, then silence: timeout
-        (frame, 0),                         # a whole request again
+        (b"\x00", 0),  # not a command byte
+        (frame[:4], 60 * DIVISOR),  # a request cut short, then silence: timeout
+        (frame, 0),  # a whole request again
     ]
     received = _session(harness, chunks, expect=2 + 5)
     results = parse_responses(out_layout, received)

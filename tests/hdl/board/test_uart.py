@@ -36,11 +36,12 @@ def test_transmitter_bit_timing():
         assert ctx.get(dut.tx) == 1
         ctx.set(dut.i.payload, 0xC5)
         ctx.set(dut.i.valid, 1)
-        await ctx.tick().until(dut.i.ready)   # the transfer happens on this edge
+        await ctx.tick().until(dut.i.ready)  # the transfer happens on this edge
         ctx.set(dut.i.valid, 0)
         for _ in range(11 * DIVISOR):
             seen.append(ctx.get(dut.tx))
             await ctx.tick()
+
     _run(dut, testbench)
     # each bit holds for exactly `DIVISOR` cycles, then the line idles high
     assert seen == [level for level in _bits(0xC5) for _ in range(DIVISOR)] + [1] * DIVISOR
@@ -57,6 +58,7 @@ def test_receiver_decodes_and_flags_errors():
             if ctx.get(dut.frame_error):
                 errors.append(len(got))
             await ctx.tick()
+
         ctx.set(dut.o.ready, 1)
         for byte, stop in [(0x00, 1), (0xFF, 1), (0x5A, 0), (0x3C, 1)]:
             for level in _bits(byte, stop):
@@ -66,9 +68,10 @@ def test_receiver_decodes_and_flags_errors():
             ctx.set(dut.rx, 1)
             for _ in range(2 * DIVISOR):
                 await tick()
+
     _run(dut, testbench)
     assert got == [0x00, 0xFF, 0x3C]
-    assert errors == [2]   # the third byte, and only it
+    assert errors == [2]  # the third byte, and only it
 
 
 def test_receiver_overrun_keeps_the_first_byte():
@@ -87,8 +90,12 @@ def test_receiver_overrun_keeps_the_first_byte():
         for _ in range(DIVISOR):
             overruns += ctx.get(dut.overrun)
             await ctx.tick()
-        result["payload"], result["valid"], result["overruns"] = \
-            ctx.get(dut.o.payload), ctx.get(dut.o.valid), overruns
+        result["payload"], result["valid"], result["overruns"] = (
+            ctx.get(dut.o.payload),
+            ctx.get(dut.o.valid),
+            overruns,
+        )
+
     _run(dut, testbench)
     assert result == {"payload": 0x11, "valid": 1, "overruns": 1}
 

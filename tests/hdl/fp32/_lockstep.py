@@ -27,8 +27,9 @@ def latency_and_ii(name, ops=40, **params):
     dut = block.build(**resolved)
     inputs = block.stimulus(np.random.default_rng(3), ops, **resolved)
     expected = lockstep.golden_outputs(block, resolved, inputs)
-    report = lockstep.run_block(block, resolved, inputs, expected=expected,
-                                stalls=StallPattern(free_run=ops))
+    report = lockstep.run_block(
+        block, resolved, inputs, expected=expected, stalls=StallPattern(free_run=ops)
+    )
     assert report.failed == 0, str(report.first)
     assert report.cycles == ops + dut.latency
     assert dut.latency == resolved["stages"]

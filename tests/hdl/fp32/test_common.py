@@ -49,8 +49,9 @@ def test_stream_needs_a_stage():
         FPStreamUnit("sqrt")
 
 
-@pytest.mark.parametrize("cls,fn", [(FPCmpCore, None), (FPMinMaxCore, None),
-                                    (FPMulCore, golden.mul)])
+@pytest.mark.parametrize(
+    "cls,fn", [(FPCmpCore, None), (FPMinMaxCore, None), (FPMulCore, golden.mul)]
+)
 def test_combinational(cls, fn):
     """stages=0: results in the same cycle, no clock."""
     dut = cls(0)
@@ -64,8 +65,9 @@ def test_combinational(cls, fn):
             ctx.set(dut.a, x)
             ctx.set(dut.b, y)
             if cls is FPCmpCore:
-                got.append((ctx.get(dut.lt), ctx.get(dut.le), ctx.get(dut.eq),
-                            ctx.get(dut.unordered)))
+                got.append(
+                    (ctx.get(dut.lt), ctx.get(dut.le), ctx.get(dut.eq), ctx.get(dut.unordered))
+                )
             elif cls is FPMinMaxCore:
                 got.append((ctx.get(dut.min), ctx.get(dut.max)))
             else:
@@ -76,8 +78,9 @@ def test_combinational(cls, fn):
     sim.run()
     for (x, y), result in zip(pairs, got):
         if cls is FPCmpCore:
-            assert result == tuple(int(f(x, y)) for f in (golden.lt, golden.le, golden.eq,
-                                                           golden.unordered))
+            assert result == tuple(
+                int(f(x, y)) for f in (golden.lt, golden.le, golden.eq, golden.unordered)
+            )
         elif cls is FPMinMaxCore:
             assert result == (golden.fmin(x, y), golden.fmax(x, y))
         else:
@@ -89,6 +92,7 @@ def test_verilog_lint(name):
     """The exported Verilog passes `verilator --lint-only -Wall` (documented waivers only)."""
     from gpurtl.sim import registry
     from gpurtl.sim.export import lint, to_verilog
+
     block = registry.get(name)
     ok, messages = lint(to_verilog(block, block.resolve({})), name)
     assert ok, messages

@@ -56,6 +56,7 @@ def test_million_vectors_verilator(name):
 
 # --- directed tests of single units ---------------------------------------------------------------
 
+
 def test_add_default_ftz():
     check("fp32_add", ftz=True, count=3000, seed=4)
 
@@ -89,4 +90,4 @@ def test_convert_core_parameters(cls, default, largest):
         cls(-1)
     with pytest.raises(TypeError, match="`ftz` must be a boolean"):
         cls(1, ftz=1)
-    gc.collect()                    # inside the warning filter
+    gc.collect()  # inside the warning filter

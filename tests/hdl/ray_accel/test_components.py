@@ -35,33 +35,42 @@ def run_block(name, overrides, count, seed):
     assert len(events) == count
     for ev in events:
         difference = layouts.diff(out_l, want[ev.index], ev.bits)
-        assert difference is None, \
-            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, " \
+        assert difference is None, (
+            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, "
             f"got {difference[2]:#x}"
+        )
     for ev in events[:free]:
         assert ev.accept_cycle == ev.index
         assert ev.emit_cycle - ev.accept_cycle == dut.latency
     return dut
 
 
-@pytest.mark.parametrize("name, overrides, count", [
-    ("ray_decode", {}, 40),
-    ("ray_decode", {"triangles": "0", "transforms": "0"}, 20),
-    ("ray_setup", {"fp": "shallow"}, 16),
-    ("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 20),
-    ("ray_dedup", {}, 200),
-    ("ray_result", {}, 100),
-    ("ray_result", {"triangles": "0", "transforms": "0"}, 50),
-])
+@pytest.mark.parametrize(
+    "name, overrides, count",
+    [
+        ("ray_decode", {}, 40),
+        ("ray_decode", {"triangles": "0", "transforms": "0"}, 20),
+        ("ray_setup", {"fp": "shallow"}, 16),
+        ("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 20),
+        ("ray_dedup", {}, 200),
+        ("ray_result", {}, 100),
+        ("ray_result", {"triangles": "0", "transforms": "0"}, 50),
+    ],
+)
 def test_component_lockstep(name, overrides, count):
     run_block(name, overrides, count, seed=21)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, overrides", [
-    ("ray_setup", {}), ("ray_setup", {"transforms": "0", "ftz": "1"}),
-    ("ray_box_engine", {"boxes": "4"}), ("ray_box_engine", {"boxes": "1", "ftz": "1"}),
-])
+@pytest.mark.parametrize(
+    "name, overrides",
+    [
+        ("ray_setup", {}),
+        ("ray_setup", {"transforms": "0", "ftz": "1"}),
+        ("ray_box_engine", {"boxes": "4"}),
+        ("ray_box_engine", {"boxes": "1", "ftz": "1"}),
+    ],
+)
 def test_component_lockstep_fpga_depths(name, overrides):
     run_block(name, overrides, 60, seed=22)
 
@@ -94,16 +103,29 @@ def test_sideband_ring_equals_register_chain(cycles):
     assert seen["short"] > 0
 
 
-@pytest.mark.parametrize("params", [
-    {}, {"triangles": False, "transforms": False}, {"fp": "shallow"},
-    {"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"triangles": False, "transforms": False},
+        {"fp": "shallow"},
+        {"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
+    ],
+)
 def test_latency_is_the_sum_of_the_components(params):
     dut = RayAccel(**params)
     setup, eng = dut._setup, dut._box_engines[0]
     plane_wait = max(setup.transform_latency, setup.latency - eng.inv_offset)
-    box = (dut._decode.latency + dut.initiation_interval - 1 + plane_wait + eng.latency
-           + dut._dedup.latency + dut._sorter.latency + dut._format.latency)
+    box = (
+        dut._decode.latency
+        + dut.initiation_interval
+        - 1
+        + plane_wait
+        + eng.latency
+        + dut._dedup.latency
+        + dut._sorter.latency
+        + dut._format.latency
+    )
     paths = [box]
     if dut._tri is not None:
         paths += [dut._tri.latency + 1, dut._leg.latency + 1]
@@ -125,6 +147,7 @@ def test_list_shows_a_build_of_one_block(capsys):
     """`gpurtl list ray_accel -p fp=shallow`: the latency, the box path and the register bits of
     that build; `-p` without a block is a usage error (exit status 2, one line)."""
     from gpurtl.sim.cli import main
+
     assert main(["list", "ray_accel", "-p", "fp=shallow", "-p", "triangles=0"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("ray_accel  (pipeline, latency ")

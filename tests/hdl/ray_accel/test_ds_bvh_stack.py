@@ -3,6 +3,7 @@ stalls on the Amaranth simulator and on Verilator."""
 
 import numpy as np
 import pytest
+
 from gpurtl.facts.ds_bvh_stack import (
     INVALID_NODE,
     PRIM_RANGE_UPDATE,
@@ -20,18 +21,31 @@ BOX = [0x1005 + 0x100 * k for k in range(16)]
 INST = [0x80006, 0x90006]
 TRI1, TRI3, TRI8 = 0x4001, 0x4003, 0x4008
 NONE = INVALID_NODE
-A, B = 1 * 8 * 32 + 2, 1            # bases of wave 1 lane 2 and wave 0 lane 1
+A, B = 1 * 8 * 32 + 2, 1  # bases of wave 1 lane 2 and wave 0 lane 1
 P81, P82, P41 = StackOp.PUSH8_POP1, StackOp.PUSH8_POP2, StackOp.PUSH4_POP1
 
 
 def sa(base, valid, etr, addr, tlas=0, ovf=0, b2t=0):
-    return {"valid_entries": valid, "entries_to_tlas": etr, "addr": addr, "base": base,
-            "has_tlas": tlas, "has_overflowed": ovf, "blas2tlas_pop": b2t}
+    return {
+        "valid_entries": valid,
+        "entries_to_tlas": etr,
+        "addr": addr,
+        "base": base,
+        "has_tlas": tlas,
+        "has_overflowed": ovf,
+        "blas2tlas_pop": b2t,
+    }
 
 
 def tx(op, reg, data=(), last=NONE, prim=0):
-    return {"op": op, "stack_addr": reg, "last_node_ptr": last,
-            "data": list(data) + [NONE] * (8 - len(data)), "tri_size_opt": 0, "prim_range": prim}
+    return {
+        "op": op,
+        "stack_addr": reg,
+        "last_node_ptr": last,
+        "data": list(data) + [NONE] * (8 - len(data)),
+        "tri_size_opt": 0,
+        "prim_range": prim,
+    }
 
 
 def out(reg, dst0, dst1=NONE, error=0):
@@ -60,8 +74,10 @@ SEQUENCE = [
     # lane B: an instance pops first: BLAS begins
     (tx(P81, sa(B, 0, 0, 0), [INST[0], BOX[1], BOX[2]]), out(sa(B, 2, 0, 2, tlas=1), INST[0])),
     # the instance result pushes the BLAS root only
-    (tx(P81, sa(B, 2, 0, 2, tlas=1), [NONE] * 6 + [SKIP_0_7, BOX[9]]),
-     out(sa(B, 2, 0, 2, tlas=1), BOX[9])),
+    (
+        tx(P81, sa(B, 2, 0, 2, tlas=1), [NONE] * 6 + [SKIP_0_7, BOX[9]]),
+        out(sa(B, 2, 0, 2, tlas=1), BOX[9]),
+    ),
     # the BLAS is done: back to the TLAS
     (tx(P81, sa(B, 2, 0, 2, tlas=1)), out(sa(B, 1, 0, 1, b2t=1), BOX[1])),
     # pop2: a TRIANGLE_1 first gives both triangles of the pair
@@ -69,11 +85,15 @@ SEQUENCE = [
     # pop2 does not pop an instance node
     (tx(P82, sa(B, 2, 1, 2), [BOX[0], INST[1]]), out(sa(B, 3, 2, 3), BOX[0], NONE)),
     # primitive range, END_OF_PAIR: pair 3 -> pair 4 (type 8)
-    (tx(P81, sa(B, 3, 2, 3), [NONE] * 7 + [TRI3], last=PRIM_RANGE_UPDATE, prim=1),
-     out(sa(B, 3, 2, 3), TRI8)),
+    (
+        tx(P81, sa(B, 3, 2, 3), [NONE] * 7 + [TRI3], last=PRIM_RANGE_UPDATE, prim=1),
+        out(sa(B, 3, 2, 3), TRI8),
+    ),
     # END_OF_RANGE: nothing pushed; the instance below is popped
-    (tx(P81, sa(B, 3, 2, 3), [NONE] * 7 + [TRI8], last=PRIM_RANGE_UPDATE | 2, prim=1),
-     out(sa(B, 2, 0, 2, tlas=1), INST[1])),
+    (
+        tx(P81, sa(B, 3, 2, 3), [NONE] * 7 + [TRI8], last=PRIM_RANGE_UPDATE | 2, prim=1),
+        out(sa(B, 2, 0, 2, tlas=1), INST[1]),
+    ),
     # misuse: lane 5 of a 4-lane LDS, an unknown opcode
     (tx(P81, sa(5, 0, 0, 0), BOX[:8]), out(sa(5, 0, 0, 0), NONE, NONE, 1)),
     (tx(0, sa(A, 3, 3, 2, ovf=1), BOX[:8]), out(sa(A, 3, 3, 2, ovf=1), NONE, NONE, 1)),
@@ -92,8 +112,9 @@ def test_harness_keeps_one_stateful_model_in_order():
     # the lockstep harness must feed every transaction to one model, in order
     block = registry.get("ds_bvh_stack")
     expected = [e for _, e in SEQUENCE]
-    assert lockstep.golden_outputs(block, block.resolve(PARAMS), [r for r, _ in SEQUENCE]) == \
-        expected
+    assert (
+        lockstep.golden_outputs(block, block.resolve(PARAMS), [r for r, _ in SEQUENCE]) == expected
+    )
 
 
 def test_stimulus_covers_the_rules():
@@ -113,25 +134,33 @@ def test_stimulus_covers_the_rules():
             ("clean empty", response["dst0"] == 0xFFFFFFFE),
             ("blas2tlas pop", reg["blas2tlas_pop"]),
             ("instance pop", response["dst0"] & 7 == 6 and response["dst0"] >> 3 != 0x1FFFFFFF),
-            ("pair pop", op == StackOp.PUSH8_POP2 and response["dst1"] & 7 == 1
-             and response["dst0"] == response["dst1"] & ~7),
-            ("second pop", op == StackOp.PUSH8_POP2 and response["dst1"] != NONE
-             and response["dst1"] & 7 != 1),
-            ("second pop refused", op == StackOp.PUSH8_POP2 and response["dst1"] == NONE
-             and reg["valid_entries"] > 0),
+            (
+                "pair pop",
+                op == StackOp.PUSH8_POP2
+                and response["dst1"] & 7 == 1
+                and response["dst0"] == response["dst1"] & ~7,
+            ),
+            (
+                "second pop",
+                op == StackOp.PUSH8_POP2 and response["dst1"] != NONE and response["dst1"] & 7 != 1,
+            ),
+            (
+                "second pop refused",
+                op == StackOp.PUSH8_POP2 and response["dst1"] == NONE and reg["valid_entries"] > 0,
+            ),
             ("full", reg["valid_entries"] == params["stack_size"] - 1),
         ]:
             seen[rule] = seen.get(rule, 0) + bool(hit)
     assert min(seen.values()) >= 10, seen
 
 
-@pytest.mark.parametrize("stalls", [StallPattern(), StallPattern(seed=4, p_valid=0.5,
-                                                                  p_ready=0.4)])
+@pytest.mark.parametrize("stalls", [StallPattern(), StallPattern(seed=4, p_valid=0.5, p_ready=0.4)])
 def test_rtl_follows_the_worked_sequence(stalls):
     block = registry.get("ds_bvh_stack")
     params = block.resolve(PARAMS)
-    report = lockstep.run_block(block, params, [r for r, _ in SEQUENCE], stalls=stalls,
-                                keep_outputs=True)
+    report = lockstep.run_block(
+        block, params, [r for r, _ in SEQUENCE], stalls=stalls, keep_outputs=True
+    )
     got = [layouts.unpack(STACK_RESPONSE_LAYOUT, bits) for bits in report.outputs]
     for k, (_, expected) in enumerate(SEQUENCE):
         assert got[k] == expected, k

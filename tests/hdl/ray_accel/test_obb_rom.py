@@ -1,6 +1,7 @@
 """The two-level OBB ROM of the RTL against the golden table, for all 128 index values."""
 
 from amaranth.sim import Simulator
+
 from gpurtl.golden.ray_accel import obb
 from gpurtl.hdl.ray_accel.obb_transform import ObbRom
 
@@ -8,6 +9,7 @@ from gpurtl.hdl.ray_accel.obb_transform import ObbRom
 def test_rom_all_indices_all_columns():
     roms = [ObbRom(c) for c in range(3)]
     from amaranth.hdl import Module
+
     top = Module()
     for c, rom in enumerate(roms):
         top.submodules[f"rom{c}"] = rom

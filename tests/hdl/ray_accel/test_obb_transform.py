@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.sim import lockstep, registry
 
@@ -30,6 +31,7 @@ def test_instance_transform():
 def test_latency_and_units():
     from gpurtl.hdl.ray_accel.instance_transform import InstanceCore
     from gpurtl.hdl.ray_accel.obb_transform import OBBTransformCore
+
     assert OBBTransformCore(fma_stages=3).latency == 9
     assert OBBTransformCore(lanes=2).fma_units == 36
     assert InstanceCore(fma_stages=2).latency == 6
@@ -53,7 +55,8 @@ def test_obb_transform_verilator():
     """obb_transform (lanes=1, 18 FMA units) on Verilator. Marked slow: the Verilator build of
     18 FP32 FMA cores takes several minutes on the shared 2-core machine."""
     block = registry.get("obb_transform")
-    report = lockstep.check(block, block.resolve({"fma_stages": 1}), count=400, seed=3,
-                            backend="verilator")
+    report = lockstep.check(
+        block, block.resolve({"fma_stages": 1}), count=400, seed=3, backend="verilator"
+    )
     assert report.failed == 0, str(report.first)
     assert report.passed == 400

@@ -11,6 +11,7 @@ the pysim counts are modest; the Verilator test carries the volume."""
 
 import numpy as np
 import pytest
+
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
 from gpurtl.sim import layouts, lockstep, registry
 from gpurtl.sim.engine import StallPattern, drive_pipeline
@@ -36,9 +37,10 @@ def _run(overrides, count, seed):
     assert len(events) == count
     for ev in events:
         difference = layouts.diff(out_l, want[ev.index], ev.bits)
-        assert difference is None, \
-            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, " \
+        assert difference is None, (
+            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, "
             f"got {difference[2]:#x} (input {inputs[ev.index]})"
+        )
     ii = dut.initiation_interval
     for ev in events[:free]:
         assert ev.accept_cycle == ii * ev.index, "not accepted at the full rate"
@@ -55,8 +57,11 @@ def test_box_build_lockstep_throughput_and_stalls():
 @pytest.mark.slow
 def test_small_build_ii2_ftz():
     """1 engine x 4 boxes: 2 cycles per instruction; subnormals flushed in the box arithmetic."""
-    dut = _run({"engines": "1", "boxes_per_engine": "4", "ftz": "1", "triangles": "0",
-                "transforms": "0"}, 16, seed=12)
+    dut = _run(
+        {"engines": "1", "boxes_per_engine": "4", "ftz": "1", "triangles": "0", "transforms": "0"},
+        16,
+        seed=12,
+    )
     assert dut.initiation_interval == 2
 
 
@@ -94,8 +99,9 @@ def test_lockstep_verilator_smallest_build():
     """The exported Verilog of the smallest build (1 engine x 1 box test, II 8) under cocotb on
     Verilator against the golden model: decode, reciprocal, box test, de-duplication and sort,
     with random stalls (about two minutes; the full build's run is the slow test below)."""
-    params = BLOCK.resolve({"engines": "1", "boxes_per_engine": "1", "triangles": "0",
-                            "transforms": "0"})
+    params = BLOCK.resolve(
+        {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
+    )
     report = lockstep.check(BLOCK, params, count=120, seed=23, backend="verilator")
     assert report.failed == 0, str(report.first)
     assert report.passed == 120

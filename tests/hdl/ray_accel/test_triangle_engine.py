@@ -6,6 +6,7 @@ import random
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
+
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
 from gpurtl.golden.ray_accel.ray import default_desc
@@ -15,7 +16,6 @@ from gpurtl.sim import lockstep, registry
 # pysim tests use shallow FP32 cores (fewer registers, same logic), the Verilator test and the slow
 # pysim test the default depths.
 LIGHT = {"add_stages": 1, "mul_stages": 1, "fma_stages": 1, "div_stages": 2}
-
 
 
 def random_pair_nodes(rng, count):
@@ -35,10 +35,14 @@ def random_pair_nodes(rng, count):
                 if k and rng.random() < 0.3:
                     tris.append(None)
                     continue
-                tris.append(pn.Triangle(tuple(pool[i] for i in rng.sample(range(len(pool)), 3)),
-                                        prim_id=rng.getrandbits(rng.randint(1, 31)),
-                                        geo_id=rng.getrandbits(rng.randint(1, 30)),
-                                        opaque=rng.randint(0, 1)))
+                tris.append(
+                    pn.Triangle(
+                        tuple(pool[i] for i in rng.sample(range(len(pool)), 3)),
+                        prim_id=rng.getrandbits(rng.randint(1, 31)),
+                        geo_id=rng.getrandbits(rng.randint(1, 30)),
+                        opaque=rng.randint(0, 1),
+                    )
+                )
             pairs.append(pn.TrianglePair(tris[0], tris[1], range_stop=rng.randint(0, 1)))
         try:
             node = pn.encode_primitive_node(pairs)
@@ -50,6 +54,7 @@ def random_pair_nodes(rng, count):
 
 def test_primitive_decode_matches_golden():
     from gpurtl.hdl.ray_accel.primitive_decode import PrimitiveDecodeCore
+
     rng = random.Random(4)
     cases = random_pair_nodes(rng, 120)
     dut = PrimitiveDecodeCore()
@@ -72,15 +77,24 @@ def test_primitive_decode_matches_golden():
                 o = ctx.get(dut.o)
                 d = pn.decode_pair(n, (ptr & 3) | ((ptr & 8) >> 1))
                 got = (o.error, o.nav) + tuple(
-                    (o.tri[k].prim_id, o.tri[k].geo_id, o.tri[k].opaque, o.tri[k].procedural,
-                     o.tri[k].valid) for k in range(2))
+                    (
+                        o.tri[k].prim_id,
+                        o.tri[k].geo_id,
+                        o.tri[k].opaque,
+                        o.tri[k].procedural,
+                        o.tri[k].valid,
+                    )
+                    for k in range(2)
+                )
                 want = (int(d.error or (ptr & 7) > 3), d.navigation) + tuple(
-                    (t.prim_id, t.geo_id, t.opaque, int(t.procedural), int(t.valid))
-                    for t in d.tris)
+                    (t.prim_id, t.geo_id, t.opaque, int(t.procedural), int(t.valid)) for t in d.tris
+                )
                 verts_ok = all(
-                    d.tris[k].procedural or tuple(tuple(o.tri[k].v[a][c] for c in range(3))
-                                                  for a in range(3)) == d.tris[k].vertices
-                    for k in range(2))
+                    d.tris[k].procedural
+                    or tuple(tuple(o.tri[k].v[a][c] for c in range(3)) for a in range(3))
+                    == d.tris[k].vertices
+                    for k in range(2)
+                )
                 if got != want or not verts_ok:
                     failures.append((hex(n), ptr, want, got))
 
@@ -94,22 +108,35 @@ def _watertight_transactions(rng, rays):
     one transaction per (ray, adjacent triangle). Returns (transactions, owner (ray, tri))."""
     from gpurtl.golden.ray_accel import meshes
     from gpurtl.sim.blocks.ray_triangle import pair_pointer
+
     v, f = meshes.dyadic_box(2, 8, rng=rng, jitter=1)
-    tris = [pn.Triangle(tuple(tuple(float(c) for c in v[k]) for k in face), prim_id=n, geo_id=1)
-            for n, face in enumerate(f)]
+    tris = [
+        pn.Triangle(tuple(tuple(float(c) for c in v[k]) for k in face), prim_id=n, geo_id=1)
+        for n, face in enumerate(f)
+    ]
     where = [(node, pair, tri) for node, slots in pn.pack_triangles(tris) for pair, tri in slots]
     origins, dirs, cands = meshes.edge_vertex_rays(rng, v, f, per_edge=1, exact=True)
     txs, owner = [], []
     desc = default_desc()
     for r in rng.permutation(len(cands))[:rays]:
-        ray = {"origin": [int(x) for x in origins[r].view(np.uint32)],
-               "dir": [int(x) for x in dirs[r].view(np.uint32)],
-               "extent": 0x7F800000, "instance_mask": 0xFF}
+        ray = {
+            "origin": [int(x) for x in origins[r].view(np.uint32)],
+            "dir": [int(x) for x in dirs[r].view(np.uint32)],
+            "extent": 0x7F800000,
+            "instance_mask": 0xFF,
+        }
         for face in cands[r]:
             node, pair, tri = where[face]
             n = pn.node_int(node)
-            txs.append({"ray": ray, "node": [(n >> (32 * k)) & 0xFFFFFFFF for k in range(32)],
-                        "node_ptr": pair_pointer(pair), "pointer_flags": 0, "desc": desc})
+            txs.append(
+                {
+                    "ray": ray,
+                    "node": [(n >> (32 * k)) & 0xFFFFFFFF for k in range(32)],
+                    "node_ptr": pair_pointer(pair),
+                    "pointer_flags": 0,
+                    "desc": desc,
+                }
+            )
             owner.append((int(r), tri))
     return txs, owner
 
@@ -122,6 +149,7 @@ def test_lockstep_pysim_and_watertight_on_rtl():
     triangle adjacent to each edge/vertex ray (watertightness measured on the RTL)."""
     from gpurtl.sim import layouts
     from gpurtl.sim.engine import StallPattern
+
     block = registry.get("ray_triangle")
     params = block.resolve(LIGHT)
     rng = np.random.default_rng(1)
@@ -130,13 +158,14 @@ def test_lockstep_pysim_and_watertight_on_rtl():
     txs = random_txs + edge_txs
     expected = lockstep.golden_outputs(block, params, txs)
     stalls = StallPattern(seed=1, p_valid=0.7, p_ready=0.7, free_run=len(txs) // 10)
-    report = lockstep.run_block(block, params, txs, expected=expected, stalls=stalls,
-                                keep_outputs=True)
+    report = lockstep.run_block(
+        block, params, txs, expected=expected, stalls=stalls, keep_outputs=True
+    )
     assert report.failed == 0, str(report.first)
     assert report.passed == len(txs)
     _, out_layout = block.layouts(**params)
     hits = {}
-    for bits, (r, tri) in zip(report.outputs[len(random_txs):], owner):
+    for bits, (r, tri) in zip(report.outputs[len(random_txs) :], owner):
         result = layouts.unpack(out_layout, bits)["result"]
         hits[r] = hits.get(r, 0) + int(result[4 * tri] != tr.POS_INF)
     assert len(hits) == 36 and min(hits.values()) >= 1
@@ -148,16 +177,19 @@ def test_legacy_lockstep_pysim():
     ``latency`` cycles and one is accepted per cycle (II = 1: N transactions in N + latency
     cycles)."""
     from gpurtl.sim.engine import StallPattern
+
     block = registry.get("ray_triangle_legacy")
     params = block.resolve(LIGHT)
     txs = block.stimulus(np.random.default_rng(2), 100, **params)
     expected = lockstep.golden_outputs(block, params, txs)
-    report = lockstep.run_block(block, params, txs, expected=expected,
-                                stalls=StallPattern(free_run=len(txs)))
+    report = lockstep.run_block(
+        block, params, txs, expected=expected, stalls=StallPattern(free_run=len(txs))
+    )
     assert report.failed == 0, str(report.first)
     assert report.passed == 100
     from gpurtl.hdl.ray_accel.legacy_triangle import legacy_latency
     from gpurtl.sim.blocks.ray_triangle import stages_of
+
     assert report.cycles == len(txs) + legacy_latency(stages_of(params))
 
 

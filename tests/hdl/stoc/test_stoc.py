@@ -25,9 +25,17 @@ def test_stoc_lockstep_pysim():
     _check("stoc", 1500)
 
 
-@pytest.mark.parametrize("overrides", [{"plane_order": "corners"}, {"both_planes": "ut"},
-                                       {"both_planes": "opaque"}, {"both_planes": "transparent"},
-                                       {"frac_bits": 16}, {"frac_bits": 12}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"plane_order": "corners"},
+        {"both_planes": "ut"},
+        {"both_planes": "opaque"},
+        {"both_planes": "transparent"},
+        {"frac_bits": 16},
+        {"frac_bits": 12},
+    ],
+)
 def test_stoc_lockstep_pysim_parameters(overrides):
     _check("stoc", 300, seed=1, **overrides)
 
@@ -47,7 +55,7 @@ def test_initiation_interval_is_one(name):
     report = lockstep.run_block(block, params, inputs, expected=expected)
     assert report.failed == 0 and report.passed == 200
     dut = block.build(**params)
-    Fragment.get(dut, None)            # (marks the component used)
+    Fragment.get(dut, None)  # (marks the component used)
     assert report.cycles == 200 + dut.latency
 
 
@@ -74,7 +82,7 @@ def test_refused_build_leaves_no_unused_component():
                 build()
         gc.collect()
         assert [w for w in caught if issubclass(w.category, UnusedElaboratable)] == []
-        STOCUnit()                         # a built, never elaborated unit is still reported
+        STOCUnit()  # a built, never elaborated unit is still reported
         gc.collect()
         assert [w for w in caught if issubclass(w.category, UnusedElaboratable)] != []
 

@@ -11,10 +11,13 @@ def test_deadlock_experiment_quick(tmp_path):
     result = dynvgpr_deadlock.run(tmp_path, quick=True)
     rows = dict(result["rows"])
     assert rows["all waves grow at once, reserve off: runs deadlocked"] == "1 of 1"
-    assert rows["all waves grow at once, reserve on (FWD_PROGRESS=1, 7 blocks): runs deadlocked"] \
+    assert (
+        rows["all waves grow at once, reserve on (FWD_PROGRESS=1, 7 blocks): runs deadlocked"]
         == "0 of 1"
+    )
     assert rows["two waves meet inside their high-register sections, reserve on"].startswith(
-        "deadlock")
+        "deadlock"
+    )
     assert rows["two waves meet before growing, reserve on"] == "finished"
     assert rows["translation lookups of held registers that missed (must be 0)"] == 0
     for path in result["files"]:
@@ -27,9 +30,10 @@ def test_occupancy_experiment_quick(tmp_path, monkeypatch):
     rows = dict(result["rows"])
     static = rows["RDNA static (1536 VGPRs, granule 24): rays (wave programs) per 1000 cycles"]
     dyn16 = rows["RDNA 4 dynamic, 16-VGPR blocks: rays (wave programs) per 1000 cycles"]
-    assert dyn16 > static                     # more resident waves hide more latency
-    assert rows["occupancy at 128 registers: RDNA4 static / dyn16 / dyn32 / Xe3"] == \
-        "10 / 11 / 9 / 8"
+    assert dyn16 > static  # more resident waves hide more latency
+    assert (
+        rows["occupancy at 128 registers: RDNA4 static / dyn16 / dyn32 / Xe3"] == "10 / 11 / 9 / 8"
+    )
     assert (tmp_path / "occupancy_table.csv").exists()
     assert (tmp_path / "residency_and_work.png").exists()
 
@@ -51,13 +55,22 @@ def test_xe3_grf_verilator_short(pch_workaround):
 
 @pytest.mark.slow
 @pytest.mark.verilator
-@pytest.mark.parametrize("name,params", [("vgpr_dyn", {}), ("vgpr_dyn", {"block_size": 32}),
-                                         ("vgpr_static", {}), ("vgpr_static", {"wave64": True}),
-                                         ("xe3_grf", {}), ("xe3_grf", {"mode": "grf128"})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("vgpr_dyn", {}),
+        ("vgpr_dyn", {"block_size": 32}),
+        ("vgpr_static", {}),
+        ("vgpr_static", {"wave64": True}),
+        ("xe3_grf", {}),
+        ("xe3_grf", {"mode": "grf128"}),
+    ],
+)
 def test_verilator_long(pch_workaround, name, params):
     block = registry.get(name)
-    report = lockstep.check(block, block.resolve(params), count=100_000, seed=31,
-                            backend="verilator")
+    report = lockstep.check(
+        block, block.resolve(params), count=100_000, seed=31, backend="verilator"
+    )
     assert report.failed == 0, str(report.first)
 
 

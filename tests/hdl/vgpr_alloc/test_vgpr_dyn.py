@@ -26,13 +26,16 @@ def test_lockstep_default():
     check(3000, seed=11)
 
 
-@pytest.mark.parametrize("overrides", [
-    {"block_size": 32},
-    {"rf_vgprs": 1024, "wave_limit": 12},
-    {"rf_vgprs": 1024, "block_size": 32, "wave_limit": 10, "max_blocks": 5, "reserve": 4},
-    {"fwd_progress": False},
-    {"reserve": 3},            # smaller than max_blocks - 1: allowed, no guarantee asserted
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"block_size": 32},
+        {"rf_vgprs": 1024, "wave_limit": 12},
+        {"rf_vgprs": 1024, "block_size": 32, "wave_limit": 10, "max_blocks": 5, "reserve": 4},
+        {"fwd_progress": False},
+        {"reserve": 3},  # smaller than max_blocks - 1: allowed, no guarantee asserted
+    ],
+)
 def test_lockstep_configs(overrides):
     check(1000, seed=5, **overrides)
 
@@ -51,29 +54,48 @@ def both(steps, **params):
 def test_alloc_semantics():
     """Rounding to blocks, request 0 keeps one block, shrink and no-change succeed, a request
     above the maximum is an error that changes nothing, misuse codes."""
-    o = both([
-        idle(op=OP.LAUNCH, wave=3),            # 0
-        idle(op=OP.ALLOC, wave=3, count=17),   # 1: 17 VGPRs -> 2 blocks of 16
-        idle(op=OP.ALLOC, wave=3, count=32),   # 2: still 2 blocks: no change
-        idle(op=OP.ALLOC, wave=3, count=129),  # 3: 9 blocks > 8: OVER_MAX
-        idle(op=OP.ALLOC, wave=3, count=0),    # 4: shrink to 1 block
-        idle(op=OP.LAUNCH, wave=3),            # 5: busy slot
-        idle(op=OP.ALLOC, wave=4, count=16),   # 6: slot 4 empty
-        idle(op=OP.END, wave=4),               # 7: free of blocks not held
-        idle(op=OP.END, wave=3),               # 8
-        idle(),                                # 9
-    ], block_size=16)
+    o = both(
+        [
+            idle(op=OP.LAUNCH, wave=3),  # 0
+            idle(op=OP.ALLOC, wave=3, count=17),  # 1: 17 VGPRs -> 2 blocks of 16
+            idle(op=OP.ALLOC, wave=3, count=32),  # 2: still 2 blocks: no change
+            idle(op=OP.ALLOC, wave=3, count=129),  # 3: 9 blocks > 8: OVER_MAX
+            idle(op=OP.ALLOC, wave=3, count=0),  # 4: shrink to 1 block
+            idle(op=OP.LAUNCH, wave=3),  # 5: busy slot
+            idle(op=OP.ALLOC, wave=4, count=16),  # 6: slot 4 empty
+            idle(op=OP.END, wave=4),  # 7: free of blocks not held
+            idle(op=OP.END, wave=3),  # 8
+            idle(),  # 9
+        ],
+        block_size=16,
+    )
     assert [x["ack"] for x in o[:9]] == [1, 1, 1, 0, 1, 0, 0, 0, 1]
-    assert [x["err"] for x in o[:9]] == [0, 0, 0, ERR.OVER_MAX, 0, ERR.SLOT_BUSY,
-                                         ERR.NOT_RESIDENT, ERR.NOT_RESIDENT, 0]
+    assert [x["err"] for x in o[:9]] == [
+        0,
+        0,
+        0,
+        ERR.OVER_MAX,
+        0,
+        ERR.SLOT_BUSY,
+        ERR.NOT_RESIDENT,
+        ERR.NOT_RESIDENT,
+        0,
+    ]
     assert [x["units"][3] for x in o] == [0, 1, 2, 2, 2, 1, 1, 1, 1, 0]
     assert o[1]["free"] - o[2]["free"] == 1 and o[3]["free"] == o[4]["free"]
     assert o[9]["free"] == 1536 // 16 - 16
 
 
 def test_bad_slot_when_wave_limit_is_lower():
-    o = both([idle(op=OP.LAUNCH, wave=12), idle(op=OP.ALLOC, wave=13, count=5),
-              idle(op=OP.END, wave=15), idle()], wave_limit=12)
+    o = both(
+        [
+            idle(op=OP.LAUNCH, wave=12),
+            idle(op=OP.ALLOC, wave=13, count=5),
+            idle(op=OP.END, wave=15),
+            idle(),
+        ],
+        wave_limit=12,
+    )
     assert [x["err"] for x in o[:3]] == [ERR.BAD_SLOT] * 3
     assert o[3]["units"] == [0] * 16
 
@@ -86,14 +108,14 @@ def test_all_or_nothing_and_reserve():
     # waves 0..9 take 8 blocks each (70 of the 80 pool blocks): 10 general blocks are left
     steps += [idle(op=OP.ALLOC, wave=w, count=8 * B) for w in range(10)]
     steps += [
-        idle(op=OP.ALLOC, wave=10, count=4 * B),   # +3: free 10 -> 7 (general, leaves R)
-        idle(op=OP.ALLOC, wave=11, count=3 * B),   # +2: needs the reserve: holder = 11
-        idle(op=OP.ALLOC, wave=12, count=2 * B),   # +1: reserve held by 11: denied
-        idle(op=OP.ALLOC, wave=11, count=8 * B),   # +5 for the holder: granted, free 0
-        idle(op=OP.ALLOC, wave=11, count=8 * B),   # no change
-        idle(op=OP.END, wave=0),                   # frees 7: free 7 >= R: holder released
-        idle(op=OP.ALLOC, wave=12, count=9 * B),   # OVER_MAX
-        idle(op=OP.ALLOC, wave=12, count=8 * B),   # +7 with 7 free: via the reserve
+        idle(op=OP.ALLOC, wave=10, count=4 * B),  # +3: free 10 -> 7 (general, leaves R)
+        idle(op=OP.ALLOC, wave=11, count=3 * B),  # +2: needs the reserve: holder = 11
+        idle(op=OP.ALLOC, wave=12, count=2 * B),  # +1: reserve held by 11: denied
+        idle(op=OP.ALLOC, wave=11, count=8 * B),  # +5 for the holder: granted, free 0
+        idle(op=OP.ALLOC, wave=11, count=8 * B),  # no change
+        idle(op=OP.END, wave=0),  # frees 7: free 7 >= R: holder released
+        idle(op=OP.ALLOC, wave=12, count=9 * B),  # OVER_MAX
+        idle(op=OP.ALLOC, wave=12, count=8 * B),  # +7 with 7 free: via the reserve
         idle(),
     ]
     o = both(steps, block_size=B, reserve=R)
@@ -133,7 +155,7 @@ def test_translation_is_non_contiguous():
     rows = [x["lk_row"] for x in o[-28:] if x["lk_valid"]]
     blocks = sorted({r // 16 for r in rows})
     assert len(blocks) == 8 and blocks[0] == 0
-    assert blocks != list(range(blocks[0], blocks[0] + 8))      # not one contiguous run
+    assert blocks != list(range(blocks[0], blocks[0] + 8))  # not one contiguous run
     assert sum(x["lk_valid"] for x in o[-28:]) == len(range(0, 128, 5))
 
 
@@ -153,8 +175,8 @@ def test_assertions_catch_corruption(fault):
         if fault == "top":
             ctx.set(state["top"], ctx.get(state["top"]) + 1)
         elif fault == "blocks":
-            ctx.set(state["blocks"], ctx.get(state["blocks"]) | 9)   # wave 0: 9 blocks
-        else:   # wave 0, entry 1 -> a block of wave 1
+            ctx.set(state["blocks"], ctx.get(state["blocks"]) | 9)  # wave 0: 9 blocks
+        else:  # wave 0, entry 1 -> a block of wave 1
             tbl, bb = state["tbl"], 7
             value = ctx.get(tbl)
             other = (value >> (bb * 9)) & 0x7F
@@ -171,7 +193,7 @@ def test_golden_invariants_catch_corruption():
     model = DynVgprModel()
     model.step(idle(op=OP.LAUNCH, wave=0))
     model.step(idle(op=OP.ALLOC, wave=0, count=64))
-    model.stack.append(model.table[0][1])          # a block both owned and free
+    model.stack.append(model.table[0][1])  # a block both owned and free
     with pytest.raises(AssertionError):
         model.step(idle())
 

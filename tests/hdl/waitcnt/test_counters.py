@@ -27,13 +27,16 @@ def sopk(op, simm16, sdst=0x7C):
     return (0b1011 << 28) | (op << 23) | (sdst << 16) | simm16
 
 
-@pytest.mark.parametrize("params", [
-    {"generation": "gfx12", "waves": 16},
-    {"generation": "gfx12", "waves": 3, "full_policy": "saturate"},
-    {"generation": "gfx11", "waves": 4},
-    {"generation": "gfx10", "waves": 2, "full_policy": "saturate"},
-    {"generation": "gfx9", "waves": 2},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"generation": "gfx12", "waves": 16},
+        {"generation": "gfx12", "waves": 3, "full_policy": "saturate"},
+        {"generation": "gfx11", "waves": 4},
+        {"generation": "gfx10", "waves": 2, "full_policy": "saturate"},
+        {"generation": "gfx9", "waves": 2},
+    ],
+)
 def test_lockstep_random(params):
     params = BLOCK.resolve(params)
     count = 600 if params["waves"] == 16 else 2500
@@ -51,13 +54,15 @@ def test_stimulus_reaches_every_corner(policy):
     prof = profile("gfx12")
     seen = {
         "stall": sum(o["stall"] != 0 for o in outputs),
-        "refused": sum(i["issue"]["valid"] and not o["issue_accepted"]
-                       for i, o in zip(inputs, outputs)),
+        "refused": sum(
+            i["issue"]["valid"] and not o["issue_accepted"] for i, o in zip(inputs, outputs)
+        ),
         "overflow": sum(o["err"]["overflow"] for o in outputs),
         "underflow": sum(any(o["err"]["underflow"].values()) for o in outputs),
         "bad_wait": sum(o["err"]["bad_wait"] for o in outputs),
-        "full": sum(any(c[n] == prof.max(n) for c in o["cnt"] for n in prof.counters)
-                    for o in outputs),
+        "full": sum(
+            any(c[n] == prof.max(n) for c in o["cnt"] for n in prof.counters) for o in outputs
+        ),
     }
     expect_refused = policy == "stall"
     assert seen["stall"] > 50 and seen["underflow"] > 5 and seen["bad_wait"] > 5
@@ -111,9 +116,18 @@ def test_wait_semantics_directed():
     """Three loads, s_wait_loadcnt 1: the wave stalls until two have returned."""
     load = (1, InstClass.VMEM_LOAD)
     wait1 = sopp(0x40, 1)
-    cycles = [cycle(issue=load), cycle(issue=load), cycle(issue=load),
-              cycle(wait=(1, wait1)), cycle(), cycle(ret={"load": 1}), cycle(),
-              cycle(ret={"load": 1}), cycle(), cycle()]
+    cycles = [
+        cycle(issue=load),
+        cycle(issue=load),
+        cycle(issue=load),
+        cycle(wait=(1, wait1)),
+        cycle(),
+        cycle(ret={"load": 1}),
+        cycle(),
+        cycle(ret={"load": 1}),
+        cycle(),
+        cycle(),
+    ]
     out = run_rtl(cycles)
     stall = [(o["stall"] >> 1) & 1 for o in out]
     assert stall == [0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
@@ -121,8 +135,13 @@ def test_wait_semantics_directed():
 
 
 def test_flat_bumps_load_and_ds_and_other_waves_are_independent():
-    cycles = [cycle(issue=(2, InstClass.FLAT_LOAD)), cycle(wait=(2, sopp(0x46, 0))),
-              cycle(), cycle(ret={"ds": 2}), cycle()]
+    cycles = [
+        cycle(issue=(2, InstClass.FLAT_LOAD)),
+        cycle(wait=(2, sopp(0x46, 0))),
+        cycle(),
+        cycle(ret={"ds": 2}),
+        cycle(),
+    ]
     out = run_rtl(cycles)
     assert out[1]["cnt"][2] == {**{n: 0 for n in profile("gfx12").counters}, "load": 1, "ds": 1}
     assert [(o["stall"] >> 2) & 1 for o in out] == [0, 0, 1, 1, 0]
@@ -138,7 +157,7 @@ def test_combined_and_all_ones_waits():
     assert decode_wait(prof, sopp(0x49, (0x3F << 8) | 5))["ds"] == 5
     # A count at or above the maximum never stalls (bvhcnt is 3 bits: 7 and 100 both mean no wait).
     assert decode_wait(prof, sopp(0x43, 100))["bvh"] == 7
-    assert decode_wait(prof, sopp(0x45, 0)) is None          # opcode 0x45 is not a wait
+    assert decode_wait(prof, sopp(0x45, 0)) is None  # opcode 0x45 is not a wait
     assert decode_wait(prof, 0x12345678) is None
     # The profile encoder agrees with the hand-assembled words.
     assert prof.wait("s_wait_loadcnt_dscnt").encode(load=2) == sopp(0x48, (2 << 8) | 0x3F)
@@ -164,10 +183,20 @@ def test_gfx11_gfx10_gfx9_layouts():
 def test_counter_widths_follow_the_spec():
     # LLVM AMDGPUBaseInfo.cpp get*cntBitWidth.
     g12 = profile("gfx12")
-    assert dict(zip(g12.counters, g12.widths)) == {"load": 6, "store": 6, "sample": 6, "bvh": 3,
-                                                   "exp": 3, "ds": 6, "km": 5}
-    assert dict(zip(profile("gfx9").counters, profile("gfx9").widths)) == \
-        {"vm": 6, "lgkm": 4, "exp": 3}
+    assert dict(zip(g12.counters, g12.widths)) == {
+        "load": 6,
+        "store": 6,
+        "sample": 6,
+        "bvh": 3,
+        "exp": 3,
+        "ds": 6,
+        "km": 5,
+    }
+    assert dict(zip(profile("gfx9").counters, profile("gfx9").widths)) == {
+        "vm": 6,
+        "lgkm": 4,
+        "exp": 3,
+    }
 
 
 def test_full_counter_stalls_or_saturates_with_error():
@@ -182,8 +211,13 @@ def test_full_counter_stalls_or_saturates_with_error():
 
 
 def test_underflow_is_an_error_and_changes_nothing():
-    cycles = [cycle(ret={"km": 3}), cycle(issue=(3, InstClass.SMEM)), cycle(ret={"km": 3}),
-              cycle(ret={"km": 3}), cycle()]
+    cycles = [
+        cycle(ret={"km": 3}),
+        cycle(issue=(3, InstClass.SMEM)),
+        cycle(ret={"km": 3}),
+        cycle(ret={"km": 3}),
+        cycle(),
+    ]
     out = run_rtl(cycles)
     assert [o["err"]["underflow"]["km"] for o in out] == [1, 0, 0, 1, 0]
     assert [o["cnt"][3]["km"] for o in out] == [0, 0, 1, 0, 0]

@@ -12,8 +12,16 @@ BLOCK = registry.get("waitcnt_mem")
 @pytest.mark.parametrize("queue", ["inorder", "ooo"])
 @pytest.mark.parametrize("generation", ["gfx12", "gfx11"])
 def test_lockstep_random(queue, generation):
-    params = BLOCK.resolve({"queue": queue, "generation": generation, "waves": 4,
-                            "queue_depth": 4, "hit_latency": 3, "miss_latency": 11})
+    params = BLOCK.resolve(
+        {
+            "queue": queue,
+            "generation": generation,
+            "waves": 4,
+            "queue_depth": 4,
+            "hit_latency": 3,
+            "miss_latency": 11,
+        }
+    )
     report = lockstep.check(BLOCK, params, count=2500, seed=7)
     assert report.failed == 0, str(report.first)
 

@@ -8,8 +8,9 @@ from gpurtl.sim import export, lockstep, registry
 @pytest.mark.verilator
 def test_waitcnt_mem_on_verilator():
     block = registry.get("waitcnt_mem")
-    params = block.resolve({"waves": 4, "queue": "inorder", "queue_depth": 4,
-                            "hit_latency": 3, "miss_latency": 11})
+    params = block.resolve(
+        {"waves": 4, "queue": "inorder", "queue_depth": 4, "hit_latency": 3, "miss_latency": 11}
+    )
     report = lockstep.check(block, params, count=3000, seed=5, backend="verilator")
     assert report.failed == 0, str(report.first)
     assert report.passed == 3000
