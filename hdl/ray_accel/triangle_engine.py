@@ -4,7 +4,7 @@ Bit-exact with :func:`gpurtl.golden.ray_accel.triangle.ray_setup` and
 :func:`gpurtl.golden.ray_accel.triangle.intersect`, whose doc string defines the algorithm (Woop,
 Benthin and Wald 2013, in FP32, with this project's tie rule) and the exact operation order. **The
 hardware's own triangle algorithm is not public**; this is the project's documented choice. All
-FP32 arithmetic runs on the FP32 engineer's cores from :mod:`gpurtl.hdl.fp32` (``FPAddCore``,
+FP32 arithmetic runs on the pipelined cores of :mod:`gpurtl.hdl.fp32` (``FPAddCore``,
 ``FPMulCore``, ``FPFMACore``, ``FPDivCore``); only sign/magnitude tests against 0 and +inf and the
 axis selection are plain logic here.
 

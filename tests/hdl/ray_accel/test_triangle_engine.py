@@ -216,7 +216,7 @@ def test_lockstep_verilator():
 
 @pytest.mark.verilator
 def test_decode_lockstep_verilator():
-    """The default run's one Verilator build: the primitive-node decode (this engineer's integer
+    """The default run's one Verilator build of this path: the primitive-node decode (integer
     RTL) on Verilator/cocotb, real and malformed nodes, random stalls. The FP32 cores have their
     own Verilator tests; the whole triangle path on Verilator is the slow test above."""
     block = registry.get("ray_primitive_decode")
