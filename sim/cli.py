@@ -9,6 +9,7 @@ exits with status 130.
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -820,7 +821,17 @@ def _validate(args):
             cliutil.check_output_file(args.results, "--results")
 
 
+def _first_sigint(signum, frame):
+    """The first Ctrl-C: ignore any further one at once (so it cannot interrupt the clean-up that
+    the resulting KeyboardInterrupt runs), then stop the command."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.default_int_handler:  # not when started with SIGINT ignored
+        signal.signal(signal.SIGINT, _first_sigint)
     try:
         args = build_parser().parse_args(argv)
         _validate(args)
@@ -832,6 +843,9 @@ def main(argv=None):
         return cliutil.interrupted()
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":
