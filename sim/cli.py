@@ -840,6 +840,7 @@ def main(argv=None):
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        previous = None  # keep ignoring Ctrl-C until the process has exited
         return cliutil.interrupted()
     except BrokenPipeError:
         return 0

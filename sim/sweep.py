@@ -488,7 +488,7 @@ def run_sweep(
                     threads_per_worker=1,
                     processes=True,
                     host="127.0.0.1",
-                    dashboard_address=None,
+                    dashboard_address=":0",  # any free port: several sweeps may run at once
                     silence_logs=40,
                 )
                 client = Client(cluster)
