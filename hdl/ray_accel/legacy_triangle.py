@@ -22,15 +22,6 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_TRIANGLES,
     RAY_LAYOUT,
 )
 
@@ -42,6 +33,7 @@ from .triangle_engine import (
     TriangleEngine,
     check_stages,
     engine_latency,
+    pointer_flag_bits,
     unit_latency,
 )
 
@@ -70,10 +62,6 @@ LEGACY_OUT_LAYOUT = data.StructLayout(
 )
 
 _INF, _ONE = 0x7F800000, 0x3F800000
-
-
-def _bit(mask):
-    return mask.bit_length() - 1
 
 
 def legacy_latency(stages=None):
@@ -123,20 +111,7 @@ class LegacyTriangleCore(wiring.Component):
         m.d.comb += flags.eq(
             Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0)
         )
-        f = {
-            name: flags[_bit(mask)]
-            for name, mask in {
-                "force_op": PF_FORCE_OPAQUE,
-                "force_nop": PF_FORCE_NON_OPAQUE,
-                "no_cull": PF_DISABLE_TRI_CULL,
-                "flip": PF_FLIP_FACEDNESS,
-                "cull_back": PF_CULL_BACK,
-                "cull_front": PF_CULL_FRONT,
-                "cull_op": PF_CULL_OPAQUE,
-                "cull_nop": PF_CULL_NON_OPAQUE,
-                "skip_tri": PF_SKIP_TRIANGLES,
-            }.items()
-        }
+        f = pointer_flag_bits(flags)
         for k in range(2):
             lane = eng.o.lane[k]
             ptr = s.at(Timed(Value.cast(self.i.node_ptr[k]), 0), t_eng)

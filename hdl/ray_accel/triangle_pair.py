@@ -27,16 +27,6 @@ from amaranth.lib.wiring import In, Out
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     NODE_LAYOUT,
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
     RAY_LAYOUT,
     RESULT_LAYOUT,
 )
@@ -50,6 +40,7 @@ from .triangle_engine import (
     TriangleEngine,
     check_stages,
     engine_latency,
+    pointer_flag_bits,
     unit_latency,
 )
 
@@ -85,10 +76,6 @@ _SIDE_LAYOUT = data.StructLayout(
         "error": unsigned(1),
     }
 )
-
-
-def _bit(mask):
-    return mask.bit_length() - 1
 
 
 def pair_latency(stages=None):
@@ -159,21 +146,7 @@ class TrianglePairCore(wiring.Component):
         flags_raw = s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng)
         flags = Signal(10, name="fmt_flags")
         m.d.comb += flags.eq(Mux(flags_en, flags_raw, 0))
-        f = {
-            name: flags[_bit(mask)]
-            for name, mask in {
-                "force_op": PF_FORCE_OPAQUE,
-                "force_nop": PF_FORCE_NON_OPAQUE,
-                "no_cull": PF_DISABLE_TRI_CULL,
-                "flip": PF_FLIP_FACEDNESS,
-                "cull_back": PF_CULL_BACK,
-                "cull_front": PF_CULL_FRONT,
-                "cull_op": PF_CULL_OPAQUE,
-                "cull_nop": PF_CULL_NON_OPAQUE,
-                "skip_tri": PF_SKIP_TRIANGLES,
-                "skip_proc": PF_SKIP_PROCEDURAL,
-            }.items()
-        }
+        f = pointer_flag_bits(flags)
 
         result = Signal(RESULT_LAYOUT, name="fmt_result")
         for k in range(2):
