@@ -16,6 +16,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 __all__ = [
+    "DEDUPE_VERSION",
     "LINT_WAIVERS",
     "cache_dir",
     "dedupe_modules",
@@ -85,7 +86,7 @@ def source_digest():
 
 def to_verilog(block, params, *, name=None, cache=True):
     """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block
-    name.
+    name. Identical modules are merged (:func:`dedupe_modules`).
 
     The text is kept in the cache folder, keyed by block, parameters, top name and
     :func:`source_digest`: exporting a large design again (minutes for ``ray_accel``) is skipped
@@ -93,14 +94,20 @@ def to_verilog(block, params, *, name=None, cache=True):
     """
     name = name or block.name
     key = json.dumps(
-        {"block": block.name, "params": params, "name": name, "sources": source_digest()},
+        {
+            "block": block.name,
+            "params": params,
+            "name": name,
+            "sources": source_digest(),
+            "dedupe": DEDUPE_VERSION,
+        },
         sort_keys=True,
         default=str,
     )
     path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
     if cache and path.exists():
         return path.read_text()
-    text = verilog.convert(block.build(**params), name=name, emit_src=False)
+    text, _ = dedupe_modules(verilog.convert(block.build(**params), name=name, emit_src=False))
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -110,6 +117,30 @@ def to_verilog(block, params, *, name=None, cache=True):
 
 
 _MODULE = re.compile(r"^module (\\\S+ |\w+)", re.M)
+#: Names that Yosys makes up while writing Verilog (``\$auto$rtlil.cc:2739:Not$122``,
+#: ``\$auto$verilog_backend.cc:2355:dump_module$977``): numbered design-wide, so two copies of
+#: the same unit get different numbers.
+_TOOL_NAME = re.compile(r"\\\$(\S*?)\$\d+(?=\s)")
+_HEADER = re.compile(r"^module \0\s*\(([^)]*)\);", re.M)
+
+#: Bumped when :func:`dedupe_modules` changes the text it gives (keys the caches).
+DEDUPE_VERSION = 2
+
+
+def _module_key(name, body):
+    """``body`` with its own name blanked, the made-up names renumbered in order of first use and
+    the header's port list sorted (Yosys orders it by first use; ports connect by name)."""
+    numbers = {}
+
+    def renumber(match):
+        return f"\\${match[1]}${numbers.setdefault(match[0], len(numbers))}"
+
+    body = _TOOL_NAME.sub(renumber, body.replace(f"module {name}", "module \0", 1))
+    return _HEADER.sub(
+        lambda m: f"module \0({', '.join(sorted(p.strip() for p in m[1].split(',')))});",
+        body,
+        count=1,
+    )
 
 
 def dedupe_modules(text):
@@ -117,10 +148,11 @@ def dedupe_modules(text):
 
     Amaranth writes one module per instance of a component (``\\top.e0.b1``, ``\\top.e0.b2``,
     ...), so a design with many copies of a unit (FP32 adders in every box tester) repeats the
-    same body many times. Modules whose text is equal apart from their own name (after the
-    modules they instantiate are merged) are replaced by the first of them, bottom-up until
-    nothing changes; the top module keeps its name. Smaller input makes Verilator and the C++
-    compiler faster; the behaviour is unchanged.
+    same body many times. Modules that are equal apart from their own name, the names Yosys
+    numbers design-wide and the order of the header's ports (after the modules they instantiate
+    are merged) are replaced by the first of them, bottom-up until nothing changes; the top
+    module keeps its name. Instance names, and so hierarchical signal paths, do not change.
+    Smaller input makes Yosys, Verilator and the C++ compiler faster; the behaviour is unchanged.
     """
     starts = [m.start() for m in _MODULE.finditer(text)]
     if not starts:
@@ -150,7 +182,7 @@ def dedupe_modules(text):
         for name, body in zip(names, bodies):
             if name in alias:
                 continue
-            key = body.replace(f"module {name}", "module \0", 1)
+            key = _module_key(name, body)
             if key in seen and "(* top" not in body:
                 alias[name] = seen[key]
                 changed = True

@@ -4,8 +4,8 @@ Level 1 (``index/``, the exported texts in ``verilog/``) maps what a user asks f
 parameters, top kind and :func:`gpurtl.sim.export.source_digest` -- to a design record (Verilog
 hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog export
 entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
-merging, compiler flags and tool versions; identical modules are merged
-(:func:`gpurtl.sim.export.dedupe_modules`) before Verilator reads the text.
+merging, compiler flags and tool versions; the exported text has its identical modules merged
+(:func:`gpurtl.sim.export.dedupe_modules`).
 """
 
 import hashlib
@@ -20,7 +20,14 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ..export import cache_dir, dedupe_modules, source_digest, to_verilog, verilator_env
+from ..export import (
+    DEDUPE_VERSION,
+    cache_dir,
+    dedupe_modules,
+    source_digest,
+    to_verilog,
+    verilator_env,
+)
 from .driver import driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
@@ -70,10 +77,6 @@ MAKE_FLAGS = (
 )
 
 
-#: Bumped when :func:`gpurtl.sim.export.dedupe_modules` changes the text it gives.
-DEDUPE_VERSION = 1
-
-
 class BuildError(RuntimeError):
     """Verilator or the C++ compiler failed; the message ends with the log's tail."""
 
@@ -107,7 +110,7 @@ def _design(block, params, top_kind):
     if top_kind == "batch":
         dut = BatchTop(dut, in_layout, out_layout)
         name = f"{block.name}_batch"
-        text = verilog.convert(dut, name=name, emit_src=False)
+        text, _ = dedupe_modules(verilog.convert(dut, name=name, emit_src=False))
     else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
@@ -196,9 +199,6 @@ def _compile(folder, text, record, log):
     scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    text, merged = dedupe_modules(text)
-    if merged:
-        log(f"{merged} duplicate modules merged")
     (scratch / f"{top}.v").write_text(text)
     (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"], record["out_width"]))
     command = [

@@ -264,6 +264,47 @@ def test_dedupe_modules_merges_identical_instances():
     assert dedupe_modules(different)[1] == 0  # bodies differ: nothing merged
 
 
+def test_dedupe_modules_ignores_tool_numbering_and_port_order():
+    from gpurtl.sim.export import dedupe_modules
+
+    # Two copies of one unit as Yosys writes them: its made-up names are numbered design-wide
+    # and the header lists the ports in order of first use.
+    unit = (
+        "module \\\\top.{name} ({ports});\n  reg \\$auto$verilog_backend.cc:2355:dump_module${n}  = 0;\n"
+        "  input a;\n  input b;\n  output y;\n  wire \\$auto$rtlil.cc:2739:Not${m} ;\n"
+        "  assign \\$auto$rtlil.cc:2739:Not${m}  = ~a;\n  assign y = \\$auto$rtlil.cc:2739:Not${m}  & {rhs};\n"
+        "endmodule\n"
+    )
+    top = (
+        "(* top =  1  *)\nmodule top(a, b, y);\n  input a;\n  input b;\n  output [1:0] y;\n"
+        "  \\\\top.u0  u0 (.a(a), .b(b), .y(y[0]));\n  \\\\top.u1  u1 (.a(a), .b(b), .y(y[1]));\n"
+        "endmodule\n"
+    )
+    text = (
+        top
+        + unit.format(name="u0", ports="a, b, y", n=7, m=12, rhs="b")
+        + unit.format(name="u1", ports="b, a, y", n=9, m=40, rhs="b")
+    )
+    merged_text, merged = dedupe_modules(text)
+    assert merged == 1
+    assert "\\top.u0  u1 (" in merged_text and "module \\top.u1 " not in merged_text
+    # A real difference (the right-hand side) keeps them apart, whatever the numbering.
+    other = (
+        top
+        + unit.format(name="u0", ports="a, b, y", n=7, m=12, rhs="b")
+        + unit.format(name="u1", ports="b, a, y", n=9, m=40, rhs="a")
+    )
+    assert dedupe_modules(other)[1] == 0
+    # Within one module, two made-up names stay two names.
+    # Within a module, two made-up names stay two names: y = n0 & n1 differs from y = n0 & n0.
+    two_names = (
+        top
+        + unit.format(name="u0", ports="a, b, y", n=7, m=12, rhs="\\$auto$rtlil.cc:2739:Not$13 ")
+        + unit.format(name="u1", ports="a, b, y", n=9, m=40, rhs="\\$auto$rtlil.cc:2739:Not$40 ")
+    )
+    assert dedupe_modules(two_names)[1] == 0
+
+
 MILLION_BLOCKS = [
     "fp32_add",
     "fp32_mul",
