@@ -324,6 +324,10 @@ def cmd_synth(args):
     from .synth import synthesize
 
     block, params = _block_and_params(args)
+    if args.keep_hierarchy and not (args.synth_only and args.device == "ecp5-85k"):
+        raise UsageError(
+            "--keep-hierarchy needs --synth-only on ecp5-85k (place and route takes a flat netlist)"
+        )
     if not args.json:
         cliutil.progress(
             f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
@@ -336,6 +340,7 @@ def cmd_synth(args):
         freq=args.freq,
         nodsp=args.nodsp,
         synth_only=args.synth_only,
+        keep_hierarchy=args.keep_hierarchy,
         progress=_progress_lines("synth"),
     )
     if args.json:
@@ -733,6 +738,12 @@ def build_parser():
         "--synth-only",
         action="store_true",
         help="ECP5: stop after yosys (designs larger than the device); no Fmax",
+    )
+    p.add_argument(
+        "--keep-hierarchy",
+        action="store_true",
+        help="with --synth-only: map each distinct module once (yosys -noflatten); faster for "
+        "large designs, an upper bound (no optimisation across module boundaries)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_synth)

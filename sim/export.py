@@ -124,18 +124,20 @@ _TOOL_NAME = re.compile(r"\\\$(\S*?)\$\d+(?=\s)")
 _HEADER = re.compile(r"^module \0\s*\(([^)]*)\);", re.M)
 
 #: Bumped when :func:`dedupe_modules` changes the text it gives (keys the caches).
-DEDUPE_VERSION = 2
+DEDUPE_VERSION = 3
 
 
 def _module_key(name, body):
-    """``body`` with its own name blanked, the made-up names renumbered in order of first use and
-    the header's port list sorted (Yosys orders it by first use; ports connect by name)."""
+    """``body`` with its own name blanked, the made-up names renumbered in order of first use,
+    the header's port list sorted (Yosys orders it by first use; ports connect by name) and no
+    trailing white space."""
     numbers = {}
 
     def renumber(match):
         return f"\\${match[1]}${numbers.setdefault(match[0], len(numbers))}"
 
-    body = _TOOL_NAME.sub(renumber, body.replace(f"module {name}", "module \0", 1))
+    # rstrip: the last module of the file has no blank line after it.
+    body = _TOOL_NAME.sub(renumber, body.rstrip().replace(f"module {name}", "module \0", 1))
     return _HEADER.sub(
         lambda m: f"module \0({', '.join(sorted(p.strip() for p in m[1].split(',')))});",
         body,

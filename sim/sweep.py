@@ -70,6 +70,7 @@ OPTIONS = {
         "device": (str, "ecp5-85k"),
         "freq": ((int, float), 100.0),
         "synth_only": (bool, False),
+        "keep_hierarchy": (bool, False),
         "nodsp": (bool, False),
         "seed": (int, 1),
     },
@@ -370,6 +371,7 @@ def run_point(run, target, params, options):
                     nodsp=options["nodsp"],
                     seed=options["seed"],
                     synth_only=options["synth_only"],
+                    keep_hierarchy=options["keep_hierarchy"],
                 )
                 for name in ("lut4", "ff", "dsp", "bram", "fmax_mhz"):
                     metrics[name] = figures.get(name)

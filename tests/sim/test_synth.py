@@ -2,8 +2,13 @@
 agrees with them (the estimate is what the README gives for designs larger than the device)."""
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
+from gpurtl.hdl.fp32.cmp import FPCmpCore
 from gpurtl.sim import registry
+from gpurtl.sim.registry import Block, Param
 from gpurtl.sim.synth import _last_step, critical_path, synthesize
 
 
@@ -17,6 +22,66 @@ def test_synth_only_estimate_matches_place_and_route(tmp_path):
     assert placed["ff"] == estimate["ff"] > 0
     # nextpnr adds a few route-through LUTs to yosys's LUT4 + 2 x CCU2C count
     assert 0.9 * placed["lut4"] <= estimate["lut4"] <= placed["lut4"]
+
+
+class _CompareBank(wiring.Component):
+    """``units`` identical FP32 compare cores side by side, each on its own ports (a design
+    with repeated modules)."""
+
+    def __init__(self, units):
+        self._units = units
+        ports = {"en": In(1), "lt": Out(units)}
+        for k in range(units):
+            ports |= {f"a{k}": In(32), f"b{k}": In(32)}
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        for k in range(self._units):
+            core = m.submodules[f"cmp{k}"] = FPCmpCore()
+            m.d.comb += [
+                core.en.eq(self.en),
+                core.a.eq(getattr(self, f"a{k}")),
+                core.b.eq(getattr(self, f"b{k}")),
+                self.lt[k].eq(core.lt),
+            ]
+        return m
+
+
+_BANK = Block(
+    name="compare_bank",
+    doc="test: repeated compare cores",
+    kind="pipeline",
+    build=lambda units: _CompareBank(units),
+    golden=None,
+    layouts=None,
+    stimulus=None,
+    params=(Param("units", 1, range=(1, 4)),),
+)
+
+
+def test_keep_hierarchy_counts_every_instance(tmp_path, monkeypatch):
+    """With the hierarchy kept, each distinct module is mapped once, and the totals still count
+    every instance: three cores are about three times one core, and not far above the flat figure."""
+    monkeypatch.setenv("GPURTL_CACHE", str(tmp_path / "cache"))  # the test block is not in hdl/
+    one = synthesize(
+        _BANK, {"units": 1}, workdir=tmp_path / "h1", synth_only=True, keep_hierarchy=True
+    )
+    three = synthesize(
+        _BANK, {"units": 3}, workdir=tmp_path / "h3", synth_only=True, keep_hierarchy=True
+    )
+    flat = synthesize(_BANK, {"units": 3}, workdir=tmp_path / "f3", synth_only=True)
+    assert one["lut4"] > 20 and one["ff"] > 0
+    # (ABC maps each module in its own context: a few LUTs either way, not a missing copy)
+    assert three["ff"] == 3 * one["ff"]
+    assert 2.7 * one["lut4"] <= three["lut4"] <= 3.3 * one["lut4"]
+    # The exported text holds one compare module for the three instances.
+    assert (tmp_path / "h3" / "top.v").read_text().count("module ") == 2
+    assert three["ff"] == flat["ff"]
+    assert flat["lut4"] * 0.9 <= three["lut4"] <= flat["lut4"] * 1.3
+    assert "upper bound" in three["note"]
+    with pytest.raises(ValueError, match="`keep_hierarchy` must go with `synth_only`"):
+        synthesize(_BANK, {"units": 1}, workdir=tmp_path / "bad", keep_hierarchy=True)
 
 
 def test_bad_device_is_refused():
