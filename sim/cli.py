@@ -3,8 +3,9 @@ experiment, demo.
 
 User mistakes (unknown block or parameter, malformed input, an output path that cannot be written)
 print one ``gpurtl: error: ...`` line naming the file, line and field, exit with status 2 and leave
-no partial output file; they are caught before any simulation starts. Ctrl-C prints one line and
-exits with status 130.
+no partial output file; they are caught before any simulation starts. A failed external tool
+(a Verilator build, Yosys or nextpnr) prints its log's tail without a Python traceback and exits
+with status 1. Ctrl-C prints one line and exits with status 130.
 """
 
 import argparse
@@ -16,8 +17,10 @@ from pathlib import Path
 
 from . import cliutil, layouts, registry
 from .cliutil import UsageError
+from .fast.build import BuildError
 from .jsonio import InputError
 from .lockstep import BACKENDS
+from .synth import SynthError
 
 __all__ = ["main"]
 
@@ -850,6 +853,9 @@ def main(argv=None):
     except (registry.RegistryError, InputError, UsageError) as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except (BuildError, SynthError) as error:  # names the tool, its log and the log's tail
+        print(f"gpurtl: {error}", file=sys.stderr)
+        return EXIT_FAIL
     except KeyboardInterrupt:
         previous = None  # keep ignoring Ctrl-C until the process has exited
         return cliutil.interrupted()

@@ -178,3 +178,30 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     claim = re.search(r"misses print as (\S+)", readme).group(1)
     assert f", {claim}," in target.read_text()
+
+
+@pytest.mark.parametrize(
+    "module, function, argv",
+    [
+        ("gpurtl.sim.fast.run", "build_model", ["check", "fp32_add", "--backend", "fast"]),
+        ("gpurtl.sim.synth", "synthesize", ["synth", "fp32_add"]),
+    ],
+)
+def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, module, function, argv):
+    """A Verilator build or a Yosys/nextpnr run that fails prints the tool's message and the tail
+    of its log, exits 1, and shows no Python traceback."""
+    import importlib
+
+    from gpurtl.sim.fast.build import BuildError
+    from gpurtl.sim.synth import SynthError
+
+    error = BuildError if function == "build_model" else SynthError
+
+    def fail(*args, **kwargs):
+        raise error("the tool failed (log: build.log)\n%Error: top.v:3: syntax error")
+
+    monkeypatch.setattr(importlib.import_module(module), function, fail)
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert "gpurtl: the tool failed (log: build.log)" in err and "syntax error" in err
+    assert "Traceback" not in err + out
