@@ -143,7 +143,13 @@ def model(block, params, *, top="batch", log=None):
     started = time.monotonic()
     root = cache_dir() / "fast"
     request = json.dumps(
-        {"block": block.name, "params": params, "top": top, "sources": source_digest()},
+        {
+            "block": block.name,
+            "params": params,
+            "top": top,
+            "sources": source_digest(),
+            "dedupe": DEDUPE_VERSION,  # the record holds the hash of the merged text
+        },
         sort_keys=True,
         default=str,
     )
