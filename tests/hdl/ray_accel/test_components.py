@@ -5,44 +5,14 @@ read from its components."""
 
 import random
 
-import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
 from gpurtl.hdl.ray_accel._pipe import delay, sideband
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern, drive_pipeline
-from gpurtl.sim.pysim import simulate
 
-
-def run_block(name, overrides, count, seed):
-    """Drive ``count`` random transactions of block ``name`` (first half stall-free, then random
-    stalls); check every result and the stall-free timing. Returns the DUT."""
-    block = registry.get(name)
-    params = block.resolve(overrides)
-    inputs = block.stimulus(np.random.default_rng(seed), count, **params)
-    expected = lockstep.golden_outputs(block, params, inputs)
-    in_l, out_l = block.layouts(**params)
-    bits = [layouts.pack(in_l, tx) for tx in inputs]
-    want = [layouts.pack(out_l, out) for out in expected]
-    dut = block.build(**params)
-    events = []
-    free = count // 2
-    stalls = StallPattern(seed=seed, p_valid=0.7, p_ready=0.6, free_run=free)
-    simulate(dut, lambda io: drive_pipeline(io, bits, stalls, events.append))
-    assert len(events) == count
-    for ev in events:
-        difference = layouts.diff(out_l, want[ev.index], ev.bits)
-        assert difference is None, (
-            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, "
-            f"got {difference[2]:#x}"
-        )
-    for ev in events[:free]:
-        assert ev.accept_cycle == ev.index
-        assert ev.emit_cycle - ev.accept_cycle == dut.latency
-    return dut
+from .drive import run_lockstep
 
 
 @pytest.mark.parametrize(
@@ -58,7 +28,7 @@ def run_block(name, overrides, count, seed):
     ],
 )
 def test_component_lockstep(name, overrides, count):
-    run_block(name, overrides, count, seed=21)
+    run_lockstep(name, overrides, count, seed=21)
 
 
 @pytest.mark.slow
@@ -72,7 +42,7 @@ def test_component_lockstep(name, overrides, count):
     ],
 )
 def test_component_lockstep_fpga_depths(name, overrides):
-    run_block(name, overrides, 60, seed=22)
+    run_lockstep(name, overrides, 60, seed=22)
 
 
 @pytest.mark.parametrize("cycles", [4, 5, 9])

@@ -9,55 +9,27 @@ build's export and C++ compile take about 25 minutes on a 2-core machine).
 The Python simulator runs this design at roughly 5-10 cycles/s after 30-90 s of elaboration, so
 the pysim counts are modest; the Verilator test carries the volume."""
 
-import numpy as np
 import pytest
 
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern, drive_pipeline
-from gpurtl.sim.pysim import simulate
+from gpurtl.sim import lockstep, registry
+
+from .drive import run_lockstep
 
 BLOCK = registry.get("ray_accel")
 
 
-def _run(overrides, count, seed):
-    """Drive ``count`` random instructions (first half stall-free, then random stalls) and
-    check every result and the timing of the stall-free half. Returns the DUT."""
-    params = BLOCK.resolve(overrides)
-    inputs = BLOCK.stimulus(np.random.default_rng(seed), count, **params)
-    expected = lockstep.golden_outputs(BLOCK, params, inputs)
-    in_l, out_l = BLOCK.layouts(**params)
-    bits = [layouts.pack(in_l, tx) for tx in inputs]
-    want = [layouts.pack(out_l, out) for out in expected]
-    dut = BLOCK.build(**params)
-    events = []
-    free = count // 2
-    stalls = StallPattern(seed=seed, p_valid=0.7, p_ready=0.6, free_run=free)
-    simulate(dut, lambda io: drive_pipeline(io, bits, stalls, events.append))
-    assert len(events) == count
-    for ev in events:
-        difference = layouts.diff(out_l, want[ev.index], ev.bits)
-        assert difference is None, (
-            f"transaction {ev.index}: field {difference[0].path} expected {difference[1]:#x}, "
-            f"got {difference[2]:#x} (input {inputs[ev.index]})"
-        )
-    ii = dut.initiation_interval
-    for ev in events[:free]:
-        assert ev.accept_cycle == ii * ev.index, "not accepted at the full rate"
-        assert ev.emit_cycle - ev.accept_cycle == dut.latency
-    return dut
-
-
 def test_box_build_lockstep_throughput_and_stalls():
     """Box paths only (2 engines x 4 boxes): one instruction per cycle, N in N - 1 + latency."""
-    dut = _run({"triangles": "0", "transforms": "0"}, 40, seed=11)
+    dut = run_lockstep("ray_accel", {"triangles": "0", "transforms": "0"}, 40, seed=11)
     assert dut.initiation_interval == 1
 
 
 @pytest.mark.slow
 def test_small_build_ii2_ftz():
     """1 engine x 4 boxes: 2 cycles per instruction; subnormals flushed in the box arithmetic."""
-    dut = _run(
+    dut = run_lockstep(
+        "ray_accel",
         {"engines": "1", "boxes_per_engine": "4", "ftz": "1", "triangles": "0", "transforms": "0"},
         16,
         seed=12,
@@ -68,20 +40,22 @@ def test_small_build_ii2_ftz():
 @pytest.mark.slow
 def test_full_build_lockstep_pysim():
     """Every path (triangle pairs, legacy triangles, OBB, instances) in the Python simulator."""
-    _run({}, 40, seed=13)
+    run_lockstep("ray_accel", {}, 40, seed=13)
 
 
 @pytest.mark.slow
 def test_full_build_shallow_preset():
     """Every path with one register per FP32 core (``fp=shallow``), random stalls."""
-    dut = _run({"fp": "shallow"}, 30, seed=14)
+    dut = run_lockstep("ray_accel", {"fp": "shallow"}, 30, seed=14)
     assert dut.box_latency <= 24
 
 
 @pytest.mark.slow
 def test_slot_groups_with_transforms():
     """4 slot groups (1 engine x 2 boxes, II 4) with the OBB and instance transforms."""
-    dut = _run({"engines": "1", "boxes_per_engine": "2", "triangles": "0"}, 16, seed=15)
+    dut = run_lockstep(
+        "ray_accel", {"engines": "1", "boxes_per_engine": "2", "triangles": "0"}, 16, seed=15
+    )
     assert dut.initiation_interval == 4
 
 
