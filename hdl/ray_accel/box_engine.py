@@ -18,7 +18,9 @@ all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
                                                  applies from c1 on)
     c1  d = plane - ray.origin                  6 FPAddCore (sub)
     c2  tp = d * inv_dir                        6 FPMulCore      (inv_dir enters here)
-    c3  lo/hi by sign of inv_dir; max3/min3     4 FPCmpCore (combinational) + register
+    c3  lo/hi by sign of inv_dir; max3/min3     4 FPCmpCore (combinational) + register; with
+                                                 ``split_compares`` two cycles: max/min of
+                                                 axes 0 and 1, register, then with axis 2
     c4  clamp to [0, extent]; NaN interval      2 FPCmpCore + register
     c5  grown = fma(max_t, g*2^-24, max_t)      1 FPFMACore, in parallel with
         key = min_t - max_t | tmin + tmax       1 FPAddCore (largest-first / midpoint keys)
@@ -102,14 +104,29 @@ class BoxEngine(wiring.Component):
         Flush subnormals in every FP32 operation.
     add_stages, mul_stages, fma_stages : int or None
         Pipeline stages of the FP32 cores (``None``: the cores' defaults).
+    split_compares : bool
+        Give c3's two chained NaN-ignoring max/min a register between them (one more cycle of
+        latency; the chain of two FP32 compares and three multiplexers was the critical path of
+        the placed 1 x 1 ray accelerator at 64 MHz on ECP5).
     """
 
-    def __init__(self, boxes=4, *, ftz=False, add_stages=None, mul_stages=None, fma_stages=None):
+    def __init__(
+        self,
+        boxes=4,
+        *,
+        ftz=False,
+        add_stages=None,
+        mul_stages=None,
+        fma_stages=None,
+        split_compares=False,
+    ):
         if isinstance(boxes, bool) or not isinstance(boxes, int) or not 1 <= boxes <= 8:
             raise ValueError(f"`boxes` must be an integer from 1 to 8, not {boxes!r}")
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
-        self._boxes, self._ftz = boxes, ftz
+        if not isinstance(split_compares, bool):
+            raise TypeError(f"`split_compares` must be a boolean, not {split_compares!r}")
+        self._boxes, self._ftz, self._split = boxes, ftz, split_compares
         # FP32 core latency == its stages (fp32 contract); no probe instances (they would be
         # unused elaboratables)
         self._la = FPAddCore.DEFAULT_STAGES if add_stages is None else add_stages
@@ -139,8 +156,17 @@ class BoxEngine(wiring.Component):
         return 2 * self._la
 
     @property
+    def split_compares(self):
+        return self._split
+
+    @property
     def latency(self):
-        return 2 * self._la + self._lm + 2 + max(self._lf, self._la) + 1
+        return 2 * self._la + self._lm + self._c3 + 1 + max(self._lf, self._la) + 1
+
+    @property
+    def _c3(self):
+        """Cycles of c3 (the max3/min3)."""
+        return 2 if self._split else 1
 
     def _core(self, m, cls, name, *, ftz=None, **ports):
         stages = {
@@ -175,9 +201,10 @@ class BoxEngine(wiring.Component):
         # ray fields travel down with the boxes
         # (long lines are memory rings: they only wait for the arithmetic)
         r_origin = sideband(m, en, ray.origin, la, "c1_origin")
-        r_extent = sideband(m, en, ray.extent, 2 * la + lm + 1, "c4_extent")
-        r_grow = sideband(m, en, ray.box_grow, 2 * la + lm + 2, "c5_grow")
-        r_heur = sideband(m, en, ray.heuristic, 2 * la + lm + 2, "c5_heur")
+        c4 = 2 * la + lm + self._c3  # cycle the clamp reads
+        r_extent = sideband(m, en, ray.extent, c4, "c4_extent")
+        r_grow = sideband(m, en, ray.box_grow, c4 + 1, "c5_grow")
+        r_heur = sideband(m, en, ray.heuristic, c4 + 1, "c5_heur")
         inv_c3 = sideband(m, en, self.inv_dir, lm, "c3_inv")
         # grow constant g * 2**-24 (a 256-entry table of exact FP32 patterns)
         gconst = Signal(32, name="c5_gconst")
@@ -206,9 +233,15 @@ class BoxEngine(wiring.Component):
                 lo.append(Mux(positive, lo_t[a], hi_t[a]))
                 hi.append(Mux(positive, hi_t[a], lo_t[a]))
             tmin = self._maxnum(m, f"b{b}_c3_max01", lo[0], lo[1])
-            tmin = self._maxnum(m, f"b{b}_c3_max2", tmin, lo[2])
             tmax = self._minnum(m, f"b{b}_c3_min01", hi[0], hi[1])
-            tmax = self._minnum(m, f"b{b}_c3_min2", tmax, hi[2])
+            lo2, hi2 = lo[2], hi[2]
+            if self._split:
+                tmin = reg(m, en, tmin, f"b{b}_c3b_max01", shape=32)
+                tmax = reg(m, en, tmax, f"b{b}_c3b_min01", shape=32)
+                lo2 = reg(m, en, lo2, f"b{b}_c3b_lo2", shape=32)
+                hi2 = reg(m, en, hi2, f"b{b}_c3b_hi2", shape=32)
+            tmin = self._maxnum(m, f"b{b}_c3_max2", tmin, lo2)
+            tmax = self._minnum(m, f"b{b}_c3_min2", tmax, hi2)
             tmin_raw = reg(m, en, tmin, f"b{b}_c4_tmin_raw", shape=32)
             tmax_raw = reg(m, en, tmax, f"b{b}_c4_tmax_raw", shape=32)
             # c4: clamp, NaN interval, then a register

@@ -48,20 +48,22 @@ sum of the component latencies along the longest path.
 FP32 presets (``fp``)
 ---------------------
 ``"fpga"`` (default): the FP32 cores' default depths (add/mul 9, FMA 12, rcp/div 24 stages),
-transform FMAs 2 stages; ``"shallow"``: one register per FP32 core everywhere (box path,
-transform, triangle paths), for latency studies (zero stages would also simulate, but the box
-path would then be one combinational chain of about twenty FP32 operations). Latencies
+transform FMAs 2 stages, and a register between chained FP32 compares (the box engine's
+max3/min3, the sort network's compare and swap: 1 + 6 cycles for clock rate); ``"shallow"``:
+one register per FP32 core everywhere (box path, transform, triangle paths), for latency studies
+(zero stages would also simulate, but the box path would then be one combinational chain of
+about twenty FP32 operations). Latencies
 (``gpurtl list ray_accel -p fp=PRESET [-p triangles=0 -p transforms=0]``; "box path" is the
 latency the build would have without its triangle paths):
 
 ================================================ ======= ========= ===== ====
 build                                            preset  box path  full  II
 ================================================ ======= ========= ===== ====
-full (2 x 4, all paths)                          fpga    63        122   1
+full (2 x 4, all paths)                          fpga    70        122   1
 full (2 x 4, all paths)                          shallow 19        19    1
-box paths only (2 x 4)                           fpga    57        57    1
+box paths only (2 x 4)                           fpga    64        64    1
 box paths only (2 x 4)                           shallow 16        16    1
-smallest (1 x 1, box paths only)                 fpga    64        64    8
+smallest (1 x 1, box paths only)                 fpga    71        71    8
 smallest (1 x 1, box paths only)                 shallow 23        23    8
 ================================================ ======= ========= ===== ====
 
@@ -95,9 +97,27 @@ __all__ = ["RayAccel", "build_paths", "FP_PRESETS"]
 
 #: FP32 core depths of each preset: box path ``add``/``mul``/``fma``/``rcp``, triangle path
 #: ``div`` (and the same add/mul/fma), ray transform ``xf_fma`` (``None``: the core's default).
+#: ``split_compares``: a register between chained FP32 compares (box engine c3, the sort
+#: network's compare and swap), for clock rate on an FPGA.
 FP_PRESETS = {
-    "fpga": {"add": None, "mul": None, "fma": None, "rcp": None, "div": None, "xf_fma": 2},
-    "shallow": {"add": 1, "mul": 1, "fma": 1, "rcp": 1, "div": 1, "xf_fma": 1},
+    "fpga": {
+        "add": None,
+        "mul": None,
+        "fma": None,
+        "rcp": None,
+        "div": None,
+        "xf_fma": 2,
+        "split_compares": True,
+    },
+    "shallow": {
+        "add": 1,
+        "mul": 1,
+        "fma": 1,
+        "rcp": 1,
+        "div": 1,
+        "xf_fma": 1,
+        "split_compares": False,
+    },
 }
 
 
@@ -168,7 +188,12 @@ class RayAccel(wiring.Component):
         self._triangles, self._transforms = triangles, transforms
         self._groups = 8 // (engines * boxes_per_engine)
         st = FP_PRESETS[fp]
-        box_stages = dict(add_stages=st["add"], mul_stages=st["mul"], fma_stages=st["fma"])
+        box_stages = dict(
+            add_stages=st["add"],
+            mul_stages=st["mul"],
+            fma_stages=st["fma"],
+            split_compares=st["split_compares"],
+        )
         tri_stages = {k: st[k] for k in ("add", "mul", "fma", "div")}
         self._decode = NodeDecode(triangles=triangles, transforms=transforms)
         self._setup = RaySetupUnit(
@@ -178,7 +203,7 @@ class RayAccel(wiring.Component):
             BoxEngine(boxes_per_engine, ftz=ftz, **box_stages) for _ in range(engines)
         ]
         self._dedup = DedupUnit()
-        self._sorter = SortUnit(ftz=ftz)
+        self._sorter = SortUnit(ftz=ftz, split_compares=st["split_compares"])
         self._format = ResultFormat(triangles=triangles, transforms=transforms)
         self._tri = self._leg = None
         if triangles:

@@ -10,7 +10,8 @@ A comparator on slots ``(i, j)``, ``i < j``, swaps when ``ext_j < ext_i`` or, wi
 ``key_j < key_i`` (IEEE less-than from an ``FPCmpCore``; a NaN key never swaps).
 
 Stages S1..S6 of ``SORT_STAGES`` (:mod:`gpurtl.facts.ray_accel`); one register after each stage
-(``latency = 6``). ``wide = 0``
+(``latency = 6``), or with ``split_compares`` two: the swap decisions (FP32 compare and class
+compare), then the swaps (``latency = 12``). ``wide = 0``
 disables the comparators of S4..S6 (two independent 4-wide sorts), ``enable = 0`` all of them
 (slots pass through in order, with the same latency).
 
@@ -48,12 +49,16 @@ class SortUnit(wiring.Component):
     ----------
     ftz : bool
         Subnormal keys compare as zero.
+    split_compares : bool
+        Register the swap decisions before the swaps (two cycles per stage, for clock rate).
     """
 
-    def __init__(self, *, ftz=False):
+    def __init__(self, *, ftz=False, split_compares=False):
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
-        self._ftz = ftz
+        if not isinstance(split_compares, bool):
+            raise TypeError(f"`split_compares` must be a boolean, not {split_compares!r}")
+        self._ftz, self._split = ftz, split_compares
         super().__init__(
             {
                 "en": In(1),
@@ -64,7 +69,11 @@ class SortUnit(wiring.Component):
 
     @property
     def latency(self):
-        return len(SORT_STAGES)
+        return len(SORT_STAGES) * (2 if self._split else 1)
+
+    @property
+    def split_compares(self):
+        return self._split
 
     @property
     def ftz(self):
@@ -91,7 +100,7 @@ class SortUnit(wiring.Component):
         enable, wide = self.i.enable, self.i.wide
         for n, stage in enumerate(SORT_STAGES):
             on = enable & (wide if n >= 3 else 1)
-            nxt = list(cur)
+            swaps = []
             for a, b in stage:
                 cmp = FPCmpCore(stages=0, ftz=self._ftz)
                 m.submodules[f"s{n + 1}_cmp{a}{b}"] = cmp
@@ -100,6 +109,14 @@ class SortUnit(wiring.Component):
                 m.d.comb += swap.eq(
                     on & Mux(cur[a].ext != cur[b].ext, cur[b].ext < cur[a].ext, cmp.lt)
                 )
+                swaps.append(swap)
+            if self._split:
+                swaps = [reg(m, en, x, f"s{n + 1}b_swap{a}{b}") for (a, b), x in zip(stage, swaps)]
+                cur = [reg(m, en, v, f"s{n + 1}b_slot{k}", shape=ent) for k, v in enumerate(cur)]
+                enable = reg(m, en, enable, f"s{n + 1}b_enable")
+                wide = reg(m, en, wide, f"s{n + 1}b_wide")
+            nxt = list(cur)
+            for (a, b), swap in zip(stage, swaps):
                 lo, hi = (
                     Signal(ent, name=f"s{n + 1}_lo{a}{b}"),
                     Signal(ent, name=f"s{n + 1}_hi{a}{b}"),
@@ -117,5 +134,7 @@ class SortUnit(wiring.Component):
 class SortPipe(EnableCoreStream):
     """``SortUnit`` in a valid/ready stream (block ``ray_sort``), II = 1, one global enable."""
 
-    def __init__(self, *, ftz=False):
-        super().__init__(SortUnit(ftz=ftz), SORT_IN_LAYOUT, SORT_OUT_LAYOUT)
+    def __init__(self, *, ftz=False, split_compares=False):
+        super().__init__(
+            SortUnit(ftz=ftz, split_compares=split_compares), SORT_IN_LAYOUT, SORT_OUT_LAYOUT
+        )

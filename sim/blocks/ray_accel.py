@@ -390,7 +390,7 @@ register(
 # --- ray_sort: the sort unit alone -------------------------------------------------------------
 
 
-def _sort_stimulus(rng, count, ftz):
+def _sort_stimulus(rng, count, ftz, fp="fpga"):
     from gpurtl.golden import fp32
 
     pool_keys = [f32_bits(float(v)) for v in np.arange(-4, 5) * 0.5] + [
@@ -446,16 +446,16 @@ class _SortModel:
         return {"ptrs": ptrs}
 
 
-def _sort_layouts(ftz):
+def _sort_layouts(ftz, fp="fpga"):
     from gpurtl.hdl.ray_accel.sort_unit import SORT_IN_LAYOUT, SORT_OUT_LAYOUT
 
     return SORT_IN_LAYOUT, SORT_OUT_LAYOUT
 
 
-def _sort_build(ftz):
+def _sort_build(ftz, fp="fpga"):
     from gpurtl.hdl.ray_accel.sort_unit import SortPipe
 
-    return SortPipe(ftz=ftz)
+    return SortPipe(ftz=ftz, split_compares=_fp_stages(fp)["split_compares"])
 
 
 register(
@@ -464,10 +464,18 @@ register(
         doc="ray accelerator sort unit: 19-comparator 8-wide network (class key, then FP key)",
         kind="pipeline",
         build=_sort_build,
-        golden=lambda ftz: _SortModel(ftz),
+        golden=lambda ftz, fp: _SortModel(ftz),
         layouts=_sort_layouts,
         stimulus=_sort_stimulus,
-        params=(Param("ftz", False, "subnormal keys compare as zero"),),
+        params=(
+            Param("ftz", False, "subnormal keys compare as zero"),
+            Param(
+                "fp",
+                "fpga",
+                "preset: fpga (compare and swap in two cycles per stage) or shallow (one)",
+                choices=("fpga", "shallow"),
+            ),
+        ),
         check_count=2000,
         group="ray_accel",
     )
@@ -659,7 +667,12 @@ def _engine_build(boxes, ftz, fp):
 
     st = _fp_stages(fp)
     return BoxEnginePipe(
-        boxes, ftz=ftz, add_stages=st["add"], mul_stages=st["mul"], fma_stages=st["fma"]
+        boxes,
+        ftz=ftz,
+        add_stages=st["add"],
+        mul_stages=st["mul"],
+        fma_stages=st["fma"],
+        split_compares=st["split_compares"],
     )
 
 

@@ -102,11 +102,12 @@ def test_lockstep_verilator_full_build():
     assert report.passed == 1000
 
 
-@pytest.mark.parametrize("ftz", ["0", "1"])
-def test_ray_sort_block_lockstep(ftz):
+@pytest.mark.parametrize("ftz, fp", [("0", "fpga"), ("1", "fpga"), ("0", "shallow")])
+def test_ray_sort_block_lockstep(ftz, fp):
     block = registry.get("ray_sort")
-    report = lockstep.check(block, block.resolve({"ftz": ftz}), count=300, seed=4)
+    report = lockstep.check(block, block.resolve({"ftz": ftz, "fp": fp}), count=300, seed=4)
     assert report.failed == 0, str(report.first)
+    assert report.latency_errors == 0
 
 
 @pytest.mark.verilator
