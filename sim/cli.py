@@ -588,7 +588,8 @@ def cmd_sweep(args):
     except SpecError as error:
         raise UsageError(str(error)) from None
     out = Path(args.out) if args.out else Path("gpurtl-out") / "sweep" / spec.name
-    where = args.scheduler or f"a local Dask cluster ({args.workers} workers)"
+    plural = "" if args.workers == 1 else "s"
+    where = args.scheduler or f"a local Dask cluster ({args.workers} worker{plural})"
     print(
         f"gpurtl sweep: {len(spec.tasks())} points of `{spec.name}` ({spec.run}) on {where} "
         f"-> {out}/",
