@@ -19,8 +19,9 @@ all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
     c1  d = plane - ray.origin                  6 FPAddCore (sub)
     c2  tp = d * inv_dir                        6 FPMulCore      (inv_dir enters here)
     c3  lo/hi by sign of inv_dir; max3/min3     4 FPCmpCore (combinational) + register; with
-                                                 ``split_compares`` two cycles: max/min of
-                                                 axes 0 and 1, register, then with axis 2
+                                                 ``split_compares`` three cycles: lo/hi,
+                                                 register, max/min of axes 0 and 1, register,
+                                                 then with axis 2
     c4  clamp to [0, extent]; NaN interval      2 FPCmpCore + register
     c5  grown = fma(max_t, g*2^-24, max_t)      1 FPFMACore, in parallel with
         key = min_t - max_t | tmin + tmax       1 FPAddCore (largest-first / midpoint keys)
@@ -105,9 +106,11 @@ class BoxEngine(wiring.Component):
     add_stages, mul_stages, fma_stages : int or None
         Pipeline stages of the FP32 cores (``None``: the cores' defaults).
     split_compares : bool
-        Give c3's two chained NaN-ignoring max/min a register between them (one more cycle of
-        latency; the chain of two FP32 compares and three multiplexers was the critical path of
-        the placed 1 x 1 ray accelerator at 64 MHz on ECP5).
+        Registers between the lo/hi selection and c3's two chained NaN-ignoring max/min (two
+        more cycles of latency). On the placed 1 x 1 ray accelerator (ECP5-85k), the chain of
+        selection, two FP32 compares and their multiplexers in one cycle limited the clock to
+        64 MHz; with one register (after the first max/min) the selection and one compare were
+        the critical path at 82 MHz.
     """
 
     def __init__(
@@ -166,7 +169,7 @@ class BoxEngine(wiring.Component):
     @property
     def _c3(self):
         """Cycles of c3 (the max3/min3)."""
-        return 2 if self._split else 1
+        return 3 if self._split else 1
 
     def _core(self, m, cls, name, *, ftz=None, **ports):
         stages = {
@@ -232,6 +235,9 @@ class BoxEngine(wiring.Component):
                 m.d.comb += positive.eq(~_is_nan(inv) & (~inv[31] | (inv[:31] == 0)))
                 lo.append(Mux(positive, lo_t[a], hi_t[a]))
                 hi.append(Mux(positive, hi_t[a], lo_t[a]))
+            if self._split:
+                lo = [reg(m, en, x, f"b{b}_c3a_lo{a}", shape=32) for a, x in enumerate(lo)]
+                hi = [reg(m, en, x, f"b{b}_c3a_hi{a}", shape=32) for a, x in enumerate(hi)]
             tmin = self._maxnum(m, f"b{b}_c3_max01", lo[0], lo[1])
             tmax = self._minnum(m, f"b{b}_c3_min01", hi[0], hi[1])
             lo2, hi2 = lo[2], hi[2]

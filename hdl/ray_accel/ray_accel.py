@@ -49,7 +49,7 @@ FP32 presets (``fp``)
 ---------------------
 ``"fpga"`` (default): the FP32 cores' default depths (add/mul 9, FMA 12, rcp/div 24 stages),
 transform FMAs 2 stages, and a register between chained FP32 compares (the box engine's
-max3/min3, the sort network's compare and swap: 1 + 6 cycles for clock rate); ``"shallow"``:
+max3/min3, the sort network's compare and swap: 2 + 6 cycles for clock rate); ``"shallow"``:
 one register per FP32 core everywhere (box path, transform, triangle paths), for latency studies
 (zero stages would also simulate, but the box path would then be one combinational chain of
 about twenty FP32 operations). Latencies
@@ -59,11 +59,11 @@ latency the build would have without its triangle paths):
 ================================================ ======= ========= ===== ====
 build                                            preset  box path  full  II
 ================================================ ======= ========= ===== ====
-full (2 x 4, all paths)                          fpga    70        122   1
+full (2 x 4, all paths)                          fpga    71        122   1
 full (2 x 4, all paths)                          shallow 19        19    1
-box paths only (2 x 4)                           fpga    64        64    1
+box paths only (2 x 4)                           fpga    65        65    1
 box paths only (2 x 4)                           shallow 16        16    1
-smallest (1 x 1, box paths only)                 fpga    71        71    8
+smallest (1 x 1, box paths only)                 fpga    72        72    8
 smallest (1 x 1, box paths only)                 shallow 23        23    8
 ================================================ ======= ========= ===== ====
 

@@ -22,7 +22,7 @@ from .drive import run_lockstep
         ("ray_decode", {"triangles": "0", "transforms": "0"}, 20),
         ("ray_setup", {"fp": "shallow"}, 16),
         ("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 20),
-        ("ray_box_engine", {"boxes": "1"}, 24),  # fpga preset: c3 split over two cycles
+        ("ray_box_engine", {"boxes": "1"}, 24),  # fpga preset: c3 split over three cycles
         ("ray_dedup", {}, 200),
         ("ray_result", {}, 100),
         ("ray_result", {"triangles": "0", "transforms": "0"}, 50),
