@@ -749,23 +749,41 @@ def _heat_map(plt, spec, rows, metric, axes_names, title, out_dir):
         value = r.get("metrics", {}).get(metric)
         if r["status"] == "ok" and isinstance(value, (int, float)):
             grid[ys.index(r["params"][b])][xs.index(r["params"][a])] = value
-    figure, axes = plt.subplots(figsize=(1.2 + 0.9 * len(xs), 1.4 + 0.6 * len(ys)))
+    figure, axes = plt.subplots(
+        figsize=(max(5.0, 2.2 + 1.1 * len(xs)), max(3.8, 1.8 + 0.7 * len(ys)))
+    )
     image = axes.imshow(grid, cmap="viridis", aspect="auto", origin="lower")
+    values = [v for row in grid for v in row if not math.isnan(v)]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
     axes.set_xticks(range(len(xs)), [str(x) for x in xs])
     axes.set_yticks(range(len(ys)), [str(y) for y in ys])
     axes.set_xlabel(_param_label(spec, a))
     axes.set_ylabel(_param_label(spec, b))
     for j, row in enumerate(grid):
         for i, value in enumerate(row):
-            text = "n/a" if math.isnan(value) else f"{value:.3g}"
-            axes.text(i, j, text, ha="center", va="center", fontsize=7, color="white")
+            if math.isnan(value):
+                text, light = "n/a", False
+            else:
+                whole = float(value).is_integer() and abs(value) >= 1000
+                text = f"{value:,.0f}" if whole else f"{value:.3g}"
+                # dark text on the bright (high) end of viridis
+                light = high > low and (value - low) / (high - low) > 0.6
+            axes.text(
+                i,
+                j,
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="black" if light else "white",
+            )
     colorbar = figure.colorbar(image, ax=axes)
     colorbar.set_label(_metric_label(metric, spec))
     axes.set_title(f"{spec.name}\n{title}: {_metric_label(metric, spec)}", fontsize=9)
     figure.tight_layout()
     slug = "".join(c if c.isalnum() else "_" for c in title).strip("_")
     path = out_dir / f"heatmap_{slug}.png"
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return path
 
