@@ -36,26 +36,30 @@ def sideband(m, en, value, cycles, name, *, shape=None):
     """``value`` delayed by ``cycles`` enabled clocks, in a memory ring when the line is long.
 
     A field that only waits for the arithmetic (the returned ray, the slot pointers, the status)
-    needs no flip-flop per cycle: a ``cycles - 1`` deep memory written and read at the same
-    address, which advances with ``en``, plus the read port's output register gives exactly
-    ``cycles`` enabled clocks (the read returns the entry written ``cycles - 1`` enables ago, and
-    is registered once more). Both the memory and the registers start at 0, so a memory ring and
-    a register chain are indistinguishable from outside, stalls included. Lines shorter than
-    :data:`SIDEBAND_MIN_CYCLES` stay registers.
+    needs no flip-flop per cycle: a ``cycles - 2`` deep memory written and read at the same
+    address, which advances with ``en``, the read port's output register and one more register
+    give exactly ``cycles`` enabled clocks (the read returns the entry written ``cycles - 2``
+    enables ago). The last register is there for timing: a LUT RAM has no output register, so
+    the read port's register can end up on the address side and the RAM's read delay in front
+    of whatever logic reads the field (on ECP5 the placed 1 x 1 ray accelerator's critical path
+    ran from the slot pointers' ring into the de-duplication). Both the memory and the registers
+    start at 0, so a memory ring and a register chain are indistinguishable from outside, stalls
+    included. Lines shorter than :data:`SIDEBAND_MIN_CYCLES` stay registers.
     """
     if cycles < SIDEBAND_MIN_CYCLES:
         return delay(m, en, value, cycles, name, shape=shape)
     if shape is None:
         shape = value.shape() if isinstance(value, data.View) else Value.cast(value).shape()
-    mem = Memory(shape=shape, depth=cycles - 1, init=[])
+    depth = cycles - 2
+    mem = Memory(shape=shape, depth=depth, init=[])
     m.submodules[f"{name}_ring"] = mem
-    addr = Signal(range(cycles - 1), name=f"{name}_addr")
+    addr = Signal(range(depth), name=f"{name}_addr")
     with m.If(en):
-        m.d.sync += addr.eq(Mux(addr == cycles - 2, 0, addr + 1))
+        m.d.sync += addr.eq(Mux(addr == depth - 1, 0, addr + 1))
     wr = mem.write_port()
     rd = mem.read_port(transparent_for=())
     m.d.comb += [wr.addr.eq(addr), wr.data.eq(value), wr.en.eq(en), rd.addr.eq(addr), rd.en.eq(en)]
-    return rd.data
+    return reg(m, en, rd.data, f"{name}_out", shape=shape)
 
 
 class EnableCoreStream(wiring.Component):
