@@ -20,6 +20,32 @@ __all__ = ["build", "run_cocotb", "CXX_OPT"]
 CXX_OPT = os.environ.get("GPURTL_VERILATOR_OPT", "-O0")
 
 
+def _toolchain():
+    """Where and which cocotb and Verilator this process uses."""
+    from importlib import metadata
+
+    import cocotb
+
+    return "|".join(
+        [
+            str(Path(cocotb.__file__).resolve().parent),
+            metadata.version("cocotb"),
+            metadata.version("verilator"),
+            shutil.which("verilator", path=verilator_env().get("PATH")) or "",
+        ]
+    )
+
+
+def _build_folder(name, text, waves):
+    """The cache folder of a model: keyed by the Verilog text and the toolchain's location (make's
+    dependency files in a build folder name the cocotb and Verilator files of the environment
+    that built it, so a folder built from another virtual environment, since moved or deleted,
+    cannot be reused)."""
+    digest = hashlib.sha1((text + _toolchain()).encode()).hexdigest()[:16]
+    trace = "-trace" if waves else ""
+    return cache_dir() / "verilator" / f"{name}-{digest}-{CXX_OPT.lstrip('-')}{trace}"
+
+
 def build(block, params, *, waves=False):
     """Export and compile ``block``; returns the build folder (cached by Verilog text).
 
@@ -29,9 +55,7 @@ def build(block, params, *, waves=False):
     from cocotb_tools.runner import get_runner
 
     text = to_verilog(block, params)
-    digest = hashlib.sha1(text.encode()).hexdigest()[:16]
-    trace = "-trace" if waves else ""
-    folder = cache_dir() / "verilator" / f"{block.name}-{digest}-{CXX_OPT.lstrip('-')}{trace}"
+    folder = _build_folder(block.name, text, waves)
     source = folder / f"{block.name}.v"
     folder.mkdir(parents=True, exist_ok=True)
     if not source.exists() or source.read_text() != text:

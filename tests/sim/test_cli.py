@@ -205,3 +205,16 @@ def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, modu
     assert code == 1
     assert "gpurtl: the tool failed (log: build.log)" in err and "syntax error" in err
     assert "Traceback" not in err + out
+
+
+def test_verilator_builds_are_kept_apart_per_environment(monkeypatch, tmp_path):
+    """A cocotb model built from one virtual environment is not reused from another: its make
+    dependency files name the first environment's files, and make fails once those are gone."""
+    from gpurtl.sim import verilator
+
+    monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
+    here = verilator._build_folder("fp32_add", "module fp32_add; endmodule\n", False)
+    assert str(verilator._toolchain()).count("|") == 3
+    monkeypatch.setattr(verilator, "_toolchain", lambda: "/elsewhere/.venv/cocotb|2.1.0|5.48.0|")
+    elsewhere = verilator._build_folder("fp32_add", "module fp32_add; endmodule\n", False)
+    assert here != elsewhere and here.parent == elsewhere.parent
