@@ -83,7 +83,7 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT, SORT_SLOTS
 
-from ._pipe import SIDEBAND_MIN_CYCLES, delay, sideband
+from ._pipe import SIDEBAND_MIN_CYCLES, delay, reg, sideband
 from .box_engine import BOX_IN_LAYOUT, BoxEngine
 from .dedup import DEDUP_IN_LAYOUT, DedupUnit
 from .legacy_triangle import LegacyTriangleCore
@@ -347,7 +347,14 @@ class RayAccel(wiring.Component):
             for g in range(G):
                 with m.Case(g):
                     m.d.comb += [grp[j].eq(s1.planes[g * T + j]) for j in range(T)]
-        e_planes = sideband(m, en, grp, P, "e_planes")
+        if P >= 1:
+            # Registered before the ring: the group select (the phase counter drives a mux of
+            # every plane bit) straight into the ring's LUT-RAM write port was the placed 1 x 1
+            # build's critical path at 97.7 MHz, almost all routing. Same total delay.
+            grp = reg(m, en, grp, "s2_group")
+            e_planes = sideband(m, en, grp, P - 1, "e_planes")
+        else:
+            e_planes = grp
         wait = Signal(
             data.StructLayout(
                 {"base": s1.base.shape(), "extent": 32, "box_grow": 8, "heuristic": 2}
