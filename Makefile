@@ -2,13 +2,17 @@
 #   make demo  - create .venv, install from PyPI, run every experiment on its built-in default
 #   make test  - create .venv, install from PyPI, run the default test suite
 #   make lint  - ruff check and ruff format --check (run by .ci/run before the tests)
+#   make clean - remove this checkout's build products: .venv, gpurtl-out, test caches, and the
+#                build cache too when $GPURTL_CACHE names a folder inside the checkout
+#   make clean-cache - remove gpurtl's build cache (Verilator models, exports, synthesis runs):
+#                $GPURTL_CACHE, or the per-user cache folder that every checkout of this user shares
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all demo test test-slow lint install clean
+.PHONY: all demo test test-slow lint install clean clean-cache
 
 all: test
 
@@ -35,5 +39,13 @@ lint: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
 
+# The cache is removed only when it lies inside this checkout (the per-user one is shared).
+CACHE_HERE = $(filter $(abspath .)/%,$(abspath $(GPURTL_CACHE)))
+
 clean:
-	rm -rf $(VENV) .gpurtl-cache gpurtl-out .pytest_cache
+	rm -rf $(VENV) gpurtl-out .pytest_cache .hypothesis *.egg-info $(CACHE_HERE)
+
+clean-cache: $(STAMP)
+	$(BIN)/python -c 'import shutil; from gpurtl.sim.export import cache_dir; \
+	path = cache_dir(); shutil.rmtree(path); print(f"removed {path}")'
+

@@ -1,0 +1,2 @@
+"""Example sweep specs shipped with the package (``gpurtl sweep NAME``); see
+:mod:`gpurtl.sim.sweep` for the format."""
