@@ -98,7 +98,7 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
     ``ray_accel``, ``box_tests_per_s``.
     """
     from .fast.build import model as build_model
-    from .fast.run import FastReport, _compare, run_rows
+    from .fast.run import FastReport, _compare, check_disk, run_rows
     from .fast.words import batches
     from .registry import RegistryError
 
@@ -119,6 +119,7 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
         count if any(b.startswith("fast") for b in backends) else 0,
         slow if {"pysim", "verilator"} & set(backends) else 0,
     )
+    check_disk(total, Shape.cast(in_layout).width, Shape.cast(out_layout).width)
     result = {"block": block.name, "params": params, "rows": []}
     folder = cache_dir() / "fast" / "runs"
     folder.mkdir(parents=True, exist_ok=True)

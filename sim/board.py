@@ -23,6 +23,7 @@ import types
 from pathlib import Path
 
 from . import layouts
+from .cliutil import write_atomic
 from .export import cache_dir, verilator_env
 from .synth import SynthError, critical_path, run_tool
 
@@ -333,7 +334,7 @@ def build_ulx3s(
         progress,
     )
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes((folder / "top.bit").read_bytes())
+    write_atomic(output, (folder / "top.bit").read_bytes())
     times["total_s"] = round(time.monotonic() - started, 1)
     return {
         "board": "ulx3s-85f",

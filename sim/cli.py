@@ -1,5 +1,5 @@
-"""The ``gpurtl`` command line: list, export, run, stimulus, check, bench, synth, board, sweep,
-experiment, demo.
+"""The ``gpurtl`` command line: list, export, run, stimulus, encode, check, bench, synth, board,
+sweep, experiment, demo.
 
 User mistakes (unknown block or parameter, malformed input, an output path that cannot be written)
 print one ``gpurtl: error: ...`` line naming the file, line and field, exit with status 2 and leave
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import cliutil, layouts, registry
 from .cliutil import UsageError
+from .export import ToolchainError
 from .fast.build import BuildError
 from .jsonio import InputError
 from .lockstep import BACKENDS
@@ -47,8 +48,10 @@ def _latency(block, params):
     if block.kind != "pipeline":
         return "-", {}
     try:
-        dut = block.build(**params)
-        return str(dut.latency), dict(getattr(dut, "details", None) or {})
+        return registry.component_facts(
+            lambda: block.build(**params),
+            lambda dut: (str(dut.latency), dict(getattr(dut, "details", None) or {})),
+        )
     except Exception as error:  # a block that cannot build at defaults is reported, not fatal
         return f"? ({error})", {}
 
@@ -75,6 +78,7 @@ def _block_json(block, params, latency, in_layout, out_layout):
         "in": layouts.structure(in_layout),
         "out": layouts.structure(out_layout),
         "optional_inputs": layouts.field_paths(block.input_defaults(params)),
+        "check_count": block.check_count,
     }
 
 
@@ -128,6 +132,7 @@ def cmd_list(args):
         print(f"    out ({_width(out_layout)} bits): {shorten(layouts.describe(out_layout))}")
         if one:
             print(f"    input fields that may be left out: {_optional_text(block, params)}")
+            print(f"    `gpurtl check` default --count: {block.check_count}")
     if not one:
         print("\n`gpurtl list BLOCK [-p NAME=VALUE]` shows one block in full; `--json` as data.")
     return 0
@@ -143,7 +148,11 @@ def _optional_text(block, params):
         return "all (a missing field takes its default, e.g. {})".format(
             "an empty line `{}` is an idle cycle" if block.kind == "cycle" else "0"
         )
-    return " ".join(f"{path}={value}" for path, value in zip(optional, _leaf_values(defaults)))
+    kinds = {leaf.path: leaf.kind for leaf in layouts.leaves(in_layout)}
+    return " ".join(
+        f"{path}=0x{value:08x}" if kinds.get(path) == "f32" else f"{path}={value}"
+        for path, value in zip(optional, _leaf_values(defaults))
+    )
 
 
 def _leaf_values(value):
@@ -160,7 +169,6 @@ def _short(text, limit=160):
 
 def cmd_export(args):
     from .export import lint, to_verilog
-    from .jsonio import write_text_atomic
 
     block, params = _block_and_params(args)
     text = to_verilog(block, params)
@@ -176,7 +184,7 @@ def cmd_export(args):
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        write_text_atomic(args.output, text)
+        cliutil.write_atomic(args.output, text)
         print(f"wrote {args.output} (top module `{block.name}`, clk, rst)", file=sys.stderr)
     return 0
 
@@ -200,7 +208,9 @@ def cmd_run(args):
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
     inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
-    cliutil.progress(f"run: {len(inputs)} inputs through `{block.name}` on {args.backend}")
+    cliutil.progress(
+        f"run: {cliutil.plural(len(inputs), 'input')} through `{block.name}` on {args.backend}"
+    )
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
     report = run_block(
         block,
@@ -215,9 +225,9 @@ def cmd_run(args):
     )
     outputs = [layouts.unpack(out_layout, bits) for bits in report.outputs]
     _emit_jsonl(args.output, out_layout, outputs)
-    unit = "transactions" if block.kind == "pipeline" else "cycles"
+    unit = "transaction" if block.kind == "pipeline" else "cycle"
     print(
-        f"{len(outputs)} {unit} through `{block.name}` on {args.backend} "
+        f"{cliutil.plural(len(outputs), unit)} through `{block.name}` on {args.backend} "
         f"({report.cycles} clock cycles)",
         file=sys.stderr,
     )
@@ -260,7 +270,26 @@ def cmd_stimulus(args):
 
     _emit_jsonl(args.output, in_layout, inputs())
     if args.output != "-":
-        print(f"{written[0]} inputs of `{block.name}` written to {args.output}", file=sys.stderr)
+        print(
+            f"{cliutil.plural(written[0], 'input')} of `{block.name}` written to {args.output}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_encode(args):
+    """``ray_accel`` input lines from hand-written nodes and rays (see :mod:`.ray_encode`)."""
+    from .ray_encode import encode_file
+
+    lines = [json.dumps(value) + "\n" for value in encode_file(args.input)]
+    if args.output in (None, "-"):
+        sys.stdout.writelines(lines)
+    else:
+        cliutil.write_atomic(args.output, lines)
+        print(
+            f"{cliutil.plural(len(lines), 'ray_accel instruction')} written to {args.output}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -280,13 +309,14 @@ def cmd_check(args):
         backend=args.backend,
         vcd=args.vcd,
         progress=_cycle_progress("check", count),
+        log=lambda text: cliutil.progress(f"check: {text}"),
     )
     # The Verilator build (minutes the first time, cached after) is not simulation speed.
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
-    unit = "transactions" if block.kind == "pipeline" else "cycles"
+    unit = "transaction" if block.kind == "pipeline" else "cycle"
     print(
-        f"{report.passed + report.failed - report.latency_errors} {unit}, "
-        f"{report.cycles} clock cycles, {elapsed:.1f} s "
+        f"{cliutil.plural(report.passed + report.failed - report.latency_errors, unit)}, "
+        f"{cliutil.plural(report.cycles, 'clock cycle')}, {elapsed:.1f} s "
         f"({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)"
     )
     if report.first:
@@ -383,7 +413,8 @@ def _board_exchange(args, block, params):
         if layouts.pack(out_layout, got) != layouts.pack(out_layout, want)
     ]
     print(
-        f"{len(outputs)} transactions through `{block.name}` on {args.port}; golden model "
+        f"{cliutil.plural(len(outputs), 'transaction')} through `{block.name}` on {args.port}; "
+        f"golden model "
         f"agreement: {len(outputs) - len(differ)} passed, {len(differ)} failed"
         f"{f' (first: transaction {differ[0]})' if differ else ''}",
         file=sys.stderr,
@@ -392,8 +423,8 @@ def _board_exchange(args, block, params):
 
 
 def _progress_lines(command):
-    """Progress lines on stderr (flushed: stdout and stderr may be files of a nohup run)."""
-    return lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True)
+    """``gpurtl: COMMAND: ...`` progress lines on stderr (see :func:`cliutil.progress`)."""
+    return lambda line: cliutil.progress(f"{command}: {line}")
 
 
 def _print_critical_path(path):
@@ -511,7 +542,6 @@ QUICK_VCD_BLOCKS = ("fp32_add", "omm_index", "ray_sort", "stoc", "vgpr_dyn", "wa
 
 def cmd_demo(args):
     from . import experiments
-    from .jsonio import write_text_atomic
     from .lockstep import check
 
     out = Path(args.out)
@@ -568,7 +598,7 @@ def cmd_demo(args):
                 summary.append(f"| {block.name} | error: {error} | |")
                 cliutil.progress(f"vcd {block.name}: error: {error}")
     vcd_s, total_s = time.monotonic() - started_vcd, time.monotonic() - started_demo
-    write_text_atomic(out / "summary.md", "\n".join(summary) + "\n")
+    cliutil.write_atomic(out / "summary.md", "\n".join(summary) + "\n")
     cliutil.progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
     print(f"\nsummary: {out / 'summary.md'}")
     return EXIT_FAIL if failures else 0
@@ -591,7 +621,8 @@ def cmd_sweep(args):
     plural = "" if args.workers == 1 else "s"
     where = args.scheduler or f"a local Dask cluster ({args.workers} worker{plural})"
     print(
-        f"gpurtl sweep: {len(spec.tasks())} points of `{spec.name}` ({spec.run}) on {where} "
+        f"gpurtl sweep: {cliutil.plural(len(spec.tasks()), 'point')} of `{spec.name}` "
+        f"({spec.run}) on {where} "
         f"-> {out}/",
         file=sys.stderr,
     )
@@ -602,11 +633,11 @@ def cmd_sweep(args):
     except KeyboardInterrupt:
         done = len(list((out / "points").glob("*.json"))) if (out / "points").is_dir() else 0
         print(
-            f"gpurtl: sweep interrupted; {done} finished points are in {out}/points "
+            f"gpurtl: interrupted; {done} finished points are in {out}/points "
             f"(run again with --resume)",
             file=sys.stderr,
         )
-        return 130
+        return cliutil.EXIT_INTERRUPTED
     except OSError as error:
         raise UsageError(f"cannot reach the Dask scheduler {args.scheduler}: {error}") from None
     print(
@@ -621,9 +652,18 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows ``(default: ...)`` for options that have a meaningful default."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False, argparse.SUPPRESS) or action.help is None:
+        # `is`, not `in`: a default of 0 (`--seed`) equals False but is shown.
+        if any(action.default is v for v in (None, False, argparse.SUPPRESS)) or not action.help:
             return action.help
         return super()._get_help_string(action)
+
+
+class _CheckCounts:
+    """Each block's default ``gpurtl check --count``, as help text (the registry is loaded only
+    when the help is printed)."""
+
+    def __str__(self):
+        return ", ".join(f"{b.name} {b.check_count}" for b in registry.blocks())
 
 
 def _version():
@@ -705,14 +745,26 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, help="output .jsonl file ('-' for stdout)")
     p.set_defaults(func=cmd_stimulus)
 
+    p = command(
+        "encode",
+        "`ray_accel` instructions from nodes and rays written by hand in JSON (boxes as floats, "
+        "triangles as vertices, instances with a matrix); see gpurtl.sim.ray_encode",
+    )
+    p.add_argument("--input", required=True, help="JSON Lines file: one node and ray a line")
+    p.add_argument(
+        "-o", "--output", help="JSON Lines for `gpurtl run ray_accel --input` (default: stdout)"
+    )
+    p.set_defaults(func=cmd_encode)
+
     p = command("check", "random lockstep check against the golden model")
     with_block(p)
-    p.add_argument(
+    count = p.add_argument(
         "--count",
         type=int,
-        help="transactions (pipelines) or cycles (default: the block's own, see "
-        "`gpurtl list BLOCK --json`)",
+        help="transactions (pipelines) or cycles (default: the block's own `check_count`, "
+        "shown by `gpurtl list BLOCK`: %(check_counts)s)",
     )
+    count.check_counts = _CheckCounts()
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
     with_backend(p)
     p.set_defaults(func=cmd_check)
@@ -721,7 +773,10 @@ def build_parser():
     with_block(p)
     p.add_argument("--count", type=int, default=100_000, help="transactions for the fast backend")
     p.add_argument(
-        "--slow-count", type=int, help="transactions for pysim and cocotb (default: by block size)"
+        "--slow-count",
+        type=int,
+        help="transactions for pysim and cocotb, a positive integer (default: 2000 for blocks "
+        "whose input is at most 256 bits wide, 40 for wider ones)",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
     p.add_argument(
@@ -795,10 +850,10 @@ def build_parser():
     p.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="a Dask scheduler (tcp://host:8786); default: a local cluster",
+        help="a Dask scheduler (tcp://host:8786) (default: a local cluster)",
     )
     p.add_argument("--workers", type=int, default=2, help="local cluster workers")
-    p.add_argument("--out", metavar="DIR", help="output folder (default gpurtl-out/sweep/NAME)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: gpurtl-out/sweep/NAME)")
     p.add_argument(
         "--resume", action="store_true", help="skip the points that already have a result in DIR"
     )
@@ -818,10 +873,12 @@ def _validate(args):
     """Every check of the command line that needs no simulation, before any work starts."""
     if getattr(args, "count", None) is not None and args.count < 1:
         raise UsageError(f"--count must be a positive integer, not {args.count}")
+    if getattr(args, "slow_count", None) is not None and args.slow_count < 1:
+        raise UsageError(f"--slow-count must be a positive integer, not {args.slow_count}")
     cliutil.check_seed(getattr(args, "seed", None))
     if args.command == "synth":
         cliutil.check_positive(args.freq, "--freq")
-    if args.command in ("export", "run", "stimulus"):
+    if args.command in ("export", "run", "stimulus", "encode"):
         cliutil.check_output_file(args.output, "--output")
     if getattr(args, "vcd", None):
         cliutil.check_output_file(args.vcd, "--vcd")
@@ -829,11 +886,28 @@ def _validate(args):
         cliutil.check_output_folder(args.out, "--out")
     if args.command == "sweep" and args.out:
         cliutil.check_output_folder(args.out, "--out")
+    _check_toolchain(args)
     if args.command == "board":
         if args.port is None:
             cliutil.check_output_file(args.output, "--output")
         elif args.results:
             cliutil.check_output_file(args.results, "--results")
+
+
+def _check_toolchain(args):
+    """A backend that compiles a model needs a C++ compiler and make: say so before any work."""
+    from .export import cxx_toolchain
+
+    backend = getattr(args, "backend", None)
+    if backend in ("verilator", "fast"):
+        cxx_toolchain(f"the {backend} backend")
+    if args.command == "bench":
+        from .bench import BACKENDS as BENCH_BACKENDS
+
+        chosen = args.backends.split(",") if args.backends else BENCH_BACKENDS
+        compiled = [name for name in chosen if name == "verilator" or name.startswith("fast")]
+        if compiled:
+            cxx_toolchain(f"`gpurtl bench` (backends {', '.join(compiled)})")
 
 
 def _first_sigint(signum, frame):
@@ -851,7 +925,7 @@ def main(argv=None):
         args = build_parser().parse_args(argv)
         _validate(args)
         return args.func(args)
-    except (registry.RegistryError, InputError, UsageError) as error:
+    except (registry.RegistryError, InputError, UsageError, ToolchainError) as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (BuildError, SynthError) as error:  # names the tool, its log and the log's tail

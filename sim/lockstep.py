@@ -359,8 +359,12 @@ def check(
     p_valid=0.7,
     p_ready=0.7,
     progress=None,
+    log=None,
 ):
     """Random lockstep check; returns a :class:`Report`.
+
+    ``progress(cycles, report)`` hears a long Amaranth-simulator run; ``log(text)`` the phases
+    of a fast-backend run (build, stimulus and golden outputs, simulation).
 
     Pipelines: the first tenth of the transactions run with no stalls (and must each take exactly
     ``latency`` cycles), the rest with random valid/ready stalls. Stimulus and golden outputs are
@@ -371,7 +375,14 @@ def check(
         from .fast.dispatch import check_fast
 
         return check_fast(
-            block, params, count=count, seed=seed, vcd=vcd, p_valid=p_valid, p_ready=p_ready
+            block,
+            params,
+            count=count,
+            seed=seed,
+            vcd=vcd,
+            p_valid=p_valid,
+            p_ready=p_ready,
+            log=log,
         )
     stalls = StallPattern(seed=seed, p_valid=p_valid, p_ready=p_ready, free_run=max(1, count // 10))
     if backend == "pysim":

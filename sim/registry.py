@@ -21,11 +21,13 @@ adding a block never edits a shared file.
 """
 
 import difflib
+import gc
 import importlib
 import pkgutil
+import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["Param", "Block", "RegistryError", "register", "get", "blocks"]
+__all__ = ["Param", "Block", "RegistryError", "register", "get", "blocks", "component_facts"]
 
 
 class RegistryError(Exception):
@@ -237,3 +239,23 @@ def get(name):
             else f"; known blocks: {', '.join(sorted(_blocks))}"
         )
         raise RegistryError(f"unknown block `{name}`{hint}") from None
+
+
+def component_facts(build, read):
+    """``read(component)`` of the component ``build()`` makes, for facts that the constructor
+    works out (latency, initiation interval, ``details``) without simulating or exporting it.
+
+    The component is then dropped without being elaborated (elaborating the full ray accelerator
+    takes seconds). Amaranth warns about components that are built and never used, which is a
+    mistake everywhere else, so the warning is left out for this component tree only.
+    """
+    from amaranth.hdl import UnusedElaboratable
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        component = build()
+        try:
+            return read(component)
+        finally:
+            del component
+            gc.collect()  # the tree holds reference cycles: drop it while the filter holds

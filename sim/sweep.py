@@ -39,15 +39,20 @@ same tasks go to that scheduler's workers, which need ``gpurtl`` installed.
 
 import csv
 import hashlib
+import inspect
+import io
 import itertools
 import json
 import math
 import os
+import signal
 import sys
 import time
 import tomllib
 from importlib import metadata
 from pathlib import Path
+
+from .cliutil import write_atomic
 
 __all__ = [
     "SpecError",
@@ -292,6 +297,20 @@ def load_spec(path):
             fail("a grid entry must be a non-empty list of values", key, "sweep.grid")
     if not isinstance(points_given, list) or not all(isinstance(p, dict) for p in points_given):
         fail("must be an array of tables ([[sweep.points]])", "points")
+    for section, given_params in (
+        ("sweep.fixed", fixed),
+        ("sweep.grid", grid),
+        *(("sweep.points", point) for point in points_given),
+    ):
+        for key in given_params:
+            for target in targets:
+                known = _parameter_names(run, target)
+                if known is not None and key not in known:
+                    fail(
+                        f"`{target}` has no parameter `{key}`; known: {', '.join(known) or 'none'}",
+                        key,
+                        section,
+                    )
     points = []
     if grid:
         names = list(grid)
@@ -315,6 +334,23 @@ def load_spec(path):
     )
 
 
+def _parameter_names(run, target):
+    """The parameter names a point of ``target`` takes, or ``None`` when any name is taken."""
+    if run != "experiment":
+        from . import registry
+
+        return [param.name for param in registry.get(target).params]
+    from . import experiments
+
+    module = experiments.get(target)
+    if hasattr(module, "PARAMS"):
+        return list(module.PARAMS)
+    signature = inspect.signature(module.measure).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature):
+        return None
+    return [p.name for p in signature]
+
+
 def point_key(run, target, params, options):
     """Stable key of one point: run kind, target, parameters, options and tool versions."""
     payload = {
@@ -331,12 +367,6 @@ def point_key(run, target, params, options):
 def run_point(run, target, params, options):
     """Run one point (on a Dask worker); returns a result dictionary, never raises for a point's
     own failure (bad parameters, a tool that fails): that is recorded as ``status: failed``."""
-    import warnings
-
-    from amaranth.hdl import UnusedElaboratable
-
-    # A block built only to read its latency is never elaborated; that is not a mistake here.
-    warnings.filterwarnings("ignore", category=UnusedElaboratable)
     started = time.monotonic()
     result = {
         "run": run,
@@ -359,7 +389,9 @@ def run_point(run, target, params, options):
             resolved = block.resolve(params)
             metrics = {}
             if block.kind == "pipeline":
-                metrics["latency"] = block.build(**resolved).latency
+                metrics["latency"] = registry.component_facts(
+                    lambda: block.build(**resolved), lambda dut: dut.latency
+                )
             if run == "synth":
                 from .synth import synthesize
 
@@ -398,9 +430,7 @@ def run_point(run, target, params, options):
 
 
 def _write_json_atomic(path, obj):
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n")
-    os.replace(temporary, path)
+    write_atomic(path, json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n")
 
 
 class _Progress:
@@ -448,6 +478,12 @@ def _duration(seconds):
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+def dask_setup(worker):
+    """Run in each local-cluster worker process as it starts (Dask's preload hook): ignore
+    SIGINT, which the terminal sends to the whole process group; the sweep closes the cluster."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_sweep(
     spec, out_dir, *, scheduler=None, workers=2, resume=False, progress=True, on_point=None
 ):
@@ -492,6 +528,9 @@ def run_sweep(
                     host="127.0.0.1",
                     dashboard_address=":0",  # any free port: several sweeps may run at once
                     silence_logs=40,
+                    # Ctrl-C reaches the workers too (one process group): they ignore it and
+                    # are closed with the cluster, with no traceback of their own.
+                    preload=[__name__],
                 )
                 client = Client(cluster)
             futures = {}
@@ -581,12 +620,11 @@ def write_table(rows, out_dir):
     fields = []
     for row in flat:
         fields += [k for k in row if k not in fields]
-    temporary = out_dir / ".results.csv.tmp"
-    with temporary.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(flat)
-    os.replace(temporary, out_dir / "results.csv")
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(flat)
+    write_atomic(out_dir / "results.csv", table.getvalue())
     paths = [out_dir / "results.csv"]
     try:
         import pyarrow
@@ -681,14 +719,35 @@ def write_report(spec, rows, out_dir):
                 path = _heat_map(plt, spec, group, metric, (a, b), title, out_dir)
                 if path:
                     plots.append(path)
+    untimed = [r for r in ok if spec.run == "synth" and untimed_datapath(r)]
+    if untimed:
+        lines += [
+            "",
+            f"{len(untimed)} point(s) with a latency of 1 cycle are left out of the Pareto plot: "
+            "all their logic lies between the unregistered inputs and the one register stage, "
+            "and out of context only register-to-register paths are timed, so their Fmax "
+            "measures no datapath (`gpurtl experiment fp32-synth` adds an input register).",
+        ]
     if plots:
         lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
-    (out_dir / "report.md").write_text("\n".join(lines) + "\n")
+    write_atomic(out_dir / "report.md", "\n".join(lines) + "\n")
     return [out_dir / "report.md"] + plots + files
+
+
+def untimed_datapath(row):
+    """Whether a synthesis point's Fmax times none of its datapath: with a latency of one cycle
+    all of the logic lies between the unregistered input ports and the one register stage, and an
+    out-of-context place and route times register-to-register paths only
+    (:data:`gpurtl.sim.synth.TIMED`), so the figure (hundreds of MHz) says nothing about the
+    logic."""
+    latency = row["metrics"].get("latency")
+    return latency is not None and latency <= 1
 
 
 def _pareto_plot(plt, spec, ok, varying, out_dir):
     usable = [r for r in ok if r["metrics"].get("lut4") and r["metrics"].get("fmax_mhz")]
+    left_out = [r for r in usable if untimed_datapath(r)]
+    usable = [r for r in usable if not untimed_datapath(r)]
     if not usable:
         return None
     figure, axes = plt.subplots(figsize=(7.5, 5))
@@ -729,9 +788,20 @@ def _pareto_plot(plt, spec, ok, varying, out_dir):
     axes.set_xlabel("LUT4 (cells)")
     axes.set_ylabel("Fmax (MHz)")
     axes.set_title(f"{spec.name}: Pareto front of LUT4 vs Fmax (grey steps), colour = latency")
+    if left_out:
+        fmax = [r["metrics"]["fmax_mhz"] for r in left_out]
+        axes.annotate(
+            f"not shown: {len(left_out)} latency-1 point{'s' if len(left_out) > 1 else ''} "
+            f"({min(fmax):g}-{max(fmax):g} MHz), whose Fmax times none of the datapath\n"
+            "(out of context only register-to-register paths are timed)",
+            xy=(0.01, 0.01),
+            xycoords="figure fraction",
+            fontsize=7,
+            color="dimgrey",
+        )
     axes.grid(True, linewidth=0.3)
     axes.legend(fontsize=8, title="block", title_fontsize=8)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.06 if left_out else 0, 1, 1))
     path = out_dir / "pareto.png"
     figure.savefig(path, dpi=110)
     plt.close(figure)

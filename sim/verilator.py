@@ -9,8 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cliutil import progress
-from .export import cache_dir, to_verilog, verilator_env
+from .cliutil import progress, write_atomic
+from .export import cache_dir, cxx_toolchain, to_verilog, verilator_env
 
 __all__ = ["build", "run_cocotb", "CXX_OPT"]
 
@@ -32,6 +32,7 @@ def _toolchain():
             metadata.version("cocotb"),
             metadata.version("verilator"),
             shutil.which("verilator", path=verilator_env().get("PATH")) or "",
+            cxx_toolchain("the verilator backend"),
         ]
     )
 
@@ -54,6 +55,7 @@ def build(block, params, *, waves=False):
     """
     from cocotb_tools.runner import get_runner
 
+    cxx_toolchain("the verilator backend")  # before the export: names what to install
     text = to_verilog(block, params)
     folder = _build_folder(block.name, text, waves)
     source = folder / f"{block.name}.v"
@@ -156,7 +158,8 @@ def run_cocotb(
             waves = Path(work) / "dump.vcd"
             if not waves.exists():
                 raise RuntimeError(f"the cocotb run of `{block.name}` wrote no waveform")
-            shutil.move(str(waves), vcd)
+            with open(waves, "rb") as file:
+                write_atomic(vcd, iter(lambda: file.read(1 << 20), b""))
         report = Report.from_json(result)
         report.build_s = build_s
         return report

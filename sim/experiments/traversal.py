@@ -182,9 +182,10 @@ def _rtl_timing():
     ``BvhStack`` (one lane per cycle), read from the RTL components."""
     from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
     from gpurtl.hdl.ray_accel.ray_accel import RayAccel
+    from gpurtl.sim.registry import component_facts
 
-    ra = RayAccel()
-    return ra.latency, ra.initiation_interval, BvhStack().latency
+    latency, interval = component_facts(RayAccel, lambda ra: (ra.latency, ra.initiation_interval))
+    return latency, interval, component_facts(BvhStack, lambda stack: stack.latency)
 
 
 def _occupancy():

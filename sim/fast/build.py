@@ -20,14 +20,20 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
+from ..cliutil import write_atomic
 from ..export import (
     DEDUPE_VERSION,
+    VERILOG_OPTIONS,
     cache_dir,
+    cxx_toolchain,
     dedupe_modules,
+    design_identity,
     source_digest,
     to_verilog,
+    tool_versions,
     verilator_env,
 )
+from ..registry import component_facts
 from .driver import driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
@@ -91,10 +97,9 @@ class Model:
 
 
 def _tools():
-    compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
     return {
         "verilator": metadata.version("verilator"),
-        "c++": compiler.splitlines()[:1],
+        "c++": cxx_toolchain("the fast backend"),
         "machine": platform.machine(),
     }
 
@@ -105,29 +110,24 @@ def _design(block, params, top_kind):
 
     from .top import BatchTop
 
-    dut = block.build(**params)
     in_layout, out_layout = block.layouts(**params)
     if top_kind == "batch":
-        dut = BatchTop(dut, in_layout, out_layout)
+        dut = BatchTop(block.build(**params), in_layout, out_layout)
         name = f"{block.name}_batch"
-        text, _ = dedupe_modules(verilog.convert(dut, name=name, emit_src=False))
+        text, _ = dedupe_modules(verilog.convert(dut, name=name, **VERILOG_OPTIONS))
+        latency = dut.latency
     else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
+        latency = component_facts(lambda: block.build(**params), lambda dut: dut.latency)
     record = {
         "top": name,
-        "latency": dut.latency,
+        "latency": latency,
         "in_width": Shape.cast(in_layout).width,
         "out_width": Shape.cast(out_layout).width,
         "verilog": hashlib.sha256(text.encode()).hexdigest(),
     }
     return text, record
-
-
-def _write_atomic(path, text):
-    scratch = path.with_name(path.name + f".{os.getpid()}.tmp")
-    scratch.write_text(text)
-    os.replace(scratch, path)
 
 
 def model(block, params, *, top="batch", log=None):
@@ -140,22 +140,27 @@ def model(block, params, *, top="batch", log=None):
             f"the fast backend runs pipeline blocks only; `{block.name}` is cycle-stepped"
         )
     log = log or (lambda text: None)
+    tools = _tools()  # before any work: names what to install when the compiler is missing
     started = time.monotonic()
     root = cache_dir() / "fast"
+    design = design_identity(block)
     request = json.dumps(
         {
             "block": block.name,
             "params": params,
             "top": top,
+            "design": design,
             "sources": source_digest(),
+            "tools": tool_versions(),
             "dedupe": DEDUPE_VERSION,  # the record holds the hash of the merged text
         },
         sort_keys=True,
         default=str,
     )
+    # A build that cannot be described is exported every time (its record is not kept).
     index = root / "index" / (hashlib.sha256(request.encode()).hexdigest()[:24] + ".json")
     text = None
-    if index.exists():
+    if design is not None and index.exists():
         record = json.loads(index.read_text())
     else:
         log(f"exporting {block.name} ({top} top)")
@@ -168,7 +173,7 @@ def model(block, params, *, top="batch", log=None):
             "dedupe": DEDUPE_VERSION,
             "verilator": VERILATOR_FLAGS,
             "make": MAKE_FLAGS,
-            "tools": _tools(),
+            "tools": tools,
         },
         sort_keys=True,
     )
@@ -179,7 +184,7 @@ def model(block, params, *, top="batch", log=None):
     stored = root / "verilog" / f"{record['verilog'][:24]}.v"
     if text is not None and not stored.exists():
         stored.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(stored, text)
+        write_atomic(stored, text)
     if not cached:
         if text is None and stored.exists():
             text = stored.read_text()
@@ -187,8 +192,9 @@ def model(block, params, *, top="batch", log=None):
             log(f"exporting {block.name} ({top} top)")
             text, record = _design(block, params, top)
         _compile(folder, text, record, log)
-    index.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(index, json.dumps(record))
+    if design is not None:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(index, json.dumps(record))
     return Model(
         executable,
         record["top"],

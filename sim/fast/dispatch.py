@@ -54,9 +54,19 @@ def run_block_fast(
 
 
 def check_fast(
-    block, params, *, count, seed, vcd=None, p_valid=0.7, p_ready=0.7, top=None, processes=None
+    block,
+    params,
+    *,
+    count,
+    seed,
+    vcd=None,
+    p_valid=0.7,
+    p_ready=0.7,
+    top=None,
+    processes=None,
+    log=None,
 ):
-    """:func:`gpurtl.sim.lockstep.check` on the compiled model."""
+    """:func:`gpurtl.sim.lockstep.check` on the compiled model; ``log(text)`` hears progress."""
     from .run import check
 
     _usable(block, vcd)
@@ -69,4 +79,5 @@ def check_fast(
         processes=processes,
         p_valid=p_valid,
         p_ready=p_ready,
+        log=log,
     )

@@ -8,12 +8,14 @@ stays constant however many transactions are checked.
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from amaranth.hdl import Shape
 
 from .. import layouts
 from ..export import cache_dir
@@ -22,13 +24,19 @@ from .build import model as build_model
 from .driver import words_of
 from .words import batches, from_words, to_words
 
-__all__ = ["FastReport", "check", "run_rows", "run_transactions", "MIN_SPLIT"]
+__all__ = ["FastReport", "check", "check_disk", "run_rows", "run_transactions", "MIN_SPLIT"]
 
 #: Fewer transactions than this run in one process (starting a second costs more than it saves).
 MIN_SPLIT = 20_000
 
 #: Rows compared per step.
 COMPARE_ROWS = 1 << 16
+
+#: Seconds between progress lines of a long run.
+PROGRESS_EVERY = 10.0
+
+#: Share of the cache folder's free disk space a run's files may take.
+DISK_SHARE = 0.5
 
 
 class FastReport(Report):
@@ -49,10 +57,46 @@ def _processes(count, processes):
     return min(2, os.cpu_count() or 1) if count >= MIN_SPLIT else 1
 
 
-def _work_dir():
+def _runs_folder():
     folder = cache_dir() / "fast" / "runs"
     folder.mkdir(parents=True, exist_ok=True)
-    return tempfile.TemporaryDirectory(dir=folder)
+    return folder
+
+
+def _work_dir():
+    return tempfile.TemporaryDirectory(dir=_runs_folder())
+
+
+def check_disk(count, in_width, out_width, *, expected=True):
+    """Refuse (:class:`~gpurtl.sim.cliutil.UsageError`) a run whose files -- the packed inputs,
+    the golden rows and the driver's output records, all written to the cache folder before they
+    are compared -- would take more than :data:`DISK_SHARE` of the free space there."""
+    from ..cliutil import UsageError
+
+    row = 4 * (words_of(in_width) + words_of(out_width) * (2 if expected else 1) + 4)
+    need = count * row
+    free = shutil.disk_usage(_runs_folder()).free
+    if need > DISK_SHARE * free:
+        raise UsageError(
+            f"{count} transactions need {need / 1e9:.1f} GB of run files ({row} bytes each) in "
+            f"{_runs_folder()}, more than {DISK_SHARE:.0%} of the {free / 1e9:.1f} GB free there; "
+            f"use a smaller --count, or point GPURTL_CACHE at a larger disk"
+        )
+
+
+class _Every:
+    """Calls ``log(text())`` at most once per :data:`PROGRESS_EVERY` seconds (and not at all
+    without ``log``)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.last = time.monotonic()
+
+    def __call__(self, text, force=False):
+        now = time.monotonic()
+        if self.log and (force or now - self.last >= PROGRESS_EVERY):
+            self.last = now
+            self.log(text() if callable(text) else text)
 
 
 def run_rows(
@@ -67,13 +111,15 @@ def run_rows(
     processes=None,
     max_idle=10_000,
     work=None,
+    log=None,
 ):
     """Run ``count`` rows of ``in_path`` through ``model``.
 
     Returns a list of slices ``(first, size, out_path, summary)``; ``summary`` is the driver's
     JSON line (``cycles``, ``latency_errors``, ``first_latency_error`` relative to ``first``)
     plus the slice's ``free_run``: each slice starts with its share of the ``free_run``
-    stall-free transactions (at least one when ``free_run`` is not zero).
+    stall-free transactions (at least one when ``free_run`` is not zero). ``log(text)`` hears
+    how many transactions the drivers have written, every :data:`PROGRESS_EVERY` seconds.
     """
     parts = _processes(count, processes)
     bounds = [count * k // parts for k in range(parts + 1)]
@@ -106,6 +152,20 @@ def run_rows(
                 ),
             )
         )
+    record = 4 * (words_of(model.out_width) + 4)
+    every = _Every(log)
+    started = time.monotonic()
+
+    def written():
+        done = sum(path.stat().st_size for _, _, path, _, _ in jobs if path.exists()) // record
+        return (
+            f"simulation: {done}/{count} transactions "
+            f"({time.monotonic() - started:.0f} s, {len(jobs)} processes)"
+        )
+
+    while log and any(process.poll() is None for *_, process in jobs):
+        time.sleep(0.2)
+        every(written)
     slices = []
     for first, size, out_path, slice_free, process in jobs:
         stdout, stderr = process.communicate()
@@ -211,17 +271,28 @@ def check(
         raise ValueError(f"`count` must be a positive integer, not {count}")
     report = FastReport()
     report.top = top
+    in_layout, out_layout = block.layouts(**params)
+    check_disk(count, Shape.cast(in_layout).width, Shape.cast(out_layout).width)
     model = build_model(block, params, top=top, log=log)
     report.build_seconds = model.build_seconds
-    _, out_layout = block.layouts(**params)
     rng = np.random.default_rng(seed)
+    every = _Every(log)
     with _work_dir() as work:
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
         started = time.monotonic()
+        done = 0
         with open(in_path, "wb") as inputs, open(expected_path, "wb") as expected:
             for rows, golden in batches(block, params, rng, count):
                 np.ascontiguousarray(rows, dtype="<u4").tofile(inputs)
                 np.ascontiguousarray(golden, dtype="<u4").tofile(expected)
+                done += len(rows)
+                every(
+                    lambda: (
+                        f"stimulus and golden outputs: {done}/{count} transactions "
+                        f"({time.monotonic() - started:.0f} s)"
+                    ),
+                    force=done == count,
+                )
         report.golden_seconds = time.monotonic() - started
         _simulate_and_compare(
             report,
@@ -239,6 +310,7 @@ def check(
                 expected_path, dtype="<u4", mode="r", shape=(count, words_of(model.out_width))
             ),
             keep_outputs=False,
+            log=log,
         )
     return report
 
@@ -257,6 +329,7 @@ def _simulate_and_compare(
     work,
     expected,
     keep_outputs,
+    log=None,
 ):
     started = time.monotonic()
     slices = run_rows(
@@ -269,9 +342,12 @@ def _simulate_and_compare(
         free_run=free_run,
         processes=processes,
         work=work,
+        log=log,
     )
     report.processes = len(slices)
     report.sim_seconds = time.monotonic() - started
+    if log and report.sim_seconds >= PROGRESS_EVERY:
+        log(f"simulation: {count}/{count} transactions ({report.sim_seconds:.0f} s); comparing")
     started = time.monotonic()
     _compare(report, model, out_layout, slices, expected, keep_outputs)
     report.compare_seconds = time.monotonic() - started

@@ -214,7 +214,7 @@ def test_verilator_builds_are_kept_apart_per_environment(monkeypatch, tmp_path):
 
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
     here = verilator._build_folder("fp32_add", "module fp32_add; endmodule\n", False)
-    assert str(verilator._toolchain()).count("|") == 3
+    assert str(verilator._toolchain()).count("|") == 4  # cocotb, versions, verilator, c++
     monkeypatch.setattr(verilator, "_toolchain", lambda: "/elsewhere/.venv/cocotb|2.1.0|5.48.0|")
     elsewhere = verilator._build_folder("fp32_add", "module fp32_add; endmodule\n", False)
     assert here != elsewhere and here.parent == elsewhere.parent
