@@ -38,6 +38,7 @@ same tasks go to that scheduler's workers, which need ``gpurtl`` installed.
 """
 
 import csv
+import functools
 import hashlib
 import inspect
 import io
@@ -351,14 +352,37 @@ def _parameter_names(run, target):
     return [p.name for p in signature]
 
 
+#: Sources a run kind's results depend on beyond :func:`gpurtl.sim.export.source_digest` (the
+#: RTL, facts and registry entries): the golden models a check compares with, the experiments.
+_SOURCES = {"synth": (), "check": ("golden",), "experiment": ("golden", "sim/experiments")}
+
+
+@functools.cache
+def point_sources(run):
+    """Hash of the sources a run kind's results depend on (part of every point's key, so a
+    resumed sweep never keeps results of other RTL or golden models)."""
+    from .export import source_digest
+
+    root = Path(__file__).resolve().parent.parent  # golden/ and sim/ side by side, or gpurtl/
+    digest = hashlib.sha256(source_digest().encode())
+    for name in _SOURCES[run]:
+        folder = root / name
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(str(path.relative_to(folder)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def point_key(run, target, params, options):
-    """Stable key of one point: run kind, target, parameters, options and tool versions."""
+    """Stable key of one point: run kind, target, parameters, options, tool versions and
+    :func:`point_sources`."""
     payload = {
         "run": run,
         "target": target,
         "params": params,
         "options": options,
         "versions": tool_versions(run),
+        "sources": point_sources(run),
     }
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

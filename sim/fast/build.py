@@ -1,9 +1,10 @@
 """Compiled models for the fast backend: export, Verilator build and a two-level cache.
 
 Level 1 (``index/``, the exported texts in ``verilog/``) maps what a user asks for -- block,
-parameters, top kind and :func:`gpurtl.sim.export.source_digest` -- to a design record (Verilog
-hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog export
-entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
+parameters, top kind, how the block is built (:func:`gpurtl.sim.export.design_identity`),
+:func:`gpurtl.sim.export.source_digest` and the export tools' versions -- to a design record
+(Verilog hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog
+export entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
 merging, compiler flags and tool versions; the exported text has its identical modules merged
 (:func:`gpurtl.sim.export.dedupe_modules`).
 """

@@ -106,6 +106,19 @@ def test_1_export_key_covers_the_tool_versions_and_options(tmp_path, monkeypatch
     assert len(list((tmp_path / "export").glob("fp32_cmp-*.v"))) == 2
 
 
+def test_1_sweep_point_key_covers_the_sources(monkeypatch):
+    from gpurtl.sim import sweep
+
+    before = sweep.point_key("synth", "fp32_cmp", {"stages": 1}, {"freq": 150})
+    sweep.point_sources.cache_clear()
+    monkeypatch.setattr(export, "_source_digest", "other RTL")
+    try:
+        after = sweep.point_key("synth", "fp32_cmp", {"stages": 1}, {"freq": 150})
+    finally:
+        sweep.point_sources.cache_clear()
+    assert before != after  # `--resume` keeps no result of other sources
+
+
 # 2. outputs replaced special files ----------------------------------------------------------------
 
 
