@@ -196,7 +196,6 @@ def to_verilog(block, params, *, name=None, cache=True):
     """
     name = name or block.name
     design = design_identity(block)
-    text = None
     if cache and design is not None:
         key = json.dumps(
             {

@@ -5,6 +5,7 @@ import contextlib
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
+from .cliutil import UsageError
 from .engine import PortIO
 
 __all__ = ["port_map", "AmaranthIO", "simulate"]
@@ -52,6 +53,11 @@ def simulate(dut, driver, *, vcd=None, extra_testbenches=()):
     for extra in extra_testbenches:
         sim.add_testbench(extra, background=True)
     writer = sim.write_vcd(vcd, traces=list(ports.values())) if vcd else contextlib.nullcontext()
-    with writer:
-        sim.run()
+    try:
+        with writer:  # writes to the named file itself: a device or FIFO is never replaced
+            sim.run()
+    except OSError as error:  # the waveform could not be written (/dev/full, a full disk)
+        if not vcd or error.filename not in (None, str(vcd)):
+            raise
+        raise UsageError(f"cannot write `{vcd}`: {error.strerror or error}") from None
     return result.get("value")

@@ -19,6 +19,8 @@ import pytest
 from gpurtl.sim import export, registry
 from gpurtl.sim.cli import build_parser, main
 
+from .test_papercuts import one_line_error
+
 ROOT = Path(__file__).resolve().parents[2]
 GPURTL = str(Path(sys.executable).parent / "gpurtl")
 
@@ -27,12 +29,6 @@ def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def one_line_error(code, err, message):
-    assert code == 2, err
-    assert message in err, err
-    assert "Traceback" not in err and err.count("\n") == 1, err
 
 
 # 1. two designs shared one cache entry ------------------------------------------------------------
@@ -78,6 +74,10 @@ def test_1_fp32_synth_wrapper_and_plain_unit_have_their_own_cache_entries(
     assert (tmp_path / "plain.v").read_text() == plain
     wrapped = _synthesised_text(cache)
     assert wrapped != plain and "unit" in wrapped  # the input register around the unit
+    # both kept in the cache, each under its own key
+    assert sorted(p.read_text() for p in (cache / "export").glob("fp32_cmp-*.v")) == sorted(
+        [plain, wrapped]
+    )
     # The same on a second export: each design reads its own entry.
     assert run(capsys, "export", "fp32_cmp", "-o", tmp_path / "again.v")[0] == 0
     assert (tmp_path / "again.v").read_text() == plain
@@ -146,6 +146,14 @@ def test_2_output_to_dev_full_is_one_line_error(capsys, never_replace_a_special_
     code, _, err = run(capsys, "stimulus", "fp32_add", "--count", "3", "-o", "/dev/full")
     one_line_error(code, err, "cannot write `/dev/full`: No space left on device")
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_2_waveform_to_dev_full_is_an_error(capsys, never_replace_a_special_file):
+    code, _, err = run(capsys, "check", "fp32_cmp", "--count", "5", "--vcd", "/dev/full")
+    assert code == 2 and "Traceback" not in err, err
+    assert (
+        err.splitlines()[-1] == "gpurtl: error: cannot write `/dev/full`: No space left on device"
+    )
 
 
 def test_2_output_to_a_fifo_writes_through(tmp_path, capsys, never_replace_a_special_file):
