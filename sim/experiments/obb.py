@@ -144,7 +144,7 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
 
 
 def _plot(path, scene_names, results, n_rays):
-    """Axis-aligned BVH8 against BVH8 with OBBs (the comparison the README reports): triangle
+    """Axis-aligned BVH8 against BVH8 with OBBs (the comparison docs/obb.md reports): triangle
     tests, child boxes hit and child-box tests per ray, with the change labelled on each pair."""
     import matplotlib
 
