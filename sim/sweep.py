@@ -216,10 +216,11 @@ def load_spec(path):
         found = experiments.experiments()
         if target not in found:
             fail(f"must be one of {', '.join(found)}, not {target!r}", "experiment")
-        if not hasattr(found[target], "measure"):
-            sweepable = [n for n, m in found.items() if hasattr(m, "measure")]
+        if not getattr(found[target], "PARAMS", None):
+            sweepable = [n for n, m in found.items() if getattr(m, "PARAMS", None)]
             fail(
-                f"experiment `{target}` has no per-point `measure()`; sweepable experiments: "
+                f"experiment `{target}` has no per-point parameters (`PARAMS`); sweepable "
+                "experiments: "
                 f"{', '.join(sweepable) or 'none'}",
                 "experiment",
             )

@@ -451,7 +451,7 @@ def test_7_interrupted_experiment_leaves_no_out_folder(tmp_path, capsys, monkeyp
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(obb, "run", interrupted)
+    monkeypatch.setattr(obb, "measure", interrupted)
     code, _, err = run(capsys, "experiment", "obb", "--out", tmp_path / "out" / "deeper")
     assert (
         code == 130
