@@ -624,7 +624,7 @@ def _encode_boxes8(bvh):
 def _encode_bvh8(bvh):
     """:func:`.builder.encode_bvh8` with the box nodes encoded in one vectorised call."""
     if bvh.mesh is not None:
-        B.encode_leaves(bvh)
+        _encode_leaves_direct(bvh)
     B._layout(bvh, 128, lambda c: 128 * len(getattr(c, "nodes", None) or [None]))
     _encode_boxes8(bvh)
     bvh.encoding = "bvh8"
@@ -716,3 +716,132 @@ def tree_stats(bvh):
         "bytes": int(bvh.size),
         "sah_cost": sah_cost(bvh),
     }
+
+
+def _encode_leaves_direct(bvh):
+    """:func:`.builder.encode_leaves`, first trying the leaf's pairs in one primitive node (what
+    the greedy packer ends with whenever they fit, without its one trial encoding per pair)."""
+    from gpurtl.golden.ray_accel import primitive_node as pn
+    from gpurtl.golden.ray_accel.ray import node_dwords
+
+    tris = bvh.mesh.triangles
+    for leaf in bvh.leaves:
+        if leaf.kind != "leaf":
+            continue
+        t = [
+            pn.Triangle(tuple(tuple(float(c) for c in v) for v in tris[p]), prim_id=int(p))
+            for p in leaf.prims
+        ]
+        pairs = [
+            pn.TrianglePair(t[k], t[k + 1] if k + 1 < len(t) else None) for k in range(0, len(t), 2)
+        ]
+        try:
+            if len(pairs) > pn.MAX_PAIRS:
+                raise ValueError("too many pairs")
+            packed = [(pn.encode_primitive_node(pairs), None)]
+            where = [
+                (p, k) for p, pair in enumerate(pairs) for k in range(1 + (pair.tri1 is not None))
+            ]
+            packed[0] = (packed[0][0], where)
+        except ValueError:
+            packed = pn.pack_triangles(t)
+        leaf.nodes = [node_dwords(node) for node, _ in packed]
+        leaf.where = [(k, pair, tri) for k, (_, w) in enumerate(packed) for pair, tri in w]
+
+
+def build_wide_tlas(instances, *, leaf_pairs=4, bins=16):
+    """A two-level scene: one BVH8 BLAS per distinct mesh (all built at once as a forest) and a
+    BVH8 TLAS over ``instances`` (a list of ``(mesh, object_to_world 3x4)``; meshes are shared by
+    identity). Each BLAS gets its own VA range; the TLAS has ``blas_va`` and ``instances`` as
+    :func:`.builder.build_tlas` gives them."""
+    meshes, index = [], {}
+    for mesh, _ in instances:
+        if id(mesh) not in index:
+            index[id(mesh)] = len(meshes)
+            meshes.append(mesh)
+    # the forest of BLAS binary trees
+    all_pairs, lo_parts, hi_parts = [], [], []
+    for mesh in meshes:
+        pairs = pair_triangles(mesh)
+        all_pairs.append(pairs)
+        lo, hi = _pair_bounds(mesh.triangles.astype(np.float64), pairs)
+        lo_parts.append(lo)
+        hi_parts.append(hi)
+    groups = [len(p) for p in all_pairs]
+    tree = build_binary_arrays(
+        np.concatenate(lo_parts), np.concatenate(hi_parts), bins=bins, groups=groups
+    )
+    offsets = np.concatenate([[0], np.cumsum(groups)[:-1]])
+    steps = tree["count"].astype(np.float64)
+    wide, roots, costs = collapse_sah(tree, 8, steps, leaf_pairs)
+    order = tree["order"]
+    blases = []
+    va = 1 << 20
+    for k, mesh in enumerate(meshes):
+        pairs = all_pairs[k]
+
+        def make_leaf(node, pairs=pairs, base=offsets[k]):
+            ids = order[tree["start"][node] : tree["start"][node] + tree["count"][node]] - base
+            leaf = B.Leaf(_leaf_tris(pairs, ids), tree["lo"][node], tree["hi"][node])
+            leaf.pair_ids = ids
+            return leaf
+
+        bvh = B.Bvh(_wide_objects(tree, wide, roots[k], make_leaf), 8, mesh=mesh)
+        for box in bvh.boxes:
+            B._choose_obb(box, None)
+        _encode_leaves_direct(bvh)
+        B._layout(bvh, 128, lambda c: 128 * len(getattr(c, "nodes", None) or [None]))
+        bvh.sah_cost = costs[k]
+        bvh.pairs = pairs
+        blases.append(bvh)
+    _encode_boxes8_many(blases)
+    for bvh in blases:
+        bvh.encoding = "bvh8"
+    # the TLAS
+    tlas_inst = [(blases[index[id(mesh)]], m) for mesh, m in instances]
+    blas_va = {}
+    for bvh in blases:
+        blas_va[id(bvh)] = va
+        va += -(-bvh.size // (1 << 16)) * (1 << 16)
+    lo, hi = [], []
+    for mesh, m in instances:
+        m = B._affine(m)
+        v = mesh.vertices.astype(np.float64) @ m[:, :3].T + m[:, 3]
+        lo.append(v.min(axis=0))
+        hi.append(v.max(axis=0))
+    ttree = build_binary_arrays(np.array(lo), np.array(hi), bins=bins)
+    twide, troots, tcosts = collapse_sah(ttree, 8, ttree["count"].astype(np.float64), 1)
+    torder = ttree["order"]
+
+    def make_inst(node):
+        k = int(torder[ttree["start"][node]])
+        return B.InstanceLeaf(k, ttree["lo"][node], ttree["hi"][node])
+
+    tlas = B.Bvh(_wide_objects(ttree, twide, troots[0], make_inst), 8, instances=tlas_inst)
+    tlas.blas_va = blas_va
+    for box in tlas.boxes:
+        B._choose_obb(box, None)
+    w2o, cb, ud, rlo, rhi = [], [], [], [], []
+    for leaf in tlas.leaves:
+        blas, m = tlas_inst[leaf.index]
+        full = np.vstack([B._affine(m), [0, 0, 0, 1]])
+        w2o.append(np.linalg.inv(full)[:3].astype(np.float32))
+        cb.append(blas_va[id(blas)] >> 3)
+        ud.append(leaf.index & 0xFFFFFF)
+        rlo.append(blas.root.lo)
+        rhi.append(blas.root.hi)
+    rows = encode_instance_rows(
+        np.array(w2o), np.array(cb, np.uint64), np.array(ud), np.array(rlo), np.array(rhi)
+    )
+    for leaf, row in zip(tlas.leaves, rows):
+        leaf.dwords = row.tolist()
+    B._layout(tlas, 128, lambda c: 128)
+    _encode_boxes8(tlas)
+    tlas.encoding = "bvh8"
+    tlas.sah_cost = tcosts[0]
+    return tlas
+
+
+def _encode_boxes8_many(bvhs):
+    for bvh in bvhs:
+        _encode_boxes8(bvh)
