@@ -1,0 +1,543 @@
+"""The driver's BVH8 traversal loop for millions of rays at once, bit exact step by step.
+
+Every ray runs the loop of gpurt ``src/shaders/TraceRay3_1.hlsl`` (``TraceRayImpl3_1``) as the
+RDNA 4 hardware sees it, exactly as the per-wave loop of the traversal experiment does
+(``image_bvh8_intersect_ray``, leaf handling with the primitive-range update, instance
+transitions, ``ds_bvh_stack_push8_pop1`` with the RT IP 3.1 rules, the stackless walk-back
+through parent pointers after a stack overflow), but one step of *all* active rays is one pass of
+array operations:
+
+* box nodes: the golden batch box path (:func:`gpurtl.golden.ray_accel.batch_box.box_test`, the
+  child-reuse de-duplication, :func:`~gpurtl.golden.ray_accel.batch_box.sort_slots`) on slots
+  decoded once per node by :func:`gpurtl.golden.ray_accel.batch_nodes.decode_box8`, with the
+  OBB ray rotation of :func:`gpurtl.golden.ray_accel.obb.obb_transform_ray`;
+* triangle pairs: the watertight test of :mod:`gpurtl.golden.ray_accel.triangle` in the same
+  operation order with the array FP32 operations of :mod:`gpurtl.golden.ray_accel.batch_fp`, on
+  pairs decoded once by :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair`;
+* instance nodes: the instance transform and filter box of
+  :mod:`gpurtl.golden.ray_accel.batch` on nodes decoded once;
+* the stack: the rules of :mod:`gpurtl.golden.ray_accel.ds_bvh_stack` on arrays (a ring of
+  ``stack_size`` entries per ray).
+
+``tests/golden/test_wavefront.py`` checks the per-step intersect results against
+:func:`gpurtl.golden.ray_accel.batch.intersect_words` on the real node dwords and the whole loop
+(every step's node, the stack results, the closest hits) against the per-wave loop.
+
+Ray flags: ``first_hit`` ends a ray at its first accepted hit (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_
+END_SEARCH``, the shadow- and AO-ray setting). ``tmax`` is the initial ray extent.
+
+Records: for the rays of ``record`` (a boolean mask) every step's ray index, step number, node
+address (byte VA), node kind and test counts are kept, for the cycle model to replay whole waves.
+"""
+
+import numpy as np
+
+from gpurtl.facts.ray_accel import INVALID_NODE, INVALID_OBB, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE
+from gpurtl.golden.ray_accel import batch_box as BB
+from gpurtl.golden.ray_accel import batch_fp as F
+from gpurtl.golden.ray_accel import batch_nodes as BN
+from gpurtl.golden.ray_accel import obb as obb_model
+from gpurtl.golden.ray_accel import triangle as T
+
+__all__ = ["COUNTERS", "KIND_BOX", "KIND_INSTANCE", "KIND_PAIR", "Tables", "trace"]
+
+KIND_BOX, KIND_PAIR, KIND_INSTANCE = 0, 1, 2
+COUNTERS = (
+    "steps",
+    "box_tests",
+    "tri_tests",
+    "instances",
+    "pushes",
+    "pops",
+    "overflows",
+    "walkback_steps",
+)
+_INV = np.uint32(INVALID_NODE)
+_POS_INF = np.uint32(0x7F800000)
+_PREFIX = 0x1FFFFFFF
+_GROW = 6  # gpurt's default box grow (``default_desc``)
+
+
+def _u32(x):
+    return np.asarray(x, dtype=np.uint32)
+
+
+class Tables:
+    """Node tables of a built scene (a BLAS, or a TLAS whose instances hold BLASes): every node's
+    row, kind, VA, parent pointer and the decoded contents the steps need.
+
+    ``top``: a :class:`gpurtl.golden.bvh.builder.Bvh` encoded as BVH8 (TLAS or BLAS).
+    """
+
+    def __init__(self, top, *, top_va=0):
+        from gpurtl.golden.ray_accel import primitive_node as pn
+        from gpurtl.golden.ray_accel.ray import node_bytes, pair_index
+
+        if top.encoding != "bvh8":
+            raise ValueError("the wave-batched loop runs BVH8 (RT IP 3.1) structures")
+        self.top = top
+        self.bvhs = [top] + ([b for b in _unique(blas for blas, _ in top.instances)] if top.instances else [])
+        blas_va = getattr(top, "blas_va", {})
+        self.va_base = [top_va] + [blas_va[id(b)] for b in self.bvhs[1:]]
+        self.blas_of_inst = (
+            np.array([self.bvhs.index(blas) for blas, _ in top.instances], np.int64)
+            if top.instances
+            else np.zeros(0, np.int64)
+        )
+        # row keys: one slot per 64 bytes of every BVH
+        self.key_base = np.cumsum([0] + [-(-b.size // 64) for b in self.bvhs])
+        self.row_of_key = np.full(int(self.key_base[-1]), -1, np.int64)
+        kind, va, parent, slot = [], [], [], []
+        box_rows, box_dw, pair_rows, inst_rows, inst_dw = [], [], [], [], []
+        self.inst_ptr = np.zeros(len(top.instances or []), np.uint32)
+        leaf_first = {}
+        for b, bvh in enumerate(self.bvhs):
+            for box in bvh.boxes:
+                for c in box.children:
+                    if c.kind == "leaf":
+                        for k in range(len(c.nodes)):
+                            leaf_first[(b, c.offset + 128 * k)] = (c.ptr, box.ptr)
+                    elif c.kind == "instance":
+                        leaf_first[(b, c.offset)] = (c.ptr, box.ptr)
+                        self.inst_ptr[c.index] = c.ptr
+                    else:
+                        leaf_first[(b, c.offset)] = (c.ptr, box.ptr)
+            leaf_first.setdefault((b, bvh.root.offset), (bvh.root.ptr, INVALID_NODE))
+            for offset, dwords in sorted(bvh.image.items()):
+                row = len(kind)
+                self.row_of_key[self.key_base[b] + offset // 64] = row
+                node = bvh.by_offset.get(offset)
+                own, par = leaf_first[(b, offset)]
+                va.append(self.va_base[b] + offset)
+                parent.append(par)
+                slot.append(own)
+                if node is not None and node.kind == "box":
+                    kind.append(KIND_BOX)
+                    box_rows.append(row)
+                    box_dw.append(dwords)
+                elif node is not None and node.kind == "instance":
+                    kind.append(KIND_INSTANCE)
+                    inst_rows.append(row)
+                    inst_dw.append(dwords)
+                else:
+                    kind.append(KIND_PAIR)
+                    pair_rows.append((row, dwords))
+        self.kind = np.array(kind, np.int8)
+        self.va = np.array(va, np.int64)
+        self.parent_ptr = np.array(parent, np.uint32)
+        self.slot_ptr = np.array(slot, np.uint32)
+        n = len(kind)
+        # box nodes, decoded once
+        self.box_index = np.full(n, -1, np.int64)
+        self.box_index[box_rows] = np.arange(len(box_rows))
+        dec = BN.decode_box8(np.array(box_dw, np.uint32).reshape(-1, 32))
+        self.box = dec
+        self.box_count = (dec["valid"]).sum(axis=1)
+        # triangle pairs: (row, pair) -> vertices, prim ids, validity, navigation
+        self.pair_base = np.full(n, -1, np.int64)
+        verts, prims, valid1, nav = [], [], [], []
+        for row, dwords in pair_rows:
+            raw = node_bytes(list(dwords))
+            h = pn.decode_header(raw)
+            self.pair_base[row] = len(nav)
+            for p in range(8):
+                if p >= h.pair_count:
+                    verts.append(np.zeros((2, 3, 3), np.uint32))
+                    prims.append((0, 0))
+                    valid1.append(False)
+                    nav.append(3)
+                    continue
+                d = pn.decode_pair(raw, p)
+                t0, t1 = d.tris
+                verts.append(np.array([t0.vertices, t1.vertices], np.uint32))
+                prims.append((t0.prim_id, t1.prim_id))
+                valid1.append(bool(t1.valid))
+                nav.append(d.navigation)
+        del pair_index
+        self.pair_verts = np.array(verts, np.uint32).reshape(-1, 2, 3, 3)
+        self.pair_prims = np.array(prims, np.int64).reshape(-1, 2)
+        self.pair_valid1 = np.array(valid1, bool)
+        self.pair_nav = np.array(nav, np.uint32)
+        # instance nodes
+        self.inst_index = np.full(n, -1, np.int64)
+        self.inst_index[inst_rows] = np.arange(len(inst_rows))
+        self.inst = BN.decode_instance(np.array(inst_dw, np.uint32).reshape(-1, 32)) if inst_rows else None
+        self.inst_of_row = np.full(n, -1, np.int64)
+        for b, bvh in enumerate(self.bvhs):
+            for leaf in bvh.leaves:
+                if leaf.kind == "instance":
+                    self.inst_of_row[self.row(np.array([b]), np.array([leaf.ptr], np.uint32))[0]] = leaf.index
+
+    def row(self, bvh, ptr):
+        """Rows of pointers ``ptr`` (uint32) in BVHs ``bvh`` (indices into ``bvhs``)."""
+        offset = (ptr.astype(np.int64) & ~0xF) << 3
+        return self.row_of_key[self.key_base[bvh] + offset // 64]
+
+    @property
+    def nodes(self):
+        return len(self.kind)
+
+
+def _unique(items):
+    seen, out = set(), []
+    for item in items:
+        if id(item) not in seen:
+            seen.add(id(item))
+            out.append(item)
+    return out
+
+
+# --- the steps ----------------------------------------------------------------------------------
+
+
+def _box_step(tb, rows, origin, direction, inv_dir, extent):
+    """8 result pointers (M, 8) of BVH8 box nodes (``batch._bvh8`` on pre-decoded slots)."""
+    bi = tb.box_index[rows]
+    d = tb.box
+    ob = d["obb_index"][bi]
+    rot = ob != INVALID_OBB
+    if np.any(rot):
+        origin, direction, inv_dir = origin.copy(), direction.copy(), inv_dir.copy()
+        k = np.nonzero(rot)[0]
+        o2, d2, _bad = obb_model.obb_transform_ray(ob[k].astype(np.int64), origin[k], direction[k])
+        origin[k], direction[k], inv_dir[k] = o2, d2, F.rcp(d2)
+    m = len(rows)
+    ptrs, keys = BB.test_slots(
+        d["ptr"][bi],
+        d["valid"][bi],
+        d["min"][bi],
+        d["max"][bi],
+        (d["mask"][bi] & np.uint32(0xFF)) == 0,
+        origin,
+        inv_dir,
+        extent,
+        np.full(m, _GROW, np.uint32),
+        np.zeros(m, np.uint32),
+        np.ones(m, bool),
+    )
+    return BB.sort_slots(
+        ptrs, keys, np.ones(m, np.uint32), np.ones(m, np.uint32), np.ones(m, bool)
+    )
+
+
+def _tri_fast(origin, setup, a, b, c):
+    """:func:`gpurtl.golden.ray_accel.triangle.intersect` (``hit``, ``t`` only) with the array FP32
+    operations of :mod:`~gpurtl.golden.ray_accel.batch_fp` in the same order."""
+    kx, ky, kz, sx, sy, sz = setup
+    nsx, nsy = sx ^ np.uint32(0x80000000), sy ^ np.uint32(0x80000000)
+    pts = []
+    for p in (a, b, c):
+        rel = F.sub(p, origin)
+        rx = np.take_along_axis(rel, kx[:, None], axis=1)[:, 0]
+        ry = np.take_along_axis(rel, ky[:, None], axis=1)[:, 0]
+        rz = np.take_along_axis(rel, kz[:, None], axis=1)[:, 0]
+        pts.append((F.fma(nsx, rz, rx), F.fma(nsy, rz, ry), rz))
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = pts
+    u = F.sub(F.mul(cx, by), F.mul(cy, bx))
+    v = F.sub(F.mul(ax, cy), F.mul(ay, cx))
+    w = F.sub(F.mul(bx, ay), F.mul(by, ax))
+    zero = np.zeros_like(u)
+    neg = F.lt(u, zero) | F.lt(v, zero) | F.lt(w, zero)
+    pos = F.lt(zero, u) | F.lt(zero, v) | F.lt(zero, w)
+    det = F.add(F.add(u, v), w)
+    tnum = F.fma(w, F.mul(sz, cz), F.fma(v, F.mul(sz, bz), F.mul(u, F.mul(sz, az))))
+    with np.errstate(all="ignore"):
+        t = (tnum.view(np.float32).astype(np.float64) / det.view(np.float32).astype(np.float64))
+        t = t.astype(np.float32).view(np.uint32)
+    t = np.where(F.is_nan(t), np.uint32(F.CANONICAL_NAN), t)
+    det_ok = ~F.is_nan(det) & ((det & np.uint32(0x7FFFFFFF)) != 0)
+    hit = ~(neg & pos) & det_ok & F.le(zero, t) & F.lt(t, np.full_like(t, _POS_INF))
+    return hit, t
+
+
+def _pair_step(tb, rows, ptrs, origin, setup):
+    """``(t (M, 2), prim (M, 2), valid1 (M,), nav (M,))`` of triangle-pair pointers: DW0/DW4,
+    the prim ids of DW3/DW7, whether triangle 1 exists, the navigation bits of DW8."""
+    p = tb.pair_base[rows] + ((ptrs & 3) | ((ptrs & 8) >> 1)).astype(np.int64)
+    v = tb.pair_verts[p]  # (M, 2, 3, 3)
+    m = len(rows)
+    o2 = np.repeat(origin, 2, axis=0)
+    s2 = tuple(np.repeat(x, 2, axis=0) for x in setup)
+    hit, t = _tri_fast(o2, s2, v[:, :, 0].reshape(-1, 3), v[:, :, 1].reshape(-1, 3), v[:, :, 2].reshape(-1, 3))
+    t = np.where(hit, t, _POS_INF).reshape(m, 2)
+    valid1 = tb.pair_valid1[p]
+    t[:, 1] = np.where(valid1, t[:, 1], _POS_INF)
+    return t, tb.pair_prims[p], valid1, tb.pair_nav[p]
+
+
+def _instance_step(tb, rows, origin, direction, extent):
+    """``(hit (M,), origin', dir' (M, 3))`` of instance nodes (``batch._instance`` with mask
+    0xFF and no pointer flags: the filter box decides)."""
+    ii = tb.inst_index[rows]
+    d = tb.inst
+    new_o, new_d = obb_model.transform_rows(d["world_to_object"][ii], origin, direction)
+    m = len(rows)
+    ptrs, keys = BB.test_slots(
+        d["ptr"][ii],
+        d["valid"][ii],
+        d["min"][ii],
+        d["max"][ii],
+        np.zeros((m, 4), bool),
+        new_o,
+        F.rcp(new_d),
+        extent,
+        np.full(m, _GROW, np.uint32),
+        np.zeros(m, np.uint32),
+        np.ones(m, bool),
+    )
+    out = BB.sort_slots(ptrs, keys, np.ones(m, np.uint32), np.zeros(m, np.uint32), np.ones(m, bool))
+    culled = (d["mask"][ii] & np.uint32(0xFF)) == 0
+    return ((out[:, 0] & 0xFF) != 0xFF) & ~culled, new_o, new_d
+
+
+# --- the stack (ds_bvh_stack_push8_pop1 with the RT IP 3.1 rules) -------------------------------
+
+
+class _Stack:
+    def __init__(self, n, size):
+        self.size = size
+        self.ring = np.zeros((n, size), np.uint32)
+        self.valid = np.zeros(n, np.int64)
+        self.to_tlas = np.zeros(n, np.int64)
+        self.addr = np.zeros(n, np.int64)
+        self.has_tlas = np.zeros(n, bool)
+        self.overflowed = np.zeros(n, bool)
+        self.b2t = np.zeros(n, bool)
+
+    def push(self, r, node, on):
+        r, node = r[on], node[on]
+        if not len(r):
+            return
+        s = self.size
+        self.overflowed[r] |= self.valid[r] == s
+        self.ring[r, self.addr[r]] = node
+        self.addr[r] = np.where(self.addr[r] == s - 1, 0, self.addr[r] + 1)
+        self.has_tlas[r] &= self.to_tlas[r] != s
+        self.to_tlas[r] = np.minimum(self.to_tlas[r] + 1, s)
+        self.valid[r] = np.minimum(self.valid[r] + 1, s)
+
+    def pop(self, r):
+        s = self.size
+        b2t = (self.to_tlas[r] == 0) & self.has_tlas[r]
+        self.has_tlas[r] &= ~b2t
+        empty = self.valid[r] == 0
+        out = np.where(self.overflowed[r], _INV, np.uint32(TERMINAL_NODE)).astype(np.uint32)
+        go = ~empty
+        g = r[go]
+        self.to_tlas[g] = np.maximum(self.to_tlas[g] - 1, 0)
+        self.valid[g] -= 1
+        self.addr[g] = np.where(self.addr[g] == 0, s - 1, self.addr[g] - 1)
+        node = self.ring[g, self.addr[g]]
+        inst = (node & 7) == 6
+        gi = g[inst]
+        drop = self.has_tlas[gi]
+        self.valid[gi[drop]] = self.to_tlas[gi[drop]]
+        self.overflowed[gi[drop]] = True
+        self.has_tlas[gi] = True
+        self.to_tlas[gi] = 0
+        out[go] = node
+        b2t &= ~empty
+        self.has_tlas[r[empty]] = False
+        self.b2t[r] = b2t
+        return out
+
+
+def _special(x):
+    return (x >> np.uint32(3)) == np.uint32(_PREFIX)
+
+
+def _push_slots(st, r, last, data, counts):
+    """gpurt ``ds_stack_push8_impl`` with the RT IP 3.1 rules
+    (:func:`gpurtl.golden.ray_accel.ds_bvh_stack.push_slots`), pushing as it goes."""
+    walk = ~_special(last)
+    match = (data == last[:, None]) | ((data & 7) <= 3)
+    valid = ~walk | match.any(axis=1)
+    rng = ((last & 4) == 0) & ~walk
+    rng_end = rng & ((last & 2) != 0)
+    last_prim = (last & 7) <= 3
+    valid = (valid | last_prim) & ~rng_end
+    skip03 = np.zeros(len(r), bool)
+    skip47 = np.zeros(len(r), bool)
+    pushed = np.zeros(len(r), np.int64)
+    for s in range(7, -1, -1):
+        node = data[:, s]
+        sp = _special(node)
+        if s >= 4:
+            cond = sp & valid & ~skip47
+            skip03 |= cond & ((node & 2) == 0)
+            skip47 |= cond & ((node & 4) == 0)
+            if s == 6:
+                skip03 |= rng
+                skip47 |= rng
+            skip = skip47
+        else:
+            skip03 |= sp & valid & ((node & 2) == 0)
+            skip = skip03
+        valid &= ~(walk & match[:, s])
+        on = valid & ~sp & ~skip
+        if s == 7:
+            eon = (last & 1) != 0
+            nxt = np.where((node & 0xF) == 3, node ^ np.uint32(0xB), node + np.uint32(1))
+            nxt = np.where(eon, (node & ~np.uint32(0xF)) + np.uint32(0x10), nxt)
+            node = np.where(rng, nxt, node).astype(np.uint32)
+        st.push(r, node, on)
+        pushed += on
+    counts["pushes"][r] += pushed
+
+
+# --- the loop -----------------------------------------------------------------------------------
+
+
+class Result:
+    """Closest hits (``t`` float, ``prim``, ``inst``), per-ray counters (``counts[name]``) and,
+    for recorded rays, the step records (``rec_*`` arrays, one entry per step)."""
+
+
+def trace(tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, record=None):
+    """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`."""
+    tb = tables
+    n = len(origins)
+    world_o = np.ascontiguousarray(np.asarray(origins, np.float32)).view(np.uint32).reshape(n, 3)
+    world_d = np.ascontiguousarray(np.asarray(dirs, np.float32)).view(np.uint32).reshape(n, 3)
+    cur_o, cur_d = world_o.copy(), world_d.copy()
+    inv_world = F.rcp(world_d)
+    inv = inv_world.copy()
+    setup_world = T.ray_setup(world_d)
+    setup = [x.copy() for x in setup_world]
+    t_hit = np.full(n, _POS_INF, np.uint32)
+    if tmax is not None:
+        t_hit[:] = np.asarray(np.broadcast_to(tmax, (n,)), np.float32).view(np.uint32)
+    prim = np.full(n, -1, np.int64)
+    inst = np.full(n, -1, np.int64)
+    hit_inst = np.full(n, -1, np.int64)
+    where = np.zeros(n, np.int64)
+    node = np.full(n, ROOT_NODE_PTR, np.uint32)
+    walk = np.full(n, _INV, np.uint32)  # the child walked back from, or INVALID (none)
+    walking = np.zeros(n, bool)
+    active = np.ones(n, bool)
+    st = _Stack(n, stack_size)
+    counts = {name: np.zeros(n, np.int64) for name in COUNTERS}
+    rec = [] if record is not None else None
+    step = 0
+    while True:
+        r = np.nonzero(active)[0]
+        if not len(r):
+            break
+        rows = tb.row(where[r], node[r])
+        kind = tb.kind[rows]
+        counts["steps"][r] += 1
+        counts["walkback_steps"][r] += walking[r]
+        data = np.full((len(r), 8), _INV, np.uint32)
+        last = np.full(len(r), _INV, np.uint32)
+        kb, kp, ki = kind == KIND_BOX, kind == KIND_PAIR, kind == KIND_INSTANCE
+        box_tests = np.zeros(len(r), np.int64)
+        tri_tests = np.zeros(len(r), np.int64)
+        if kb.any():
+            rb = r[kb]
+            data[kb] = _box_step(tb, rows[kb], cur_o[rb], cur_d[rb], inv[rb], t_hit[rb])
+            box_tests[kb] = tb.box_count[tb.box_index[rows[kb]]]
+        stop = np.zeros(len(r), bool)
+        if kp.any():
+            rp = r[kp]
+            t2, prims, valid1, nav = _pair_step(tb, rows[kp], node[rp], cur_o[rp], [x[rp] for x in setup])
+            tri_tests[kp] = 1 + valid1
+            accepted = np.zeros(len(rp), bool)
+            for k in (0, 1):
+                t = t2[:, k]
+                ok = (t < _POS_INF) & (t < t_hit[rp]) & ((t & np.uint32(0x80000000)) == 0)
+                t_hit[rp] = np.where(ok, t, t_hit[rp])
+                prim[rp] = np.where(ok, prims[:, k], prim[rp])
+                hit_inst[rp] = np.where(ok, inst[rp], hit_inst[rp])
+                accepted |= ok
+            dp = np.full((len(rp), 8), _INV, np.uint32)
+            dp[:, 7] = node[rp]
+            data[kp] = dp
+            last[kp] = np.uint32(0xFFFFFFF8) | (nav & 3)
+            if first_hit:
+                stop[kp] = accepted
+        if ki.any():
+            ri = r[ki]
+            hit, no, nd = _instance_step(tb, rows[ki], cur_o[ri], cur_d[ri], t_hit[ri])
+            counts["instances"][ri] += 1
+            h = ri[hit]
+            inst_idx = tb.inst_of_row[rows[ki][hit]]
+            where[h] = tb.blas_of_inst[inst_idx]
+            inst[h] = inst_idx
+            cur_o[h], cur_d[h] = no[hit], nd[hit]
+            inv[h] = F.rcp(nd[hit])
+            new_setup = T.ray_setup(nd[hit])
+            for x, y in zip(setup, new_setup):
+                x[h] = y
+            di = np.full((len(ri), 8), _INV, np.uint32)
+            di[hit, 6] = SKIP_0_7
+            di[hit, 7] = ROOT_NODE_PTR
+            data[ki] = di
+        counts["box_tests"][r] += box_tests
+        counts["tri_tests"][r] += tri_tests
+        if rec is not None:
+            sel = record[r]
+            if sel.any():
+                rec.append(
+                    (r[sel], np.full(sel.sum(), step), tb.va[rows[sel]], kind[sel], box_tests[sel], tri_tests[sel])
+                )
+        visited = node[r].copy()
+        last = np.where(walking[r], walk[r], last)
+        # rays ending at their first hit leave before the stack instruction
+        if stop.any():
+            active[r[stop]] = False
+        go = ~stop
+        r, data, last, visited = r[go], data[go], last[go], visited[go]
+        before = st.overflowed[r].copy()
+        _push_slots(st, r, last, data, counts)
+        first = st.pop(r)
+        counts["pops"][r] += 1
+        counts["overflows"][r] += st.overflowed[r] & ~before
+        back = st.b2t[r]
+        rb = r[back]
+        where[rb], inst[rb] = 0, -1
+        cur_o[rb], cur_d[rb], inv[rb] = world_o[rb], world_d[rb], inv_world[rb]
+        for x, y in zip(setup, setup_world):
+            x[rb] = y[rb]
+        done = first == np.uint32(TERMINAL_NODE)
+        active[r[done]] = False
+        lost = first == _INV
+        # stackless walk-back: from the node just visited to its parent
+        rl = r[lost]
+        src = visited[lost]
+        vrow = tb.row(where[rl], src)
+        par = tb.parent_ptr[vrow]
+        # the root of a BLAS: back to the TLAS, to the instance's parent box
+        blas_root = (par == _INV) & (where[rl] != 0)
+        if blas_root.any():
+            rr = rl[blas_root]
+            src[blas_root] = tb.inst_ptr[inst[rr]]
+            where[rr], inst[rr] = 0, -1
+            cur_o[rr], cur_d[rr], inv[rr] = world_o[rr], world_d[rr], inv_world[rr]
+            for x, y in zip(setup, setup_world):
+                x[rr] = y[rr]
+            par[blas_root] = tb.parent_ptr[tb.row(where[rr], src[blas_root])]
+        ends = par == _INV
+        active[rl[ends]] = False
+        keep = ~ends
+        rk = rl[keep]
+        walk[rk] = tb.slot_ptr[tb.row(where[rk], src[keep])]
+        walking[rk] = True
+        node[rk] = par[keep]
+        ok = ~done & ~lost
+        ro = r[ok]
+        walking[ro] = False
+        node[ro] = first[ok]
+        step += 1
+        if step > 100000:
+            raise RuntimeError("traversal loop does not terminate")
+    res = Result()
+    res.t = np.where(t_hit < _POS_INF, t_hit.view(np.float32).astype(np.float64), np.inf)
+    res.t = np.where(prim >= 0, res.t, np.inf)
+    res.prim, res.inst = prim, hit_inst
+    res.counts = counts
+    if rec is not None:
+        cols = list(zip(*rec)) if rec else [[]] * 6
+        names = ("ray", "step", "va", "kind", "box_tests", "tri_tests")
+        for name, col in zip(names, cols):
+            setattr(res, "rec_" + name, np.concatenate(col) if len(col) else np.zeros(0, np.int64))
+    return res
