@@ -132,6 +132,11 @@ class Tables:
         self.box_index[box_rows] = np.arange(len(box_rows))
         dec = BN.decode_box8(np.array(box_dw, np.uint32).reshape(-1, 32))
         self.box = dec
+        culled = (dec["mask"] & np.uint32(0xFF)) == 0
+        self.box_ptr_t = np.ascontiguousarray(dec["ptr"].T)
+        self.box_valid_t = np.ascontiguousarray((dec["valid"] & ~culled).T)
+        self.box_min_t = np.ascontiguousarray(dec["min"].view(np.float32).transpose(1, 2, 0))
+        self.box_max_t = np.ascontiguousarray(dec["max"].view(np.float32).transpose(1, 2, 0))
         self.box_count = (dec["valid"]).sum(axis=1)
         # triangle pairs: (row, pair) -> vertices, prim ids, validity, navigation
         self.pair_base = np.full(n, -1, np.int64)
@@ -201,23 +206,92 @@ def _box_step(tb, rows, origin, direction, inv_dir, extent):
         k = np.nonzero(rot)[0]
         o2, d2, _bad = obb_model.obb_transform_ray(ob[k].astype(np.int64), origin[k], direction[k])
         origin[k], direction[k], inv_dir[k] = o2, d2, F.rcp(d2)
-    m = len(rows)
-    ptrs, keys = BB.test_slots(
-        d["ptr"][bi],
-        d["valid"][bi],
-        d["min"][bi],
-        d["max"][bi],
-        (d["mask"][bi] & np.uint32(0xFF)) == 0,
-        origin,
-        inv_dir,
+    return box_slots(
+        np.take(tb.box_ptr_t, bi, axis=1),
+        np.take(tb.box_valid_t, bi, axis=1),
+        np.take(tb.box_min_t, bi, axis=2),
+        np.take(tb.box_max_t, bi, axis=2),
+        np.ascontiguousarray(origin.T),
+        np.ascontiguousarray(inv_dir.T),
         extent,
-        np.full(m, _GROW, np.uint32),
-        np.zeros(m, np.uint32),
-        np.ones(m, bool),
     )
-    return BB.sort_slots(
-        ptrs, keys, np.ones(m, np.uint32), np.ones(m, np.uint32), np.ones(m, bool)
-    )
+
+
+_GROW_FACTOR = 1.0 + _GROW * 2.0**-24
+_STAGES = None
+
+
+def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent):
+    """Steps 1-5 of the box path for BVH8 nodes with the default descriptor (closest-first sort,
+    triangles first, 8-wide, box grow 6, child reuse), in native float32: the slab test of
+    :func:`gpurtl.golden.ray_accel.batch_box.box_test`, the de-duplication and
+    :func:`~gpurtl.golden.ray_accel.batch_box.sort_slots`. The same decisions, because every
+    value that reaches a decision is the IEEE binary32 result either way: the golden model only
+    differs in NaN payloads and in the sign of zero of ``maxnum``/``minnum`` ties, and both feed
+    comparisons only (``-0 == +0``, NaN compares false). ``tests/golden/test_wavefront.py``
+    checks the two on random and real nodes.
+
+    Arrays are slot-major for speed: ``ptrs``/``valid`` (8, M), ``bmin``/``bmax`` float32
+    (8, 3, M), ``origin`` and ``inv_dir`` uint32 (3, M) patterns, ``extent`` uint32 (M,).
+    Returns the 8 sorted result pointers (M, 8)."""
+    global _STAGES
+    if _STAGES is None:
+        from gpurtl.golden.ray_accel.sort import STAGES
+
+        _STAGES = [pair for stage in STAGES for pair in stage]
+    o = origin.view(np.float32)
+    inv = inv_dir.view(np.float32)
+    with np.errstate(all="ignore"):
+        t1 = bmin - o
+        t1 *= inv
+        t2 = bmax - o
+        t2 *= inv
+        # with a finite 1/d, (min - o) / d and (max - o) / d are ordered by the sign of 1/d and
+        # NaN only where a plane is (invalid slot: both): min/max pick what the golden
+        # sign-selected planes give. Rays with an infinite 1/d (a zero direction component,
+        # where 0 * inf can make one of the two NaN) take the golden selection.
+        lo = np.minimum(t1, t2)
+        hi = np.maximum(t1, t2)
+        odd = ~np.isfinite(inv).all(axis=0)
+        if odd.any():
+            pos = inv[:, odd] >= 0
+            lo[:, :, odd] = np.where(pos, t1[:, :, odd], t2[:, :, odd])
+            hi[:, :, odd] = np.where(pos, t2[:, :, odd], t1[:, :, odd])
+        tmin = np.fmax(np.fmax(lo[:, 0], lo[:, 1]), lo[:, 2])
+        tmax = np.fmin(np.fmin(hi[:, 0], hi[:, 1]), hi[:, 2])
+        nan = np.isnan(tmin) | np.isnan(tmax)
+        min_t = np.fmax(tmin, np.float32(0))
+        max_t = np.fmin(tmax, extent.view(np.float32))
+        grown = (max_t.astype(np.float64) * _GROW_FACTOR).astype(np.float32)
+        hit = ~nan & valid & (min_t <= grown)
+    tested = np.where(hit, ptrs, _INV)
+    tested[1:] = np.where(tested[1:] == tested[:-1], _INV, tested[1:])
+    live = tested != _INV
+    nlive = live.sum(axis=0)
+    m = tested.shape[1]
+    out = np.full((m, 8), _INV, np.uint32)
+    one = nlive == 1
+    if one.any():
+        out[one, 0] = tested[:, one].T[live[:, one].T]
+    many = np.nonzero(nlive > 1)[0]
+    if len(many):
+        tp = tested[:, many]
+        key = np.where(hit[:, many], min_t[:, many], np.float32(np.inf))
+        bits = key.view(np.uint32).astype(np.int64)
+        bits[bits == 0x80000000] = 0  # -0 sorts as +0
+        k = np.where(bits & 0x80000000, 0xFFFFFFFF - bits, bits | 0x80000000)
+        low = tp & np.uint32(7)
+        ext = 4 * (tp == _INV) + 2 * (low > 3) + (low != 1)
+        k |= ext.astype(np.int64) << 32
+        slot = np.repeat(np.arange(8, dtype=np.int8)[:, None], len(many), axis=1)
+        for i, j in _STAGES:
+            ki, kj = k[i], k[j]
+            swap = kj < ki
+            si, sj = slot[i], slot[j]
+            k[i], k[j] = np.minimum(ki, kj), np.maximum(ki, kj)
+            slot[i], slot[j] = np.where(swap, sj, si), np.where(swap, si, sj)
+        out[many] = np.take_along_axis(tp, slot.astype(np.int64), axis=0).T
+    return out
 
 
 def _tri_fast(origin, setup, a, b, c):
