@@ -35,9 +35,7 @@ def _package_file(dist, path):
     try:
         located = pathlib.Path(importlib.metadata.distribution(dist).locate_file(path))
     except importlib.metadata.PackageNotFoundError:
-        raise SceneUnavailable(
-            f"scene data needs the `{dist}` package ({SCENES_EXTRA})"
-        ) from None
+        raise SceneUnavailable(f"scene data needs the `{dist}` package ({SCENES_EXTRA})") from None
     if not located.exists():
         raise SceneUnavailable(f"`{dist}` is installed but has no `{path}`")
     return located

@@ -76,7 +76,9 @@ class Tables:
         if top.encoding != "bvh8":
             raise ValueError("the wave-batched loop runs BVH8 (RT IP 3.1) structures")
         self.top = top
-        self.bvhs = [top] + ([b for b in _unique(blas for blas, _ in top.instances)] if top.instances else [])
+        self.bvhs = [top] + (
+            [b for b in _unique(blas for blas, _ in top.instances)] if top.instances else []
+        )
         blas_va = getattr(top, "blas_va", {})
         self.va_base = [top_va] + [blas_va[id(b)] for b in self.bvhs[1:]]
         self.blas_of_inst = (
@@ -123,6 +125,12 @@ class Tables:
                     kind.append(KIND_PAIR)
                     pair_rows.append((row, dwords))
         self.kind = np.array(kind, np.int8)
+        self.dwords = np.zeros((len(kind), 32), np.uint32)
+        row = 0
+        for bvh in self.bvhs:
+            for _offset, dw in sorted(bvh.image.items()):
+                self.dwords[row, : len(dw)] = dw
+                row += 1
         self.va = np.array(va, np.int64)
         self.parent_ptr = np.array(parent, np.uint32)
         self.slot_ptr = np.array(slot, np.uint32)
@@ -166,12 +174,16 @@ class Tables:
         # instance nodes
         self.inst_index = np.full(n, -1, np.int64)
         self.inst_index[inst_rows] = np.arange(len(inst_rows))
-        self.inst = BN.decode_instance(np.array(inst_dw, np.uint32).reshape(-1, 32)) if inst_rows else None
+        self.inst = (
+            BN.decode_instance(np.array(inst_dw, np.uint32).reshape(-1, 32)) if inst_rows else None
+        )
         self.inst_of_row = np.full(n, -1, np.int64)
         for b, bvh in enumerate(self.bvhs):
             for leaf in bvh.leaves:
                 if leaf.kind == "instance":
-                    self.inst_of_row[self.row(np.array([b]), np.array([leaf.ptr], np.uint32))[0]] = leaf.index
+                    self.inst_of_row[
+                        self.row(np.array([b]), np.array([leaf.ptr], np.uint32))[0]
+                    ] = leaf.index
 
     def row(self, bvh, ptr):
         """Rows of pointers ``ptr`` (uint32) in BVHs ``bvh`` (indices into ``bvhs``)."""
@@ -246,13 +258,14 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent):
         t1 *= inv
         t2 = bmax - o
         t2 *= inv
-        # with a finite 1/d, (min - o) / d and (max - o) / d are ordered by the sign of 1/d and
-        # NaN only where a plane is (invalid slot: both): min/max pick what the golden
-        # sign-selected planes give. Rays with an infinite 1/d (a zero direction component,
-        # where 0 * inf can make one of the two NaN) take the golden selection.
+        # with a finite 1/d and min <= max, (min - o) / d and (max - o) / d are ordered by the
+        # sign of 1/d and NaN only where a plane is (invalid slot: both): min/max pick what the
+        # golden sign-selected planes give. Rays with an infinite 1/d (a zero direction
+        # component, where 0 * inf can make one of the two NaN) and boxes with min > max (which
+        # no encoder writes) take the golden selection.
         lo = np.minimum(t1, t2)
         hi = np.maximum(t1, t2)
-        odd = ~np.isfinite(inv).all(axis=0)
+        odd = ~np.isfinite(inv).all(axis=0) | (bmin > bmax).any(axis=(0, 1))
         if odd.any():
             pos = inv[:, odd] >= 0
             lo[:, :, odd] = np.where(pos, t1[:, :, odd], t2[:, :, odd])
@@ -316,7 +329,7 @@ def _tri_fast(origin, setup, a, b, c):
     det = F.add(F.add(u, v), w)
     tnum = F.fma(w, F.mul(sz, cz), F.fma(v, F.mul(sz, bz), F.mul(u, F.mul(sz, az))))
     with np.errstate(all="ignore"):
-        t = (tnum.view(np.float32).astype(np.float64) / det.view(np.float32).astype(np.float64))
+        t = tnum.view(np.float32).astype(np.float64) / det.view(np.float32).astype(np.float64)
         t = t.astype(np.float32).view(np.uint32)
     t = np.where(F.is_nan(t), np.uint32(F.CANONICAL_NAN), t)
     det_ok = ~F.is_nan(det) & ((det & np.uint32(0x7FFFFFFF)) != 0)
@@ -332,7 +345,9 @@ def _pair_step(tb, rows, ptrs, origin, setup):
     m = len(rows)
     o2 = np.repeat(origin, 2, axis=0)
     s2 = tuple(np.repeat(x, 2, axis=0) for x in setup)
-    hit, t = _tri_fast(o2, s2, v[:, :, 0].reshape(-1, 3), v[:, :, 1].reshape(-1, 3), v[:, :, 2].reshape(-1, 3))
+    hit, t = _tri_fast(
+        o2, s2, v[:, :, 0].reshape(-1, 3), v[:, :, 1].reshape(-1, 3), v[:, :, 2].reshape(-1, 3)
+    )
     t = np.where(hit, t, _POS_INF).reshape(m, 2)
     valid1 = tb.pair_valid1[p]
     t[:, 1] = np.where(valid1, t[:, 1], _POS_INF)
@@ -462,13 +477,29 @@ def _push_slots(st, r, last, data, counts):
 # --- the loop -----------------------------------------------------------------------------------
 
 
+def _ops(tb, rows, ptr, origin, direction, extent):
+    return {
+        "ptr": ptr.copy(),
+        "dwords": tb.dwords[rows],
+        "origin": origin.copy(),
+        "dir": direction.copy(),
+        "extent": extent.copy(),
+    }
+
+
 class Result:
     """Closest hits (``t`` float, ``prim``, ``inst``), per-ray counters (``counts[name]``) and,
     for recorded rays, the step records (``rec_*`` arrays, one entry per step)."""
 
 
-def trace(tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, record=None):
-    """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`."""
+def trace(
+    tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, record=None, probe=None
+):
+    """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`.
+
+    ``probe(kind, inputs, outputs)``, if given, sees every step's intersect operands (``ptr``,
+    ``dwords``, ``origin``, ``dir``, ``extent``: the ray as the accelerator receives it) and what
+    the step computed, for checking against the instruction model."""
     tb = tables
     n = len(origins)
     world_o = np.ascontiguousarray(np.asarray(origins, np.float32)).view(np.uint32).reshape(n, 3)
@@ -509,11 +540,20 @@ def trace(tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, r
         if kb.any():
             rb = r[kb]
             data[kb] = _box_step(tb, rows[kb], cur_o[rb], cur_d[rb], inv[rb], t_hit[rb])
+            if probe is not None:
+                probe(
+                    "box", _ops(tb, rows[kb], node[rb], cur_o[rb], cur_d[rb], t_hit[rb]), data[kb]
+                )
             box_tests[kb] = tb.box_count[tb.box_index[rows[kb]]]
         stop = np.zeros(len(r), bool)
         if kp.any():
             rp = r[kp]
-            t2, prims, valid1, nav = _pair_step(tb, rows[kp], node[rp], cur_o[rp], [x[rp] for x in setup])
+            t2, prims, valid1, nav = _pair_step(
+                tb, rows[kp], node[rp], cur_o[rp], [x[rp] for x in setup]
+            )
+            if probe is not None:
+                ops = _ops(tb, rows[kp], node[rp], cur_o[rp], cur_d[rp], t_hit[rp])
+                probe("pair", ops, (t2, prims, valid1, nav))
             tri_tests[kp] = 1 + valid1
             accepted = np.zeros(len(rp), bool)
             for k in (0, 1):
@@ -532,6 +572,9 @@ def trace(tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, r
         if ki.any():
             ri = r[ki]
             hit, no, nd = _instance_step(tb, rows[ki], cur_o[ri], cur_d[ri], t_hit[ri])
+            if probe is not None:
+                ops = _ops(tb, rows[ki], node[ri], cur_o[ri], cur_d[ri], t_hit[ri])
+                probe("instance", ops, (hit, no, nd))
             counts["instances"][ri] += 1
             h = ri[hit]
             inst_idx = tb.inst_of_row[rows[ki][hit]]
@@ -552,7 +595,14 @@ def trace(tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, r
             sel = record[r]
             if sel.any():
                 rec.append(
-                    (r[sel], np.full(sel.sum(), step), tb.va[rows[sel]], kind[sel], box_tests[sel], tri_tests[sel])
+                    (
+                        r[sel],
+                        np.full(sel.sum(), step),
+                        tb.va[rows[sel]],
+                        kind[sel],
+                        box_tests[sel],
+                        tri_tests[sel],
+                    )
                 )
         visited = node[r].copy()
         last = np.where(walking[r], walk[r], last)
