@@ -42,11 +42,14 @@ class WaitCountersModel:
         self.prof = profile(generation)
         self.waves, self.full_policy, self.external = waves, full_policy, external_returns
         names = self.prof.counters
+        self._max = {n: self.prof.max(n) for n in names}
         self.cnt = [{n: 0 for n in names} for _ in range(waves)]
-        self.thr = [{n: self.prof.max(n) for n in names} for _ in range(waves)]
+        # threshold rows are replaced, never changed in place, so "no wait" rows share one dict
+        self.thr = [self._max for _ in range(waves)]
 
     def _stalled(self, w):
-        return any(self.cnt[w][n] > self.thr[w][n] for n in self.prof.counters)
+        cnt, thr = self.cnt[w], self.thr[w]
+        return any(cnt[n] > thr[n] for n in self.prof.counters)
 
     def step(self, inputs, *, block=False, returns=None):
         """One clock. ``returns`` (internal use) replaces ``inputs["ret"]``; ``block`` refuses the
@@ -54,7 +57,8 @@ class WaitCountersModel:
         prof, names = self.prof, self.prof.counters
         issue, wait = inputs["issue"], inputs["wait"]
         rets = returns if returns is not None else inputs["ret"]
-        stall_bits = sum(1 << w for w in range(self.waves) if self._stalled(w))
+        stalled = [self._stalled(w) for w in range(self.waves)]
+        stall_bits = sum(1 << w for w in range(self.waves) if stalled[w])
         out = {
             "stall": stall_bits,
             "cnt": [dict(self.cnt[w]) for w in range(self.waves)],
@@ -86,7 +90,8 @@ class WaitCountersModel:
             out["err"]["bad_wait"] = 1
 
         # Next state.
-        new_cnt = [dict(c) for c in self.cnt]
+        new_cnt = list(self.cnt)
+        copied = set()
         for n in names:
             r = rets[n]
             dec_wave = None
@@ -97,18 +102,21 @@ class WaitCountersModel:
                 else:
                     dec_wave = r["wave"]
             inc_wave = iw if accept and n in targets else None
-            for w in range(self.waves):
-                inc, dec = inc_wave == w, dec_wave == w
-                if inc and not dec:
-                    new_cnt[w][n] = min(self.cnt[w][n] + 1, prof.max(n))
-                elif dec and not inc:
-                    new_cnt[w][n] = self.cnt[w][n] - 1
-        new_thr = []
-        for w in range(self.waves):
-            base = self.thr[w] if self._stalled(w) else {n: prof.max(n) for n in names}
-            if wait["valid"] and asked is not None and wait["wave"] == w:
-                base = {n: min(base[n], asked[n]) for n in names}
-            new_thr.append(dict(base))
+            if inc_wave == dec_wave:
+                continue
+            for w, delta in ((inc_wave, 1), (dec_wave, -1)):
+                if w is None:
+                    continue
+                if w not in copied:
+                    new_cnt[w] = dict(new_cnt[w])
+                    copied.add(w)
+                new_cnt[w][n] = (
+                    min(self.cnt[w][n] + 1, self._max[n]) if delta > 0 else self.cnt[w][n] - 1
+                )
+        new_thr = [self.thr[w] if stalled[w] else self._max for w in range(self.waves)]
+        if wait["valid"] and asked is not None and 0 <= wait["wave"] < self.waves:
+            w = wait["wave"]
+            new_thr[w] = {n: min(new_thr[w][n], asked[n]) for n in names}
         self.cnt, self.thr = new_cnt, new_thr
         return out
 
@@ -138,8 +146,11 @@ class ReturnQueueModel:
             seen.add(wave)
         return None
 
-    def step(self, push_wave=None, push_hit=0):
-        """One clock: returns the leaving ``{"valid", "wave"}``; pushes a request if given."""
+    def step(self, push_wave=None, push_hit=0, latency=None):
+        """One clock: returns the leaving ``{"valid", "wave"}``; pushes a request if given.
+
+        ``latency`` replaces the hit/miss latency of the pushed request (a timing model that
+        computes each request's latency itself, such as :mod:`gpurtl.golden.cu`)."""
         index = self.peek()
         out = {"valid": 0, "wave": 0}
         if index is not None:
@@ -150,7 +161,8 @@ class ReturnQueueModel:
         for entry in self.entries:
             entry[2] += 1
         if push_wave is not None and not was_full:
-            latency = self.hit_latency if push_hit else self.miss_latency
+            if latency is None:
+                latency = self.hit_latency if push_hit else self.miss_latency
             self.entries.append([push_wave, latency, 1])
         return out
 
