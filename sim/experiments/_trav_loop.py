@@ -93,6 +93,9 @@ class Scene:
                                 self._parent[(b, ptr)] = box.ptr
                                 self._slot_ptr[(b, ptr)] = c.ptr
                         self._leaf[(b, c.ptr)] = c
+                        # a paired legacy node (type 1 = its triangle 1) is also reached as
+                        # type 0 for its triangle 0
+                        self._leaf.setdefault((b, c.ptr & ~7), c)
         self.blas_index = {id(blas): k + 1 for k, (blas, _) in enumerate(top.instances or [])}
 
     def offset(self, ptr):
@@ -257,6 +260,12 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                         half.append(None)
                     else:
                         c["tri_tests"][r] += 1
+                        leaf = scene.leaf(b, ptr)
+                        pair = getattr(leaf, "legacy_tris", None)
+                        partner = ptr & ~7
+                        if ptr & 7 == 1 and partner not in instr["node_ptr"]:
+                            # triangle 1 of a paired node: triangle 0 is the next node
+                            half.append([partner] + [INVALID_NODE] * 3)
                         t = _tri_t(dw[4 * s], dw[4 * s + 1])
                         if (
                             np.isfinite(t)
@@ -264,8 +273,9 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                             and np.float32(t) < np.uint32(t_hit[r]).view(np.float32)
                         ):
                             t_hit[r] = f32_bits(t)
-                            tr.prim[r] = int(scene.leaf(b, ptr).prims[0])
-                        half.append([INVALID_NODE] * 4)
+                            tr.prim[r] = int(pair[ptr & 1] if pair else leaf.prims[0])
+                        if len(half) == s:
+                            half.append([INVALID_NODE] * 4)
                 if half[0] is None and half[1] is None:
                     data = dw[:8]
                 else:
