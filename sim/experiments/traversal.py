@@ -534,7 +534,8 @@ def report(data, out_dir):
             )
             + f". Camera {sc['image'][0]}x{sc['image'][1]}.",
             "",
-            "| rays | count | hit | steps | box tests | tri tests | instances | LDS bytes | overflow rays | rays / CPU s |",
+            "| rays | count | hit | steps | box tests | tri tests | instances | LDS bytes | "
+            "overflow rays | rays / CPU s |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for set_name, f in sc["func"].items():
@@ -552,7 +553,8 @@ def report(data, out_dir):
             "Default configuration (RDNA 4, dynamic VGPRs), mean ± 95% interval over disjoint groups of "
             "sampled waves:",
             "",
-            "| rays | waves | article formula % | engine-cycle % | issue-slot % | L0 hit % | L1 | L2 | MALL | SIMD lane eff. % | s_alloc_vgpr retries |",
+            "| rays | waves | article formula % | engine-cycle % | issue-slot % | L0 hit % | L1 | L2 | "
+            "MALL | SIMD lane eff. % | s_alloc_vgpr retries |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for set_name, r in sc["timing"].items():
@@ -605,7 +607,8 @@ def report(data, out_dir):
         "All three built over the same triangle pairs with the SAH-optimal collapse; costs in "
         "accelerator steps (box node 1, BVH8 pair 1, legacy triangle 1).",
         "",
-        "| build | box nodes | children per node | full nodes | leaves | triangles per leaf (max) | primitive nodes | SAH cost | bytes |",
+        "| build | box nodes | children per node | full nodes | leaves | triangles per leaf (max) | "
+        "primitive nodes | SAH cost | bytes |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, t in b["builds"].items():
