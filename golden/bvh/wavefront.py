@@ -1,23 +1,38 @@
-"""The driver's BVH8 traversal loop for millions of rays at once, bit exact step by step.
+"""The driver's BVH traversal loop for millions of rays at once, bit exact step by step.
 
 Every ray runs the loop of gpurt ``src/shaders/TraceRay3_1.hlsl`` (``TraceRayImpl3_1``) as the
-RDNA 4 hardware sees it, exactly as the per-wave loop of the traversal experiment does
-(``image_bvh8_intersect_ray``, leaf handling with the primitive-range update, instance
-transitions, ``ds_bvh_stack_push8_pop1`` with the RT IP 3.1 rules, the stackless walk-back
-through parent pointers after a stack overflow), but one step of *all* active rays is one pass of
-array operations:
+hardware sees it, exactly as the per-wave loop of the traversal experiment
+(``sim/experiments/_trav_loop.py``) does, in one of three modes:
+
+* ``bvh8`` (RDNA 4): ``image_bvh8_intersect_ray`` on one BVH8 node, triangle pair or instance
+  node a step, leaf handling with the primitive-range update, instance transitions,
+  ``ds_bvh_stack_push8_pop1`` with the RT IP 3.1 rules;
+* ``bvh4`` (RDNA 2/3 style): ``image_bvh_dual_intersect_ray`` on one legacy FP32 BVH4 node or
+  legacy triangle node a step (the second node an empty box), ``ds_bvh_stack_push4_pop1``;
+* ``bvh4x2``: the dual instruction on the two nodes ``ds_bvh_stack_push8_pop2`` returned (two
+  boxes sorted together with ``wide_sort``), after triangle 1 of a paired legacy node its
+  triangle 0 (pushed by the shader, or taken by the second engine);
+
+with the stackless walk-back through parent pointers after a stack overflow in every mode. One
+step of *all* active rays is one pass of array operations:
 
 * box nodes: the golden batch box path (:func:`gpurtl.golden.ray_accel.batch_box.box_test`, the
   child-reuse de-duplication, :func:`~gpurtl.golden.ray_accel.batch_box.sort_slots`) on slots
-  decoded once per node by :func:`gpurtl.golden.ray_accel.batch_nodes.decode_box8`, with the
-  OBB ray rotation of :func:`gpurtl.golden.ray_accel.obb.obb_transform_ray`;
-* triangle pairs: the watertight test of :mod:`gpurtl.golden.ray_accel.triangle` in the same
-  operation order with the array FP32 operations of :mod:`gpurtl.golden.ray_accel.batch_fp`, on
-  pairs decoded once by :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair`;
-* instance nodes: the instance transform and filter box of
+  decoded once per node by :func:`gpurtl.golden.ray_accel.batch_nodes.decode_box8` (legacy:
+  ``decode_box4_fp32``), with the OBB ray rotation of
+  :func:`gpurtl.golden.ray_accel.obb.obb_transform_ray`;
+* triangle pairs and legacy triangles: the watertight test of
+  :mod:`gpurtl.golden.ray_accel.triangle` in the same operation order with the array FP32
+  operations of :mod:`gpurtl.golden.ray_accel.batch_fp`, on pairs decoded once by
+  :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair` (legacy: the node's vertices);
+* instance nodes (``bvh8``): the instance transform and filter box of
   :mod:`gpurtl.golden.ray_accel.batch` on nodes decoded once;
 * the stack: the rules of :mod:`gpurtl.golden.ray_accel.ds_bvh_stack` on arrays (a ring of
   ``stack_size`` entries per ray).
+
+Legacy structures run as one BLAS: RDNA 2/3 handle instances in shader code, not in the dual
+instruction (whose golden model returns no children for an instance node), and the per-wave loop
+has no model of that code either.
 
 ``tests/golden/test_wavefront.py`` checks the per-step intersect results against
 :func:`gpurtl.golden.ray_accel.batch.intersect_words` on the real node dwords and the whole loop
@@ -26,8 +41,9 @@ array operations:
 Ray flags: ``first_hit`` ends a ray at its first accepted hit (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_
 END_SEARCH``, the shadow- and AO-ray setting). ``tmax`` is the initial ray extent.
 
-Records: for the rays of ``record`` (a boolean mask) every step's ray index, step number, node
-address (byte VA), node kind and test counts are kept, for the cycle model to replay whole waves.
+Records (``bvh8``): for the rays of ``record`` (a boolean mask) every step's ray index, step
+number, node address (byte VA), node kind and test counts are kept, for the cycle model to replay
+whole waves.
 """
 
 import numpy as np
@@ -39,7 +55,16 @@ from gpurtl.golden.ray_accel import batch_nodes as BN
 from gpurtl.golden.ray_accel import obb as obb_model
 from gpurtl.golden.ray_accel import triangle as T
 
-__all__ = ["COUNTERS", "KIND_BOX", "KIND_INSTANCE", "KIND_PAIR", "Tables", "trace"]
+__all__ = [
+    "COUNTERS",
+    "KIND_BOX",
+    "KIND_INSTANCE",
+    "KIND_PAIR",
+    "MODES",
+    "Tables",
+    "box_slots",
+    "trace",
+]
 
 KIND_BOX, KIND_PAIR, KIND_INSTANCE = 0, 1, 2
 COUNTERS = (
@@ -49,9 +74,11 @@ COUNTERS = (
     "instances",
     "pushes",
     "pops",
+    "fetches",
     "overflows",
     "walkback_steps",
 )
+_NULL_PTR = 0x5  # the empty second node of a single legacy step (never fetched)
 _INV = np.uint32(INVALID_NODE)
 _POS_INF = np.uint32(0x7F800000)
 _PREFIX = 0x1FFFFFFF
@@ -73,8 +100,11 @@ class Tables:
         from gpurtl.golden.ray_accel import primitive_node as pn
         from gpurtl.golden.ray_accel.ray import node_bytes, pair_index
 
-        if top.encoding != "bvh8":
-            raise ValueError("the wave-batched loop runs BVH8 (RT IP 3.1) structures")
+        if top.encoding not in ("bvh8", "bvh4"):
+            raise ValueError(f"`top` must be encoded as 'bvh8' or 'bvh4', not {top.encoding!r}")
+        self.legacy = top.encoding == "bvh4"
+        if self.legacy and top.instances:
+            raise ValueError("legacy BVH4 structures run as one BLAS (no instance nodes)")
         self.top = top
         self.bvhs = [top] + (
             [b for b in _unique(blas for blas, _ in top.instances)] if top.instances else []
@@ -92,6 +122,7 @@ class Tables:
         kind, va, parent, slot = [], [], [], []
         box_rows, box_dw, pair_rows, inst_rows, inst_dw = [], [], [], [], []
         self.inst_ptr = np.zeros(len(top.instances or []), np.uint32)
+        self._leaf_of_row = {}
         leaf_first = {}
         for b, bvh in enumerate(self.bvhs):
             for box in bvh.boxes:
@@ -124,6 +155,7 @@ class Tables:
                 else:
                     kind.append(KIND_PAIR)
                     pair_rows.append((row, dwords))
+                    self._leaf_of_row[row] = node
         self.kind = np.array(kind, np.int8)
         self.dwords = np.zeros((len(kind), 32), np.uint32)
         row = 0
@@ -135,19 +167,35 @@ class Tables:
         self.parent_ptr = np.array(parent, np.uint32)
         self.slot_ptr = np.array(slot, np.uint32)
         n = len(kind)
-        # box nodes, decoded once
+        # box nodes, decoded once (slot-major: slot, [axis,] node)
         self.box_index = np.full(n, -1, np.int64)
         self.box_index[box_rows] = np.arange(len(box_rows))
-        dec = BN.decode_box8(np.array(box_dw, np.uint32).reshape(-1, 32))
+        box_dw = np.array(box_dw, np.uint32).reshape(-1, 32)
+        if self.legacy:
+            # pointer flags are 0 here, so the legacy cull flags never cull
+            dec = BN.decode_box4_fp32(box_dw)
+            valid = dec["valid"]
+        else:
+            dec = BN.decode_box8(box_dw)
+            valid = dec["valid"] & ((dec["mask"] & np.uint32(0xFF)) != 0)
         self.box = dec
-        culled = (dec["mask"] & np.uint32(0xFF)) == 0
         self.box_ptr_t = np.ascontiguousarray(dec["ptr"].T)
-        self.box_valid_t = np.ascontiguousarray((dec["valid"] & ~culled).T)
+        self.box_valid_t = np.ascontiguousarray(valid.T)
         self.box_min_t = np.ascontiguousarray(dec["min"].view(np.float32).transpose(1, 2, 0))
         self.box_max_t = np.ascontiguousarray(dec["max"].view(np.float32).transpose(1, 2, 0))
         self.box_count = (dec["valid"]).sum(axis=1)
-        # triangle pairs: (row, pair) -> vertices, prim ids, validity, navigation
         self.pair_base = np.full(n, -1, np.int64)
+        if self.legacy:
+            # legacy triangle nodes: vertices v0..v3 (DW0-11) and the pair's triangle ids
+            self.pair_base[[row for row, _ in pair_rows]] = np.arange(len(pair_rows))
+            self.tri_verts = np.array(
+                [np.asarray(dw[:12], np.uint32).reshape(4, 3) for _, dw in pair_rows], np.uint32
+            ).reshape(-1, 4, 3)
+            self.tri_prims = np.array(
+                [self._legacy_tris(row) for row, _ in pair_rows], np.int64
+            ).reshape(-1, 2)
+            pair_rows = []
+        # triangle pairs: (row, pair) -> vertices, prim ids, validity, navigation
         verts, prims, valid1, nav = [], [], [], []
         for row, dwords in pair_rows:
             raw = node_bytes(list(dwords))
@@ -185,9 +233,15 @@ class Tables:
                         self.row(np.array([b]), np.array([leaf.ptr], np.uint32))[0]
                     ] = leaf.index
 
+    def _legacy_tris(self, row):
+        """Triangle ids of a legacy node's type 0 and type 1 (the builder's pair)."""
+        t0, t1 = self._leaf_of_row[row].legacy_tris
+        return t0, t1
+
     def row(self, bvh, ptr):
-        """Rows of pointers ``ptr`` (uint32) in BVHs ``bvh`` (indices into ``bvhs``)."""
-        offset = (ptr.astype(np.int64) & ~0xF) << 3
+        """Rows of pointers ``ptr`` (uint32) in BVHs ``bvh`` (indices into ``bvhs``); legacy
+        pointers have 3 type bits, RT IP 3.1 pointers 4."""
+        offset = (ptr.astype(np.int64) & (~7 if self.legacy else ~0xF)) << 3
         return self.row_of_key[self.key_base[bvh] + offset // 64]
 
     @property
@@ -233,9 +287,9 @@ _GROW_FACTOR = 1.0 + _GROW * 2.0**-24
 _STAGES = None
 
 
-def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent):
-    """Steps 1-5 of the box path for BVH8 nodes with the default descriptor (closest-first sort,
-    triangles first, 8-wide, box grow 6, child reuse), in native float32: the slab test of
+def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent, *, wide=None, dedup=True):
+    """Steps 1-5 of the box path for 8 slots with the default descriptor (closest-first sort,
+    triangles first, box grow 6), in native float32: the slab test of
     :func:`gpurtl.golden.ray_accel.batch_box.box_test`, the de-duplication and
     :func:`~gpurtl.golden.ray_accel.batch_box.sort_slots`. The same decisions, because every
     value that reaches a decision is the IEEE binary32 result either way: the golden model only
@@ -245,12 +299,16 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent):
 
     Arrays are slot-major for speed: ``ptrs``/``valid`` (8, M), ``bmin``/``bmax`` float32
     (8, 3, M), ``origin`` and ``inv_dir`` uint32 (3, M) patterns, ``extent`` uint32 (M,).
-    Returns the 8 sorted result pointers (M, 8)."""
+    ``wide`` (M,) bool: rows sorted 8-wide (a BVH8 node, or the two boxes of a dual instruction
+    with ``wide_sort``); the others stop after the narrow stages (slots 0-3 and 4-7 apart; all
+    rows are wide by default). ``dedup``: drop a pointer equal to the slot before it (child
+    reuse: BVH8 nodes, not the legacy dual form). Returns the 8 sorted result pointers (M, 8)."""
     global _STAGES
     if _STAGES is None:
-        from gpurtl.golden.ray_accel.sort import STAGES
+        from gpurtl.golden.ray_accel.sort import NARROW_STAGES, STAGES
 
-        _STAGES = [pair for stage in STAGES for pair in stage]
+        narrow = len(NARROW_STAGES)
+        _STAGES = [(pair, k >= narrow) for k, stage in enumerate(STAGES) for pair in stage]
     o = origin.view(np.float32)
     inv = inv_dir.view(np.float32)
     with np.errstate(all="ignore"):
@@ -278,15 +336,19 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent):
         grown = (max_t.astype(np.float64) * _GROW_FACTOR).astype(np.float32)
         hit = ~nan & valid & (min_t <= grown)
     tested = np.where(hit, ptrs, _INV)
-    tested[1:] = np.where(tested[1:] == tested[:-1], _INV, tested[1:])
+    if dedup:
+        tested[1:] = np.where(tested[1:] == tested[:-1], _INV, tested[1:])
     live = tested != _INV
     nlive = live.sum(axis=0)
     m = tested.shape[1]
     out = np.full((m, 8), _INV, np.uint32)
+    # one live slot goes to slot 0, unless a narrow sort keeps it in slots 4-7
     one = nlive == 1
+    if wide is not None:
+        one &= wide | live[:4].any(axis=0)
     if one.any():
         out[one, 0] = tested[:, one].T[live[:, one].T]
-    many = np.nonzero(nlive > 1)[0]
+    many = np.nonzero((nlive > 1) | ((nlive == 1) & ~one))[0]
     if len(many):
         tp = tested[:, many]
         key = np.where(hit[:, many], min_t[:, many], np.float32(np.inf))
@@ -297,11 +359,16 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent):
         ext = 4 * (tp == _INV) + 2 * (low > 3) + (low != 1)
         k |= ext.astype(np.int64) << 32
         slot = np.repeat(np.arange(8, dtype=np.int8)[:, None], len(many), axis=1)
-        for i, j in _STAGES:
+        narrow = None if wide is None or wide[many].all() else ~wide[many]
+        for (i, j), wide_stage in _STAGES:
             ki, kj = k[i], k[j]
             swap = kj < ki
             si, sj = slot[i], slot[j]
-            k[i], k[j] = np.minimum(ki, kj), np.maximum(ki, kj)
+            if wide_stage and narrow is not None:
+                swap &= ~narrow
+                k[i], k[j] = np.where(swap, kj, ki), np.where(swap, ki, kj)
+            else:
+                k[i], k[j] = np.minimum(ki, kj), np.maximum(ki, kj)
             slot[i], slot[j] = np.where(swap, sj, si), np.where(swap, si, sj)
         out[many] = np.take_along_axis(tp, slot.astype(np.int64), axis=0).T
     return out
@@ -430,21 +497,49 @@ class _Stack:
         self.b2t[r] = b2t
         return out
 
+    def pop2(self, r):
+        """``ds_bvh_stack_push8_pop2``'s two results ``(dst0, dst1)`` after the push: the pop, then
+        the other triangle of a ``TRIANGLE_1`` pop, or ``try_pop`` (never an instance node, never
+        across the TLAS boundary, never from an empty stack; ``dst0`` is then the deeper entry)."""
+        s = self.size
+        first = self.pop(r)
+        dst0, dst1 = first.copy(), np.full(len(r), _INV, np.uint32)
+        tri1 = (first & np.uint32(7)) == 1
+        dst0[tri1], dst1[tri1] = first[tri1] & ~np.uint32(7), first[tri1]
+        k = np.nonzero(~tri1)[0]
+        g = r[k]
+        ok = ~((self.to_tlas[g] == 0) & self.has_tlas[g]) & (self.valid[g] > 0)
+        addr = np.where(self.addr[g] == 0, s - 1, self.addr[g] - 1)
+        node = self.ring[g, addr]
+        ok &= (node & np.uint32(7)) != 6
+        k, g, addr, node = k[ok], g[ok], addr[ok], node[ok]
+        self.addr[g] = addr
+        self.to_tlas[g] = np.maximum(self.to_tlas[g] - 1, 0)
+        self.valid[g] -= 1
+        dst1[k], dst0[k] = dst0[k], node
+        return dst0, dst1
+
 
 def _special(x):
     return (x >> np.uint32(3)) == np.uint32(_PREFIX)
 
 
-def _push_slots(st, r, last, data, counts):
-    """gpurt ``ds_stack_push8_impl`` with the RT IP 3.1 rules
-    (:func:`gpurtl.golden.ray_accel.ds_bvh_stack.push_slots`), pushing as it goes."""
+def _push_slots(st, r, last, data, counts, rules31=True):
+    """gpurt ``ds_stack_push8_impl`` (:func:`gpurtl.golden.ray_accel.ds_bvh_stack.push_slots`),
+    with the RT IP 3.1 rules or without (the 3.0 rules of ``push8_pop2`` and ``push4_pop1``),
+    pushing as it goes."""
     walk = ~_special(last)
-    match = (data == last[:, None]) | ((data & 7) <= 3)
-    valid = ~walk | match.any(axis=1)
-    rng = ((last & 4) == 0) & ~walk
-    rng_end = rng & ((last & 2) != 0)
-    last_prim = (last & 7) <= 3
-    valid = (valid | last_prim) & ~rng_end
+    if rules31:
+        match = (data == last[:, None]) | ((data & 7) <= 3)
+        valid = ~walk | match.any(axis=1)
+        rng = ((last & 4) == 0) & ~walk
+        rng_end = rng & ((last & 2) != 0)
+        last_prim = (last & 7) <= 3
+        valid = (valid | last_prim) & ~rng_end
+    else:
+        match = data == last[:, None]
+        valid = ~walk | match.any(axis=1)
+        rng = np.zeros(len(r), bool)
     skip03 = np.zeros(len(r), bool)
     skip47 = np.zeros(len(r), bool)
     pushed = np.zeros(len(r), np.int64)
@@ -455,7 +550,7 @@ def _push_slots(st, r, last, data, counts):
             cond = sp & valid & ~skip47
             skip03 |= cond & ((node & 2) == 0)
             skip47 |= cond & ((node & 4) == 0)
-            if s == 6:
+            if s == 6 and rules31:
                 skip03 |= rng
                 skip47 |= rng
             skip = skip47
@@ -464,7 +559,7 @@ def _push_slots(st, r, last, data, counts):
             skip = skip03
         valid &= ~(walk & match[:, s])
         on = valid & ~sp & ~skip
-        if s == 7:
+        if s == 7 and rules31:
             eon = (last & 1) != 0
             nxt = np.where((node & 0xF) == 3, node ^ np.uint32(0xB), node + np.uint32(1))
             nxt = np.where(eon, (node & ~np.uint32(0xF)) + np.uint32(0x10), nxt)
@@ -492,31 +587,243 @@ class Result:
     for recorded rays, the step records (``rec_*`` arrays, one entry per step)."""
 
 
+class _Rays:
+    """Per-ray state: the world ray, the ray in the current BVH's space (``o``, ``d``, its
+    reciprocal direction and triangle set-up), the closest hit so far and where the ray is."""
+
+    def __init__(self, origins, dirs, tmax):
+        n = len(origins)
+        self.world_o = np.ascontiguousarray(np.asarray(origins, np.float32)).view(np.uint32)
+        self.world_o = self.world_o.reshape(n, 3)
+        self.world_d = np.ascontiguousarray(np.asarray(dirs, np.float32)).view(np.uint32)
+        self.world_d = self.world_d.reshape(n, 3)
+        self.o, self.d = self.world_o.copy(), self.world_d.copy()
+        self.inv_world = F.rcp(self.world_d)
+        self.inv = self.inv_world.copy()
+        self.setup_world = T.ray_setup(self.world_d)
+        self.setup = [x.copy() for x in self.setup_world]
+        self.t_hit = np.full(n, _POS_INF, np.uint32)
+        if tmax is not None:
+            self.t_hit[:] = np.asarray(np.broadcast_to(tmax, (n,)), np.float32).view(np.uint32)
+        self.prim = np.full(n, -1, np.int64)
+        self.inst = np.full(n, -1, np.int64)
+        self.hit_inst = np.full(n, -1, np.int64)
+        self.where = np.zeros(n, np.int64)
+
+    def to_world(self, r):
+        """Rays ``r`` back in the TLAS (world space)."""
+        self.where[r], self.inst[r] = 0, -1
+        self.o[r], self.d[r], self.inv[r] = self.world_o[r], self.world_d[r], self.inv_world[r]
+        for x, y in zip(self.setup, self.setup_world):
+            x[r] = y[r]
+
+
+def _bvh8_step(tb, ray, r, rows, node, first_hit, probe):
+    """One ``image_bvh8_intersect_ray`` per ray ``r`` (a box, a triangle pair or an instance
+    node) and the leaf/instance handling; ``(data, last, stop, box_tests, tri_tests)``."""
+    m = len(r)
+    kind = tb.kind[rows]
+    data = np.full((m, 8), _INV, np.uint32)
+    last = np.full(m, _INV, np.uint32)
+    kb, kp, ki = kind == KIND_BOX, kind == KIND_PAIR, kind == KIND_INSTANCE
+    box_tests = np.zeros(m, np.int64)
+    tri_tests = np.zeros(m, np.int64)
+    stop = np.zeros(m, bool)
+    if kb.any():
+        rb = r[kb]
+        data[kb] = _box_step(tb, rows[kb], ray.o[rb], ray.d[rb], ray.inv[rb], ray.t_hit[rb])
+        if probe is not None:
+            ops = _ops(tb, rows[kb], node[rb], ray.o[rb], ray.d[rb], ray.t_hit[rb])
+            probe("box", ops, data[kb])
+        box_tests[kb] = tb.box_count[tb.box_index[rows[kb]]]
+    if kp.any():
+        rp = r[kp]
+        t2, prims, valid1, nav = _pair_step(
+            tb, rows[kp], node[rp], ray.o[rp], [x[rp] for x in ray.setup]
+        )
+        if probe is not None:
+            ops = _ops(tb, rows[kp], node[rp], ray.o[rp], ray.d[rp], ray.t_hit[rp])
+            probe("pair", ops, (t2, prims, valid1, nav))
+        tri_tests[kp] = 1 + valid1
+        accepted = np.zeros(len(rp), bool)
+        for k in (0, 1):
+            t = t2[:, k]
+            ok = (t < _POS_INF) & (t < ray.t_hit[rp]) & ((t & np.uint32(0x80000000)) == 0)
+            ray.t_hit[rp] = np.where(ok, t, ray.t_hit[rp])
+            ray.prim[rp] = np.where(ok, prims[:, k], ray.prim[rp])
+            ray.hit_inst[rp] = np.where(ok, ray.inst[rp], ray.hit_inst[rp])
+            accepted |= ok
+        dp = np.full((len(rp), 8), _INV, np.uint32)
+        dp[:, 7] = node[rp]
+        data[kp] = dp
+        last[kp] = np.uint32(0xFFFFFFF8) | (nav & 3)
+        if first_hit:
+            stop[kp] = accepted
+    if ki.any():
+        ri = r[ki]
+        hit, no, nd = _instance_step(tb, rows[ki], ray.o[ri], ray.d[ri], ray.t_hit[ri])
+        if probe is not None:
+            ops = _ops(tb, rows[ki], node[ri], ray.o[ri], ray.d[ri], ray.t_hit[ri])
+            probe("instance", ops, (hit, no, nd))
+        h = ri[hit]
+        inst_idx = tb.inst_of_row[rows[ki][hit]]
+        ray.where[h] = tb.blas_of_inst[inst_idx]
+        ray.inst[h] = inst_idx
+        ray.o[h], ray.d[h] = no[hit], nd[hit]
+        ray.inv[h] = F.rcp(nd[hit])
+        for x, y in zip(ray.setup, T.ray_setup(nd[hit])):
+            x[h] = y
+        di = np.full((len(ri), 8), _INV, np.uint32)
+        di[hit, 6] = SKIP_0_7
+        di[hit, 7] = ROOT_NODE_PTR
+        data[ki] = di
+    return data, last, stop, box_tests, tri_tests
+
+
+#: legacy triangle node types 0 and 1: ``(v0, v1, v2)`` and ``(v1, v3, v2)``
+_LEGACY_VERTS = np.array([[0, 1, 2], [1, 3, 2]])
+
+
+def _legacy_tri(tb, rows, ptrs, origin, setup):
+    """Closest-hit distances (float32 (M,), +inf for a miss) of legacy triangle nodes: the
+    dual instruction's ``t_num / t_den`` as the shader divides them (a miss returns +inf / 1)."""
+    v = tb.tri_verts[tb.pair_base[rows]]  # (M, 4, 3)
+    pick = _LEGACY_VERTS[(ptrs & 1).astype(np.int64)]
+    a, b, c = (np.take_along_axis(v, pick[:, k, None, None], axis=1)[:, 0] for k in range(3))
+    hit, t = _tri_fast(origin, setup, a, b, c)
+    return np.where(hit, t, _POS_INF).view(np.float32)
+
+
+def _legacy_step(tb, ray, r, node, node2, dual, first_hit, probe):
+    """One ``image_bvh_dual_intersect_ray`` per ray ``r`` on legacy nodes ``node`` and, where it
+    is a node (``dual``), ``node2``; the shader's triangle handling (a closer ``t_num / t_den``
+    becomes the hit; after triangle 1 of a paired node, triangle 0 is pushed as the next node).
+    The unused second node is an empty box. ``(data, last, stop, box_tests, tri_tests,
+    fetches)``; ``data`` holds the 8 stack slots (slots 4-7 unused by ``push4_pop1``)."""
+    m = len(r)
+    where = ray.where[r]
+    extent = ray.t_hit[r]  # the instruction's extent: the closest hit before this step
+    two = ~_special(node2)
+    rows = [tb.row(where, node), np.full(m, -1, np.int64)]
+    rows[1][two] = tb.row(where[two], node2[two])
+    ptrs = [node, np.where(two, node2, np.uint32(_NULL_PTR))]
+    is_box = [(node & 7) == 5, ~two | ((node2 & 7) == 5)]
+    box_tests = np.zeros(m, np.int64)
+    tri_tests = np.zeros(m, np.int64)
+    out = np.full((m, 8), _INV, np.uint32)
+    real_box = [is_box[0], is_box[1] & two]
+    anybox = np.nonzero(real_box[0] | real_box[1])[0]
+    if len(anybox):
+        k = len(anybox)
+        ptr8 = np.full((8, k), _INV, np.uint32)
+        valid8 = np.zeros((8, k), bool)
+        lo8 = np.zeros((8, 3, k), np.float32)
+        hi8 = np.zeros((8, 3, k), np.float32)
+        for h in (0, 1):
+            sel = real_box[h][anybox]
+            bi = tb.box_index[rows[h][anybox[sel]]]
+            box_tests[anybox[sel]] += tb.box_count[bi]
+            slots = slice(4 * h, 4 * h + 4)
+            ptr8[slots, sel] = tb.box_ptr_t[:, bi]
+            valid8[slots, sel] = tb.box_valid_t[:, bi]
+            lo8[slots][:, :, sel] = tb.box_min_t[:, :, bi]
+            hi8[slots][:, :, sel] = tb.box_max_t[:, :, bi]
+        ra = r[anybox]
+        # the descriptor's wide_sort (bvh4x2) sorts two box nodes together
+        wide = (is_box[0] & is_box[1])[anybox] & dual
+        out[anybox] = box_slots(
+            ptr8,
+            valid8,
+            lo8,
+            hi8,
+            np.ascontiguousarray(ray.o[ra].T),
+            np.ascontiguousarray(ray.inv[ra].T),
+            extent[anybox],
+            wide=np.broadcast_to(wide, (k,)),
+            dedup=False,
+        )
+    data = out.copy()
+    accepted = np.zeros(m, bool)
+    t_out = np.full((m, 2), np.inf, np.float32)
+    for h in (0, 1):
+        tri = ~is_box[h]
+        if not tri.any():
+            continue
+        rt, p = r[tri], ptrs[h][tri]
+        t = _legacy_tri(tb, rows[h][tri], p, ray.o[rt], [x[rt] for x in ray.setup])
+        t_out[tri, h] = t
+        tri_tests[tri] += 1
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(t) & (t >= 0) & (t < ray.t_hit[rt].view(np.float32))
+        ray.t_hit[rt] = np.where(ok, t.view(np.uint32), ray.t_hit[rt])
+        prim = tb.tri_prims[tb.pair_base[rows[h][tri]], (p & 1).astype(np.int64)]
+        ray.prim[rt] = np.where(ok, prim, ray.prim[rt])
+        accepted[tri] |= ok
+        # triangle 1 of a paired node: triangle 0 next, unless the other engine has it
+        partner = p & ~np.uint32(7)
+        push0 = ((p & 7) == 1) & (partner != ptrs[0][tri]) & (partner != ptrs[1][tri])
+        half = np.full((tri.sum(), 4), _INV, np.uint32)
+        half[push0, 0] = partner[push0]
+        data[tri, 4 * h : 4 * h + 4] = half
+    if not dual:
+        data[:, 4:] = _INV  # push4_pop1 reads slots 0-3
+    if probe is not None:
+        probe(
+            "dual",
+            {
+                "ptr": np.stack(ptrs, axis=1),
+                "dwords": np.stack(
+                    [tb.dwords[rows[0]], np.where(two[:, None], tb.dwords[rows[1]], 0)], axis=1
+                ),
+                "origin": ray.o[r].copy(),
+                "dir": ray.d[r].copy(),
+                "extent": extent,
+            },
+            (out, t_out, is_box),
+        )
+    stop = accepted if first_hit else np.zeros(m, bool)
+    return data, np.full(m, _INV, np.uint32), stop, box_tests, tri_tests, 1 + two
+
+
+MODES = ("bvh8", "bvh4x2", "bvh4")
+
+
 def trace(
-    tables, origins, dirs, *, tmax=None, first_hit=False, stack_size=16, record=None, probe=None
+    tables,
+    origins,
+    dirs,
+    *,
+    mode=None,
+    tmax=None,
+    first_hit=False,
+    stack_size=16,
+    record=None,
+    probe=None,
 ):
     """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`.
+
+    ``mode``: ``"bvh8"`` (RT IP 3.1: one BVH8 node or triangle pair a step,
+    ``ds_bvh_stack_push8_pop1`` with the 3.1 rules; the default for BVH8 tables), ``"bvh4"``
+    (RDNA 2/3: one legacy BVH4 node a step with the dual instruction's second node empty,
+    ``push4_pop1``; the default for legacy tables) or ``"bvh4x2"`` (two legacy nodes a step,
+    sorted together when both are boxes, ``push8_pop2``).
 
     ``probe(kind, inputs, outputs)``, if given, sees every step's intersect operands (``ptr``,
     ``dwords``, ``origin``, ``dir``, ``extent``: the ray as the accelerator receives it) and what
     the step computed, for checking against the instruction model."""
     tb = tables
+    if mode is None:
+        mode = "bvh4" if tb.legacy else "bvh8"
+    if mode not in MODES:
+        raise ValueError(f"`mode` must be one of {', '.join(MODES)}, not {mode!r}")
+    if (mode != "bvh8") != tb.legacy:
+        raise ValueError(f"mode {mode!r} does not run {tb.top.encoding} nodes")
+    if record is not None and tb.legacy:
+        raise ValueError("step records are kept for the bvh8 mode only")
     n = len(origins)
-    world_o = np.ascontiguousarray(np.asarray(origins, np.float32)).view(np.uint32).reshape(n, 3)
-    world_d = np.ascontiguousarray(np.asarray(dirs, np.float32)).view(np.uint32).reshape(n, 3)
-    cur_o, cur_d = world_o.copy(), world_d.copy()
-    inv_world = F.rcp(world_d)
-    inv = inv_world.copy()
-    setup_world = T.ray_setup(world_d)
-    setup = [x.copy() for x in setup_world]
-    t_hit = np.full(n, _POS_INF, np.uint32)
-    if tmax is not None:
-        t_hit[:] = np.asarray(np.broadcast_to(tmax, (n,)), np.float32).view(np.uint32)
-    prim = np.full(n, -1, np.int64)
-    inst = np.full(n, -1, np.int64)
-    hit_inst = np.full(n, -1, np.int64)
-    where = np.zeros(n, np.int64)
+    ray = _Rays(origins, dirs, tmax)
     node = np.full(n, ROOT_NODE_PTR, np.uint32)
+    node2 = np.full(n, _INV, np.uint32)  # bvh4x2: the second node of the step
     walk = np.full(n, _INV, np.uint32)  # the child walked back from, or INVALID (none)
     walking = np.zeros(n, bool)
     active = np.ones(n, bool)
@@ -528,82 +835,35 @@ def trace(
         r = np.nonzero(active)[0]
         if not len(r):
             break
-        rows = tb.row(where[r], node[r])
-        kind = tb.kind[rows]
         counts["steps"][r] += 1
         counts["walkback_steps"][r] += walking[r]
-        data = np.full((len(r), 8), _INV, np.uint32)
-        last = np.full(len(r), _INV, np.uint32)
-        kb, kp, ki = kind == KIND_BOX, kind == KIND_PAIR, kind == KIND_INSTANCE
-        box_tests = np.zeros(len(r), np.int64)
-        tri_tests = np.zeros(len(r), np.int64)
-        if kb.any():
-            rb = r[kb]
-            data[kb] = _box_step(tb, rows[kb], cur_o[rb], cur_d[rb], inv[rb], t_hit[rb])
-            if probe is not None:
-                probe(
-                    "box", _ops(tb, rows[kb], node[rb], cur_o[rb], cur_d[rb], t_hit[rb]), data[kb]
-                )
-            box_tests[kb] = tb.box_count[tb.box_index[rows[kb]]]
-        stop = np.zeros(len(r), bool)
-        if kp.any():
-            rp = r[kp]
-            t2, prims, valid1, nav = _pair_step(
-                tb, rows[kp], node[rp], cur_o[rp], [x[rp] for x in setup]
+        if tb.legacy:
+            data, last, stop, box_tests, tri_tests, fetches = _legacy_step(
+                tb, ray, r, node[r], node2[r], mode == "bvh4x2", first_hit, probe
             )
-            if probe is not None:
-                ops = _ops(tb, rows[kp], node[rp], cur_o[rp], cur_d[rp], t_hit[rp])
-                probe("pair", ops, (t2, prims, valid1, nav))
-            tri_tests[kp] = 1 + valid1
-            accepted = np.zeros(len(rp), bool)
-            for k in (0, 1):
-                t = t2[:, k]
-                ok = (t < _POS_INF) & (t < t_hit[rp]) & ((t & np.uint32(0x80000000)) == 0)
-                t_hit[rp] = np.where(ok, t, t_hit[rp])
-                prim[rp] = np.where(ok, prims[:, k], prim[rp])
-                hit_inst[rp] = np.where(ok, inst[rp], hit_inst[rp])
-                accepted |= ok
-            dp = np.full((len(rp), 8), _INV, np.uint32)
-            dp[:, 7] = node[rp]
-            data[kp] = dp
-            last[kp] = np.uint32(0xFFFFFFF8) | (nav & 3)
-            if first_hit:
-                stop[kp] = accepted
-        if ki.any():
-            ri = r[ki]
-            hit, no, nd = _instance_step(tb, rows[ki], cur_o[ri], cur_d[ri], t_hit[ri])
-            if probe is not None:
-                ops = _ops(tb, rows[ki], node[ri], cur_o[ri], cur_d[ri], t_hit[ri])
-                probe("instance", ops, (hit, no, nd))
-            counts["instances"][ri] += 1
-            h = ri[hit]
-            inst_idx = tb.inst_of_row[rows[ki][hit]]
-            where[h] = tb.blas_of_inst[inst_idx]
-            inst[h] = inst_idx
-            cur_o[h], cur_d[h] = no[hit], nd[hit]
-            inv[h] = F.rcp(nd[hit])
-            new_setup = T.ray_setup(nd[hit])
-            for x, y in zip(setup, new_setup):
-                x[h] = y
-            di = np.full((len(ri), 8), _INV, np.uint32)
-            di[hit, 6] = SKIP_0_7
-            di[hit, 7] = ROOT_NODE_PTR
-            data[ki] = di
+            counts["fetches"][r] += fetches
+        else:
+            rows = tb.row(ray.where[r], node[r])
+            data, last, stop, box_tests, tri_tests = _bvh8_step(
+                tb, ray, r, rows, node, first_hit, probe
+            )
+            counts["fetches"][r] += 1
+            if rec is not None:
+                sel = record[r]
+                if sel.any():
+                    rec.append(
+                        (
+                            r[sel],
+                            np.full(sel.sum(), step),
+                            tb.va[rows[sel]],
+                            tb.kind[rows[sel]],
+                            box_tests[sel],
+                            tri_tests[sel],
+                        )
+                    )
+            counts["instances"][r] += tb.kind[rows] == KIND_INSTANCE
         counts["box_tests"][r] += box_tests
         counts["tri_tests"][r] += tri_tests
-        if rec is not None:
-            sel = record[r]
-            if sel.any():
-                rec.append(
-                    (
-                        r[sel],
-                        np.full(sel.sum(), step),
-                        tb.va[rows[sel]],
-                        kind[sel],
-                        box_tests[sel],
-                        tri_tests[sel],
-                    )
-                )
         visited = node[r].copy()
         last = np.where(walking[r], walk[r], last)
         # rays ending at their first hit leave before the stack instruction
@@ -612,52 +872,47 @@ def trace(
         go = ~stop
         r, data, last, visited = r[go], data[go], last[go], visited[go]
         before = st.overflowed[r].copy()
-        _push_slots(st, r, last, data, counts)
-        first = st.pop(r)
-        counts["pops"][r] += 1
+        _push_slots(st, r, last, data, counts, rules31=mode == "bvh8")
+        if mode == "bvh4x2":
+            first, second = st.pop2(r)
+            counts["pops"][r] += 1 + ~_special(second)
+        else:
+            first, second = st.pop(r), np.full(len(r), _INV, np.uint32)
+            counts["pops"][r] += 1
         counts["overflows"][r] += st.overflowed[r] & ~before
-        back = st.b2t[r]
-        rb = r[back]
-        where[rb], inst[rb] = 0, -1
-        cur_o[rb], cur_d[rb], inv[rb] = world_o[rb], world_d[rb], inv_world[rb]
-        for x, y in zip(setup, setup_world):
-            x[rb] = y[rb]
+        ray.to_world(r[st.b2t[r]])
         done = first == np.uint32(TERMINAL_NODE)
         active[r[done]] = False
         lost = first == _INV
         # stackless walk-back: from the node just visited to its parent
         rl = r[lost]
         src = visited[lost]
-        vrow = tb.row(where[rl], src)
-        par = tb.parent_ptr[vrow]
+        par = tb.parent_ptr[tb.row(ray.where[rl], src)]
         # the root of a BLAS: back to the TLAS, to the instance's parent box
-        blas_root = (par == _INV) & (where[rl] != 0)
+        blas_root = (par == _INV) & (ray.where[rl] != 0)
         if blas_root.any():
             rr = rl[blas_root]
-            src[blas_root] = tb.inst_ptr[inst[rr]]
-            where[rr], inst[rr] = 0, -1
-            cur_o[rr], cur_d[rr], inv[rr] = world_o[rr], world_d[rr], inv_world[rr]
-            for x, y in zip(setup, setup_world):
-                x[rr] = y[rr]
-            par[blas_root] = tb.parent_ptr[tb.row(where[rr], src[blas_root])]
+            src[blas_root] = tb.inst_ptr[ray.inst[rr]]
+            ray.to_world(rr)
+            par[blas_root] = tb.parent_ptr[tb.row(ray.where[rr], src[blas_root])]
         ends = par == _INV
         active[rl[ends]] = False
         keep = ~ends
         rk = rl[keep]
-        walk[rk] = tb.slot_ptr[tb.row(where[rk], src[keep])]
+        walk[rk] = tb.slot_ptr[tb.row(ray.where[rk], src[keep])]
         walking[rk] = True
-        node[rk] = par[keep]
+        node[rk], node2[rk] = par[keep], _INV
         ok = ~done & ~lost
         ro = r[ok]
         walking[ro] = False
-        node[ro] = first[ok]
+        node[ro], node2[ro] = first[ok], second[ok]
         step += 1
         if step > 100000:
             raise RuntimeError("traversal loop does not terminate")
     res = Result()
-    res.t = np.where(t_hit < _POS_INF, t_hit.view(np.float32).astype(np.float64), np.inf)
-    res.t = np.where(prim >= 0, res.t, np.inf)
-    res.prim, res.inst = prim, hit_inst
+    t = ray.t_hit.view(np.float32).astype(np.float64)
+    res.t = np.where(ray.prim >= 0, t, np.inf)
+    res.prim, res.inst = ray.prim, ray.hit_inst
     res.counts = counts
     if rec is not None:
         cols = list(zip(*rec)) if rec else [[]] * 6

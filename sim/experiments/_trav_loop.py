@@ -34,7 +34,9 @@ RT IP 3.1 walk-back rule (every triangle slot counts as visited) does not push i
 stack can miss a hit.
 
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
-fetch; the cycle model (:mod:`._cu_model`) times it.
+fetch. This loop is the independent reference of the wave-batched engine
+(:mod:`gpurtl.golden.bvh.wavefront`): one lane at a time through the golden ``intersect_wave`` and
+``ds_bvh_stack`` models, where the engine works on arrays (``tests/golden/test_wavefront.py``).
 """
 
 import numpy as np
@@ -86,16 +88,20 @@ class Scene:
             for box in bvh.boxes:
                 for c in box.children:
                     self._parent[(b, c.ptr)] = box.ptr
-                    if c.kind == "leaf":
+                    if c.kind == "leaf" and self.legacy:
+                        # a paired legacy node (type 1 = its triangle 1) is also reached as
+                        # type 0 for its triangle 0; its parent's slot holds the type-1 pointer
+                        for ptr in (c.ptr, c.ptr & ~7):
+                            self._parent[(b, ptr)] = box.ptr
+                            self._slot_ptr[(b, ptr)] = c.ptr
+                            self._leaf[(b, ptr)] = c
+                    elif c.kind == "leaf":
                         for k in range(len(getattr(c, "nodes", [None]))):
                             for pair in range(8):
                                 ptr = (c.ptr + 0x10 * k) | (pair & 3) | ((pair & 4) << 1)
                                 self._parent[(b, ptr)] = box.ptr
                                 self._slot_ptr[(b, ptr)] = c.ptr
                         self._leaf[(b, c.ptr)] = c
-                        # a paired legacy node (type 1 = its triangle 1) is also reached as
-                        # type 0 for its triangle 0
-                        self._leaf.setdefault((b, c.ptr & ~7), c)
         self.blas_index = {id(blas): k + 1 for k, (blas, _) in enumerate(top.instances or [])}
 
     def offset(self, ptr):

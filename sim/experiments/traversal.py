@@ -17,7 +17,8 @@ allocator with ``s_alloc_vgpr`` at the switch to shading, the memory hierarchy o
 ways: the article's formula, engine-cycle utilization and issue-slot occupancy.
 
 BVH comparison: BVH8 / BVH4 / BVH4x2 built over the same triangle pairs with the SAH-optimal
-collapse, at equal leaf content (one pair per leaf) and with BVH8 leaves up to four pairs.
+collapse, at equal leaf content (one pair per leaf), with BVH8 leaves up to four pairs and with
+OBBs, every build on the same rays (up to :data:`BVH_RAYS` per set) in the wave-batched loop.
 
 RTL in the loop: one wave's stack instructions per mode replay through the ``ds_bvh_stack``
 RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray_accel`` RTL.
@@ -249,6 +250,7 @@ def measure(quick=False, progress=None):
             progress(done, steps_total, label)
 
     data["scenes"] = []
+    bvh_rays = {}
     for name, kind, geometry, up_axis in scenes:
         t0 = time.process_time()
         top = _build(kind, geometry)
@@ -276,6 +278,9 @@ def measure(quick=False, progress=None):
             func[set_name] = _func_stats(res, time.process_time() - c0)
             waves_of[set_name] = TW.wave_traces(res, pick, inst_prim_base=base)
             sets[set_name] = res
+            if not data["scenes"] and set_name in ("camera", "diffuse1"):
+                hit = res.prim >= 0 if set_name == "camera" else slice(None)
+                bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
             ok, pts, nrm = hit_frame(world_tris, o, d, res.t, _key(res, base))
             if set_name == "camera":
                 data_img = _images(res, ok, pts, nrm, pixel, cam, width, height, quick)
@@ -340,7 +345,7 @@ def measure(quick=False, progress=None):
                 "images": data_img,
             }
         )
-    data["bvh"] = _bvh_comparison(scenes[0], quick)
+    data["bvh"] = _bvh_comparison(scenes[0], bvh_rays)
     tick("BVH comparison")
     data["rtl"] = _rtl(quick)
     tick("RTL replay")
@@ -394,55 +399,75 @@ def _images(res, ok, pts, nrm, pixel, cam, width, height, quick):
     }
 
 
-def _bvh_comparison(scene, quick):
-    """BVH8 (4 pairs), BVH8 (1 pair), BVH4 (1 paired node) over the same pairs of the first
-    scene: tree statistics and traversal work on the same rays (scalar per-wave loop for the
-    legacy modes)."""
+#: The BVH comparison's ray sets: the first scene's camera rays that hit, its first bounce.
+_BVH_SETS = {"camera": "camera (hits)", "diffuse1": "diffuse bounce 1"}
+
+#: Rays per ray set of the BVH comparison (an even sample of the set when it is larger).
+BVH_RAYS = 1 << 17
+
+#: The builds of the BVH comparison, all over the same triangle pairs: (label, mode, arguments).
+BVH_BUILDS = (
+    ("BVH8, leaves up to 4 pairs", "bvh8", {"width": 8, "leaf_pairs": 4}),
+    ("BVH8, leaves up to 4 pairs, OBBs", "bvh8", {"width": 8, "leaf_pairs": 4, "obb": True}),
+    ("BVH8, leaves of 1 pair", "bvh8", {"width": 8, "leaf_pairs": 1}),
+    ("BVH4, leaves of 1 pair (paired legacy node)", "bvh4x2", {"width": 4}),
+    ("BVH4, leaves of 1 pair (paired legacy node)", "bvh4", {"width": 4}),
+)
+
+
+def _even_sample(n, count):
+    return np.unique(np.linspace(0, n - 1, min(n, count)).astype(np.int64))
+
+
+def _bvh_comparison(scene, ray_sets):
+    """BVH8 (4 pairs, with and without OBBs), BVH8 (1 pair), BVH4 (1 paired node, one node a
+    step and two) over the same triangle pairs of the first scene: tree statistics and
+    traversal work on the same rays (``ray_sets``: ``{name: (origins, dirs)}``) in the
+    wave-batched loop, with the closest hits compared against the first build's."""
+    from gpurtl.golden.bvh import builder as B
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
-    from . import _trav_loop as L
-    from ._trav_rays import bounce_rays, camera_rays, hit_frame
-
-    name, kind, mesh, up_axis = scene
+    name, _kind, mesh, _up = scene
     pairs = W.pair_triangles(mesh)
-    builds = {
-        "BVH8, leaves up to 4 pairs": W.build_wide(mesh, width=8, leaf_pairs=4, pairs=pairs),
-        "BVH8, leaves of 1 pair": W.build_wide(mesh, width=8, leaf_pairs=1, pairs=pairs),
-        "BVH4, leaves of 1 pair (paired legacy node)": W.build_wide(mesh, width=4, pairs=pairs),
-    }
-    world = mesh.triangles.astype(np.float64)
-    cam, _c, ext = _camera(world, up_axis, quick)
-    o, d, _p = camera_rays(cam, 64, 48)
-    first = WF.trace(WF.Tables(builds["BVH8, leaves up to 4 pairs"]), o, d)
-    hit = first.prim >= 0
-    ok, pts, nrm = hit_frame(world, o, d, first.t, np.where(hit, first.prim, -1))
-    bo, bd = bounce_rays(pts, nrm, 1e-4 * ext, np.random.default_rng(3))
-    n = 64 if quick else 192
-    sel_c = np.nonzero(hit)[0][:n]
-    ray_sets = {"camera (hits)": (o[sel_c], d[sel_c]), "diffuse": (bo[:n], bd[:n])}
-    out = {"scene": name, "builds": {}, "work": []}
+    builds, tables = {}, {}
+    for label, _mode, kw in BVH_BUILDS:
+        if label in builds:
+            continue
+        kw = dict(kw)
+        obb = B.OBB_THRESHOLD if kw.pop("obb", False) else None
+        t0 = time.process_time()
+        builds[label] = W.build_wide(mesh, pairs=pairs, obb_threshold=obb, **kw)
+        tables[label] = WF.Tables(builds[label])
+        builds[label].cpu_s = time.process_time() - t0
+    out = {"scene": name, "builds": {}, "work": [], "rays": {}}
     for label, bvh in builds.items():
-        out["builds"][label] = W.tree_stats(bvh)
-    runs = (
-        ("bvh8", "BVH8, leaves up to 4 pairs"),
-        ("bvh8", "BVH8, leaves of 1 pair"),
-        ("bvh4x2", "BVH4, leaves of 1 pair (paired legacy node)"),
-        ("bvh4", "BVH4, leaves of 1 pair (paired legacy node)"),
-    )
-    for set_name, (ro, rd) in ray_sets.items():
-        for mode, label in runs:
-            scene_l = L.Scene(name, builds[label], mode)
-            counts = {
-                k: [] for k in ("steps", "box_tests", "tri_tests", "fetches", "pushes", "pops")
-            }
-            for w in range(0, len(ro), 32):
-                tr = L.trace_wave(scene_l, ro[w : w + 32], rd[w : w + 32], stack_size=16)
-                for k in counts:
-                    counts[k].append(tr.counts[k])
-            row = {k: float(np.concatenate(v).mean()) for k, v in counts.items()}
-            row["lds_bytes"] = 4 * (row.pop("pushes") + row.pop("pops"))
-            out["work"].append({"rays": set_name, "mode": mode, "build": label, **row})
+        out["builds"][label] = {**W.tree_stats(bvh), "cpu_s": bvh.cpu_s}
+    for set_name, (o_all, d_all) in ray_sets.items():
+        pick = _even_sample(len(o_all), BVH_RAYS)
+        ro, rd = o_all[pick], d_all[pick]
+        out["rays"][set_name] = int(len(pick))
+        ref = None
+        for label, mode, _kw in BVH_BUILDS:
+            t0 = time.process_time()
+            res = WF.trace(tables[label], ro, rd, mode=mode)
+            cpu = time.process_time() - t0
+            if ref is None:
+                ref = res
+            c = res.counts
+            out["work"].append(
+                {
+                    "rays": set_name,
+                    "mode": mode,
+                    "build": label,
+                    "count": int(len(ro)),
+                    **{k: float(c[k].mean()) for k in ("steps", "box_tests", "tri_tests")},
+                    "fetches": float(c["fetches"].mean()),
+                    "lds_bytes": float(4 * (c["pushes"] + c["pops"]).mean()),
+                    "same_hit": float((res.prim == ref.prim).mean()),
+                    "rays_per_cpu_s": len(ro) / cpu if cpu else 0.0,
+                }
+            )
     return out
 
 
@@ -604,28 +629,32 @@ def report(data, out_dir):
     lines += [
         f"## BVH8 / BVH4 / BVH4x2 at equal leaf content ({b['scene']})",
         "",
-        "All three built over the same triangle pairs with the SAH-optimal collapse; costs in "
-        "accelerator steps (box node 1, BVH8 pair 1, legacy triangle 1).",
+        "All built over the same triangle pairs with the SAH-optimal collapse; costs in "
+        "accelerator steps (box node 1, BVH8 pair 1, legacy triangle 1; SAH over the axis-aligned "
+        "boxes). Every ray set runs through the wave-batched loop in each mode "
+        f"({', '.join(f'{k}: {v} rays' for k, v in b['rays'].items())}).",
         "",
-        "| build | box nodes | children per node | full nodes | leaves | triangles per leaf (max) | "
-        "primitive nodes | SAH cost | bytes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| build | box nodes | children per node | full nodes | OBB nodes | leaves | "
+        "triangles per leaf (max) | primitive nodes | SAH cost | bytes | build CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, t in b["builds"].items():
         lines.append(
             f"| {label} | {t['box_nodes']} | {t['mean_children']:.2f} | {100 * t['full_nodes']:.0f}% | "
-            f"{t['leaves']} | {t['mean_leaf_tris']:.2f} ({t['max_leaf_tris']}) | {t['primitive_nodes']} | "
-            f"{t['sah_cost']:.2f} | {t['bytes']} |"
+            f"{t['obb_nodes']} | {t['leaves']} | {t['mean_leaf_tris']:.2f} ({t['max_leaf_tris']}) | "
+            f"{t['primitive_nodes']} | {t['sah_cost']:.2f} | {t['bytes']} | {t['cpu_s']:.1f} |"
         )
     lines += [
         "",
-        "| rays | mode | build | steps | box tests | tri tests | node fetches | LDS bytes |",
-        "|---|---|---|---|---|---|---|---|",
+        "| rays | mode | build | steps | box tests | tri tests | node fetches | LDS bytes | "
+        "closest hit as row 1 | rays / CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for w in b["work"]:
         lines.append(
             f"| {w['rays']} | {w['mode']} | {w['build']} | {w['steps']:.2f} | {w['box_tests']:.1f} | "
-            f"{w['tri_tests']:.2f} | {w['fetches']:.2f} | {w['lds_bytes']:.0f} |"
+            f"{w['tri_tests']:.2f} | {w['fetches']:.2f} | {w['lds_bytes']:.0f} | "
+            f"{100 * w['same_hit']:.2f}% | {w['rays_per_cpu_s']:.0f} |"
         )
     lines += ["", _bvh_reading(b), ""]
     rtl = data["rtl"]
@@ -671,18 +700,22 @@ def report(data, out_dir):
 
 def _bvh_reading(b):
     work = {(w["rays"], w["mode"], w["build"]): w for w in b["work"]}
+    legacy = "BVH4, leaves of 1 pair (paired legacy node)"
     parts = []
-    for rays in sorted({w["rays"] for w in b["work"]}):
+    for rays in b["rays"]:
         b8 = work[(rays, "bvh8", "BVH8, leaves of 1 pair")]
         b8w = work[(rays, "bvh8", "BVH8, leaves up to 4 pairs")]
-        b4 = work[(rays, "bvh4", "BVH4, leaves of 1 pair (paired legacy node)")]
-        b42 = work[(rays, "bvh4x2", "BVH4, leaves of 1 pair (paired legacy node)")]
+        b8o = work[(rays, "bvh8", "BVH8, leaves up to 4 pairs, OBBs")]
+        b4 = work[(rays, "bvh4", legacy)]
+        b42 = work[(rays, "bvh4x2", legacy)]
         parts.append(
             f"{rays}: width (BVH4 -> BVH8 at one pair per leaf) changes steps {b4['steps']:.1f} -> "
             f"{b8['steps']:.1f} and box tests {b4['box_tests']:.1f} -> {b8['box_tests']:.1f}; "
-            f"leaves (1 -> up to 4 pairs, BVH8) change steps {b8['steps']:.1f} -> {b8w['steps']:.1f}; "
-            f"BVH4x2 takes {b42['steps']:.1f} steps and {b42['fetches']:.1f} node fetches "
-            f"(BVH8: {b8['fetches']:.1f}) and {b42['lds_bytes']:.0f} LDS bytes (BVH8: {b8['lds_bytes']:.0f})"
+            f"leaves (1 -> up to 4 pairs, BVH8) change steps {b8['steps']:.2f} -> "
+            f"{b8w['steps']:.2f}; OBBs change steps {b8w['steps']:.2f} -> {b8o['steps']:.2f} and "
+            f"box tests {b8w['box_tests']:.1f} -> {b8o['box_tests']:.1f}; BVH4x2 takes "
+            f"{b42['steps']:.1f} steps and {b42['fetches']:.1f} node fetches (BVH8: "
+            f"{b8['fetches']:.1f}) and {b42['lds_bytes']:.0f} LDS bytes (BVH8: {b8['lds_bytes']:.0f})"
         )
     return "Reading: " + "; ".join(parts) + "."
 

@@ -1,12 +1,14 @@
-"""The wave-batched traversal loop (golden/bvh/wavefront.py): every step against the
-instruction model (``batch.intersect_words`` on the real node dwords), the whole loop against the
-per-wave loop of the traversal experiment, and its native-float32 box path against the golden
-batch box path."""
+"""The wave-batched traversal loop (golden/bvh/wavefront.py) in its three modes (BVH8, BVH4,
+BVH4x2), with and without OBBs: every step against the instruction model
+(``batch.intersect_words`` on the real node dwords), the whole loop against the per-wave loop of
+the traversal experiment (an independent implementation on the golden ``intersect_wave`` and
+``ds_bvh_stack``), and its native-float32 box path against the golden batch box path."""
 
 import numpy as np
 import pytest
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
+from gpurtl.golden.bvh import builder as B
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import wavefront as WF
 from gpurtl.golden.bvh import wide as W
@@ -32,7 +34,12 @@ def scenes(bunny):
         for k in range(3)
     ]
     world = M.merge([m.transformed(x) for m, x in inst])
-    return {"blas": (blas, bunny), "tlas": (W.build_wide_tlas(inst), world)}
+    return {
+        "blas": (blas, bunny),
+        "tlas": (W.build_wide_tlas(inst), world),
+        "obb": (W.build_wide(bunny, width=8, leaf_pairs=4, obb_threshold=B.OBB_THRESHOLD), bunny),
+        "bvh4": (W.build_wide(bunny, width=4), bunny),
+    }
 
 
 def _out_field(words, *path):
@@ -40,40 +47,75 @@ def _out_field(words, *path):
     return read_fields(words, [offset], width)[:, 0]
 
 
-@pytest.mark.parametrize("name", ["blas", "tlas"])
-def test_every_step_equals_the_instruction_model(scenes, name):
+def _instr(ops, k, dual, desc):
+    ptrs = ops["ptr"][k] if dual else [ops["ptr"][k], 0]
+    nodes = ops["dwords"][k] if dual else [ops["dwords"][k], [0] * 32]
+    if dual and ptrs[1] == WF._NULL_PTR:
+        nodes = [nodes[0], L._NULL_BOX]  # the per-wave loop's empty second node
+    return {
+        "dual": int(dual),
+        "ray": {
+            "origin": [int(v) for v in ops["origin"][k]],
+            "dir": [int(v) for v in ops["dir"][k]],
+            "extent": int(ops["extent"][k]),
+            "instance_mask": 0xFF,
+        },
+        "node_ptr": [int(v) for v in ptrs],
+        "node": [[int(v) for v in dw] for dw in nodes],
+        "pointer_flags": 0,
+        "desc": desc,
+    }
+
+
+def _check_dual(dw, out):
+    """Legacy dual steps: the box halves' sorted pointers, the triangles' t_num / t_den."""
+    ptrs, t_out, is_box = out
+    both = is_box[0] & is_box[1]
+    assert np.array_equal(dw[both, :8], ptrs[both])
+    for h in (0, 1):
+        one = is_box[h] & ~both
+        assert np.array_equal(dw[one, 4 * h : 4 * h + 4], ptrs[one, 4 * h : 4 * h + 4])
+        tri = ~is_box[h]
+        with np.errstate(all="ignore"):
+            t = dw[tri, 4 * h].view(np.float32) / dw[tri, 4 * h + 1].view(np.float32)
+        assert np.array_equal(t.view(np.uint32), t_out[tri, h].view(np.uint32))
+
+
+@pytest.mark.parametrize(
+    "name,mode",
+    [("blas", "bvh8"), ("tlas", "bvh8"), ("obb", "bvh8"), ("bvh4", "bvh4"), ("bvh4", "bvh4x2")],
+)
+def test_every_step_equals_the_instruction_model(scenes, name, mode):
     top, world = scenes[name]
     tables = WF.Tables(top)
     origins, dirs = make_rays(world, 96, seed=7)
-    steps = {"box": [], "pair": [], "instance": []}
-    WF.trace(tables, origins, dirs, probe=lambda kind, ops, out: steps[kind].append((ops, out)))
-    assert steps["box"] and steps["pair"]
+    steps = {"box": [], "pair": [], "instance": [], "dual": []}
+    WF.trace(
+        tables,
+        origins,
+        dirs,
+        mode=mode,
+        probe=lambda kind, ops, out: steps[kind].append((ops, out)),
+    )
+    legacy = mode != "bvh8"
+    assert bool(steps["dual"]) == legacy
+    assert legacy or (steps["box"] and steps["pair"])
     assert (name == "tlas") == bool(steps["instance"])
-    desc = default_desc()
-    checked = 0
+    desc = default_desc(wide_sort=0) if mode == "bvh4" else default_desc()
+    checked = rotated = wide = 0
     for kind, items in steps.items():
         for ops, out in items[::3]:
-            instrs = [
-                {
-                    "dual": 0,
-                    "ray": {
-                        "origin": [int(v) for v in ops["origin"][k]],
-                        "dir": [int(v) for v in ops["dir"][k]],
-                        "extent": int(ops["extent"][k]),
-                        "instance_mask": 0xFF,
-                    },
-                    "node_ptr": [int(ops["ptr"][k]), 0],
-                    "node": [[int(v) for v in ops["dwords"][k]], [0] * 32],
-                    "pointer_flags": 0,
-                    "desc": desc,
-                }
-                for k in range(len(ops["ptr"]))
-            ]
+            instrs = [_instr(ops, k, legacy, desc) for k in range(len(ops["ptr"]))]
             got = batch.intersect_words(words_from_dicts(INSTR_LAYOUT, instrs))
             dw = np.stack([_out_field(got, "dw", k) for k in range(10)], axis=1)
             assert not _out_field(got, "status").any()
             if kind == "box":
                 assert np.array_equal(dw[:, :8], out)
+                rotated += int(((ops["dwords"][:, 7] & 0x7F) != 0x7F).sum())
+            elif kind == "dual":
+                _check_dual(dw, out)
+                two = ops["ptr"][:, 1] != WF._NULL_PTR
+                wide += int((out[2][0] & out[2][1] & two).sum())
             elif kind == "pair":
                 t2, prims, valid1, nav = out
                 assert np.array_equal(dw[:, [0, 4]], t2)
@@ -88,28 +130,46 @@ def test_every_step_equals_the_instruction_model(scenes, name):
                 assert np.array_equal(origin, new_o) and np.array_equal(direction, new_d)
             checked += len(instrs)
     assert checked > 300
+    assert (name == "obb") == (rotated > 100)
+    assert (mode == "bvh4x2") == (wide > 50)  # two boxes sorted 8-wide
 
 
-@pytest.mark.parametrize("name,stack_size", [("blas", 16), ("blas", 4), ("tlas", 16), ("tlas", 3)])
-def test_loop_equals_the_per_wave_loop(scenes, name, stack_size):
+@pytest.mark.parametrize(
+    "name,mode,stack_size",
+    [
+        ("blas", "bvh8", 16),
+        ("blas", "bvh8", 4),
+        ("tlas", "bvh8", 16),
+        ("tlas", "bvh8", 3),
+        ("obb", "bvh8", 16),
+        ("obb", "bvh8", 4),
+        ("bvh4", "bvh4", 16),
+        ("bvh4", "bvh4", 3),
+        ("bvh4", "bvh4x2", 16),
+        ("bvh4", "bvh4x2", 3),
+    ],
+)
+def test_loop_equals_the_per_wave_loop(scenes, name, mode, stack_size):
     top, world = scenes[name]
     origins, dirs = make_rays(world, 64, seed=3)
-    res = WF.trace(WF.Tables(top), origins, dirs, stack_size=stack_size)
-    scene = L.Scene(name, top, "bvh8")
+    res = WF.trace(WF.Tables(top), origins, dirs, mode=mode, stack_size=stack_size)
+    scene = L.Scene(name, top, mode)
     waves = [
         L.trace_wave(scene, origins[w : w + 32], dirs[w : w + 32], stack_size=stack_size)
         for w in range(0, len(origins), 32)
     ]
-    for field in ("prim", "inst"):
+    assert (res.prim >= 0).sum() > 40
+    for field in ("prim", "inst", "t"):
         assert np.array_equal(
             np.concatenate([getattr(t, field) for t in waves]), getattr(res, field)
-        )
+        ), field
     for counter in (
         "steps",
         "box_tests",
         "tri_tests",
         "pushes",
         "pops",
+        "fetches",
         "overflows",
         "walkback_steps",
     ):
@@ -117,6 +177,20 @@ def test_loop_equals_the_per_wave_loop(scenes, name, stack_size):
         assert np.array_equal(ref, res.counts[counter]), counter
     if stack_size < 8:
         assert res.counts["overflows"].sum() > 0
+        assert res.counts["walkback_steps"].sum() > 0
+    if mode == "bvh4x2":
+        assert (res.counts["fetches"] > res.counts["steps"]).any()
+
+
+def test_modes_and_structures_must_match(scenes):
+    top, world = scenes["bvh4"]
+    origins, dirs = make_rays(world, 4, seed=1)
+    with pytest.raises(ValueError, match="does not run bvh4 nodes"):
+        WF.trace(WF.Tables(top), origins, dirs, mode="bvh8")
+    with pytest.raises(ValueError, match="does not run bvh8 nodes"):
+        WF.trace(WF.Tables(scenes["blas"][0]), origins, dirs, mode="bvh4x2")
+    with pytest.raises(ValueError, match="`mode` must be one of"):
+        WF.trace(WF.Tables(top), origins, dirs, mode="bvh2")
 
 
 def test_first_hit_and_tmax(scenes):
