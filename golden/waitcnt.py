@@ -44,12 +44,21 @@ class WaitCountersModel:
         names = self.prof.counters
         self._max = {n: self.prof.max(n) for n in names}
         self.cnt = [{n: 0 for n in names} for _ in range(waves)]
-        # threshold rows are replaced, never changed in place, so "no wait" rows share one dict
+        # count and threshold rows are replaced, never changed in place, so "no wait" rows share
+        # one dict and a wave's stall is known while both its rows stay the same objects
         self.thr = [self._max for _ in range(waves)]
+        self._known = [(None, None, False)] * waves
 
     def _stalled(self, w):
         cnt, thr = self.cnt[w], self.thr[w]
-        return any(cnt[n] > thr[n] for n in self.prof.counters)
+        if thr is self._max:  # counts never exceed their maximum: no wait pending
+            return False
+        known = self._known[w]
+        if known[0] is cnt and known[1] is thr:
+            return known[2]
+        stalled = any(cnt[n] > thr[n] for n in self.prof.counters)
+        self._known[w] = (cnt, thr, stalled)
+        return stalled
 
     def step(self, inputs, *, block=False, returns=None):
         """One clock. ``returns`` (internal use) replaces ``inputs["ret"]``; ``block`` refuses the
@@ -61,7 +70,7 @@ class WaitCountersModel:
         stall_bits = sum(1 << w for w in range(self.waves) if stalled[w])
         out = {
             "stall": stall_bits,
-            "cnt": [dict(self.cnt[w]) for w in range(self.waves)],
+            "cnt": list(map(dict, self.cnt)),
             "issue_accepted": 0,
             "err": {"overflow": 0, "bad_wait": 0},
         }
@@ -145,6 +154,22 @@ class ReturnQueueModel:
                 return index
             seen.add(wave)
         return None
+
+    def ready_in(self):
+        """Clocks until the first entry could leave (0: one may leave this clock), ``None`` when
+        the queue is empty. Before then every :meth:`step` without a push only ages the entries,
+        which :meth:`idle` does at once."""
+        if not self.entries:
+            return None
+        return max(0, min(latency - age for _wave, latency, age in self.entries))
+
+    def idle(self, clocks):
+        """``clocks`` steps without a push in which no entry leaves (at most :meth:`ready_in`)."""
+        ready = self.ready_in()
+        if ready is not None and clocks > ready:
+            raise ValueError(f"an entry can leave within {ready} clocks, not {clocks}")
+        for entry in self.entries:
+            entry[2] += clocks
 
     def step(self, push_wave=None, push_hit=0, latency=None):
         """One clock: returns the leaving ``{"valid", "wave"}``; pushes a request if given.

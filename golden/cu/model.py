@@ -172,12 +172,18 @@ class _Slots:
 _BVH, _DS, _LOAD = InstClass.BVH.value, InstClass.LDS.value, InstClass.VMEM_LOAD.value
 
 
-def simulate(waves, params, *, counter_model=None, warm_lines=()):
+def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=False):
     """Run ``waves`` (:class:`WaveTrace`, launched in order) on one CU; a :class:`CuRun`.
 
     ``counter_model(generation, waves)``: a factory for the wait-counter model (default
     :class:`gpurtl.golden.waitcnt.WaitCountersModel` with external returns). ``warm_lines``:
-    lines present in every level below L0 at the start (the BVH a frame keeps in L2/MALL)."""
+    lines present in every level below L0 at the start (the BVH a frame keeps in L2/MALL).
+
+    The model visits only the cycles where something happens (a wake-up, a counter output a
+    waiting wave reads, a return leaving its queue) and steps the counter model on those.
+    ``every_cycle`` steps the counter model and the return queues on every cycle instead: the
+    plain clocked reference the event-stepped run must equal
+    (``tests/golden/test_memory_cu.py``)."""
     p = params
     prof = profile(p.generation)
     nslots = p.simds * p.resident
@@ -243,16 +249,30 @@ def simulate(waves, params, *, counter_model=None, warm_lines=()):
             wake(s, 0)
     cycle = -1
     read_at = set()  # cycles whose counter outputs a waiting wave reads
-    while (
-        events
-        or any(q.entries for q in queues.values())
-        or any(st is not None and st[4] is not None for st in slot)
-    ):
-        # the next cycle with something to do: a wake-up, or any request ageing in a queue
-        nxt = events[0][0] if events else cycle + 1
-        if any(q.entries for q in queues.values()) or read_at:
-            nxt = min(nxt, cycle + 1)
-        cycle = max(nxt, cycle + 1)
+    qlist = list(queues.values())
+    waiting_waves = quiet = 0  # waves in a wait; cycles since the counter model's last input
+    while events or read_at or waiting_waves or any(q.entries for q in qlist):
+        if not events and not read_at and not any(q.entries for q in qlist) and quiet > 1:
+            raise RuntimeError(f"waves wait on counters that never return (cycle {cycle})")
+        # the next cycle with something to do: a wake-up, a counter output a waiting wave
+        # reads, or a request that can leave its return queue; on the cycles in between no
+        # input reaches the counter model (which leaves its state as it is) and the queues
+        # only age their requests
+        if every_cycle:
+            nxt = cycle + 1
+        else:
+            nxt = events[0][0] if events else None
+            if read_at:
+                nxt = cycle + 1
+            for q in qlist:
+                ready = q.ready_in()
+                if ready is not None and (nxt is None or cycle + 1 + ready < nxt):
+                    nxt = cycle + 1 + ready
+            nxt = cycle + 2 if nxt is None else max(nxt, cycle + 1)
+            for q in qlist:
+                if q.entries and nxt > cycle + 1:
+                    q.idle(nxt - cycle - 1)
+        cycle = nxt
         issue = {"valid": 0, "wave": 0, "cls": _LOAD, "hit": 0}
         wait = {"valid": 0, "wave": 0, "word": 0}
         push = None  # (counter names, slot, latency)
@@ -319,6 +339,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=()):
                 word = {"wait_bvh": w_bvh, "wait_ds": w_ds, "wait_load": w_load}[state]
                 wait = {"valid": 1, "wave": s, "word": word}
                 st[4] = cycle  # the wait is in; the stall is read from the next cycle on
+                waiting_waves += 1
             elif state == "shade":
                 if not alloc_op(s, OP.ALLOC, p.shade_vgprs):
                     run.alloc_waits += 1
@@ -350,9 +371,10 @@ def simulate(waves, params, *, counter_model=None, warm_lines=()):
         any_ret = any(r["valid"] for r in rets.values())
         reading = cycle in read_at
         read_at.discard(cycle)
-        if issue["valid"] or wait["valid"] or any_ret or reading:
+        quiet = 0 if issue["valid"] or wait["valid"] or any_ret else quiet + 1
+        if issue["valid"] or wait["valid"] or any_ret or reading or every_cycle:
             out = counters.step({"issue": issue, "wait": wait, "ret": rets})
-            if issue["valid"] or wait["valid"] or any_ret:
+            if (issue["valid"] or wait["valid"] or any_ret) and not every_cycle:
                 read_at.add(cycle + 1)
             waiting = [s for s in range(nslots) if slot[s] is not None and slot[s][4] is not None]
             if issue["valid"] and not out["issue_accepted"]:
@@ -362,6 +384,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=()):
                 if st[4] >= cycle or (out["stall"] >> s) & 1:
                     continue
                 st[4] = None
+                waiting_waves -= 1
                 kind = st[1][5:]
                 if kind == "bvh":
                     st[1] = "ds"

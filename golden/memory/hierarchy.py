@@ -48,31 +48,29 @@ class Cache:
     def __init__(self, level):
         self.level = level
         self.sets = level.size // (LINE * level.ways) if level.size else 0
-        self.tags = [dict() for _ in range(self.sets)]  # line -> (fill time, last use)
+        # per set: line -> fill time, least recently used first (a use moves a line to the end)
+        self.tags = [dict() for _ in range(self.sets)]
         self.port_free = 0.0
         self.fills = []  # heap of pending fill times (MSHRs in use)
         self.accesses = self.hits = self.pending_hits = self.misses = 0
         self.mshr_wait = 0.0
-        self._use = 0
 
     def lookup(self, line, t):
         """``(status, fill)``: 'hit', 'pending' (fill time) or 'miss'."""
         if not self.sets:
             return "hit", t
-        entry = self.tags[line % self.sets].get(line)
-        if entry is None:
+        s = self.tags[line % self.sets]
+        fill = s.pop(line, None)
+        if fill is None:
             return "miss", None
-        self._use += 1
-        self.tags[line % self.sets][line] = (entry[0], self._use)
-        return ("pending", entry[0]) if entry[0] > t else ("hit", entry[0])
+        s[line] = fill
+        return ("pending", fill) if fill > t else ("hit", fill)
 
     def insert(self, line, fill):
         s = self.tags[line % self.sets]
         if len(s) >= self.level.ways:
-            victim = min(s, key=lambda k: s[k][1])
-            del s[victim]
-        self._use += 1
-        s[line] = (fill, self._use)
+            del s[next(iter(s))]
+        s[line] = fill
 
 
 class Hierarchy:

@@ -120,3 +120,64 @@ def test_in_order_returns_and_static_registers_cost_cycles():
     static = _params(vgpr_mode="static", shade_vgprs=128, rf_vgprs=1024)
     assert static.resident == 8
     assert simulate(waves, static).alloc_waits == 0
+
+
+class _Counting(WaitCountersModel):
+    """The golden counter model, counting the cycles it is stepped."""
+
+    steps = 0
+
+    def step(self, inputs, **kw):
+        type(self).steps += 1
+        return super().step(inputs, **kw)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"slots_per_simd": 4},
+        {"slots_per_simd": 8, "generation": "gfx11"},  # in-order returns
+        {"slots_per_simd": 16, "shade_vgprs": 128, "rf_vgprs": 1024},  # s_alloc_vgpr retries
+        {"slots_per_simd": 8, "queue_depth": 2},  # full return queues hold issues back
+    ],
+)
+def test_event_stepping_equals_stepping_every_cycle(kw):
+    waves = _waves(10, seed=5, mixed=True)
+    p = _params(**kw)
+    runs = {}
+    for every in (False, True):
+        _Counting.steps = 0
+        runs[every] = simulate(
+            waves, p, every_cycle=every, counter_model=lambda g, n: _Counting(g, waves=n)
+        )
+        runs[every].steps = _Counting.steps
+    fast, ref = runs[False], runs[True]
+    # the clocked reference steps the counter model on every cycle, the event-stepped run on a
+    # fraction of them; every instruction issues and completes on the same cycle
+    assert ref.steps == ref.cycles + 1
+    assert fast.steps < ref.steps / 2
+    assert len(ref.instructions) == 10 * (2 * 6 + 1)  # bvh and ds per iteration, one load
+    assert fast.instructions == ref.instructions
+    assert fast.ra == ref.ra
+    assert (fast.cycles, fast.end_times, fast.alloc_waits) == (
+        ref.cycles,
+        ref.end_times,
+        ref.alloc_waits,
+    )
+
+
+def test_return_queue_idle_clocks():
+    from gpurtl.golden.waitcnt import ReturnQueueModel
+
+    q, r = ReturnQueueModel(8, "ooo"), ReturnQueueModel(8, "ooo")
+    for m in (q, r):
+        m.step(1, latency=5)
+        m.step(2, latency=9)
+    assert q.ready_in() == 3  # the first request (age 2 of 5) can leave 3 clocks from now
+    q.idle(3)
+    for _ in range(3):
+        assert r.step() == {"valid": 0, "wave": 0}
+    assert q.entries == r.entries
+    assert q.step() == r.step() == {"valid": 1, "wave": 1}
+    with pytest.raises(ValueError, match="can leave within"):
+        q.idle(q.ready_in() + 1)
