@@ -607,18 +607,7 @@ def _encode_boxes8(bvh):
     dwords = encode_box8_rows(mins, maxs, count, types, ranges, ib, lb, obb)
     for r, box in enumerate(boxes):
         box.dwords = dwords[r].tolist()
-        box.ptr = (box.offset >> 3) | 5
-        bvh.image[box.offset] = box.dwords
-        bvh.by_offset[box.offset] = box
-        for c in box.children:
-            if c.kind == "box":
-                continue
-            c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
-            bvh.by_offset[c.offset] = c
-            if c.dwords is not None:
-                bvh.image[c.offset] = c.dwords
-            for k, dw in enumerate(getattr(c, "nodes", None) or []):
-                bvh.image[c.offset + 128 * k] = dw
+        B.place_box8(bvh, box)
 
 
 def _encode_bvh8(bvh):
@@ -632,10 +621,9 @@ def _encode_bvh8(bvh):
 
 
 def _encode_bvh4_pairs(bvh, pairs):
-    """Legacy BVH4: box nodes as :func:`.builder.encode_bvh4`, each leaf one 64-byte paired
+    """Legacy BVH4: box nodes by :func:`.builder.encode_boxes4`, each leaf one 64-byte paired
     triangle node (``(v0, v1, v2)`` and ``(v1, v3, v2)``, the shared edge ``v1 -> v2``); its
     pointer has type 1 (triangle 1 of the pair) when the node holds two triangles, else 0."""
-    from gpurtl.golden.ray_accel import box_node
     from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
 
@@ -658,27 +646,7 @@ def _encode_bvh4_pairs(bvh, pairs):
         ]
         leaf.legacy_tris = (int(t0), int(t1))
         bvh.image[leaf.offset] = leaf.nodes[0]
-    for box in bvh.boxes:
-        for c in box.children:
-            if c.kind == "box":
-                c.ptr = (c.offset >> 3) | 5
-            else:
-                c.ptr = (c.offset >> 3) | c.pair_type
-                bvh.by_offset[c.offset] = c
-        children = [
-            {
-                "ptr": c.ptr,
-                "min": [float(v) for v in box.child_lo[k]],
-                "max": [float(v) for v in box.child_hi[k]],
-            }
-            for k, c in enumerate(box.children)
-        ]
-        box.dwords = list(box_node.encode_box4_fp32(children))
-        box.dwords[31] = (box.dwords[31] & ~0x7F) | box.obb
-        box.ptr = (box.offset >> 3) | 5
-        bvh.image[box.offset] = box.dwords
-        bvh.by_offset[box.offset] = box
-    bvh.encoding = "bvh4"
+    B.encode_boxes4(bvh, lambda c: c.pair_type)
     return bvh
 
 

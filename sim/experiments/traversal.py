@@ -62,6 +62,9 @@ ARTICLE = {
     },
 }
 CLOCK = 2.5e9
+#: Timing samples per ray set: groups of waves, each group one CU run of this many waves (a
+#: steady state needs several times the CU's 32 wave slots).
+TIMING_GROUPS, TIMING_WAVES = 4, 64
 RAY_SETS = ("camera", "shadow", "ao", "diffuse1", "diffuse2")
 TIMED_SETS = ("camera", "shadow", "ao", "diffuse1")
 IMAGE_W, IMAGE_H = 1024, 768
@@ -185,8 +188,9 @@ def _steady(run):
 
 
 def _timing(waves, params, warm, reps):
-    """Mean and 95% t-interval over ``reps`` disjoint groups of waves of the three
-    utilization figures, hit rates per level and SIMD lane efficiency."""
+    """Mean and 95% t-interval over ``reps`` disjoint groups of waves (each group one CU run) of
+    the three utilization figures, hit rates per level and SIMD lane efficiency; ``groups``
+    keeps each group's figures for paired comparisons (:func:`_effect`)."""
     from gpurtl.golden.cu import simulate
 
     groups = [waves[k::reps] for k in range(reps)]
@@ -208,20 +212,29 @@ def _timing(waves, params, warm, reps):
                 **{f"hit_{k}": 100 * v["hit_rate"] for k, v in run.memory.items() if k != "DRAM"},
             }
         )
-    out = {}
-    for key in rows[0]:
-        vals = np.array([r[key] for r in rows], np.float64)
-        mean = float(vals.mean())
-        half = (
-            float(_t95(len(vals)) * vals.std(ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else 0.0
-        )
-        out[key] = [mean, half]
+    out = {key: _interval([r[key] for r in rows]) for key in rows[0]}
     out["waves"] = int(sum(len(g) for g in groups))
+    out["groups"] = rows
     return out
 
 
+def _interval(values):
+    """``[mean, half width of the 95% t-interval]`` (half width 0 for one value)."""
+    vals = np.array(values, np.float64)
+    if len(vals) < 2:
+        return [float(vals.mean()), 0.0]
+    return [float(vals.mean()), float(_t95(len(vals)) * vals.std(ddof=1) / np.sqrt(len(vals)))]
+
+
+def _effect(variant, base, key):
+    """Paired effect of a variant on ``key``: mean and 95% interval of the per-group differences
+    (both timed on the same groups of waves, so the waves' own spread cancels)."""
+    return _interval([v[key] - b[key] for v, b in zip(variant["groups"], base["groups"])])
+
+
 def _t95(n):
-    return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57}.get(n, 2.0)
+    """Two-sided 95% Student t quantile for ``n`` values (``n - 1`` degrees of freedom)."""
+    return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
 def measure(quick=False, progress=None):
@@ -238,7 +251,8 @@ def measure(quick=False, progress=None):
     notes = []
     data = {"quick": quick, "article": utilization_table(), "calibration": K.CALIBRATION}
     width, height = (128, 96) if quick else (IMAGE_W, IMAGE_H)
-    n_waves, reps = (12, 2) if quick else (72, 3)
+    reps, per_group = (2, 12) if quick else (TIMING_GROUPS, TIMING_WAVES)
+    n_waves = reps * per_group
     scenes = _scenes(quick, notes)
     steps_total = len(scenes) * 4 + 3
     done = 0
@@ -304,7 +318,10 @@ def measure(quick=False, progress=None):
         w_sweep = (1, 2, 4, 8, 16) if not quick else (2, 8)
         by_waves = {}
         for slots in w_sweep:
-            r = _timing(waves_of[sweep_set], params.replace(slots_per_simd=slots), warm, 1)
+            if slots == params.slots_per_simd:
+                r = timing[sweep_set]
+            else:
+                r = _timing(waves_of[sweep_set], params.replace(slots_per_simd=slots), warm, reps)
             by_waves[str(2 * slots)] = r
         sens = {}
         if not quick:
@@ -325,7 +342,10 @@ def measure(quick=False, progress=None):
                 "RDNA 2-like (16 KB L0, in-order returns, static VGPRs)": K.rdna2_params(),
             }
             for label, p in variants.items():
-                sens[label] = _timing(waves_of[sweep_set], p, warm, 2)
+                r = _timing(waves_of[sweep_set], p, warm, reps)
+                for key in ("article", "engine", "issue", "hit_L0"):
+                    r["effect_" + key] = _effect(r, timing[sweep_set], key)
+                sens[label] = r
         tick(f"{name}: sweeps")
         stats = W.tree_stats(top) if kind == "blas" else _tlas_stats(top)
         data["scenes"].append(
@@ -501,6 +521,26 @@ def _pm(v, k=1):
     return f"{v[0]:.{k}f} ± {v[1]:.{k}f}"
 
 
+def _signed(v, k=1):
+    return f"{v[0]:+.{k}f} ± {v[1]:.{k}f}"
+
+
+def _outside(v):
+    return abs(v[0]) > v[1]
+
+
+def _reading(r):
+    """Which of a sensitivity row's two effects stand out of their noise."""
+    util, l0 = _outside(r["effect_article"]), _outside(r["effect_hit_L0"])
+    if util and l0:
+        return "both effects beyond their interval"
+    if util:
+        return "utilization effect beyond its interval; L0 effect inside the noise"
+    if l0:
+        return "L0 effect beyond its interval; utilization effect inside the noise"
+    return "inside the noise"
+
+
 def report(data, out_dir):
     """Summary page, CSV, JSON and pictures of :func:`measure`'s data."""
     import matplotlib
@@ -596,32 +636,40 @@ def report(data, out_dir):
                     ),
                 )
             )
-        lines += ["", "Utilization against resident waves (diffuse bounce 1; sensitivity):", ""]
         lines += [
+            "",
+            "Utilization against resident waves (diffuse bounce 1; sensitivity; mean ± 95% "
+            "interval over the same groups of waves):",
+            "",
             "| waves per CU | article formula % | engine % | issue % | L0 hit % |",
             "|---|---|---|---|---|",
         ]
         for k, r in sc["by_waves"].items():
             lines.append(
-                f"| {k} | {r['article'][0]:.1f} | {r['engine'][0]:.1f} | {r['issue'][0]:.1f} | {r['hit_L0'][0]:.1f} |"
+                f"| {k} | {_pm(r['article'])} | {_pm(r['engine'])} | {_pm(r['issue'])} | "
+                f"{_pm(r['hit_L0'])} |"
             )
         if sc["sensitivity"]:
+            d = sc["timing"]["diffuse1"]
             lines += [
                 "",
                 "Sensitivity (diffuse bounce 1; each row changes one assumption of the default; "
-                "sensitivity, not agreement):",
+                "sensitivity, not agreement). Every row runs the default's groups of waves, so its "
+                "effect is the mean of the per-group differences from the default, with that "
+                "mean's 95% interval (paired); an effect smaller than its interval is inside the "
+                "noise.",
                 "",
-                "| change | article formula % | engine % | issue % | L0 hit % |",
-                "|---|---|---|---|---|",
+                "| change | article formula % | effect (points) | engine % | issue % | L0 hit % | "
+                "L0 effect (points) | reading |",
+                "|---|---|---|---|---|---|---|---|",
+                f"| default | {_pm(d['article'])} | | {_pm(d['engine'])} | {_pm(d['issue'])} | "
+                f"{_pm(d['hit_L0'])} | | |",
             ]
-            lines.append(
-                f"| default | {sc['timing']['diffuse1']['article'][0]:.1f} | "
-                f"{sc['timing']['diffuse1']['engine'][0]:.1f} | {sc['timing']['diffuse1']['issue'][0]:.1f} | "
-                f"{sc['timing']['diffuse1']['hit_L0'][0]:.1f} |"
-            )
             for label, r in sc["sensitivity"].items():
                 lines.append(
-                    f"| {label} | {_pm(r['article'])} | {_pm(r['engine'])} | {_pm(r['issue'])} | {_pm(r['hit_L0'])} |"
+                    f"| {label} | {_pm(r['article'])} | {_signed(r['effect_article'])} | "
+                    f"{_pm(r['engine'])} | {_pm(r['issue'])} | {_pm(r['hit_L0'])} | "
+                    f"{_signed(r['effect_hit_L0'])} | {_reading(r)} |"
                 )
         lines.append("")
         files += _scene_plots(plt, out_dir, sc)
