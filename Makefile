@@ -2,13 +2,15 @@
 #   make demo  - create .venv, install from PyPI, run every experiment on its built-in default
 #   make test  - create .venv, install from PyPI, run the default test suite
 #   make lint  - ruff check and ruff format --check (run by .ci/run before the tests)
+#   make scenes - also install the optional real scenes (`gpurtl[scenes]`, ~540 MB from PyPI:
+#                 pymeshlab's 56k bunny, sionna-rt's cities) that `experiment traversal` uses
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all demo test test-slow lint install clean
+.PHONY: all demo test test-slow lint install scenes clean
 
 all: test
 
@@ -21,6 +23,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+scenes: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,scenes]'
 
 demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out

@@ -28,14 +28,21 @@ SCENES_EXTRA = "pip install 'gpurtl[scenes]'"
 
 
 class SceneUnavailable(RuntimeError):
-    """An optional scene's package is not installed."""
+    """An optional scene's package is not installed (``package``: its name) or lacks the file
+    (``package`` None)."""
+
+    def __init__(self, message, package=None):
+        super().__init__(message)
+        self.package = package
 
 
 def _package_file(dist, path):
     try:
         located = pathlib.Path(importlib.metadata.distribution(dist).locate_file(path))
     except importlib.metadata.PackageNotFoundError:
-        raise SceneUnavailable(f"scene data needs the `{dist}` package ({SCENES_EXTRA})") from None
+        raise SceneUnavailable(
+            f"scene data needs the `{dist}` package ({SCENES_EXTRA})", package=dist
+        ) from None
     if not located.exists():
         raise SceneUnavailable(f"`{dist}` is installed but has no `{path}`")
     return located

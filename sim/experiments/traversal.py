@@ -87,8 +87,9 @@ def utilization_table():
 # --- scenes -------------------------------------------------------------------------------------
 
 
-def _scenes(quick, notes):
-    """``[(name, kind, geometry, up axis)]``; optional scenes fall back with a one-line note."""
+def _scenes(quick, notes, warn=None):
+    """``[(name, kind, geometry, up axis)]``. Without the optional scenes (``gpurtl[scenes]``)
+    the default run uses the packaged ones and says so in one line (``notes`` and ``warn``)."""
     from gpurtl.golden.bvh import mesh as M
     from gpurtl.golden.bvh import scenes as S
 
@@ -99,18 +100,35 @@ def _scenes(quick, notes):
     ]
     if quick:
         return [("bunny (907 tris)", "blas", small, 1), ("3 bunnies", "tlas", small_inst, 1)]
-    out = []
+    out, missing, instead = [], [], []
     try:
         out.append(("Stanford Bunny", "blas", S.stanford_bunny(), 1))
     except S.SceneUnavailable as error:
-        notes.append(f"{error}: using the packaged 907-triangle bunny")
+        missing.append(error)
+        instead.append("the packaged 907-triangle bunny")
         out.append(("bunny (907 tris)", "blas", small, 1))
     try:
         out.append(("San Francisco", "tlas", S.sionna_city("san_francisco"), 2))
     except S.SceneUnavailable as error:
-        notes.append(f"{error}: using 3 instanced small bunnies")
+        missing.append(error)
+        instead.append("3 instanced copies of the packaged bunny")
         out.append(("3 bunnies", "tlas", small_inst, 1))
+    if missing:
+        if all(e.package for e in missing):
+            why = f"need {' and '.join(f'`{e.package}`' for e in missing)}: {S.SCENES_EXTRA}"
+        else:
+            why = "; ".join(str(e) for e in missing)
+        note = f"the real scenes {why}; running on {' and '.join(instead)} instead"
+        notes.append(note)
+        if warn is not None:
+            warn(note)
     return out
+
+
+def _warn(line):
+    from ..cliutil import progress
+
+    progress(line)
 
 
 def _build(kind, geometry):
@@ -253,7 +271,7 @@ def measure(quick=False, progress=None):
     width, height = (128, 96) if quick else (IMAGE_W, IMAGE_H)
     reps, per_group = (2, 12) if quick else (TIMING_GROUPS, TIMING_WAVES)
     n_waves = reps * per_group
-    scenes = _scenes(quick, notes)
+    scenes = _scenes(quick, notes, warn=lambda note: _warn(f"{NAME}: {note}"))
     steps_total = len(scenes) * 4 + 3
     done = 0
 

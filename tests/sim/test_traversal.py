@@ -187,3 +187,32 @@ def test_rtl_replay_of_loop_instructions(bunny, rays):
         )
     passed, failed, _kinds = rtl_replay({"bunny": records}, 12)
     assert failed == 0 and passed == 12
+
+
+@pytest.mark.parametrize("absent", [("pymeshlab", "sionna-rt"), ("sionna-rt",)])
+def test_missing_scenes_give_one_line(monkeypatch, capsys, absent):
+    import importlib.metadata
+
+    from gpurtl.golden.bvh import scenes as S
+
+    real = importlib.metadata.distribution
+
+    def distribution(name):
+        if name in absent:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    if "pymeshlab" not in absent:  # present: stand in the packaged bunny to stay quick
+        monkeypatch.setattr(S, "stanford_bunny", M.bunny)
+    notes = []
+    scenes = X._scenes(False, notes, warn=X._warn)
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and len(notes) == 1
+    assert "pip install 'gpurtl[scenes]'" in err and "instead" in err
+    for package in ("pymeshlab", "sionna-rt"):
+        assert (f"`{package}`" in err) == (package in absent)
+    names = [name for name, *_ in scenes]
+    assert names[1] == "3 bunnies"
+    assert names[0] == ("bunny (907 tris)" if "pymeshlab" in absent else "Stanford Bunny")
+    assert [kind for _, kind, *_ in scenes] == ["blas", "tlas"]
