@@ -6,13 +6,15 @@
 #                build cache too when $GPURTL_CACHE names a folder inside the checkout
 #   make clean-cache - remove gpurtl's build cache (Verilator models, exports, synthesis runs):
 #                $GPURTL_CACHE, or the per-user cache folder that every checkout of this user shares
+#   make scenes - also install the optional real scenes (`gpurtl[scenes]`, ~540 MB from PyPI:
+#                 pymeshlab's 56k bunny, sionna-rt's cities) that `experiment traversal` uses
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all demo test test-slow lint install clean clean-cache
+.PHONY: all demo test test-slow lint install scenes clean clean-cache
 
 all: test
 
@@ -25,6 +27,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+scenes: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,scenes]'
 
 demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out

@@ -54,6 +54,8 @@ __all__ = [
     "surface_area",
     "encode_bvh8",
     "encode_bvh4",
+    "encode_boxes4",
+    "place_box8",
     "to_f32_outward",
 ]
 
@@ -368,24 +370,31 @@ def encode_bvh8(bvh):
             leaf_base=(leaves[0].offset >> 3) if leaves else 0,
             obb_index=box.obb,
         )
-        box.ptr = (box.offset >> 3) | 5
-        bvh.image[box.offset] = box.dwords
-        bvh.by_offset[box.offset] = box
-        for c in leaves:
-            c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
-            bvh.by_offset[c.offset] = c
-            if c.dwords is not None:
-                bvh.image[c.offset] = c.dwords
-            for k, dwords in enumerate(getattr(c, "nodes", None) or []):
-                bvh.image[c.offset + 128 * k] = dwords
+        place_box8(bvh, box)
     bvh.encoding = "bvh8"
     return bvh
+
+
+def place_box8(bvh, box):
+    """Pointers of an encoded BVH8 box node (``box.dwords`` written) and of its leaf children,
+    and their dwords in ``image`` and nodes in ``by_offset``."""
+    box.ptr = (box.offset >> 3) | 5
+    bvh.image[box.offset] = box.dwords
+    bvh.by_offset[box.offset] = box
+    for c in box.children:
+        if c.kind == "box":
+            continue
+        c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
+        bvh.by_offset[c.offset] = c
+        if c.dwords is not None:
+            bvh.image[c.offset] = c.dwords
+        for k, dwords in enumerate(getattr(c, "nodes", None) or []):
+            bvh.image[c.offset + 128 * k] = dwords
 
 
 def encode_bvh4(bvh):
     """Write every box node as a legacy 128-byte FP32 BVH4 node (``box_node.encode_box4_fp32``);
     pointers use the legacy 3-bit types with 64-byte units (box 5, triangle 0, instance 6)."""
-    from gpurtl.golden.ray_accel import box_node
     from gpurtl.golden.ray_accel import primitive_node as pn
     from gpurtl.golden.ray_accel.ray import node_dwords
 
@@ -401,12 +410,21 @@ def encode_bvh4(bvh):
                 ]
             ]
             bvh.image[leaf.offset] = leaf.nodes[0]
+    encode_boxes4(bvh, lambda c: 6 if c.kind == "instance" else 0)
+    return bvh
+
+
+def encode_boxes4(bvh, leaf_type):
+    """Every box node of a laid-out BVH as a legacy FP32 BVH4 node; a leaf child's pointer type
+    is ``leaf_type(child)`` (box children: 5). Sets the pointers, ``image`` and ``by_offset``."""
+    from gpurtl.golden.ray_accel import box_node
+
     for box in bvh.boxes:
         for c in box.children:
             if c.kind == "box":
                 c.ptr = (c.offset >> 3) | 5
             else:
-                c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
+                c.ptr = (c.offset >> 3) | leaf_type(c)
                 bvh.by_offset[c.offset] = c
         children = [
             {
@@ -422,7 +440,6 @@ def encode_bvh4(bvh):
         bvh.image[box.offset] = box.dwords
         bvh.by_offset[box.offset] = box
     bvh.encoding = "bvh4"
-    return bvh
 
 
 # --- instancing -------------------------------------------------------------------------------------
