@@ -31,7 +31,7 @@ Inferred, not found in a public source (each repeated where it is used):
   within that group.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "FloatFormat",
@@ -43,6 +43,14 @@ __all__ = [
     "FAMILIES",
     "PEAK_PER_CU",
     "WAVE",
+    "Algorithm",
+    "Preset",
+    "PRESETS",
+    "DEFAULT_PRESET",
+    "preset",
+    "INPUT_CLASSES",
+    "family_variants",
+    "family_shape",
     "TILE",
     "LANE_BITS",
 ]
@@ -217,3 +225,209 @@ PEAK_PER_CU = {
     "RX 7900 XTX (RDNA 3)": {"f16": 512, "bf16": 512, "iu8": 512},
     "RX 9070 XT (RDNA 4)": {"f16": 1024, "bf16": 1024, "iu8": 2048},
 }
+
+
+def family_variants(family):
+    """The :class:`Variant` objects of ``family``, in ``op`` order."""
+    try:
+        names = FAMILIES[family]
+    except KeyError:
+        raise ValueError(f"family must be one of {', '.join(FAMILIES)}, not {family!r}") from None
+    return tuple(VARIANT_BY_NAME[name] for name in names)
+
+
+def family_shape(family):
+    """``dict(a=, b=, c=, is_int=, ops=)``: the VGPR counts a family's transactions carry."""
+    vs = family_variants(family)
+    return {
+        "a": max(v.a_vgprs for v in vs),
+        "b": max(v.b_vgprs for v in vs),
+        "c": max(v.cd_vgprs for v in vs),
+        "is_int": vs[0].is_int,
+        "ops": len(vs),
+    }
+
+
+# --- accumulation algorithms ---------------------------------------------------------------------
+#
+# The arithmetic is evaluated by gpurtl.golden.matrix.arith (see its module doc string for what
+# each parameter means) and built by gpurtl.hdl.matrix; both read the parameters from here.
+@dataclass(frozen=True)
+class Algorithm:
+    """One floating-point accumulation algorithm (see :mod:`gpurtl.golden.matrix.arith`).
+
+    Parameters
+    ----------
+    name : str
+    structure : str
+        ``"tr"`` (one truncated fused sum per step) or ``"gtr"`` (even/odd sub-sums).
+    group : int
+        Products fused per step (``L``); a power of two.
+    frac_bits : int
+        ``F``: bits kept after the largest exponent when products are aligned.
+    sum_bits : int
+        ``F2``: bits kept after the leading bit of the accumulated total.
+    rounding : str
+        ``"rne"`` or ``"rz"``: the final rounding to the output format.
+    ftz_in, ftz_out : bool
+        Subnormal inputs read as zero; subnormal results written as zero.
+    nan : int
+        FP32 NaN pattern of results; 16-bit results use :func:`nan_pattern`.
+    overflow_inf : bool
+        Products of ``2**128`` or more become infinities (MMA-Sim's ``"tr"`` rule).
+    c_drop : bool
+        ``C`` is dropped when its exponent is below ``e_big - F - 1`` (MMA-Sim's ``"gtr"`` rule).
+    fp8 : str
+        ``"ocp"`` (RDNA 4's E4M3 / E5M2) or ``"fnuz"`` (CDNA 3's) encodings of FP8 and BF8.
+    """
+
+    name: str
+    structure: str = "tr"
+    group: int = 16
+    frac_bits: int = 24
+    sum_bits: int = 31
+    rounding: str = "rne"
+    ftz_in: bool = False
+    ftz_out: bool = False
+    nan: int = 0x7FC00000
+    overflow_inf: bool = True
+    c_drop: bool = False
+    fp8: str = "ocp"
+
+    def __post_init__(self):
+        if self.structure not in ("tr", "gtr"):
+            raise ValueError(f"`structure` must be 'tr' or 'gtr', not {self.structure!r}")
+        if self.group < 1 or self.group & (self.group - 1):
+            raise ValueError(f"`group` must be a power of two, not {self.group!r}")
+        if self.structure == "gtr" and self.group < 2:
+            raise ValueError("`group` must be at least 2 for the 'gtr' structure")
+        if self.rounding not in ("rne", "rz"):
+            raise ValueError(f"`rounding` must be 'rne' or 'rz', not {self.rounding!r}")
+        if not 8 <= self.frac_bits <= 30:
+            raise ValueError(f"`frac_bits` must be from 8 to 30, not {self.frac_bits!r}")
+        if not 23 <= self.sum_bits <= 40 or self.sum_bits + 1 < self.frac_bits:
+            raise ValueError(
+                f"`sum_bits` must be from 23 to 40 and at least frac_bits - 1, "
+                f"not {self.sum_bits!r}"
+            )
+        if self.fp8 not in ("ocp", "fnuz"):
+            raise ValueError(f"`fp8` must be 'ocp' or 'fnuz', not {self.fp8!r}")
+
+    def with_(self, **changes):
+        """A copy with some parameters changed (a new ``name`` is advisable)."""
+        return replace(self, **changes)
+
+    def element_format(self, name):
+        """The decoding format of input elements named ``fp8``/``bf8`` under this algorithm."""
+        if name in ("fp8", "bf8") and self.fp8 == "fnuz":
+            return FORMATS[name + "_fnuz"]
+        return FORMATS[name] if isinstance(name, str) else name
+
+
+#: What each preset stands for (also the doc string of :mod:`gpurtl.golden.matrix.presets`).
+PRESETS_DOC = """Named arithmetic presets: which :class:`Algorithm` each input format uses.
+
+``rdna4`` (the default) stands for RDNA 4 as this project reads it. Every parameter is a
+**choice**, because AMD documents none of them:
+
+* one fused step per 16-deep block of stored K (``group = 16``): a 16x16x16 WMMA and the
+  16-stored-element SWMMAC each round once per output element, as a dot-product unit as wide as
+  the instruction's stored K would;
+* the alignment and accumulation widths of the CDNA 3 matrix core that MMA-Sim measured
+  (``frac_bits = 24``, ``sum_bits = 31``): the same truncating fused sum, no sticky bit;
+* round to nearest even, subnormal inputs and results kept, NaN results as the canonical quiet
+  NaN ``0x7FC00000`` (the VALU's; MMA-Sim's CDNA 3 model writes ``0x7FFFFFFF``);
+* FP8 / BF8 in the OCP encodings (E4M3 without infinities, E5M2 with them), as LLVM's GFX12
+  conversion instructions use; they go through the same one-sum datapath as FP16;
+* integers: exact, 32-bit wrap-around, saturation when the instruction's ``clamp`` bit is set.
+
+``cdna3`` reproduces MMA-Sim's CDNA 3 (MI300) ``MFMA`` models (``mmasim/amd/sim.py``): FP16 and
+BF16 through ``MMA_TR_FDPA(F=24, F2=31, rho=RNE-FP32, L_max=8)``; FP8 and BF8 (in the FNUZ
+encodings of CDNA 3) through ``MMA_GTR_FDPA(F=24, F2=31, RNE-FP32, L_max=16)``.
+
+``rdna3_dot2`` is a sensitivity preset: the RDNA 3 ISA guide says its WMMA instructions work over
+several cycles and use the DOT instructions internally, so this preset accumulates in steps of
+two products (``V_DOT2_F32_F16``-sized), each fused and rounded, with the CDNA 3 widths.
+
+``rz_narrow`` is a sensitivity preset too: steps of 16, truncation (round toward zero) after a
+23-bit sum, the way MMA-Sim describes NVIDIA's tensor cores (``MMA_T_FDPA`` with ``RZ``); it shows
+what a cheaper final rounding costs in error.
+"""
+
+#: The input classes a preset maps: 16-bit floats, 8-bit floats (FP8 / BF8 and their mixes).
+INPUT_CLASSES = ("f16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named set of algorithms: ``algorithms[input_class]`` for ``f16``, ``bf16``, ``fp8``;
+    ``int_group`` products per integer step."""
+
+    name: str
+    doc: str
+    algorithms: dict
+    int_group: int = 16
+
+    def algorithm(self, a_format):
+        """The algorithm for A elements of format ``a_format`` (``fp8``/``bf8`` -> ``fp8``)."""
+        key = "fp8" if a_format in ("fp8", "bf8") else a_format
+        return self.algorithms[key]
+
+
+def _same(alg):
+    return {
+        "f16": alg.with_(name=alg.name + "/f16"),
+        "bf16": alg.with_(name=alg.name + "/bf16"),
+        "fp8": alg.with_(name=alg.name + "/fp8"),
+    }
+
+
+_RDNA4 = Algorithm("rdna4", structure="tr", group=16, frac_bits=24, sum_bits=31)
+_CDNA3_16 = Algorithm(
+    "cdna3/16bit", structure="tr", group=8, frac_bits=24, sum_bits=31, nan=0x7FFFFFFF, fp8="fnuz"
+)
+_CDNA3_8 = Algorithm(
+    "cdna3/fp8",
+    structure="gtr",
+    group=16,
+    frac_bits=24,
+    sum_bits=31,
+    nan=0x7FFFFFFF,
+    overflow_inf=False,
+    c_drop=True,
+    fp8="fnuz",
+)
+
+PRESETS = {
+    "rdna4": Preset("rdna4", "RDNA 4 as modelled (every parameter a stated choice)", _same(_RDNA4)),
+    "cdna3": Preset(
+        "cdna3",
+        "MMA-Sim's CDNA 3 MFMA algorithms (FP8/BF8 in FNUZ encodings)",
+        {
+            "f16": _CDNA3_16.with_(name="cdna3/f16"),
+            "bf16": _CDNA3_16.with_(name="cdna3/bf16"),
+            "fp8": _CDNA3_8,
+        },
+    ),
+    "rdna3_dot2": Preset(
+        "rdna3_dot2",
+        "steps of 2 fused products (RDNA 3's WMMA over DOT2 instructions; sensitivity)",
+        _same(Algorithm("rdna3_dot2", group=2)),
+        int_group=4,
+    ),
+    "rz_narrow": Preset(
+        "rz_narrow",
+        "steps of 16, 23-bit sum, round toward zero (NVIDIA-like truncation; sensitivity)",
+        _same(Algorithm("rz_narrow", group=16, sum_bits=23, rounding="rz")),
+    ),
+}
+
+DEFAULT_PRESET = "rdna4"
+
+
+def preset(name):
+    """The preset called ``name``; ValueError naming the known ones otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {name!r}") from None

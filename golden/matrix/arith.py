@@ -38,9 +38,9 @@ product to the running value, which then wraps modulo 2**32, or saturates to the
 when the instruction's ``clamp`` bit is set (per step: the accumulator between steps is 32 bits).
 """
 
-from dataclasses import dataclass, replace
-
 import numpy as np
+
+from gpurtl.facts.matrix import Algorithm
 
 from .formats import decode, fmt, int_value, round_to
 
@@ -50,78 +50,6 @@ __all__ = ["Algorithm", "dot", "int_dot", "nan_pattern", "NO_EXP"]
 NO_EXP = -10_000
 #: Exponent of the leading bit below which the normalised total is not shifted (FP32's emin).
 NORM_EMIN = -126
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    """One floating-point accumulation algorithm (see the module doc string).
-
-    Parameters
-    ----------
-    name : str
-    structure : str
-        ``"tr"`` (one truncated fused sum per step) or ``"gtr"`` (even/odd sub-sums).
-    group : int
-        Products fused per step (``L``); a power of two.
-    frac_bits : int
-        ``F``: bits kept after the largest exponent when products are aligned.
-    sum_bits : int
-        ``F2``: bits kept after the leading bit of the accumulated total.
-    rounding : str
-        ``"rne"`` or ``"rz"``: the final rounding to the output format.
-    ftz_in, ftz_out : bool
-        Subnormal inputs read as zero; subnormal results written as zero.
-    nan : int
-        FP32 NaN pattern of results; 16-bit results use :func:`nan_pattern`.
-    overflow_inf : bool
-        Products of ``2**128`` or more become infinities (MMA-Sim's ``"tr"`` rule).
-    c_drop : bool
-        ``C`` is dropped when its exponent is below ``e_big - F - 1`` (MMA-Sim's ``"gtr"`` rule).
-    fp8 : str
-        ``"ocp"`` (RDNA 4's E4M3 / E5M2) or ``"fnuz"`` (CDNA 3's) encodings of FP8 and BF8.
-    """
-
-    name: str
-    structure: str = "tr"
-    group: int = 16
-    frac_bits: int = 24
-    sum_bits: int = 31
-    rounding: str = "rne"
-    ftz_in: bool = False
-    ftz_out: bool = False
-    nan: int = 0x7FC00000
-    overflow_inf: bool = True
-    c_drop: bool = False
-    fp8: str = "ocp"
-
-    def __post_init__(self):
-        if self.structure not in ("tr", "gtr"):
-            raise ValueError(f"`structure` must be 'tr' or 'gtr', not {self.structure!r}")
-        if self.group < 1 or self.group & (self.group - 1):
-            raise ValueError(f"`group` must be a power of two, not {self.group!r}")
-        if self.structure == "gtr" and self.group < 2:
-            raise ValueError("`group` must be at least 2 for the 'gtr' structure")
-        if self.rounding not in ("rne", "rz"):
-            raise ValueError(f"`rounding` must be 'rne' or 'rz', not {self.rounding!r}")
-        if not 8 <= self.frac_bits <= 30:
-            raise ValueError(f"`frac_bits` must be from 8 to 30, not {self.frac_bits!r}")
-        if not 23 <= self.sum_bits <= 40 or self.sum_bits + 1 < self.frac_bits:
-            raise ValueError(
-                f"`sum_bits` must be from 23 to 40 and at least frac_bits - 1, "
-                f"not {self.sum_bits!r}"
-            )
-        if self.fp8 not in ("ocp", "fnuz"):
-            raise ValueError(f"`fp8` must be 'ocp' or 'fnuz', not {self.fp8!r}")
-
-    def with_(self, **changes):
-        """A copy with some parameters changed (a new ``name`` is advisable)."""
-        return replace(self, **changes)
-
-    def element_format(self, name):
-        """The decoding format of input elements named ``fp8``/``bf8`` under this algorithm."""
-        if name in ("fp8", "bf8") and self.fp8 == "fnuz":
-            return fmt(name + "_fnuz")
-        return fmt(name)
 
 
 def nan_pattern(alg, out_format):

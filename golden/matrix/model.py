@@ -12,34 +12,13 @@ ignored. Integer families also carry ``a_signed``, ``b_signed`` (the ``neg_lo[0]
 
 import numpy as np
 
-from gpurtl.facts.matrix import FAMILIES, FORMATS, TILE, VARIANT_BY_NAME
+from gpurtl.facts.matrix import FORMATS, TILE, family_shape, family_variants
 
 from . import layouts
 from .arith import dot, int_dot
 from .presets import preset as get_preset
 
 __all__ = ["family_variants", "family_shape", "execute", "matrices", "MatrixModel"]
-
-
-def family_variants(family):
-    """The :class:`~gpurtl.facts.matrix.Variant` objects of ``family``, in ``op`` order."""
-    try:
-        names = FAMILIES[family]
-    except KeyError:
-        raise ValueError(f"family must be one of {', '.join(FAMILIES)}, not {family!r}") from None
-    return tuple(VARIANT_BY_NAME[name] for name in names)
-
-
-def family_shape(family):
-    """``dict(a=, b=, c=, is_int=, ops=)``: the VGPR counts a family's transactions carry."""
-    vs = family_variants(family)
-    return {
-        "a": max(v.a_vgprs for v in vs),
-        "b": max(v.b_vgprs for v in vs),
-        "c": max(v.cd_vgprs for v in vs),
-        "is_int": vs[0].is_int,
-        "ops": len(vs),
-    }
 
 
 def _width(name):
