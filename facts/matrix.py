@@ -360,13 +360,15 @@ INPUT_CLASSES = ("f16", "bf16", "fp8")
 
 @dataclass(frozen=True)
 class Preset:
-    """A named set of algorithms: ``algorithms[input_class]`` for ``f16``, ``bf16``, ``fp8``;
-    ``int_group`` products per integer step."""
+    """A named set of algorithms: ``algorithms[input_class]`` for ``f16``, ``bf16``, ``fp8``.
+
+    Integer forms are the same under every preset: the exact dot product is added to C once and
+    the sum wraps to 32 bits, or saturates when the instruction's ``clamp`` bit is set.
+    """
 
     name: str
     doc: str
     algorithms: dict
-    int_group: int = 16
 
     def algorithm(self, a_format):
         """The algorithm for A elements of format ``a_format`` (``fp8``/``bf8`` -> ``fp8``)."""
@@ -413,7 +415,6 @@ PRESETS = {
         "rdna3_dot2",
         "steps of 2 fused products (RDNA 3's WMMA over DOT2 instructions; sensitivity)",
         _same(Algorithm("rdna3_dot2", group=2)),
-        int_group=4,
     ),
     "rz_narrow": Preset(
         "rz_narrow",

@@ -74,7 +74,7 @@ def execute(
             np.asarray(a_signed)[..., None, None] * extra,
             np.asarray(b_signed)[..., None, None] * extra,
             np.asarray(clamp)[..., None, None] * extra,
-            min(p.int_group, v.k_stored),
+            v.k_stored,
         )
     else:
         d = dot(p.algorithm(v.a), a_rows, b_rows, c, v.a, v.b, v.cd)
