@@ -38,6 +38,8 @@ from gpurtl.facts.matrix import (
     WAVE,
     family_shape,
     family_variants,
+)
+from gpurtl.facts.matrix import (
     preset as get_preset,
 )
 
@@ -157,7 +159,9 @@ class MatrixCore(wiring.Component):
         self._width = _unit_width(self._variants, self._preset)
         for v in self._variants:
             if not self._int and v.k_stored % self._width:
-                raise ValueError(f"group {self._width} does not divide K = {v.k_stored} of {v.name}")
+                raise ValueError(
+                    f"group {self._width} does not divide K = {v.k_stored} of {v.name}"
+                )
         if not isinstance(dots, int) or dots < 1 or (TILE * TILE) % dots:
             raise ValueError(f"`dots` must divide 256, not {dots!r}")
         cuts = INT_CUTS if self._int else FLOAT_CUTS
@@ -340,19 +344,19 @@ class MatrixCore(wiring.Component):
                 result = float_step(st, self._alg, ra, rb, rc, fa, fb, rsel[0], rsel[1], v0.cd)
             assert st.done
             # metadata delayed as far as the unit's registers
-            wb = meta
+            back = meta
             for x in range(self._stages):
                 nxt = Signal(meta_layout, name=f"u{u}_meta{x + 1}")
                 with m.If(en):
-                    m.d.sync += nxt.eq(wb)
-                wb = nxt
-            with m.If(en & wb.valid):
-                m.d.sync += accs[wb.slot].eq(result)
-                with m.If(wb.last):
+                    m.d.sync += nxt.eq(back)
+                back = nxt
+            with m.If(en & back.valid):
+                m.d.sync += accs[back.slot].eq(result)
+                with m.If(back.last):
                     for r in range(TILE):
                         for n in range(TILE):
-                            with m.If(wb.elem == r * TILE + n):
+                            with m.If(back.elem == r * TILE + n):
                                 m.d.sync += out_mat[r][n].eq(result)
             if u == 0:
-                m.d.comb += done_wb.eq(wb.done)
+                m.d.comb += done_wb.eq(back.done)
         return m

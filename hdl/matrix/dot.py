@@ -202,7 +202,12 @@ def float_step(st, alg, a, b, c, a_formats, b_formats, a_sel, b_sel, c_format):
     sum_inf = s.pos_inf | s.neg_inf
     nan = s.nan | (s.pos_inf & s.neg_inf) | c_nan | (sum_inf & c_inf & (dc.sign != s.neg_inf))
     s = st.cut(
-        acc=acc, e_big=e_big, nan=nan, sum_inf=sum_inf, sum_sign=s.neg_inf, c_inf=c_inf,
+        acc=acc,
+        e_big=e_big,
+        nan=nan,
+        sum_inf=sum_inf,
+        sum_sign=s.neg_inf,
+        c_inf=c_inf,
         c_sign=dc.sign,
     )
 
@@ -215,8 +220,14 @@ def float_step(st, alg, a, b, c, a_formats, b_formats, a_sel, b_sel, c_format):
     r_w = F2 + 3
     r = _w(m, _shift_floor(s.acc, norm_amount, F2 + 1, acc_w + 1)[:r_w].as_signed(), "norm")
     s = st.cut(
-        r=r, e_norm=e_norm, zero=s.acc == 0, nan=s.nan, sum_inf=s.sum_inf, sum_sign=s.sum_sign,
-        c_inf=s.c_inf, c_sign=s.c_sign,
+        r=r,
+        e_norm=e_norm,
+        zero=s.acc == 0,
+        nan=s.nan,
+        sum_inf=s.sum_inf,
+        sum_sign=s.sum_sign,
+        c_inf=s.c_inf,
+        c_sign=s.c_sign,
     )
 
     # segment 5: round to the output format, special values

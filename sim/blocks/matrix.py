@@ -102,7 +102,6 @@ def stimulus(rng, count, family, preset, **_):
     return txs
 
 
-
 def _validate(family, preset, rate, dots, stages):
     try:
         MatrixCore(**build_params(family, preset, rate, dots, stages))
@@ -128,11 +127,19 @@ register(
         layouts=lambda family, **_: core_layouts(family),
         stimulus=lambda rng, count, **p: stimulus(rng, count, **p),
         params=(
-            Param("family", "f16_f32", "instruction family (input and accumulator formats)",
-                  choices=tuple(FAMILIES)),
+            Param(
+                "family",
+                "f16_f32",
+                "instruction family (input and accumulator formats)",
+                choices=tuple(FAMILIES),
+            ),
             Param("preset", "rdna4", "arithmetic preset", choices=tuple(PRESETS)),
-            Param("rate", "rdna4", "products per cycle: rdna4, rdna3 or fpga (one dot unit)",
-                  choices=("rdna4", "rdna3", "fpga")),
+            Param(
+                "rate",
+                "rdna4",
+                "products per cycle: rdna4, rdna3 or fpga (one dot unit)",
+                choices=("rdna4", "rdna3", "fpga"),
+            ),
             Param("dots", 0, "dot-product units (0: from rate)", range=(0, 256)),
             Param("stages", 2, "pipeline registers inside a dot unit", range=(0, 5)),
         ),
