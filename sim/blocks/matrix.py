@@ -104,9 +104,10 @@ def stimulus(rng, count, family, preset, **_):
 
 def _validate(family, preset, rate, dots, stages):
     try:
-        MatrixCore(**build_params(family, preset, rate, dots, stages))
+        core = MatrixCore(**build_params(family, preset, rate, dots, stages))
     except ValueError as error:
         raise ValueError(str(error)) from None
+    core._MustUse__silence = True  # built only to check the parameters
 
 
 def _defaults(family, preset, rate, dots, stages):
