@@ -148,6 +148,6 @@ register(
         validate=_validate,
         check_count=24,
         group="matrix",
-        small={"family": "iu8_i32", "rate": "fpga"},
+        small={"family": "iu8_i32", "dots": 16},
     )
 )

@@ -33,10 +33,8 @@ def _check(count, seed=1, **params):
 
 
 def test_small_build_lockstep_with_stalls():
-    """The registry's small build (IU8, one dot unit): random ops, stalls, exact latency."""
-    block = registry.get("matrix_core")
-    small = block.small_params()
-    _check(4, **{k: small[k] for k in ("family", "rate")})
+    """The registry's small build (IU8, 16 dot units): random ops, stalls, exact latency."""
+    _check(8, **registry.get("matrix_core").small)
 
 
 class _Step(wiring.Component):
@@ -145,7 +143,7 @@ def test_parameters_are_checked():
 def test_lockstep_can_fail():
     """A golden model of another preset (cdna3: other NaN pattern, steps of 8) is caught."""
     block = registry.get("matrix_core")
-    params = block.resolve({"family": "iu8_i32", "rate": "fpga"})
+    params = block.small_params()
     rng = np.random.default_rng(2)
     txs = block.stimulus(rng, 2, **params)
     expected = lockstep.golden_outputs(block, params, txs)
