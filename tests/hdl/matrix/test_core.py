@@ -141,7 +141,7 @@ def test_parameters_are_checked():
 
 
 def test_lockstep_can_fail():
-    """A golden model of another preset (cdna3: other NaN pattern, steps of 8) is caught."""
+    """One flipped bit in one expected output element is reported with its field."""
     block = registry.get("matrix_core")
     params = block.small_params()
     rng = np.random.default_rng(2)
