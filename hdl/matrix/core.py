@@ -170,9 +170,8 @@ class MatrixCore(wiring.Component):
         self._dots, self._stages = dots, stages
         self._slots = TILE * TILE // dots
         self._sweep = max(self._slots, stages + 2)
+        # integer units span the widest stored K (one step); float families share one K
         self._steps = max(v.k_stored for v in self._variants) // self._width
-        if not self._int:
-            self._steps = self._variants[0].k_stored // self._width
         in_layout, out_layout = core_layouts(family)
         super().__init__(
             {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout))}
