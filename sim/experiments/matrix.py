@@ -252,6 +252,16 @@ def _csv(path, rows):
         writer.writerows(rows)
 
 
+def _save(fig, out_dir, stem, files):
+    """Write ``stem.png`` (its table is ``stem.csv``) and list both."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(out_dir / f"{stem}.png", dpi=120)
+    plt.close(fig)
+    files += [f"{stem}.csv", f"{stem}.png"]
+
+
 def report(data, out_dir):
     """Write the CSV files, plots and ``summary.md``; return the experiment summary."""
     import matplotlib
@@ -310,10 +320,7 @@ def report(data, out_dir):
     ax.set_xticks(x, labels, rotation=70, fontsize=6)
     ax.set_ylabel("FLOPs per clock per CU")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out_dir / "matrix_rates.png", dpi=120)
-    plt.close(fig)
-    files += ["matrix_rates.csv", "matrix_rates.png"]
+    _save(fig, out_dir, "matrix_rates", files)
 
     synth = data["synth"]
     _csv(out_dir / "matrix_synth.csv", synth)
@@ -333,10 +340,7 @@ def report(data, out_dir):
     ax.legend(loc="upper left")
     ax2.legend(loc="upper right")
     ax.set_title("one dot-product unit, ECP5-85k synthesis only")
-    fig.tight_layout()
-    fig.savefig(out_dir / "matrix_synth.png", dpi=120)
-    plt.close(fig)
-    files += ["matrix_synth.csv", "matrix_synth.png"]
+    _save(fig, out_dir, "matrix_synth", files)
 
     errors = data["errors"]
     _csv(out_dir / "matrix_errors.csv", errors)
@@ -368,10 +372,7 @@ def report(data, out_dir):
     ax.set_ylabel("mean error (FP32 ulps)")
     ax.set_title("random depth-16 dot products against exact arithmetic")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out_dir / "matrix_errors.png", dpi=120)
-    plt.close(fig)
-    files += ["matrix_errors.csv", "matrix_errors.png"]
+    _save(fig, out_dir, "matrix_errors", files)
 
     cases = data["cases"]
     _csv(out_dir / "matrix_targeted.csv", cases)
@@ -393,10 +394,7 @@ def report(data, out_dir):
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_yticks(np.arange(len(cases)), [f"{c['format']} {c['case']}" for c in cases], fontsize=5)
     ax.set_title("targeted cases: output differs from rdna4 (red)")
-    fig.tight_layout()
-    fig.savefig(out_dir / "matrix_targeted.png", dpi=120)
-    plt.close(fig)
-    files += ["matrix_targeted.csv", "matrix_targeted.png"]
+    _save(fig, out_dir, "matrix_targeted", files)
 
     summary = "\n\n".join(
         [
