@@ -78,10 +78,11 @@ def _measure_rate(family, rate, count=2):
     report = lockstep.run_block(
         block, params, txs, expected=expected, stalls=StallPattern(free_run=len(txs))
     )
-    # with no stalls N back-to-back instructions take N * (cycles per instruction) + latency
+    # with no stalls the last of N back-to-back instructions is accepted N - 1 intervals after
+    # the first and leaves `latency` cycles later; the run ends in the cycle after that
     if report.failed:
         raise RuntimeError(f"matrix_core {family} {rate}: {report.line()}: {report.first}")
-    cycles_per = (report.cycles - dut.latency) / len(txs)
+    cycles_per = (report.cycles - dut.latency - 1) / (len(txs) - 1)
     rows = []
     for v in family_variants(family):
         flops = v.flops * 2 / cycles_per  # 2 SIMDs per CU
