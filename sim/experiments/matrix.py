@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from gpurtl.facts.matrix import PEAK_PER_CU, PRESETS, family_variants
+from gpurtl.facts.matrix import PEAK_PER_CU, PRESETS, VARIANT_BY_NAME, family_variants
 from gpurtl.golden.matrix.arith import dot
 from gpurtl.golden.matrix.exact import exact_dot, ulp_error
 from gpurtl.golden.matrix.formats import to_float
@@ -103,18 +103,21 @@ def _measure_rate(family, rate, count=2):
     return rows
 
 
-def _dot_unit_block(family, preset):
+def _dot_unit_block():
+    """A registry-style block of one dot unit; its parameters name the build (the Verilog
+    export is cached by block name and parameters)."""
     from gpurtl.hdl.matrix.unit import DotUnit
-    from gpurtl.sim.registry import Block
+    from gpurtl.sim.registry import Block, Param
 
     return Block(
         name="matrix_dot_unit",
         doc="one dot-product unit",
         kind="pipeline",
-        build=lambda **kw: DotUnit(family, preset, 2),
+        build=lambda family, preset: DotUnit(family, preset, 2),
         golden=None,
         layouts=None,
         stimulus=None,
+        params=(Param("family", "f16_f32"), Param("preset", "rdna4")),
     )
 
 
@@ -123,14 +126,15 @@ def _synth(family, preset, progress=None):
     from gpurtl.sim.export import cache_dir, to_verilog
     from gpurtl.sim.synth import synthesize
 
-    block = _dot_unit_block(family, preset)
-    text = to_verilog(block, {})
+    block = _dot_unit_block()
+    params = {"family": family, "preset": preset}
+    text = to_verilog(block, params)
     key = hashlib.sha1(text.encode()).hexdigest()[:16]
     path = cache_dir() / "matrix-synth" / f"{family}-{preset}-{key}.json"
     if path.exists():
         return json.loads(path.read_text()) | {"cached": True}
     start = time.monotonic()
-    r = synthesize(block, {}, synth_only=True)
+    r = synthesize(block, params, synth_only=True)
     out = {
         "family": family,
         "preset": preset,
@@ -278,13 +282,14 @@ def report(data, out_dir):
     for r in rates:
         speed = ""
         if r["sparse"]:
+            v = VARIANT_BY_NAME[r["instruction"]]
             twin = [
                 d
                 for d in rates
                 if not d["sparse"]
                 and d["rate"] == r["rate"]
-                and d["instruction"].split("_")[2:3] == r["instruction"].split("_")[2:3]
-                and d["instruction"].split("_")[-1] == r["instruction"].split("_")[-1]
+                and (w := VARIANT_BY_NAME[d["instruction"]]).k == v.k // 2
+                and (w.a, w.b, w.cd) == (v.a, v.b, v.cd)
             ]
             if twin:
                 speed = f"{r['flops_per_clk_cu'] / twin[0]['flops_per_clk_cu']:.2f}x"
