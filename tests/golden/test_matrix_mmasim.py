@@ -14,8 +14,9 @@ from gpurtl.golden.matrix.arith import dot
 from gpurtl.golden.matrix.presets import PRESETS
 from gpurtl.golden.matrix.samples import random_elements, targeted
 
-torch = pytest.importorskip("torch")  # mmasim's own dependency
-mmasim_amd = pytest.importorskip("mmasim.amd")
+_WHY = "the reference `mmasim` (with PyTorch) is an extra: `make mmasim` installs it"
+torch = pytest.importorskip("torch", reason=_WHY)  # mmasim's own dependency
+mmasim_amd = pytest.importorskip("mmasim.amd", reason=_WHY)
 
 #: format pair -> (mmasim suffix, K, torch dtypes of A and B, our element names)
 FORMATS = {
