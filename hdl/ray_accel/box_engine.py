@@ -3,8 +3,8 @@
 The box test of ``IMAGE_BVH8_INTERSECT_RAY`` (AMD "RDNA4 Instruction Set Architecture" guide,
 "Ray Tracing") as gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8`` and
 ``IntersectCommon.hlsl`` emulate it. Golden reference:
-:func:`gpurtl.golden.ray_accel.box_test.box_engine` (every choice documented in
-:mod:`gpurtl.golden.ray_accel.box_test` is followed here: NaN-ignoring max3/min3, the FMA grow,
+:func:`gpurtl.golden.ray_accel.scalar.box_test.box_engine` (every choice documented in
+:mod:`gpurtl.golden.ray_accel.scalar.box_test` is followed here: NaN-ignoring max3/min3, the FMA grow,
 ``-0 >= 0``).
 
 One engine tests ``boxes`` child boxes per cycle (RDNA 4: 4 per engine, two engines). Per box,

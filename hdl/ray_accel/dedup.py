@@ -7,7 +7,7 @@ gpurt ``internalNode.hlsli``) returns it once: slot ``i`` becomes ``INVALID_NODE
 slot ``i - 1`` after the test (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``).
 Legacy BVH4 nodes store explicit pointers and are not de-duplicated (``dedup = 0``).
 
-Golden reference: :func:`gpurtl.golden.ray_accel.box_path.dedup_slots`. One register
+Golden reference: :func:`gpurtl.golden.ray_accel.scalar.box_path.dedup_slots`. One register
 (``latency = 1``); the keys pass through to the sort unit.
 
 Interface (clock-enable core): ``en``; ``i``: ``slots[8]`` {``ptr``, ``hit``, ``key``},

@@ -2,14 +2,14 @@
 
 Sources: gpurt (``gpurtAccelStruct.h``
 ``HwInstanceTransformNode``, ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``);
-golden model :func:`gpurtl.golden.ray_accel.instance.instance_transform` (its doc string lists the
+golden model :func:`gpurtl.golden.ray_accel.scalar.instance.instance_transform` (its doc string lists the
 choices made where the sources are silent).
 
 What this core does NOT do: the embedded 4-child filter box (DW7 of the result). That box is an
 ordinary quantized box test on the *transformed* ray, so the top level (``ray_accel``) feeds
 ``o.origin``/``o.dir`` and the node's DW16..31 (filter origin, exponents, count, 4 ChildInfos;
 child pointers decoded with both running offsets starting at 0, see
-:func:`gpurtl.golden.ray_accel.instance.filter_children`) to its box engine, sorts, and packs the
+:func:`gpurtl.golden.ray_accel.scalar.instance.filter_children`) to its box engine, sorts, and packs the
 low bytes of the 4 sorted pointers into DW7 (``0xFFFFFFFF`` when ``o.culled``).
 
 Interface (``InstanceCore``), a clock-enable datapath core without valid/ready

@@ -3,7 +3,7 @@
 ``LegacyTriangleCore`` (clock-enable core, no valid/ready) tests one legacy triangle node per
 lane, two lanes per cycle (``image_bvh_dual_intersect_ray`` with two triangle pointers), on the
 same :class:`~.triangle_engine.TriangleEngine` as the compressed path. Bit-exact with
-:func:`gpurtl.golden.ray_accel.triangle.legacy_triangle_result` (its doc string gives the result
+:func:`gpurtl.golden.ray_accel.scalar.triangle.legacy_triangle_result` (its doc string gives the result
 rules; layout of gpurt ``gfx10/TriangleNode1_0.hlsli``).
 
 Ports: ``en: In(1)``; ``i: In(LEGACY_IN_LAYOUT)``: ``ray`` (``RAY_LAYOUT``), ``node[2]`` (16 dwords

@@ -2,7 +2,7 @@
 
 Every byte of the fetched nodes is read here, and only here, for the box and transform paths:
 the stage turns an ``INSTR_LAYOUT`` instruction into :func:`decoded_layout`, the register the
-rest of the pipeline reads. Golden reference: :func:`gpurtl.golden.ray_accel.decode.decode`.
+rest of the pipeline reads. Golden reference: :func:`gpurtl.golden.ray_accel.scalar.decode.decode`.
 
 What the stage computes, per node kind (AMD "RDNA4 Instruction Set Architecture" guide, "Ray
 Tracing"; gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``,

@@ -7,7 +7,7 @@ instance node (3x4 world-to-object matrix, translation added to the origin).
 
 Sources: gpurt ``ObbCommon.hlsli`` (``ObbStage1Lut``, ``ObbStage2Lut``),
 ``rtip3_opcode_emulation.hlsl`` and ``Common.hlsl`` ``OBBTransform``. The golden model is
-:mod:`gpurtl.golden.ray_accel.obb`.
+:mod:`gpurtl.golden.ray_accel.scalar.obb`.
 
 Datapath
 --------

@@ -2,7 +2,7 @@
 
 ``PrimitiveDecodeCore`` is a clock-enable datapath core (no valid/ready): ``en``, an input struct
 ``i`` (``node``: 32 dwords, ``node_ptr``: 32 bits) and an output struct ``o`` (:data:`PAIR_LAYOUT`),
-``latency == 2``. Bit-exact with :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair` (layout
+``latency == 2``. Bit-exact with :func:`gpurtl.golden.ray_accel.encode.primitive_node.decode_pair` (layout
 and malformed-node rules in that module's doc string; gpurt ``gfx12/primitiveNode.hlsli``).
 
 Stage 1 decodes the 52-bit header, the pair index (pointer bits 0, 1, 3), the pair descriptor (a

@@ -3,7 +3,7 @@
 ``IMAGE_BVH8_INTERSECT_RAY`` and ``IMAGE_BVH_DUAL_INTERSECT_RAY`` of the AMD "RDNA4 Instruction
 Set Architecture" guide ("Ray Tracing"), as GPUOpen gpurt
 ``src/shaders/rtip3_opcode_emulation.hlsl``
-emulates them. Golden model: :class:`gpurtl.golden.ray_accel.intersect.IntersectModel`,
+emulates them. Golden model: :class:`gpurtl.golden.ray_accel.scalar.intersect.IntersectModel`,
 restricted to the node kinds this build has (:attr:`RayAccel.paths`; other kinds give status 1
 on both sides).
 

@@ -8,7 +8,7 @@ with the explicit-matrix input serves both node kinds that move the ray (gpurt
 0x7F, the world-to-object matrix of ``IntersectHardwareInstanceNode``); every other node passes
 through it unchanged with the same latency. Three ``FPRcpCore`` follow.
 
-Golden reference: :func:`gpurtl.golden.ray_accel.setup.ray_setup`.
+Golden reference: :func:`gpurtl.golden.ray_accel.scalar.setup.ray_setup`.
 
 Interface (clock-enable core)
 -----------------------------

@@ -15,7 +15,7 @@ Result formats (AMD "RDNA4 Instruction Set Architecture" guide, "Ray Tracing", a
 * a non-zero status, or a dual form with an instance node, turns every dword into
   ``0xFFFFFFFF``.
 
-Golden reference: :func:`gpurtl.golden.ray_accel.result.format_result`. One register
+Golden reference: :func:`gpurtl.golden.ray_accel.scalar.result.format_result`. One register
 (``latency = 1``).
 """
 

@@ -2,7 +2,7 @@
 ``IntersectNodeBvh8`` (``SortUnit``).
 
 Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``; golden model
-:mod:`gpurtl.golden.ray_accel.sort`.
+:mod:`gpurtl.golden.ray_accel.scalar.sort`.
 
 Each slot carries a 32-bit pointer and a 32-bit FP key. The 3-bit class key is computed at the
 input, ``ext = 4 * (ptr == INVALID_NODE) + 2 * (stf & (ptr & 7) > 3) + (stf & (ptr & 7) != 1)``.

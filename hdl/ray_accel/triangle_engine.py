@@ -1,7 +1,7 @@
 """Watertight ray/triangle engine: per-ray setup and two triangle tests per cycle (RTL).
 
-Bit-exact with :func:`gpurtl.golden.ray_accel.triangle.ray_setup` and
-:func:`gpurtl.golden.ray_accel.triangle.intersect`, whose doc string defines the algorithm (Woop,
+Bit-exact with :func:`gpurtl.golden.ray_accel.scalar.triangle.ray_setup` and
+:func:`gpurtl.golden.ray_accel.scalar.triangle.intersect`, whose doc string defines the algorithm (Woop,
 Benthin and Wald 2013, in FP32, with this project's tie rule) and the exact operation order. **The
 hardware's own triangle algorithm is not public**; this is the project's documented choice. All
 FP32 arithmetic runs on the pipelined cores of :mod:`gpurtl.hdl.fp32` (``FPAddCore``,

@@ -7,7 +7,7 @@
     BVH base bits 54..63) and ``desc`` (``DESC_LAYOUT``; only ``pointer_flags_en`` matters here);
     ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of gpurt
     ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``) and
-    ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
+    ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.scalar.triangle.triangle_pair_eval`).
     ``latency`` = ``max(2, divider latency)`` (pair decode :class:`PrimitiveDecodeCore` in
     parallel with :class:`RaySetupCore`) + :attr:`TriangleEngine.latency` + 1 (result format
     register). One instruction per cycle (II = 1), two triangle tests per cycle.
@@ -15,7 +15,7 @@
     The same behind a valid/ready stream (``i``/``o`` streams of the same layouts, one global
     enable ``en = ~o.valid | o.ready``): the registry block ``ray_triangle``.
 
-Bit-exact with :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval` (its doc string lists
+Bit-exact with :func:`gpurtl.golden.ray_accel.scalar.triangle.triangle_pair_eval` (its doc string lists
 the result rules: culling by pointer flags, opaque / procedural sign bits, invalid triangle 1,
 navigation bits).
 """

@@ -1,11 +1,11 @@
 """Registry entry of the ray accelerator top level: block ``ray_accel``.
 
-One transaction = one intersect instruction (``INSTR_LAYOUT`` of ``golden/ray_accel/ray.py``);
+One transaction = one intersect instruction (``INSTR_LAYOUT`` of ``golden/ray_accel/encode/ray.py``);
 the result is ``OUT_LAYOUT`` (10 dwords, the returned ray, a status). The golden model is
-:class:`~gpurtl.golden.ray_accel.intersect.IntersectModel` restricted to the node kinds the RTL
+:class:`~gpurtl.golden.ray_accel.scalar.intersect.IntersectModel` restricted to the node kinds the RTL
 build models (``RayAccel.paths``); other kinds give status 1 on both sides.
 
-The stimulus builds REAL nodes with the encoders of ``golden/ray_accel/box_node.py``: child boxes
+The stimulus builds REAL nodes with the encoders of ``golden/ray_accel/encode/box_node.py``: child boxes
 scattered along and around a random ray (so hits, misses and grazing boxes all occur), random
 child types, ranges (child reuse), cull flags and masks; legacy FP32/FP16 BVH4 node pairs for the
 dual form; plus IEEE corner cases on the ray (zero, -0, infinite, NaN, subnormal and huge
@@ -17,9 +17,9 @@ import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
-from gpurtl.golden.ray_accel import box_node
-from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode import box_node
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
 
 from ..registry import Block, Param, register
 from .ray_accel_words import golden_words, stimulus_words
@@ -163,11 +163,11 @@ def _legacy_node(rng, o, d, fp16):
 
 
 def _instance_node(rng, o, d):
-    """An instance node (:func:`~gpurtl.golden.ray_accel.instance.encode_instance`) whose filter
+    """An instance node (:func:`~gpurtl.golden.ray_accel.scalar.instance.encode_instance`) whose filter
     box (this package's BVH8 encoder) surrounds
     the ray mapped into object space: world_to_object = a random rotation-ish matrix plus a
     translation."""
-    from gpurtl.golden.ray_accel import instance
+    from gpurtl.golden.ray_accel.scalar import instance
 
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     w = np.concatenate([q * float(rng.choice([1.0, 0.5, 2.0])), rng.normal(size=(3, 1)) * 4], 1)
@@ -224,10 +224,10 @@ def _triangle_txs(rng, count):
 
 def _legacy_triangles(rng, o, d):
     """A legacy 64 B triangle node
-    (:func:`~gpurtl.golden.ray_accel.primitive_node.encode_legacy_node`) with its 4 vertices around
+    (:func:`~gpurtl.golden.ray_accel.encode.primitive_node.encode_legacy_node`) with its 4 vertices around
     a point of the ray."""
-    from gpurtl.golden.ray_accel import primitive_node
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode import primitive_node
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     o = np.nan_to_num(np.clip(o, -1e6, 1e6))
     d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
@@ -432,7 +432,7 @@ class _SortModel:
         self.ftz = ftz
 
     def __call__(self, tx):
-        from gpurtl.golden.ray_accel import sort
+        from gpurtl.golden.ray_accel.scalar import sort
 
         ptrs = [s["ptr"] for s in tx["slots"]]
         if tx["enable"]:
@@ -505,7 +505,7 @@ _COMPONENT_PARAMS = {
 
 
 def _decoded(rng, count, triangles=True, transforms=True):
-    from gpurtl.golden.ray_accel.decode import decode
+    from gpurtl.golden.ray_accel.scalar.decode import decode
 
     return [decode(tx, triangles=triangles, transforms=transforms) for tx in stimulus(rng, count)]
 
@@ -527,7 +527,7 @@ class _Func:
 
 
 def _decode_golden(triangles, transforms):
-    from gpurtl.golden.ray_accel.decode import decode
+    from gpurtl.golden.ray_accel.scalar.decode import decode
 
     return _Func(decode, triangles=triangles, transforms=transforms)
 
@@ -579,7 +579,7 @@ def _setup_stimulus(rng, count, transforms, ftz, fp):
 
 
 def _setup_golden(transforms, ftz, fp):
-    from gpurtl.golden.ray_accel.setup import ray_setup
+    from gpurtl.golden.ray_accel.scalar.setup import ray_setup
 
     return _Func(ray_setup, transforms=transforms, ftz=ftz)
 
@@ -619,7 +619,7 @@ register(
 
 
 def _engine_stimulus(rng, count, boxes, ftz, fp):
-    from gpurtl.golden.ray_accel.setup import ray_setup
+    from gpurtl.golden.ray_accel.scalar.setup import ray_setup
 
     out = []
     for d in _decoded(rng, count):
@@ -657,7 +657,7 @@ class _EngineModel(_Func):
 
 
 def _engine_golden(boxes, ftz, fp):
-    from gpurtl.golden.ray_accel.box_test import box_engine
+    from gpurtl.golden.ray_accel.scalar.box_test import box_engine
 
     return _EngineModel(box_engine, ftz=ftz)
 
@@ -732,7 +732,7 @@ def _dedup_stimulus(rng, count):
 
 
 def _dedup_golden():
-    from gpurtl.golden.ray_accel.box_path import dedup_slots
+    from gpurtl.golden.ray_accel.scalar.box_path import dedup_slots
 
     return _Func(dedup_slots)
 
@@ -798,7 +798,7 @@ def _result_stimulus(rng, count, triangles, transforms):
 
 
 def _result_golden(triangles, transforms):
-    from gpurtl.golden.ray_accel.result import format_result
+    from gpurtl.golden.ray_accel.scalar.result import format_result
 
     return _Func(format_result, triangles=triangles, transforms=transforms)
 

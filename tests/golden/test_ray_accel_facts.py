@@ -20,7 +20,8 @@ from gpurtl.facts.ray_accel import (
     SORT_STAGES,
     box_grow_constant,
 )
-from gpurtl.golden.ray_accel import box_node, instance, primitive_node
+from gpurtl.golden.ray_accel.encode import box_node, primitive_node
+from gpurtl.golden.ray_accel.scalar import instance
 from gpurtl.sim import layouts
 from gpurtl.sim.blocks.ray_accel import stimulus
 

@@ -6,14 +6,14 @@ instructions of every kind; and a broken stage (no de-duplication, no ray transf
 import numpy as np
 import pytest
 
-from gpurtl.golden.ray_accel import sort, triangle
-from gpurtl.golden.ray_accel.box_path import dedup_slots
-from gpurtl.golden.ray_accel.box_test import box_engine
-from gpurtl.golden.ray_accel.decode import decode
-from gpurtl.golden.ray_accel.intersect import intersect
-from gpurtl.golden.ray_accel.ray import node_bytes
-from gpurtl.golden.ray_accel.result import format_result
-from gpurtl.golden.ray_accel.setup import ray_setup
+from gpurtl.golden.ray_accel.encode.ray import node_bytes
+from gpurtl.golden.ray_accel.scalar import sort, triangle
+from gpurtl.golden.ray_accel.scalar.box_path import dedup_slots
+from gpurtl.golden.ray_accel.scalar.box_test import box_engine
+from gpurtl.golden.ray_accel.scalar.decode import decode
+from gpurtl.golden.ray_accel.scalar.intersect import intersect
+from gpurtl.golden.ray_accel.scalar.result import format_result
+from gpurtl.golden.ray_accel.scalar.setup import ray_setup
 from gpurtl.sim.blocks.ray_accel import stimulus
 
 PATHS = frozenset({"box", "obb", "instance", "triangle", "legacy_triangle"})

@@ -2,7 +2,7 @@
 
 from amaranth.sim import Simulator
 
-from gpurtl.golden.ray_accel import obb
+from gpurtl.golden.ray_accel.scalar import obb
 from gpurtl.hdl.ray_accel.obb_transform import ObbRom
 
 

@@ -6,7 +6,7 @@ widening of the legacy FP16 box node for every FP16 pattern."""
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from gpurtl.golden.ray_accel import box_node
+from gpurtl.golden.ray_accel.encode import box_node
 from gpurtl.hdl.ray_accel.node_decode import dequant_offset, f16_to_f32
 
 

@@ -99,8 +99,8 @@ from gpurtl.facts.ray_accel import (
 )
 from gpurtl.golden import fp32
 
-from . import primitive_node as pn
-from .ray import pair_index
+from ..encode import primitive_node as pn
+from ..encode.ray import pair_index
 
 __all__ = [
     "ONE",

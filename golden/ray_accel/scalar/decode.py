@@ -46,7 +46,8 @@ from gpurtl.facts.ray_accel import (
     TRIANGLE_TYPE_MAX,
 )
 
-from . import box_node, box_path, instance
+from ..encode import box_node
+from . import box_path, instance
 from .obb import OBB_COUNT
 
 __all__ = ["RAW_PLANE_BASE", "child_fields", "decode"]
