@@ -13,6 +13,7 @@ round and pack) follows the usual textbook split also used by Libre-SOC's ieee75
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In
 
 __all__ = [
     "Stager",
@@ -122,13 +123,15 @@ class FPCore(wiring.Component):
     """Base of the FP32 cores: validated ``stages`` and ``ftz``, ``latency`` property.
 
     Subclasses set ``WEIGHTS`` (delay weight of each segment; ``len(WEIGHTS)`` is the largest
-    ``stages``) and ``DEFAULT_STAGES``.
+    ``stages``) and ``DEFAULT_STAGES``, and give their operand and result ports as ``ports``
+    (``{name: In(32) or Out(32)}``); the clock enable ``en`` (:mod:`gpurtl.hdl.pipe`) is added
+    here.
     """
 
     WEIGHTS = ()
     DEFAULT_STAGES = 1
 
-    def __init__(self, signature, stages=None, ftz=False):
+    def __init__(self, ports, stages=None, ftz=False):
         if stages is None:
             stages = self.DEFAULT_STAGES
         if isinstance(stages, bool) or not isinstance(stages, int) or stages < 0:
@@ -141,7 +144,7 @@ class FPCore(wiring.Component):
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
         self._stages, self._ftz = stages, ftz
-        super().__init__(signature)
+        super().__init__({"en": In(1), **ports})
 
     @classmethod
     def max_stages(cls):

@@ -61,7 +61,7 @@ class FPToIntCore(FPCore):
 
     def __init__(self, stages=None, ftz=False):
         super().__init__(
-            {"en": In(1), "a": In(32), "signed": In(1), "z": Out(32), "invalid": Out(1)},
+            {"a": In(32), "signed": In(1), "z": Out(32), "invalid": Out(1)},
             stages,
             ftz,
         )
@@ -133,7 +133,7 @@ class IntToFPCore(FPCore):
     DEFAULT_STAGES = 3
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "signed": In(1), "z": Out(32)}, stages, ftz)
+        super().__init__({"a": In(32), "signed": In(1), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()

@@ -116,7 +116,7 @@ class FPDivCore(FPCore):
     DEFAULT_STAGES = 24
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
+        super().__init__({"a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()
@@ -150,7 +150,7 @@ class FPRcpCore(FPCore):
     DEFAULT_STAGES = 24
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "z": Out(32)}, stages, ftz)
+        super().__init__({"a": In(32), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()

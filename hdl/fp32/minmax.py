@@ -43,9 +43,7 @@ class FPMinMaxCore(FPCore):
     DEFAULT_STAGES = 1
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__(
-            {"en": In(1), "a": In(32), "b": In(32), "min": Out(32), "max": Out(32)}, stages, ftz
-        )
+        super().__init__({"a": In(32), "b": In(32), "min": Out(32), "max": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()

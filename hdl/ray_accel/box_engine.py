@@ -37,13 +37,13 @@ Interface (clock-enable core, no valid/ready)
 
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import box_grow_constant
 
 from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
-from ._pipe import EnableCoreStream, delay, reg, sideband
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay, reg, sideband
 
 __all__ = [
     "BOX_IN_LAYOUT",
@@ -137,12 +137,7 @@ class BoxEngine(wiring.Component):
         self._lf = FPFMACore.DEFAULT_STAGES if fma_stages is None else fma_stages
         self._stages = (add_stages, mul_stages, fma_stages)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(engine_in_layout(boxes)),
-                "inv_dir": In(_F3),
-                "o": Out(engine_out_layout(boxes)),
-            }
+            EnableCoreSignature(engine_in_layout(boxes), engine_out_layout(boxes), inv_dir=In(_F3))
         )
 
     @property
@@ -301,19 +296,17 @@ class BoxEnginePipe(EnableCoreStream):
     reciprocal is an input field, delayed inside to the cycle the engine reads it."""
 
     def __init__(self, boxes=4, **params):
-        core = _AlignedEngine(boxes, **params)
-        super().__init__(core, core.i.shape(), engine_out_layout(boxes))
+        super().__init__(_AlignedEngine(boxes, **params))
 
 
 class _AlignedEngine(wiring.Component):
     def __init__(self, boxes, **params):
         self._engine = BoxEngine(boxes, **params)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(data.StructLayout({"box": engine_in_layout(boxes), "inv_dir": _F3})),
-                "o": Out(engine_out_layout(boxes)),
-            }
+            EnableCoreSignature(
+                data.StructLayout({"box": engine_in_layout(boxes), "inv_dir": _F3}),
+                engine_out_layout(boxes),
+            )
         )
 
     @property

@@ -16,12 +16,11 @@ Interface (clock-enable core): ``en``; ``i``: ``slots[8]`` {``ptr``, ``hit``, ``
 
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import INVALID_NODE, SORT_SLOTS
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .sort_unit import SLOT_LAYOUT
 
 __all__ = ["TESTED_SLOT_LAYOUT", "DEDUP_IN_LAYOUT", "DEDUP_OUT_LAYOUT", "DedupUnit", "DedupPipe"]
@@ -37,7 +36,7 @@ class DedupUnit(wiring.Component):
     """Slot select and de-duplication, one register (see the module doc string)."""
 
     def __init__(self):
-        super().__init__({"en": In(1), "i": In(DEDUP_IN_LAYOUT), "o": Out(DEDUP_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT))
 
     @property
     def latency(self):

@@ -32,13 +32,13 @@ of the hardware does.
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import NODE_LAYOUT, RAY_LAYOUT
 
-from .obb_transform import OBBTransformCore, _delay
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay
+from .obb_transform import OBBTransformCore
 
 __all__ = ["INSTANCE_IN_LAYOUT", "INSTANCE_OUT_LAYOUT", "InstanceCore", "InstancePipe"]
 
@@ -78,13 +78,7 @@ class InstanceCore(wiring.Component):
         if not isinstance(fma_stages, int) or isinstance(fma_stages, bool) or fma_stages < 0:
             raise ValueError(f"`fma_stages` must be a non-negative integer, not {fma_stages!r}")
         self._fma_stages = fma_stages
-        super().__init__(
-            {
-                "en": In(1),
-                "i": In(INSTANCE_IN_LAYOUT),
-                "o": Out(INSTANCE_OUT_LAYOUT),
-            }
-        )
+        super().__init__(EnableCoreSignature(INSTANCE_IN_LAYOUT, INSTANCE_OUT_LAYOUT))
 
     @property
     def latency(self):
@@ -127,8 +121,7 @@ class InstanceCore(wiring.Component):
                 m.d.comb += xf.i.matrix[r][c].eq(node[4 * r + c])
         side = Signal(data.StructLayout({"culled": 1, "blas": 64, "user": 24}))
         m.d.comb += [side.culled.eq(culled), side.blas.eq(blas), side.user.eq(node[15][:24])]
-        late = _delay(m, self.en, side.as_value(), self.latency, "side")
-        late = data.View(side.shape(), late)
+        late = delay(m, self.en, side, self.latency, "side")
         m.d.comb += [
             self.o.origin.eq(xf.o.origin),
             self.o.dir.eq(xf.o.dir),
@@ -140,33 +133,8 @@ class InstanceCore(wiring.Component):
         return m
 
 
-class InstancePipe(wiring.Component):
+class InstancePipe(EnableCoreStream):
     """``InstanceCore`` in a valid/ready stream (block ``instance_transform``), II = 1."""
 
     def __init__(self, fma_stages=2):
-        self._fma_stages = fma_stages
-        self._latency = 3 * fma_stages
-        super().__init__(
-            {
-                "i": In(stream.Signature(INSTANCE_IN_LAYOUT)),
-                "o": Out(stream.Signature(INSTANCE_OUT_LAYOUT)),
-            }
-        )
-
-    @property
-    def latency(self):
-        return self._latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = InstanceCore(fma_stages=self._fma_stages)
-        en = Signal()
-        m.d.comb += [
-            en.eq(~self.o.valid | self.o.ready),
-            self.i.ready.eq(en),
-            core.en.eq(en),
-            core.i.eq(self.i.payload),
-            self.o.payload.eq(core.o),
-        ]
-        m.d.comb += self.o.valid.eq(_delay(m, en, self.i.valid, core.latency, "valid"))
-        return m
+        super().__init__(InstanceCore(fma_stages=fma_stages))

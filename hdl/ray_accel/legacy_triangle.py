@@ -18,14 +18,13 @@ The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left 
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     RAY_LAYOUT,
 )
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .triangle_engine import (
     RaySetupCore,
     Sched,
@@ -77,7 +76,7 @@ class LegacyTriangleCore(wiring.Component):
         self._stages = check_stages(stages)
         self._setup = RaySetupCore(stages=self._stages)
         self._engine = TriangleEngine(stages=self._stages)
-        super().__init__({"en": In(1), "i": In(LEGACY_IN_LAYOUT), "o": Out(LEGACY_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(LEGACY_IN_LAYOUT, LEGACY_OUT_LAYOUT))
 
     @property
     def latency(self):

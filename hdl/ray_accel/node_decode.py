@@ -29,7 +29,6 @@ The triangle-pair and legacy-triangle cores decode their own node bytes at their
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import (
@@ -64,6 +63,7 @@ from gpurtl.facts.ray_accel import (
     TRIANGLE_TYPE_MAX,
 )
 
+from ..pipe import EnableCoreSignature
 from .obb_transform import OBB_COUNT
 
 __all__ = [
@@ -219,11 +219,9 @@ class NodeDecode(wiring.Component):
                 raise TypeError(f"`{name}` must be a boolean, not {value!r}")
         self._triangles, self._transforms = triangles, transforms
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(INSTR_LAYOUT),
-                "o": Out(decoded_layout(triangles=triangles, transforms=transforms)),
-            }
+            EnableCoreSignature(
+                INSTR_LAYOUT, decoded_layout(triangles=triangles, transforms=transforms)
+            )
         )
 
     @property

@@ -20,12 +20,11 @@ transformed ray) ``transform_latency`` enabled cycles after ``i``; ``o.inv_dir[3
 
 from amaranth.hdl import Module
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 
 from ..fp32 import FPRcpCore
-from ._pipe import EnableCoreStream, delay
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay
 from .node_decode import MATRIX_LAYOUT
 from .obb_transform import OBBTransformCore
 
@@ -82,13 +81,7 @@ class RaySetupUnit(wiring.Component):
         self._transforms, self._ftz = transforms, ftz
         self._xf_fma_stages = xf_fma_stages
         self._rcp_stages = FPRcpCore.DEFAULT_STAGES if rcp_stages is None else rcp_stages
-        super().__init__(
-            {
-                "en": In(1),
-                "i": In(setup_in_layout(transforms)),
-                "o": Out(SETUP_OUT_LAYOUT),
-            }
-        )
+        super().__init__(EnableCoreSignature(setup_in_layout(transforms), SETUP_OUT_LAYOUT))
 
     @property
     def transforms(self):
@@ -143,11 +136,7 @@ class _AlignedSetup(wiring.Component):
     def __init__(self, **params):
         self._unit = RaySetupUnit(**params)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(setup_in_layout(self._unit.transforms)),
-                "o": Out(SETUP_OUT_LAYOUT),
-            }
+            EnableCoreSignature(setup_in_layout(self._unit.transforms), SETUP_OUT_LAYOUT)
         )
 
     @property

@@ -32,7 +32,6 @@ chain, then the divisions).
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import (
@@ -49,6 +48,7 @@ from gpurtl.facts.ray_accel import (
 )
 
 from ..fp32 import FPAddCore, FPDivCore, FPFMACore, FPMulCore
+from ..pipe import EnableCoreSignature, reg
 
 __all__ = [
     "SETUP_IN_LAYOUT",
@@ -193,10 +193,7 @@ class Sched:
             raise ValueError("cannot move a value back in time")
         while len(tv.chain) <= time - tv.time:
             prev = tv.chain[-1]
-            reg = Signal(len(prev), name=self._name("d"))
-            with self.m.If(self.en):
-                self.m.d.sync += reg.eq(prev)
-            tv.chain.append(reg)
+            tv.chain.append(reg(self.m, self.en, prev, self._name("d"), shape=len(prev)))
         return tv.chain[time - tv.time]
 
     def align(self, *tvs):
@@ -259,7 +256,7 @@ class RaySetupCore(wiring.Component):
 
     def __init__(self, *, stages=None):
         self._stages = check_stages(stages)
-        super().__init__({"en": In(1), "i": In(SETUP_IN_LAYOUT), "o": Out(SETUP_LAYOUT)})
+        super().__init__(EnableCoreSignature(SETUP_IN_LAYOUT, SETUP_LAYOUT))
 
     @property
     def latency(self):
@@ -328,7 +325,7 @@ class TriangleEngine(wiring.Component):
         if not isinstance(raw_outputs, bool):
             raise TypeError(f"`raw_outputs` must be a boolean, not {raw_outputs!r}")
         self._raw = raw_outputs
-        super().__init__({"en": In(1), "i": In(ENGINE_IN_LAYOUT), "o": Out(ENGINE_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(ENGINE_IN_LAYOUT, ENGINE_OUT_LAYOUT))
 
     @property
     def raw_outputs(self):

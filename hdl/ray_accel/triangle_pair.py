@@ -22,7 +22,6 @@ navigation bits).
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
@@ -31,7 +30,7 @@ from gpurtl.facts.ray_accel import (
     RESULT_LAYOUT,
 )
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .primitive_decode import PrimitiveDecodeCore
 from .triangle_engine import (
     RaySetupCore,
@@ -98,7 +97,7 @@ class TrianglePairCore(wiring.Component):
         self._setup = RaySetupCore(stages=self._stages)
         self._engine = TriangleEngine(stages=self._stages, raw_outputs=False)
         self._decode = PrimitiveDecodeCore()
-        super().__init__({"en": In(1), "i": In(PAIR_IN_LAYOUT), "o": Out(PAIR_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(PAIR_IN_LAYOUT, PAIR_OUT_LAYOUT))
 
     @property
     def front_latency(self):

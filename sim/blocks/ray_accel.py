@@ -533,7 +533,7 @@ def _decode_golden(triangles, transforms):
 
 
 def _decode_build(triangles, transforms):
-    from gpurtl.hdl.ray_accel._pipe import EnableCoreStream
+    from gpurtl.hdl.pipe import EnableCoreStream
     from gpurtl.hdl.ray_accel.node_decode import NodeDecode
 
     core = NodeDecode(triangles=triangles, transforms=transforms)
