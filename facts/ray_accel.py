@@ -129,9 +129,9 @@ __all__ = [
 # --- ray -----------------------------------------------------------------------------------------
 RAY_LAYOUT = data.StructLayout(
     {
-        "origin": data.ArrayLayout(Float32(), 3),
-        "dir": data.ArrayLayout(Float32(), 3),
-        "extent": Float32(),
+        "origin": data.ArrayLayout(Float32, 3),
+        "dir": data.ArrayLayout(Float32, 3),
+        "extent": Float32,
         "instance_mask": unsigned(8),
     }
 )
@@ -211,8 +211,8 @@ INSTR_LAYOUT = data.StructLayout(
 OUT_LAYOUT = data.StructLayout(
     {
         "dw": RESULT_LAYOUT,
-        "origin": data.ArrayLayout(Float32(), 3),
-        "dir": data.ArrayLayout(Float32(), 3),
+        "origin": data.ArrayLayout(Float32, 3),
+        "dir": data.ArrayLayout(Float32, 3),
         "status": unsigned(2),
     }
 )
@@ -256,7 +256,7 @@ BOX8_CHILDREN = 8
 FILTER_CHILDREN = 4
 LEGACY_BOX_CHILDREN = 4
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 
 #: One child of a BVH8 node (3 dwords): planes quantized to 12 bits against the node's origin.
 CHILD_INFO_LAYOUT = data.StructLayout(
@@ -303,7 +303,7 @@ BOX8_NODE_LAYOUT = data.StructLayout(
 #: DW16..31 the filter box).
 INSTANCE_NODE_LAYOUT = data.StructLayout(
     {
-        "world_to_object": data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3),
+        "world_to_object": data.ArrayLayout(data.ArrayLayout(Float32, 4), 3),
         "child_base": unsigned(64),
         "parent": unsigned(32),
         "user_data": unsigned(24),

@@ -19,7 +19,7 @@ from .mul import FPMulCore
 
 __all__ = ["UNITS", "FPStreamUnit", "unit_layouts"]
 
-_F = Float32()
+_F = Float32
 
 #: unit name -> (core class, input fields, output fields); fields map to core ports of the
 #: same name, except ``equal`` -> the compare core's ``eq`` (a payload field called ``eq`` would

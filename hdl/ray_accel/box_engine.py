@@ -39,7 +39,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import NEG_INF, POS_INF, Float32
 from gpurtl.facts.ray_accel import box_grow_constant
 
 from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
@@ -55,12 +55,12 @@ __all__ = [
     "BoxEnginePipe",
 ]
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 BOX_IN_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 ENGINE_RAY_LAYOUT = data.StructLayout(
-    {"origin": _F3, "extent": Float32(), "box_grow": unsigned(8), "heuristic": unsigned(2)}
+    {"origin": _F3, "extent": Float32, "box_grow": unsigned(8), "heuristic": unsigned(2)}
 )
-BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32()})
+BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32})
 
 
 def engine_in_layout(boxes):
@@ -86,12 +86,9 @@ _C6_WAIT_LAYOUT = data.StructLayout(
     }
 )
 
-_POS_INF = 0x7F800000
-_NEG_INF = 0xFF800000
-
 
 def _is_nan(x):
-    return (x[23:31] == 0xFF) & (x[:23] != 0)
+    return Float32(x).is_nan()
 
 
 class BoxEngine(wiring.Component):
@@ -227,7 +224,7 @@ class BoxEngine(wiring.Component):
             for a in range(3):
                 positive = Signal(name=f"b{b}_c3_pos{a}")
                 inv = inv_c3[a]
-                m.d.comb += positive.eq(~_is_nan(inv) & (~inv[31] | (inv[:31] == 0)))
+                m.d.comb += positive.eq(~inv.is_nan() & (~inv.sign | inv.is_zero()))
                 lo.append(Mux(positive, lo_t[a], hi_t[a]))
                 hi.append(Mux(positive, hi_t[a], lo_t[a]))
             if self._split:
@@ -247,14 +244,14 @@ class BoxEngine(wiring.Component):
             tmax_raw = reg(m, en, tmax, f"b{b}_c4_tmax_raw", shape=32)
             # c4: clamp, NaN interval, then a register
             nan = _is_nan(tmin_raw) | _is_nan(tmax_raw)
-            min_t = Mux(nan, _POS_INF, self._maxnum(m, f"b{b}_c4_clamp0", tmin_raw, Const(0, 32)))
-            max_t = Mux(nan, _NEG_INF, self._minnum(m, f"b{b}_c4_clampx", tmax_raw, r_extent))
+            min_t = Mux(nan, POS_INF, self._maxnum(m, f"b{b}_c4_clamp0", tmin_raw, Const(0, 32)))
+            max_t = Mux(nan, NEG_INF, self._minnum(m, f"b{b}_c4_clampx", tmax_raw, r_extent))
             s5_min_t = reg(m, en, min_t, f"b{b}_c5_min_t", shape=32)
             s5_max_t = reg(m, en, max_t, f"b{b}_c5_max_t", shape=32)
             s5_nan = reg(m, en, nan, f"b{b}_c5_nan", shape=1)
             s5_tmin = reg(m, en, Mux(_is_nan(tmin_raw), 0, tmin_raw), f"b{b}_c5_tmin", shape=32)
             s5_tmax = reg(
-                m, en, Mux(_is_nan(tmax_raw), _POS_INF, tmax_raw), f"b{b}_c5_tmax", shape=32
+                m, en, Mux(_is_nan(tmax_raw), POS_INF, tmax_raw), f"b{b}_c5_tmax", shape=32
             )
             # c5: grow (FMA) and key (add/sub), aligned to the longer of the two
             lc5 = max(lf, la)

@@ -25,7 +25,7 @@ from .sort_unit import SLOT_LAYOUT
 
 __all__ = ["TESTED_SLOT_LAYOUT", "DEDUP_IN_LAYOUT", "DEDUP_OUT_LAYOUT", "DedupUnit", "DedupPipe"]
 
-TESTED_SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "hit": unsigned(1), "key": Float32()})
+TESTED_SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "hit": unsigned(1), "key": Float32})
 DEDUP_IN_LAYOUT = data.StructLayout(
     {"slots": data.ArrayLayout(TESTED_SLOT_LAYOUT, SORT_SLOTS), "dedup": unsigned(1)}
 )

@@ -42,7 +42,7 @@ from .obb_transform import OBBTransformCore
 
 __all__ = ["INSTANCE_IN_LAYOUT", "INSTANCE_OUT_LAYOUT", "InstanceCore", "InstancePipe"]
 
-_VEC3 = data.ArrayLayout(Float32(), 3)
+_VEC3 = data.ArrayLayout(Float32, 3)
 
 INSTANCE_IN_LAYOUT = data.StructLayout(
     {

@@ -16,9 +16,10 @@ low 3 bits are not 0 or 1; the lane is then computed as type ``ptr & 1``).
 The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left to the top level.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 
+from gpurtl.facts.fp32 import ONE, POS_INF, SIGN_BIT
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     RAY_LAYOUT,
@@ -59,8 +60,6 @@ LEGACY_OUT_LAYOUT = data.StructLayout(
         "error": data.ArrayLayout(unsigned(1), 2),
     }
 )
-
-_INF, _ONE = 0x7F800000, 0x3F800000
 
 
 def legacy_latency(stages=None):
@@ -128,10 +127,10 @@ class LegacyTriangleCore(wiring.Component):
             def pick(sel):
                 return Mux(sel[1], Mux(sel[0], 0, bary[2]), Mux(sel[0], bary[1], bary[0]))
 
-            sign = Cat(Const(0, 31), f["flip"])
+            flip_sign = Mux(f["flip"], SIGN_BIT, 0)  # a flipped facedness negates t_num, t_den
             dw = [
-                Mux(ok, lane.t_num ^ sign, _INF),
-                Mux(ok, lane.t_den ^ sign, _ONE),
+                Mux(ok, lane.t_num.as_value() ^ flip_sign, POS_INF),
+                Mux(ok, lane.t_den.as_value() ^ flip_sign, ONE),
                 Mux(ok, Mux(mode, pick(tflags[0:2]), tri_id), 0),
                 Mux(ok, Mux(mode, pick(tflags[2:4]), 1), 0),
             ]

@@ -30,7 +30,7 @@ The triangle-pair and legacy-triangle cores decode their own node bytes at their
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import EXPONENT_MAX, NEG_ZERO, Float32
 from gpurtl.facts.ray_accel import (
     BOX8_CHILDREN,
     BOX8_NODE_LAYOUT,
@@ -80,9 +80,9 @@ __all__ = [
     "OBB_INDEX_LIMIT",
 ]
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 #: The origin given to raw (legacy) planes: ``-0.0 + x == x`` for every non-NaN ``x``.
-RAW_PLANE_BASE = 0x80000000
+RAW_PLANE_BASE = NEG_ZERO
 #: OBB indices from here to 126 are undefined (the rotation table's size).
 OBB_INDEX_LIMIT = OBB_COUNT
 _SLOTS = BOX8_CHILDREN
@@ -90,12 +90,12 @@ _SLOTS = BOX8_CHILDREN
 #: One child slot's planes: ``Dq`` offsets (BVH8, filter box) or raw FP32 planes (legacy nodes).
 PLANES_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 #: The ray as the box and transform paths need it (no instance mask: it is used at decode).
-STAGE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3, "extent": Float32()})
+STAGE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3, "extent": Float32})
 #: The world-to-object matrix of an instance node and whether to apply it (not culled).
 MATRIX_LAYOUT = data.StructLayout(
     {
         "use_matrix": unsigned(1),
-        "matrix": data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3),
+        "matrix": data.ArrayLayout(data.ArrayLayout(Float32, 4), 3),
     }
 )
 #: The instance node's own result fields (DW2, DW3, DW6 and the cull of DW7).
@@ -161,7 +161,9 @@ def dequant_offset(m, exp, q, name):
             with m.Case(k):
                 m.d.comb += mant.eq((q << (23 - k))[:23])
     flush = (q == 0) | ((p + exp) <= QUANT_BITS)
-    out = Signal(32, name=f"{name}_dq")
+    out = Signal(Float32, name=f"{name}_dq")
+    # fraction, exponent, sign (+0 when flushed), assigned whole: a sign bit driven by a
+    # constant alone becomes an `always @*` Verilator's lint reports as never run (ALWNEVER)
     m.d.comb += out.eq(Mux(flush, 0, Cat(mant, se[:8], Const(0, 1))))
     return out
 
@@ -169,7 +171,8 @@ def dequant_offset(m, exp, q, name):
 def f16_to_f32(m, h, name):
     """Exact widening of an FP16 pattern (subnormals normalised)."""
     sign, exp, man = h[15], h[10:15], h[:10]
-    out = Signal(32, name=name)
+    out = Signal(Float32, name=name)
+    m.d.comb += out.sign.eq(sign)
     lead = Signal(4, name=f"{name}_lead")  # index of the leading one of a subnormal
     for k in range(10):
         with m.If(man[k]):
@@ -180,15 +183,13 @@ def f16_to_f32(m, h, name):
             with m.Case(k):
                 m.d.comb += sub_man.eq((man << (10 - k))[:10])
     with m.If(exp == 0x1F):
-        m.d.comb += out.eq(Cat(Const(0, 13), man, Const(0xFF, 8), sign))
+        m.d.comb += [out.exponent.eq(EXPONENT_MAX), out.fraction.eq(man << 13)]
     with m.Elif(exp == 0):
-        with m.If(man == 0):
-            m.d.comb += out.eq(Cat(Const(0, 31), sign))
-        with m.Else():
+        with m.If(man != 0):
             # value = 1.x * 2**(lead - 24)  ->  biased exponent lead + 103
-            m.d.comb += out.eq(Cat(Const(0, 13), sub_man, (lead + 103)[:8], sign))
+            m.d.comb += [out.exponent.eq(lead + 103), out.fraction.eq(sub_man << 13)]
     with m.Else():
-        m.d.comb += out.eq(Cat(Const(0, 13), man, (exp + 112)[:8], sign))
+        m.d.comb += [out.exponent.eq(exp + 112), out.fraction.eq(man << 13)]
     return out
 
 

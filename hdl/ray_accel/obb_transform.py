@@ -63,7 +63,7 @@ available with ``lanes=1`` only. ``OBBTransformPipe`` wraps the core in a valid/
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import NEG_ZERO, Float32
 from gpurtl.facts.obb import NO_ROTATION, OBB_COUNT, STAGE1, STAGE2
 
 from ..pipe import EnableCoreSignature, EnableCoreStream, delay
@@ -77,8 +77,7 @@ __all__ = [
     "fma_core_class",
 ]
 
-_NEG_ZERO = 0x80000000
-VEC3 = data.ArrayLayout(Float32(), 3)
+VEC3 = data.ArrayLayout(Float32, 3)
 RAY_OUT = data.StructLayout({"origin": VEC3, "dir": VEC3, "bad_index": unsigned(1)})
 
 
@@ -98,7 +97,7 @@ def core_in_layout(lanes=1, with_matrix=False):
     }
     if with_matrix:
         fields["use_matrix"] = unsigned(1)
-        fields["matrix"] = data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3)
+        fields["matrix"] = data.ArrayLayout(data.ArrayLayout(Float32, 4), 3)
     return data.StructLayout(fields)
 
 
@@ -247,7 +246,7 @@ class OBBTransformCore(wiring.Component):
                         m.submodules[f"fma{lane}_{kind}{r}_{stage}"] = unit
                         m.d.comb += [unit.en.eq(en), unit.a.eq(a), unit.b.eq(col[column][r])]
                         units.append(unit)
-                    init = translate[r] if kind == "o" else Const(_NEG_ZERO, 32)
+                    init = translate[r] if kind == "o" else Const(NEG_ZERO, 32)
                     m.d.comb += [
                         units[0].c.eq(init),
                         units[1].c.eq(units[0].z),

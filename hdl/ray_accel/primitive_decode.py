@@ -35,7 +35,7 @@ __all__ = [
     "PrimitiveDecode",
 ]
 
-VEC3 = data.ArrayLayout(Float32(), 3)
+VEC3 = data.ArrayLayout(Float32, 3)
 TRI_LAYOUT = data.StructLayout(
     {
         "v": data.ArrayLayout(VEC3, 3),

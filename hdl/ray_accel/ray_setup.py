@@ -36,7 +36,7 @@ __all__ = [
     "RaySetupPipe",
 ]
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 SETUP_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3})
 SETUP_OUT_LAYOUT = data.StructLayout({"ray": SETUP_RAY_LAYOUT, "inv_dir": _F3})
 

@@ -33,7 +33,7 @@ chain, then the divisions).
 from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import ONE, POS_INF, SIGN_BIT, Float32
 from gpurtl.facts.ray_accel import (
     PF_CULL_BACK,
     PF_CULL_FRONT,
@@ -86,16 +86,16 @@ def pointer_flag_bits(flags):
     return {name: flags[mask.bit_length() - 1] for name, mask in _POINTER_FLAG_NAMES.items()}
 
 
-VEC3 = data.ArrayLayout(Float32(), 3)
+VEC3 = data.ArrayLayout(Float32, 3)
 SETUP_IN_LAYOUT = data.StructLayout({"dir": VEC3})
 SETUP_LAYOUT = data.StructLayout(
     {
         "kx": unsigned(2),
         "ky": unsigned(2),
         "kz": unsigned(2),
-        "sx": Float32(),
-        "sy": Float32(),
-        "sz": Float32(),
+        "sx": Float32,
+        "sy": Float32,
+        "sz": Float32,
     }
 )
 ENGINE_IN_LAYOUT = data.StructLayout(
@@ -108,22 +108,19 @@ ENGINE_IN_LAYOUT = data.StructLayout(
 LANE_LAYOUT = data.StructLayout(
     {
         "hit": unsigned(1),
-        "t": Float32(),
-        "i": Float32(),
-        "j": Float32(),
+        "t": Float32,
+        "i": Float32,
+        "j": Float32,
         "backface": unsigned(1),
-        "t_num": Float32(),
-        "t_den": Float32(),
-        "u": Float32(),
-        "v": Float32(),
-        "w": Float32(),
+        "t_num": Float32,
+        "t_den": Float32,
+        "u": Float32,
+        "v": Float32,
+        "w": Float32,
     }
 )
 ENGINE_OUT_LAYOUT = data.StructLayout({"lane": data.ArrayLayout(LANE_LAYOUT, 2)})
 
-_ONE = 0x3F800000
-_SIGN = 0x80000000
-_INF = 0x7F800000
 FP_UNITS = {"add": FPAddCore, "mul": FPMulCore, "fma": FPFMACore, "div": FPDivCore}
 
 
@@ -233,22 +230,20 @@ class Sched:
         return self.core("div", "div", a=a, b=b)
 
 
-def _mag(x):
-    return x[:31]
-
-
 def is_nan(x):
-    return _mag(x) > _INF
+    return Float32(x).is_nan()
 
 
 def lt_zero(x):
     """IEEE ``x < 0``."""
-    return x[31] & (_mag(x) != 0) & ~is_nan(x)
+    f = Float32(x)
+    return f.sign & ~f.is_zero() & ~f.is_nan()
 
 
 def gt_zero(x):
     """IEEE ``x > 0``."""
-    return ~x[31] & (_mag(x) != 0) & ~is_nan(x)
+    f = Float32(x)
+    return ~f.sign & ~f.is_zero() & ~f.is_nan()
 
 
 class RaySetupCore(wiring.Component):
@@ -266,7 +261,7 @@ class RaySetupCore(wiring.Component):
         m = Module()
         s = Sched(m, self.en, "setup", self._stages)
         d = [Value.cast(self.i.dir[k]) for k in range(3)]
-        mag = [v[:31] for v in d]
+        mag = [Float32(v).magnitude() for v in d]
         kz = Signal(2, name="setup_kz")
         m.d.comb += kz.eq(
             Mux((mag[0] >= mag[1]) & (mag[0] >= mag[2]), 0, Mux(mag[1] >= mag[2], 1, 2))
@@ -287,7 +282,7 @@ class RaySetupCore(wiring.Component):
         tdz = Timed(dz, 0)
         sx = s.div(Timed(dx, 0), tdz)
         sy = s.div(Timed(dy, 0), tdz)
-        sz = s.div(Const(_ONE, 32), tdz)
+        sz = s.div(Const(ONE, 32), tdz)
         lat = self.latency
         m.d.comb += [
             self.o.kx.eq(s.at(Timed(kx, 0), lat)),
@@ -348,8 +343,8 @@ class TriangleEngine(wiring.Component):
             s = Sched(m, self.en, f"l{lane}", self._stages)
             kx, ky, kz = (Timed(Value.cast(setup[k]), 0) for k in ("kx", "ky", "kz"))
             sz = Timed(Value.cast(setup.sz), 0)
-            nsx = Timed(Value.cast(setup.sx) ^ _SIGN, 0)
-            nsy = Timed(Value.cast(setup.sy) ^ _SIGN, 0)
+            nsx = Timed(Value.cast(setup.sx) ^ SIGN_BIT, 0)
+            nsy = Timed(Value.cast(setup.sy) ^ SIGN_BIT, 0)
             origin = [Timed(Value.cast(self.i.origin[c]), 0) for c in range(3)]
             pts = []
             for n in range(3):
@@ -396,10 +391,10 @@ class TriangleEngine(wiring.Component):
                 lambda inside, det, t: (
                     inside
                     & ~is_nan(det)
-                    & (_mag(det) != 0)
+                    & ~Float32(det).is_zero()
                     & ~is_nan(t)
-                    & (~t[31] | (_mag(t) == 0))
-                    & (t != _INF)
+                    & (~Float32(t).sign | Float32(t).is_zero())
+                    & (t != POS_INF)
                 ),
                 inside,
                 det,
@@ -407,7 +402,7 @@ class TriangleEngine(wiring.Component):
                 width=1,
                 name="hit",
             )
-            back = s.comb(lambda det: det[31], det, width=1, name="back")
+            back = s.comb(lambda det: Float32(det).sign, det, width=1, name="back")
             assert max(hit.time, t.time, i.time, j.time) == lat, "latency formula out of date"
             out = self.o.lane[lane]
             m.d.comb += [

@@ -23,6 +23,7 @@ navigation bits).
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 
+from gpurtl.facts.fp32 import ONE, POS_INF, Float32
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     NODE_LAYOUT,
@@ -56,7 +57,6 @@ PAIR_IN_LAYOUT = data.StructLayout(
 )
 PAIR_OUT_LAYOUT = data.StructLayout({"result": RESULT_LAYOUT, "error": unsigned(1)})
 
-_INF, _ONE, _SIGN, _MAG = 0x7F800000, 0x3F800000, 0x80000000, 0x7FFFFFFF
 _SIDE_LAYOUT = data.StructLayout(
     {
         "tri": data.ArrayLayout(
@@ -164,9 +164,9 @@ class TrianglePairCore(wiring.Component):
             dw = [Signal(32, name=f"fmt_dw{k}_{n}") for n in range(4)]
             with m.If(tri.procedural):
                 m.d.comb += [
-                    dw[0].eq(Mux(proc_ok, 0, _INF)),
-                    dw[1].eq(Mux(proc_ok, _ONE, 0)),
-                    dw[2].eq(Mux(proc_ok, _ONE, 0)),
+                    dw[0].eq(Mux(proc_ok, 0, POS_INF)),
+                    dw[1].eq(Mux(proc_ok, ONE, 0)),
+                    dw[2].eq(Mux(proc_ok, ONE, 0)),
                     dw[3].eq(0),
                 ]
             with m.Elif(tri_ok):
@@ -177,15 +177,15 @@ class TrianglePairCore(wiring.Component):
                     dw[3].eq(~front_face),
                 ]
             with m.Else():
-                m.d.comb += [dw[0].eq(_INF), dw[1].eq(0), dw[2].eq(0), dw[3].eq(0)]
+                m.d.comb += [dw[0].eq(POS_INF), dw[1].eq(0), dw[2].eq(0), dw[3].eq(0)]
             final = [
                 dw[0],
-                Cat(dw[1][:31], tri.procedural),
-                Cat(dw[2][:31], ~is_op),
+                Cat(Float32(dw[1]).magnitude(), tri.procedural),
+                Cat(Float32(dw[2]).magnitude(), ~is_op),
                 Cat(dw[3][0], tri.prim_id[:31]),
             ]
             if k == 1:
-                invalid = [_INF, _ONE, _ONE, 0]
+                invalid = [POS_INF, ONE, ONE, 0]
                 final = [Mux(tri.valid, x, c) for x, c in zip(final, invalid)]
             for n in range(4):
                 m.d.comb += result[4 * k + n].eq(final[n])

@@ -11,6 +11,7 @@ lockstep check compares the two).
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 
+from gpurtl.facts.fp32 import EXPONENT_BIAS, Float32
 from gpurtl.facts.stoc import MAX_LEVEL, omm_index_in_layout, omm_index_out_layout
 
 from ..pipe import EnableCoreSignature, EnableCoreStream, reg
@@ -37,16 +38,16 @@ def _check_frac_bits(frac_bits):
 def fixed_from_f32(bits, frac_bits):
     """Combinational FP32 pattern -> unsigned fixed point with ``frac_bits`` fraction bits
     (``frac_bits + 1`` bits wide): clamp to [0, 1], truncate, NaN and negatives give 0."""
-    sign, exp, frac = bits[31], bits[23:31], bits[0:23]
-    mantissa = Cat(frac, exp != 0)  # 24 bits
+    f = Float32(bits)
+    exp = f.exponent
+    mantissa = Cat(f.fraction, exp != 0)  # 24 bits
     e = Mux(exp == 0, 1, exp)
     one = Const(1 << frac_bits, frac_bits + 1)
     # value * 2**frac_bits = mantissa >> (150 - frac_bits - e) for e <= 126
     tiny = e <= 126 - frac_bits  # right shift >= 24 -> 0
     amount = (150 - frac_bits - e)[0:5]  # 24 - frac_bits .. 23 when not tiny
     below_one = Mux(tiny, 0, mantissa >> amount)
-    is_nan = (exp == 0xFF) & (frac != 0)
-    return Mux(sign | is_nan, 0, Mux(exp >= 127, one, below_one[0 : frac_bits + 1]))
+    return Mux(f.sign | f.is_nan(), 0, Mux(exp >= EXPONENT_BIAS, one, below_one[0 : frac_bits + 1]))
 
 
 def _suffix_xor(t):

@@ -3,7 +3,7 @@
 the exact FP16 -> FP32
 widening of the legacy FP16 box node for every FP16 pattern."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.sim import Simulator
 
 from gpurtl.golden.ray_accel.encode import box_node
@@ -21,7 +21,7 @@ def _run_comb(build, cases):
         for case in cases:
             for sig, value in zip(ins, case):
                 ctx.set(sig, value)
-            got.append(ctx.get(out))
+            got.append(ctx.get(Value.cast(out)))  # the bits, also of a Float32 view
 
     sim.add_testbench(bench)
     sim.run()

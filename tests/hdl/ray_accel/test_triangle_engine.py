@@ -5,6 +5,7 @@ import random
 
 import numpy as np
 import pytest
+from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
 from gpurtl.golden.ray_accel.encode import primitive_node as pn
@@ -91,7 +92,10 @@ def test_primitive_decode_matches_golden():
                 )
                 verts_ok = all(
                     d.tris[k].procedural
-                    or tuple(tuple(o.tri[k].v[a][c] for c in range(3)) for a in range(3))
+                    or tuple(
+                        tuple(Const.cast(o.tri[k].v[a][c]).value for c in range(3))
+                        for a in range(3)
+                    )
                     == d.tris[k].vertices
                     for k in range(2)
                 )
