@@ -22,7 +22,8 @@ all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
                                                  ``split_compares`` three cycles: lo/hi,
                                                  register, max/min of axes 0 and 1, register,
                                                  then with axis 2
-    c4  clamp to [0, extent]; NaN interval      2 FPCmpCore + register
+    c4  clamp to [0, extent]; NaN interval      1 FPCmpCore (the clamp at 0 is a sign
+                                                 test) + register
     c5  grown = fma(max_t, g*2^-24, max_t)      1 FPFMACore, in parallel with
         key = min_t - max_t | tmin + tmax       1 FPAddCore (largest-first / midpoint keys)
     c6  hit = !nan & min_t <= grown             1 FPCmpCore + register
@@ -35,7 +36,7 @@ Interface (clock-enable core, no valid/ready)
 ``o``: ``boxes[boxes]`` {``hit``, ``key``}, ``latency`` cycles after ``i``.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
 
@@ -89,6 +90,16 @@ _C6_WAIT_LAYOUT = data.StructLayout(
 
 def _is_nan(x):
     return Float32(x).is_nan()
+
+
+def _max_with_zero(x, ftz):
+    """``maxnum(x, +0)`` without a comparator: ``+0`` for a NaN or a value below zero, else
+    ``x`` (with ``ftz`` a negative subnormal compares equal to zero and is kept, as the compare
+    core flushes it). A compare core with a constant operand reduces to a compare of a
+    magnitude with zero, which Verilator's lint reports as constant (``UNSIGNED``)."""
+    f = Float32(x)
+    below_zero = f.sign & ((f.exponent != 0) if ftz else ~f.is_zero())
+    return Mux(f.is_nan() | below_zero, 0, x)
 
 
 class BoxEngine(wiring.Component):
@@ -244,7 +255,7 @@ class BoxEngine(wiring.Component):
             tmax_raw = reg(m, en, tmax, f"b{b}_c4_tmax_raw", shape=32)
             # c4: clamp, NaN interval, then a register
             nan = _is_nan(tmin_raw) | _is_nan(tmax_raw)
-            min_t = Mux(nan, POS_INF, self._maxnum(m, f"b{b}_c4_clamp0", tmin_raw, Const(0, 32)))
+            min_t = Mux(nan, POS_INF, _max_with_zero(tmin_raw, self._ftz))
             max_t = Mux(nan, NEG_INF, self._minnum(m, f"b{b}_c4_clampx", tmax_raw, r_extent))
             s5_min_t = reg(m, en, min_t, f"b{b}_c5_min_t", shape=32)
             s5_max_t = reg(m, en, max_t, f"b{b}_c5_max_t", shape=32)
