@@ -31,11 +31,11 @@ instance nodes (drive ``use_matrix`` from the node type), which is what the ray-
 of the hardware does.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 
 from gpurtl.facts.fp32 import Float32
-from gpurtl.facts.ray_accel import NODE_LAYOUT, RAY_LAYOUT
+from gpurtl.facts.ray_accel import NODE_LAYOUT, POINTER_FLAGS_SHAPE, RAY_LAYOUT, PointerFlags
 
 from ..pipe import EnableCoreSignature, EnableCoreStream, delay
 from .obb_transform import OBBTransformCore
@@ -48,7 +48,7 @@ INSTANCE_IN_LAYOUT = data.StructLayout(
     {
         "node": NODE_LAYOUT,
         "ray": RAY_LAYOUT,
-        "pointer_flags": unsigned(10),
+        "pointer_flags": POINTER_FLAGS_SHAPE,
         "pointer_flags_en": unsigned(1),
     }
 )
@@ -92,21 +92,25 @@ class InstanceCore(wiring.Component):
         m = Module()
         m.submodules.xf = xf = OBBTransformCore(fma_stages=self._fma_stages, with_matrix=True)
         node, ray = self.i.node, self.i.ray
-        flags = Signal(10)
-        m.d.comb += flags.eq(self.i.pointer_flags & self.i.pointer_flags_en.replicate(10))
+        flags = Signal(PointerFlags)
+        m.d.comb += flags.eq(Mux(self.i.pointer_flags_en, self.i.pointer_flags, 0))
         child_base = Cat(node[12], node[13])
         inst_flags = child_base[54:64]
         mask = node[15][24:32]
         aabb = child_base[62]
         culled = Signal()
         m.d.comb += culled.eq(
-            ((mask & ray.instance_mask) == 0) | (~aabb & flags[8]) | (aabb & flags[9])
+            ((mask & ray.instance_mask) == 0)
+            | (~aabb & flags.skip_triangles)
+            | (aabb & flags.skip_procedural)
         )
         # gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``: (inst &
         # (override ? 0x3FC : 0x3FF)) | ray flags, address bits [53:3]
-        override = flags[0] | flags[1]
+        override = flags.force_opaque | flags.force_non_opaque
         merged = Signal(10)
-        m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | flags)
+        m.d.comb += merged.eq(
+            (inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | flags.as_value()
+        )
         blas = Signal(64)
         m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
         m.d.comb += [

@@ -22,7 +22,9 @@ from amaranth.lib import data, wiring
 from gpurtl.facts.fp32 import ONE, POS_INF, SIGN_BIT
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
+    POINTER_FLAGS_SHAPE,
     RAY_LAYOUT,
+    PointerFlags,
 )
 
 from ..pipe import EnableCoreSignature, EnableCoreStream
@@ -33,7 +35,6 @@ from .triangle_engine import (
     TriangleEngine,
     check_stages,
     engine_latency,
-    pointer_flag_bits,
     unit_latency,
 )
 
@@ -50,7 +51,7 @@ LEGACY_IN_LAYOUT = data.StructLayout(
         "ray": RAY_LAYOUT,
         "node": data.ArrayLayout(data.ArrayLayout(unsigned(32), 16), 2),
         "node_ptr": data.ArrayLayout(unsigned(32), 2),
-        "pointer_flags": unsigned(10),
+        "pointer_flags": POINTER_FLAGS_SHAPE,
         "desc": DESC_LAYOUT,
     }
 )
@@ -105,29 +106,28 @@ class LegacyTriangleCore(wiring.Component):
         t_eng = front + eng.latency
         flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
         mode = s.at(Timed(Value.cast(self.i.desc.return_mode), 0), t_eng)
-        flags = Signal(10, name="leg_flags")
-        m.d.comb += flags.eq(
-            Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0)
-        )
-        f = pointer_flag_bits(flags)
+        f = Signal(PointerFlags, name="leg_flags")
+        m.d.comb += f.eq(Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0))
         for k in range(2):
             lane = eng.o.lane[k]
             ptr = s.at(Timed(Value.cast(self.i.node_ptr[k]), 0), t_eng)
             tri_id = s.at(Timed(Value.cast(self.i.node[k][15]), 0), t_eng)
             tflags = Signal(8, name=f"leg_tflags{k}")
             m.d.comb += tflags.eq(Mux(ptr[0], tri_id[8:16], tri_id[0:8]))
-            is_op = f["force_op"] | (~f["force_nop"] & tflags[7])
-            op_culled = Mux(is_op, f["cull_op"], f["cull_nop"])
-            front_face = ~lane.backface ^ f["flip"]
-            face_culled = ~f["no_cull"] & Mux(front_face, f["cull_front"], f["cull_back"])
+            is_op = f.force_opaque | (~f.force_non_opaque & tflags[7])
+            op_culled = Mux(is_op, f.cull_opaque, f.cull_non_opaque)
+            front_face = ~lane.backface ^ f.flip_facedness
+            face_culled = ~f.disable_tri_cull & Mux(front_face, f.cull_front, f.cull_back)
             ok = Signal(name=f"leg_ok{k}")
-            m.d.comb += ok.eq(lane.hit & ~(f["skip_tri"] | op_culled | face_culled))
+            m.d.comb += ok.eq(lane.hit & ~(f.skip_triangles | op_culled | face_culled))
             bary = [lane.u, lane.v, lane.w, 0]
 
             def pick(sel):
                 return Mux(sel[1], Mux(sel[0], 0, bary[2]), Mux(sel[0], bary[1], bary[0]))
 
-            flip_sign = Mux(f["flip"], SIGN_BIT, 0)  # a flipped facedness negates t_num, t_den
+            flip_sign = Mux(
+                f.flip_facedness, SIGN_BIT, 0
+            )  # a flipped facedness negates t_num, t_den
             dw = [
                 Mux(ok, lane.t_num.as_value() ^ flip_sign, POS_INF),
                 Mux(ok, lane.t_den.as_value() ^ flip_sign, ONE),

@@ -34,18 +34,6 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 
 from gpurtl.facts.fp32 import ONE, POS_INF, SIGN_BIT, Float32
-from gpurtl.facts.ray_accel import (
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
-)
 
 from ..fp32 import FPAddCore, FPDivCore, FPFMACore, FPMulCore
 from ..pipe import EnableCoreSignature, reg
@@ -62,28 +50,7 @@ __all__ = [
     "Sched",
     "Timed",
     "FP_UNITS",
-    "pointer_flag_bits",
 ]
-
-
-#: The pointer-flag bits the triangle paths test, by name (gpurt ``PerformTriangleCulling``).
-_POINTER_FLAG_NAMES = {
-    "force_op": PF_FORCE_OPAQUE,
-    "force_nop": PF_FORCE_NON_OPAQUE,
-    "no_cull": PF_DISABLE_TRI_CULL,
-    "flip": PF_FLIP_FACEDNESS,
-    "cull_back": PF_CULL_BACK,
-    "cull_front": PF_CULL_FRONT,
-    "cull_op": PF_CULL_OPAQUE,
-    "cull_nop": PF_CULL_NON_OPAQUE,
-    "skip_tri": PF_SKIP_TRIANGLES,
-    "skip_proc": PF_SKIP_PROCEDURAL,
-}
-
-
-def pointer_flag_bits(flags):
-    """``{name: bit}`` of a 10-bit pointer-flags value (names as in :data:`_POINTER_FLAG_NAMES`)."""
-    return {name: flags[mask.bit_length() - 1] for name, mask in _POINTER_FLAG_NAMES.items()}
 
 
 VEC3 = data.ArrayLayout(Float32, 3)

@@ -27,8 +27,10 @@ from gpurtl.facts.fp32 import ONE, POS_INF, Float32
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     NODE_LAYOUT,
+    POINTER_FLAGS_SHAPE,
     RAY_LAYOUT,
     RESULT_LAYOUT,
+    PointerFlags,
 )
 
 from ..pipe import EnableCoreSignature, EnableCoreStream
@@ -40,7 +42,6 @@ from .triangle_engine import (
     TriangleEngine,
     check_stages,
     engine_latency,
-    pointer_flag_bits,
     unit_latency,
 )
 
@@ -51,7 +52,7 @@ PAIR_IN_LAYOUT = data.StructLayout(
         "ray": RAY_LAYOUT,
         "node": NODE_LAYOUT,
         "node_ptr": unsigned(32),
-        "pointer_flags": unsigned(10),
+        "pointer_flags": POINTER_FLAGS_SHAPE,
         "desc": DESC_LAYOUT,
     }
 )
@@ -143,23 +144,22 @@ class TrianglePairCore(wiring.Component):
         pdec = _SIDE_LAYOUT(s.at(Timed(Value.cast(side), front), t_eng))
         flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
         flags_raw = s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng)
-        flags = Signal(10, name="fmt_flags")
-        m.d.comb += flags.eq(Mux(flags_en, flags_raw, 0))
-        f = pointer_flag_bits(flags)
+        f = Signal(PointerFlags, name="fmt_flags")
+        m.d.comb += f.eq(Mux(flags_en, flags_raw, 0))
 
         result = Signal(RESULT_LAYOUT, name="fmt_result")
         for k in range(2):
             tri, lane = pdec.tri[k], eng.o.lane[k]
             is_op = Signal(name=f"fmt_opaque{k}")
-            m.d.comb += is_op.eq(f["force_op"] | (~f["force_nop"] & tri.opaque))
-            op_culled = Mux(is_op, f["cull_op"], f["cull_nop"])
-            front_face = ~lane.backface ^ f["flip"]
-            face_culled = ~f["no_cull"] & Mux(front_face, f["cull_front"], f["cull_back"])
+            m.d.comb += is_op.eq(f.force_opaque | (~f.force_non_opaque & tri.opaque))
+            op_culled = Mux(is_op, f.cull_opaque, f.cull_non_opaque)
+            front_face = ~lane.backface ^ f.flip_facedness
+            face_culled = ~f.disable_tri_cull & Mux(front_face, f.cull_front, f.cull_back)
             tri_ok = Signal(name=f"fmt_tri_ok{k}")
             proc_ok = Signal(name=f"fmt_proc_ok{k}")
             m.d.comb += [
-                tri_ok.eq(lane.hit & ~(f["skip_tri"] | op_culled | face_culled)),
-                proc_ok.eq(~(f["skip_proc"] | op_culled)),
+                tri_ok.eq(lane.hit & ~(f.skip_triangles | op_culled | face_culled)),
+                proc_ok.eq(~(f.skip_procedural | op_culled)),
             ]
             dw = [Signal(32, name=f"fmt_dw{k}_{n}") for n in range(4)]
             with m.If(tri.procedural):
