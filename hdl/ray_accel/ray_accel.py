@@ -47,12 +47,9 @@ sum of the component latencies along the longest path.
 
 FP32 presets (``fp``)
 ---------------------
-``"fpga"`` (default): the FP32 cores' default depths (add/mul 9, FMA 12, rcp/div 24 stages),
-transform FMAs 2 stages, and a register between chained FP32 compares (the box engine's
-max3/min3, the sort network's compare and swap: 2 + 6 cycles for clock rate); ``"shallow"``:
-one register per FP32 core everywhere (box path, transform, triangle paths), for latency studies
-(zero stages would also simulate, but the box path would then be one combinational chain of
-about twenty FP32 operations). Latencies
+``"fpga"`` (default) or ``"shallow"``; the depths of each component per preset are defined in
+:mod:`~gpurtl.hdl.ray_accel.presets` (the sort network's split compare and swap adds 6 cycles
+at ``"fpga"``). Latencies
 (``gpurtl list ray_accel -p fp=PRESET [-p triangles=0 -p transforms=0]``; "box path" is the
 latency the build would have without its triangle paths):
 
@@ -88,37 +85,20 @@ from .box_engine import BOX_IN_LAYOUT, BoxEngine
 from .dedup import DEDUP_IN_LAYOUT, DedupUnit
 from .legacy_triangle import LegacyTriangleCore
 from .node_decode import NodeDecode, decoded_layout
+from .presets import (
+    FP_PRESETS,
+    box_engine_stages,
+    check_preset,
+    ray_setup_stages,
+    sort_stages,
+    triangle_stages,
+)
 from .ray_setup import RaySetupUnit
 from .result_format import ResultFormat, format_in_layout
 from .sort_unit import SORT_IN_LAYOUT, SortUnit
 from .triangle_pair import TrianglePairCore
 
 __all__ = ["RayAccel", "build_paths", "FP_PRESETS"]
-
-#: FP32 core depths of each preset: box path ``add``/``mul``/``fma``/``rcp``, triangle path
-#: ``div`` (and the same add/mul/fma), ray transform ``xf_fma`` (``None``: the core's default).
-#: ``split_compares``: a register between chained FP32 compares (box engine c3, the sort
-#: network's compare and swap), for clock rate on an FPGA.
-FP_PRESETS = {
-    "fpga": {
-        "add": None,
-        "mul": None,
-        "fma": None,
-        "rcp": None,
-        "div": None,
-        "xf_fma": 2,
-        "split_compares": True,
-    },
-    "shallow": {
-        "add": 1,
-        "mul": 1,
-        "fma": 1,
-        "rcp": 1,
-        "div": 1,
-        "xf_fma": 1,
-        "split_compares": False,
-    },
-}
 
 
 def build_paths(triangles=True, transforms=True):
@@ -149,8 +129,7 @@ def _check_params(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     for name, value in (("ftz", ftz), ("triangles", triangles), ("transforms", transforms)):
         if not isinstance(value, bool):
             raise TypeError(f"`{name}` must be a boolean, not {value!r}")
-    if fp not in FP_PRESETS:
-        raise ValueError(f"`fp` must be one of {', '.join(map(repr, FP_PRESETS))}, not {fp!r}")
+    check_preset(fp)
 
 
 class RayAccel(wiring.Component):
@@ -170,7 +149,7 @@ class RayAccel(wiring.Component):
     transforms : bool
         Include the OBB and instance ray transforms.
     fp : str
-        FP32 depth preset, ``"fpga"`` or ``"shallow"`` (:data:`FP_PRESETS`).
+        FP32 depth preset, ``"fpga"`` or ``"shallow"`` (:mod:`~gpurtl.hdl.ray_accel.presets`).
     """
 
     def __init__(
@@ -187,28 +166,18 @@ class RayAccel(wiring.Component):
         self._engines, self._boxes, self._ftz, self._fp = engines, boxes_per_engine, ftz, fp
         self._triangles, self._transforms = triangles, transforms
         self._groups = 8 // (engines * boxes_per_engine)
-        st = FP_PRESETS[fp]
-        box_stages = dict(
-            add_stages=st["add"],
-            mul_stages=st["mul"],
-            fma_stages=st["fma"],
-            split_compares=st["split_compares"],
-        )
-        tri_stages = {k: st[k] for k in ("add", "mul", "fma", "div")}
         self._decode = NodeDecode(triangles=triangles, transforms=transforms)
-        self._setup = RaySetupUnit(
-            transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"], rcp_stages=st["rcp"]
-        )
+        self._setup = RaySetupUnit(transforms=transforms, ftz=ftz, **ray_setup_stages(fp))
         self._box_engines = [
-            BoxEngine(boxes_per_engine, ftz=ftz, **box_stages) for _ in range(engines)
+            BoxEngine(boxes_per_engine, ftz=ftz, **box_engine_stages(fp)) for _ in range(engines)
         ]
         self._dedup = DedupUnit()
-        self._sorter = SortUnit(ftz=ftz, split_compares=st["split_compares"])
+        self._sorter = SortUnit(ftz=ftz, **sort_stages(fp))
         self._format = ResultFormat(triangles=triangles, transforms=transforms)
         self._tri = self._leg = None
         if triangles:
-            self._tri = TrianglePairCore(stages=tri_stages)
-            self._leg = LegacyTriangleCore(stages=tri_stages)
+            self._tri = TrianglePairCore(stages=triangle_stages(fp))
+            self._leg = LegacyTriangleCore(stages=triangle_stages(fp))
         super().__init__(
             {"i": In(stream.Signature(INSTR_LAYOUT)), "o": Out(stream.Signature(OUT_LAYOUT))}
         )

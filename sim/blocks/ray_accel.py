@@ -20,6 +20,12 @@ from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
 from gpurtl.golden.ray_accel.encode import box_node
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
+from gpurtl.hdl.ray_accel.presets import (
+    FP_PRESETS,
+    box_engine_stages,
+    ray_setup_stages,
+    sort_stages,
+)
 
 from ..registry import Block, Param, register
 from .ray_accel_words import golden_words, stimulus_words
@@ -373,7 +379,7 @@ register(
                 "fp",
                 "fpga",
                 "FP32 core depths: fpga (deep) or shallow (one stage per core)",
-                choices=("fpga", "shallow"),
+                choices=tuple(FP_PRESETS),
             ),
         ),
         defaults=_defaults,
@@ -455,7 +461,7 @@ def _sort_layouts(ftz, fp="fpga"):
 def _sort_build(ftz, fp="fpga"):
     from gpurtl.hdl.ray_accel.sort_unit import SortPipe
 
-    return SortPipe(ftz=ftz, split_compares=_fp_stages(fp)["split_compares"])
+    return SortPipe(ftz=ftz, **sort_stages(fp))
 
 
 register(
@@ -473,7 +479,7 @@ register(
                 "fp",
                 "fpga",
                 "preset: fpga (compare and swap in two cycles per stage) or shallow (one)",
-                choices=("fpga", "shallow"),
+                choices=tuple(FP_PRESETS),
             ),
         ),
         check_count=2000,
@@ -485,12 +491,6 @@ register(
 # --- the top level's components, each alone (stimulus derived from real instructions) -----------
 
 
-def _fp_stages(fp):
-    from gpurtl.hdl.ray_accel.ray_accel import FP_PRESETS
-
-    return FP_PRESETS[fp]
-
-
 _COMPONENT_PARAMS = {
     "triangles": Param("triangles", True, "the build has the triangle paths"),
     "transforms": Param("transforms", True, "the build has the OBB and instance transforms"),
@@ -499,7 +499,7 @@ _COMPONENT_PARAMS = {
         "fp",
         "fpga",
         "FP32 core depths: fpga (deep) or shallow (one stage per core)",
-        choices=("fpga", "shallow"),
+        choices=tuple(FP_PRESETS),
     ),
 }
 
@@ -587,10 +587,7 @@ def _setup_golden(transforms, ftz, fp):
 def _setup_build(transforms, ftz, fp):
     from gpurtl.hdl.ray_accel.ray_setup import RaySetupPipe
 
-    st = _fp_stages(fp)
-    return RaySetupPipe(
-        transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"], rcp_stages=st["rcp"]
-    )
+    return RaySetupPipe(transforms=transforms, ftz=ftz, **ray_setup_stages(fp))
 
 
 def _setup_layouts(transforms, ftz, fp):
@@ -665,15 +662,7 @@ def _engine_golden(boxes, ftz, fp):
 def _engine_build(boxes, ftz, fp):
     from gpurtl.hdl.ray_accel.box_engine import BoxEnginePipe
 
-    st = _fp_stages(fp)
-    return BoxEnginePipe(
-        boxes,
-        ftz=ftz,
-        add_stages=st["add"],
-        mul_stages=st["mul"],
-        fma_stages=st["fma"],
-        split_compares=st["split_compares"],
-    )
+    return BoxEnginePipe(boxes, ftz=ftz, **box_engine_stages(fp))
 
 
 def _engine_layouts(boxes, ftz, fp):
