@@ -2,7 +2,8 @@
 top level wires them (:mod:`gpurtl.golden.ray_accel.chain`), give exactly the instruction model
 :func:`intersect` on real encoded instructions of every kind, for the full build, the build
 without triangle and transform paths, and with ``ftz``; and a broken stage (no de-duplication,
-no ray transform) is caught."""
+no ray transform) is caught. The node kinds of a build are the RTL top level's
+(:func:`~gpurtl.hdl.ray_accel.ray_accel.build_paths`)."""
 
 import numpy as np
 import pytest
@@ -11,18 +12,10 @@ from gpurtl.golden.ray_accel.chain import STAGES, intersect_chain
 from gpurtl.golden.ray_accel.scalar.box_path import dedup_slots
 from gpurtl.golden.ray_accel.scalar.intersect import intersect
 from gpurtl.golden.ray_accel.scalar.setup import ray_setup
+from gpurtl.hdl.ray_accel.ray_accel import build_paths
 from gpurtl.sim.blocks.ray_accel import stimulus
 
 ALL_PATHS = frozenset({"box", "obb", "instance", "triangle", "legacy_triangle"})
-
-
-def _paths(triangles, transforms):
-    paths = {"box"}
-    if triangles:
-        paths |= {"triangle", "legacy_triangle"}
-    if transforms:
-        paths |= {"obb", "instance"}
-    return frozenset(paths)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +33,7 @@ def instructions():
     ],
 )
 def test_components_chain_to_the_instruction_model(instructions, build):
-    paths = _paths(build.get("triangles", True), build.get("transforms", True))
+    paths = build_paths(build.get("triangles", True), build.get("transforms", True))
     ftz = build.get("ftz", False)
     for k, instr in enumerate(instructions):
         assert intersect_chain(instr, **build) == intersect(instr, ftz=ftz, paths=paths), (
