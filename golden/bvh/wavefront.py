@@ -16,17 +16,17 @@ hardware sees it, exactly as the per-wave loop of the traversal experiment
 with the stackless walk-back through parent pointers after a stack overflow in every mode. One
 step of *all* active rays is one pass of array operations:
 
-* box nodes: the golden batch box path (:func:`gpurtl.golden.ray_accel.batch_box.box_test`, the
-  child-reuse de-duplication, :func:`~gpurtl.golden.ray_accel.batch_box.sort_slots`) on slots
-  decoded once per node by :func:`gpurtl.golden.ray_accel.batch_nodes.decode_box8` (legacy:
+* box nodes: the golden batch box path (:func:`gpurtl.golden.ray_accel.vector.batch_box.box_test`, the
+  child-reuse de-duplication, :func:`~gpurtl.golden.ray_accel.vector.batch_box.sort_slots`) on slots
+  decoded once per node by :func:`gpurtl.golden.ray_accel.vector.batch_nodes.decode_box8` (legacy:
   ``decode_box4_fp32``), with the OBB ray rotation of
-  :func:`gpurtl.golden.ray_accel.obb.obb_transform_ray`;
+  :func:`gpurtl.golden.ray_accel.scalar.obb.obb_transform_ray`;
 * triangle pairs and legacy triangles: the watertight test of
-  :mod:`gpurtl.golden.ray_accel.triangle` in the same operation order with the array FP32
-  operations of :mod:`gpurtl.golden.ray_accel.batch_fp`, on pairs decoded once by
-  :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair` (legacy: the node's vertices);
+  :mod:`gpurtl.golden.ray_accel.scalar.triangle` in the same operation order with the array FP32
+  operations of :mod:`gpurtl.golden.ray_accel.vector.batch_fp`, on pairs decoded once by
+  :func:`gpurtl.golden.ray_accel.encode.primitive_node.decode_pair` (legacy: the node's vertices);
 * instance nodes (``bvh8``): the instance transform and filter box of
-  :mod:`gpurtl.golden.ray_accel.batch` on nodes decoded once;
+  :mod:`gpurtl.golden.ray_accel.vector.batch` on nodes decoded once;
 * the stack: the rules of :mod:`gpurtl.golden.ray_accel.ds_bvh_stack` on arrays (a ring of
   ``stack_size`` entries per ray).
 
@@ -35,7 +35,7 @@ instruction (whose golden model returns no children for an instance node), and t
 has no model of that code either.
 
 ``tests/golden/test_wavefront.py`` checks the per-step intersect results against
-:func:`gpurtl.golden.ray_accel.batch.intersect_words` on the real node dwords and the whole loop
+:func:`gpurtl.golden.ray_accel.vector.batch.intersect_words` on the real node dwords and the whole loop
 (every step's node, the stack results, the closest hits) against the per-wave loop.
 
 Ray flags: ``first_hit`` ends a ray at its first accepted hit (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_
@@ -49,11 +49,11 @@ whole waves.
 import numpy as np
 
 from gpurtl.facts.ray_accel import INVALID_NODE, INVALID_OBB, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE
-from gpurtl.golden.ray_accel import batch_box as BB
-from gpurtl.golden.ray_accel import batch_fp as F
-from gpurtl.golden.ray_accel import batch_nodes as BN
-from gpurtl.golden.ray_accel import obb as obb_model
-from gpurtl.golden.ray_accel import triangle as T
+from gpurtl.golden.ray_accel.scalar import obb as obb_model
+from gpurtl.golden.ray_accel.scalar import triangle as T
+from gpurtl.golden.ray_accel.vector import batch_box as BB
+from gpurtl.golden.ray_accel.vector import batch_fp as F
+from gpurtl.golden.ray_accel.vector import batch_nodes as BN
 
 __all__ = [
     "COUNTERS",
@@ -97,8 +97,8 @@ class Tables:
     """
 
     def __init__(self, top, *, top_va=0):
-        from gpurtl.golden.ray_accel import primitive_node as pn
-        from gpurtl.golden.ray_accel.ray import node_bytes, pair_index
+        from gpurtl.golden.ray_accel.encode import primitive_node as pn
+        from gpurtl.golden.ray_accel.encode.ray import node_bytes, pair_index
 
         if top.encoding not in ("bvh8", "bvh4"):
             raise ValueError(f"`top` must be encoded as 'bvh8' or 'bvh4', not {top.encoding!r}")
@@ -290,8 +290,8 @@ _STAGES = None
 def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent, *, wide=None, dedup=True):
     """Steps 1-5 of the box path for 8 slots with the default descriptor (closest-first sort,
     triangles first, box grow 6), in native float32: the slab test of
-    :func:`gpurtl.golden.ray_accel.batch_box.box_test`, the de-duplication and
-    :func:`~gpurtl.golden.ray_accel.batch_box.sort_slots`. The same decisions, because every
+    :func:`gpurtl.golden.ray_accel.vector.batch_box.box_test`, the de-duplication and
+    :func:`~gpurtl.golden.ray_accel.vector.batch_box.sort_slots`. The same decisions, because every
     value that reaches a decision is the IEEE binary32 result either way: the golden model only
     differs in NaN payloads and in the sign of zero of ``maxnum``/``minnum`` ties, and both feed
     comparisons only (``-0 == +0``, NaN compares false). ``tests/golden/test_wavefront.py``
@@ -305,7 +305,7 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent, *, wide=None, de
     reuse: BVH8 nodes, not the legacy dual form). Returns the 8 sorted result pointers (M, 8)."""
     global _STAGES
     if _STAGES is None:
-        from gpurtl.golden.ray_accel.sort import NARROW_STAGES, STAGES
+        from gpurtl.golden.ray_accel.scalar.sort import NARROW_STAGES, STAGES
 
         narrow = len(NARROW_STAGES)
         _STAGES = [(pair, k >= narrow) for k, stage in enumerate(STAGES) for pair in stage]
@@ -375,8 +375,8 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent, *, wide=None, de
 
 
 def _tri_fast(origin, setup, a, b, c):
-    """:func:`gpurtl.golden.ray_accel.triangle.intersect` (``hit``, ``t`` only) with the array FP32
-    operations of :mod:`~gpurtl.golden.ray_accel.batch_fp` in the same order."""
+    """:func:`gpurtl.golden.ray_accel.scalar.triangle.intersect` (``hit``, ``t`` only) with the array FP32
+    operations of :mod:`~gpurtl.golden.ray_accel.vector.batch_fp` in the same order."""
     kx, ky, kz, sx, sy, sz = setup
     nsx, nsy = sx ^ np.uint32(0x80000000), sy ^ np.uint32(0x80000000)
     pts = []

@@ -348,7 +348,7 @@ def _round_f32(x, up):
 
 
 def _quantize(mins, maxs, valid):
-    """:func:`gpurtl.golden.ray_accel.box_node.quantize_axis` for every node and axis at once.
+    """:func:`gpurtl.golden.ray_accel.encode.box_node.quantize_axis` for every node and axis at once.
     ``mins``/``maxs`` float32 (M, 8, 3). Returns ``origin`` float32 (M, 3), ``exp`` (M, 3),
     ``qmin``, ``qmax`` (M, 8, 3) and ``exact`` (M, 3): False where float64 could not hold an
     intermediate value exactly (the caller then uses the scalar encoder)."""
@@ -402,9 +402,9 @@ def encode_box8_rows(mins, maxs, count, types, ranges, internal_base, leaf_base,
     """32-dword BVH8 box nodes (M, 32) of child boxes ``mins``/``maxs`` float32 (M, 8, 3) (the
     first ``count`` valid), child ``types``/``ranges`` (M, 8), base pointers and OBB indices
     (M,), with ``parent = 0xFFFFFFFF`` and ``index_in_parent = 0``: row for row what
-    :func:`gpurtl.golden.ray_accel.box_node.encode_box8` writes for the same arguments (rows the
+    :func:`gpurtl.golden.ray_accel.encode.box_node.encode_box8` writes for the same arguments (rows the
     float64 path cannot quantize exactly are handed to it)."""
-    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel.encode import box_node
 
     m = mins.shape[0]
     valid = np.arange(8)[None, :] < count[:, None]
@@ -441,7 +441,7 @@ def encode_box8_rows(mins, maxs, count, types, ranges, internal_base, leaf_base,
 
 def encode_instance_rows(w2o, child_base, user_data, root_lo, root_hi, mask=0xFF):
     """Instance nodes (M, 32) with a one-child filter box around the BLAS root box: what
-    :func:`gpurtl.golden.ray_accel.instance.encode_instance` writes for the filter fields
+    :func:`gpurtl.golden.ray_accel.scalar.instance.encode_instance` writes for the filter fields
     :func:`.builder.build_tlas` passes (``w2o`` float32 (M, 3, 4), ``child_base`` uint64)."""
     m = len(child_base)
     f = encode_box8_rows(
@@ -624,8 +624,8 @@ def _encode_bvh4_pairs(bvh, pairs):
     """Legacy BVH4: box nodes by :func:`.builder.encode_boxes4`, each leaf one 64-byte paired
     triangle node (``(v0, v1, v2)`` and ``(v1, v3, v2)``, the shared edge ``v1 -> v2``); its
     pointer has type 1 (triangle 1 of the pair) when the node holds two triangles, else 0."""
-    from gpurtl.golden.ray_accel import primitive_node as pn
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode import primitive_node as pn
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     faces, verts = bvh.mesh.faces, bvh.mesh.vertices
     B._layout(bvh, 128, lambda c: 64)
@@ -689,8 +689,8 @@ def tree_stats(bvh):
 def _encode_leaves_direct(bvh):
     """:func:`.builder.encode_leaves`, first trying the leaf's pairs in one primitive node (what
     the greedy packer ends with whenever they fit, without its one trial encoding per pair)."""
-    from gpurtl.golden.ray_accel import primitive_node as pn
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode import primitive_node as pn
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     tris = bvh.mesh.triangles
     for leaf in bvh.leaves:

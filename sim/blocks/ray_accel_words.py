@@ -15,7 +15,7 @@ breaking the relation between a node and its ray that makes hits likely:
 
 A fifth of the rows stay exactly as encoded (e.g. triangle rays aimed at shared edges).
 
-:func:`golden_words` is :func:`gpurtl.golden.ray_accel.batch.intersect_words` with the build's
+:func:`golden_words` is :func:`gpurtl.golden.ray_accel.vector.batch.intersect_words` with the build's
 node kinds.
 """
 
@@ -23,8 +23,8 @@ import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.facts.ray_accel import INSTR_LAYOUT
-from gpurtl.golden.ray_accel.batch import intersect_words
-from gpurtl.golden.ray_accel.bitfields import field_span, read_fields, write_fields
+from gpurtl.golden.ray_accel.vector.batch import intersect_words
+from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields, write_fields
 
 from ..words import words_from_dicts
 

@@ -6,7 +6,7 @@ sees) for every active lane:
 1. ``image_bvh8_intersect_ray`` (mode ``bvh8``) or ``image_bvh_dual_intersect_ray`` (modes
    ``bvh4x2`` and ``bvh4``) on the lane's node(s), with the closest hit so far as the ray extent;
    every lane of the wave goes through the golden model in one batched call
-   (:func:`gpurtl.golden.ray_accel.intersect_wave.intersect_wave`);
+   (:func:`gpurtl.golden.ray_accel.vector.intersect_wave.intersect_wave`);
 2. leaf handling: a triangle result closer than the closest hit becomes the closest hit; the
    primitive range continues through the stack's range update (BVH8) or the triangle's slots are
    replaced by ``INVALID_NODE`` (legacy nodes);
@@ -43,8 +43,8 @@ import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.facts.ray_accel import INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE
-from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 
 from . import _trav_stack as S
 
@@ -358,7 +358,7 @@ def _box8_count(dwords):
     key = tuple(dwords[:8])
     k = _COUNT_CACHE.get(key)
     if k is None:
-        from gpurtl.golden.ray_accel import box_node
+        from gpurtl.golden.ray_accel.encode import box_node
 
         k = box_node.decode_box8(dwords)["count"]
         _COUNT_CACHE[key] = k

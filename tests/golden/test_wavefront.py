@@ -12,10 +12,10 @@ from gpurtl.golden.bvh import builder as B
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import wavefront as WF
 from gpurtl.golden.bvh import wide as W
-from gpurtl.golden.ray_accel import batch
-from gpurtl.golden.ray_accel import batch_box as BB
-from gpurtl.golden.ray_accel.bitfields import field_span, read_fields
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.vector import batch
+from gpurtl.golden.ray_accel.vector import batch_box as BB
+from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields
 from gpurtl.sim.experiments import _trav_loop as L
 from gpurtl.sim.experiments.obb import make_rays
 from gpurtl.sim.words import words_from_dicts

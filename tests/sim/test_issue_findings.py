@@ -590,7 +590,7 @@ def test_9_bad_description_is_one_line_with_file_line_field(tmp_path, capsys, li
 
 
 def test_9_encode_triangles_and_instances_agree_with_the_golden_model(tmp_path, capsys):
-    from gpurtl.golden.ray_accel.intersect import intersect
+    from gpurtl.golden.ray_accel.scalar.intersect import intersect
     from gpurtl.sim.jsonio import read_jsonl
 
     lines = [

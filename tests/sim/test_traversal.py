@@ -8,9 +8,9 @@ import pytest
 from gpurtl.golden.bvh import builder as B
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import traversal as T
-from gpurtl.golden.ray_accel import intersect as scalar
-from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.scalar import intersect as scalar
+from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 from gpurtl.sim.experiments import _trav_loop as L
 from gpurtl.sim.experiments import traversal as X
 from gpurtl.sim.experiments._trav_scalar import rtl_replay
@@ -81,8 +81,8 @@ def test_intersect_wave_equals_scalar_model(bunny):
 
 
 def test_sort_network_rows_equal_scalar_network():
-    from gpurtl.golden.ray_accel import sort
-    from gpurtl.golden.ray_accel.intersect_wave import sort_network
+    from gpurtl.golden.ray_accel.scalar import sort
+    from gpurtl.golden.ray_accel.vector.intersect_wave import sort_network
 
     rng = np.random.default_rng(2)
     ptrs = rng.choice([0x25, 0x35, 0x40, 0x51, 0xFFFFFFFF], size=(200, 8)).astype(np.uint32)

@@ -34,15 +34,15 @@ from gpurtl.facts.ray_accel import (
     STATUS_OK,
 )
 
+from ..scalar import obb
+from ..scalar.instance import ADDRESS_MASK, UNDEFINED_DW
+from ..scalar.intersect import available_paths
 from . import batch_box as B
 from . import batch_fp as F
 from . import batch_nodes as N
 from . import batch_pairs as P
 from . import batch_triangle as T
-from . import obb
 from .bitfields import FieldWriter, field_span, read_fields, word_count
-from .instance import ADDRESS_MASK, UNDEFINED_DW
-from .intersect import available_paths
 
 __all__ = ["CHUNK", "decode_instr_words", "encode_out_words", "intersect_words"]
 

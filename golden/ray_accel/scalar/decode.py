@@ -29,6 +29,7 @@ Fields (see :mod:`gpurtl.hdl.ray_accel.node_decode`):
     Dword 14 of each node (the legacy triangle node's geometry index).
 """
 
+from gpurtl.facts.fp32 import NEG_ZERO
 from gpurtl.facts.ray_accel import (
     FILTER_CHILDREN,
     INVALID_NODE,
@@ -46,12 +47,13 @@ from gpurtl.facts.ray_accel import (
     TRIANGLE_TYPE_MAX,
 )
 
-from . import box_node, box_path, instance
+from ..encode import box_node
+from . import box_path, instance
 from .obb import OBB_COUNT
 
 __all__ = ["RAW_PLANE_BASE", "child_fields", "decode"]
 
-RAW_PLANE_BASE = 0x80000000  # -0.0: -0 + x == x bit for bit for every non-NaN x
+RAW_PLANE_BASE = NEG_ZERO  # -0.0: -0 + x == x bit for bit for every non-NaN x
 
 
 def child_fields(words):

@@ -12,8 +12,8 @@ import numpy as np
 
 from gpurtl.facts.ray_accel import INVALID_NODE, NODE_TYPE_BOX8
 
+from ..encode import box_node
 from . import batch_fp as F
-from . import box_node
 
 __all__ = [
     "decode_box4_fp16",

@@ -47,7 +47,7 @@ Choices where the sources are silent (documented, also used by the RTL)
 * The filter box is tested with the T#'s ``box_grow``/heuristic, like any box node; the per-child
   instance masks of the filter box are ignored (as in the emulation).
 * With ``desc["pointer_flags_en"] == 0`` the ray flags are treated as 0 (the convention of
-  ``golden/ray_accel/ray.py``).
+  ``golden/ray_accel/encode/ray.py``).
 """
 
 import numpy as np
@@ -68,8 +68,8 @@ from gpurtl.facts.ray_accel import (
     PF_SKIP_TRIANGLES,
 )
 
+from ..encode.ray import node_dwords
 from . import obb
-from .ray import node_dwords
 
 __all__ = [
     "UNDEFINED_DW",

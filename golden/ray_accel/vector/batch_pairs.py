@@ -23,9 +23,9 @@ from gpurtl.facts.ray_accel import (
     PF_SKIP_TRIANGLES,
 )
 
-from . import primitive_node as pn
-from . import triangle
-from .ray import pair_index
+from ..encode import primitive_node as pn
+from ..encode.ray import pair_index
+from ..scalar import triangle
 
 __all__ = ["PairDecodeCache", "triangle_pair_dwords"]
 

@@ -21,7 +21,7 @@ from gpurtl.facts.ray_accel import (
     PF_SKIP_TRIANGLES,
 )
 
-from . import triangle
+from ..scalar import triangle
 
 __all__ = ["legacy_triangle_dwords"]
 

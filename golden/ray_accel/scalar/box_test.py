@@ -130,7 +130,7 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
 
 
 def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
-    """Instance filter box pointers; see :func:`gpurtl.golden.ray_accel.box_path.filter_box_pointers`."""
+    """Instance filter box pointers; see :func:`gpurtl.golden.ray_accel.scalar.box_path.filter_box_pointers`."""
     from .box_path import filter_box_pointers as impl
 
     return impl(origin, exp, children, ray, desc, ftz=ftz)

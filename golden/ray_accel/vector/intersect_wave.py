@@ -24,11 +24,12 @@ import numpy as np
 from gpurtl.facts.ray_accel import INVALID_NODE, INVALID_OBB, NODE_TYPE_BOX8, STATUS_OK
 from gpurtl.golden import fp32
 
-from . import box_node, box_path, primitive_node, sort
-from . import box_test as bt
-from . import intersect as scalar
-from . import triangle as tri
-from .ray import node_bytes
+from ..encode import box_node, primitive_node
+from ..encode.ray import node_bytes
+from ..scalar import box_path, sort
+from ..scalar import box_test as bt
+from ..scalar import intersect as scalar
+from ..scalar import triangle as tri
 
 __all__ = ["intersect_wave", "sort_network"]
 

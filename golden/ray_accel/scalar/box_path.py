@@ -35,8 +35,9 @@ from gpurtl.facts.ray_accel import (
     PF_FORCE_OPAQUE,
 )
 
-from . import box_node, sort
+from ..encode import box_node
 from . import box_test as bt
+from . import sort
 
 __all__ = [
     "box_culled",

@@ -85,6 +85,7 @@ the flip-winding, double-sided and procedural bits are not used (as in gpurt's e
 
 import numpy as np
 
+from gpurtl.facts.fp32 import MAGNITUDE_MASK, ONE, POS_INF, SIGN_BIT
 from gpurtl.facts.ray_accel import (
     PF_CULL_BACK,
     PF_CULL_FRONT,
@@ -99,8 +100,8 @@ from gpurtl.facts.ray_accel import (
 )
 from gpurtl.golden import fp32
 
-from . import primitive_node as pn
-from .ray import pair_index
+from ..encode import primitive_node as pn
+from ..encode.ray import pair_index
 
 __all__ = [
     "ONE",
@@ -117,10 +118,8 @@ __all__ = [
     "effective_flags",
 ]
 
-ONE = 0x3F800000
-POS_INF = 0x7F800000
-SIGN = 0x80000000
-_MAG = 0x7FFFFFFF
+SIGN = SIGN_BIT
+_MAG = MAGNITUDE_MASK
 _M32 = 0xFFFFFFFF
 
 

@@ -18,8 +18,8 @@ from gpurtl.facts.ray_accel import (
     PF_FORCE_OPAQUE,
 )
 
+from ..scalar.sort import NARROW_STAGES, STAGES
 from . import batch_fp as F
-from .sort import NARROW_STAGES, STAGES
 
 __all__ = [
     "box_culled",

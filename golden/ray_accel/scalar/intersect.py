@@ -56,9 +56,10 @@ from gpurtl.facts.ray_accel import (
     STATUS_OK,
 )
 
-from . import box_node, box_path, sort
+from ..encode import box_node, primitive_node
+from ..encode.ray import node_bytes
+from . import box_path, sort
 from . import box_test as bt
-from .ray import node_bytes
 
 __all__ = [
     "intersect",
@@ -217,7 +218,7 @@ def image_bvh_dual_intersect_ray(
         else:
             tri = _optional("triangle")
             res = list(tri.legacy_triangle_result(node_bytes(node), ptr, ray, pointer_flags, desc))
-            geo_id = _optional("primitive_node").decode_legacy_node(node).geometry_index
+            geo_id = primitive_node.decode_legacy_node(node).geometry_index
             slots.append(res[:4] + [geo_id])
             kinds.append("tri")
     dw = []
