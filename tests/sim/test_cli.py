@@ -129,7 +129,7 @@ def test_export_writes_verilog(tmp_path, capsys):
 
 def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     """`gpurtl run ray_accel --input`: one hand-written BVH8 intersect instruction (floats for the
-    ray, node bytes from the package's encoder) through the box-path build; the expected order
+    ray, node bytes from the package's encoder) through the smallest box-path build; the expected order
     is worked out by hand, not by the models."""
     from gpurtl.golden.ray_accel.encode.box_node import encode_box8
 
@@ -156,6 +156,10 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
         capsys,
         "run",
         "ray_accel",
+        "-p",
+        "engines=1",
+        "-p",
+        "boxes_per_engine=1",
         "-p",
         "triangles=0",
         "-p",

@@ -145,7 +145,10 @@ def _watertight_transactions(rng, rays):
     return txs, owner
 
 
-def test_lockstep_pysim_and_watertight_on_rtl():
+@pytest.mark.parametrize(
+    "random_count, edge_rays", [(40, 12), pytest.param(140, 36, marks=pytest.mark.slow)]
+)
+def test_lockstep_pysim_and_watertight_on_rtl(random_count, edge_rays):
     """One Amaranth simulation (the design is large: ~15 s to compile): random transactions from
     the block's stimulus (real nodes, edge rays, IEEE cases, malformed nodes), then exact rays
     through shared edges and vertices; every output must equal the golden model, with random
@@ -157,8 +160,8 @@ def test_lockstep_pysim_and_watertight_on_rtl():
     block = registry.get("ray_triangle")
     params = block.resolve(LIGHT)
     rng = np.random.default_rng(1)
-    random_txs = block.stimulus(rng, 140, **params)
-    edge_txs, owner = _watertight_transactions(rng, 36)
+    random_txs = block.stimulus(rng, random_count, **params)
+    edge_txs, owner = _watertight_transactions(rng, edge_rays)
     txs = random_txs + edge_txs
     expected = lockstep.golden_outputs(block, params, txs)
     stalls = StallPattern(seed=1, p_valid=0.7, p_ready=0.7, free_run=len(txs) // 10)
@@ -172,7 +175,7 @@ def test_lockstep_pysim_and_watertight_on_rtl():
     for bits, (r, tri) in zip(report.outputs[len(random_txs) :], owner):
         result = layouts.unpack(out_layout, bits)["result"]
         hits[r] = hits.get(r, 0) + int(result[4 * tri] != tr.POS_INF)
-    assert len(hits) == 36 and min(hits.values()) >= 1
+    assert len(hits) == edge_rays and min(hits.values()) >= 1
 
 
 @pytest.mark.slow
