@@ -17,8 +17,8 @@ from gpurtl.facts.matrix import FORMATS, PRESETS
 from gpurtl.golden.matrix.arith import dot
 from gpurtl.golden.matrix.samples import random_elements, targeted
 from gpurtl.hdl.matrix.core import MatrixCore, dots_for
-from gpurtl.hdl.matrix.dot import FLOAT_CUTS, float_step
-from gpurtl.hdl.matrix.pipe import Stager, place
+from gpurtl.hdl.matrix.dot import FLOAT_WEIGHTS, float_step
+from gpurtl.hdl.pipe import Stager, place_registers
 from gpurtl.sim import lockstep, registry
 from gpurtl.sim.engine import StallPattern
 
@@ -52,7 +52,7 @@ class _Step(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        st = Stager(m, Const(1), FLOAT_CUTS, 0)
+        st = Stager(m, Const(1), FLOAT_WEIGHTS, 0)
         fa, fb, fc = self._f
         z = float_step(
             st,
@@ -79,11 +79,15 @@ class _Step(wiring.Component):
         ("rdna4", "f16", "f16", "f16", 4),
         ("rdna4", "bf8", "fp8", "f32", 8),
         ("rz_narrow", "f16", "f16", "f32", 4),
+        ("cdna3", "fp8", "fp8", "f32", 16),  # "gtr": even/odd sub-sums, C dropped
+        ("cdna3", "bf8", "fp8", "f32", 16),
+        ("cdna3", "fp8", "bf8", "f32", 8),
     ],
 )
 def test_float_step_equals_golden(preset, fa, fb, fc, group):
     """One combinational step against :func:`gpurtl.golden.matrix.arith.dot` on the targeted
-    cases and random elements (specials included)."""
+    cases and random elements (specials included), both structures (``cdna3``'s FP8 is
+    ``"gtr"``, in CDNA 3's FNUZ encodings)."""
     alg = PRESETS[preset].algorithm(fa).with_(group=group)
     FA, FB, FC = alg.element_format(fa), alg.element_format(fb), FORMATS[fc]
     dut = _Step(alg, FA, FB, FC)
@@ -122,22 +126,20 @@ def test_schedule_figures():
     assert core.ii == 256 and core.latency == 256 + 2 + 2
     assert MatrixCore("f16_f32", "cdna3", dots=32).ii == 16  # 2 steps of 8, 8 slots each
     assert MatrixCore("f16_f32", dots=128, stages=5).ii == 7  # a sweep no shorter than the unit
-    assert place(5, 2) == {4, 2}
+    assert place_registers(FLOAT_WEIGHTS, 2) == {4, 2}
 
 
 @pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_parameters_are_checked():
     with pytest.raises(ValueError, match="`dots` must divide 256"):
         MatrixCore("f16_f32", dots=3)
-    with pytest.raises(ValueError, match="only 'tr'"):
-        MatrixCore("fp8_f32", "cdna3")
     with pytest.raises(ValueError, match="`stages` must be"):
         MatrixCore("iu8_i32", stages=4)
     with pytest.raises(ValueError, match="family must be one of"):
         MatrixCore("f64_f64")
     block = registry.get("matrix_core")
-    with pytest.raises(registry.RegistryError, match="only 'tr'"):
-        block.resolve({"family": "fp8_f32", "preset": "cdna3"})
+    with pytest.raises(registry.RegistryError, match="`dots` must divide 256"):
+        block.resolve({"family": "iu8_i32", "dots": "3"})
 
 
 def test_lockstep_can_fail():
