@@ -163,6 +163,7 @@ def test_lockstep_can_fail():
         {"family": "bf16_bf16", "rate": "fpga"},
         {"family": "f16_f16", "rate": "fpga"},
         {"family": "fp8_f32", "rate": "fpga"},
+        {"family": "fp8_f32", "preset": "cdna3", "rate": "fpga"},  # "gtr"
         {"family": "iu4_i32", "rate": "fpga"},
         {"family": "bf16_f32", "preset": "rdna3_dot2", "dots": 16},
     ],
