@@ -35,11 +35,6 @@ from ..registry import Block, Param, register
 
 __all__ = ["stimulus", "build_params"]
 
-# The core's ports carry whole register tiles (up to 21 504 bits). Amaranth's simulator writes
-# the mask of every signal into generated Python as a decimal literal, which is longer than
-# Python's default limit on int/str conversion (4300 digits); lift the limit for this process.
-# sys.set_int_max_str_digits(0)
-
 
 def build_params(family, preset, rate, dots, stages):
     """``MatrixCore`` keyword arguments of registry parameters (``dots = 0``: from ``rate``)."""
