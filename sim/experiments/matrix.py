@@ -481,8 +481,8 @@ _COMMANDS = {
 
 def main(argv=None):
     """``python -m gpurtl.sim.experiments.matrix --full [--out DIR]``: every build (the
-    ``gpurtl experiment`` command runs the default sample); writes ``data.json`` and the report
-    like ``gpurtl experiment``, so ``gpurtl report`` can write it again."""
+    ``gpurtl experiment`` command runs the default sample); writes ``DIR/matrix/data.json`` and
+    the report like ``gpurtl experiment``, so ``gpurtl report DIR/matrix`` writes it again."""
     import argparse
     from pathlib import Path
 
@@ -490,9 +490,11 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.experiments.matrix")
     parser.add_argument("--full", action="store_true", help="every build (tens of minutes)")
-    parser.add_argument("--out", default="gpurtl-out/matrix-full", help="output folder")
+    parser.add_argument(
+        "--out", default="gpurtl-out/full", help="output folder (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out) / NAME  # as `gpurtl experiment`, so that `gpurtl report` reads it
 
     def progress(done, total, what):
         print(f"[{done}/{total}] {what}", flush=True)
