@@ -74,8 +74,8 @@ def step_params(family, preset, stages):
     p = get_preset(preset)
     alg = None if v.is_int else p.algorithm(v.a)
     width = unit_width(variants, p)
-    for x in variants:
-        if x.k_stored % width:
+    for x in variants:  # integer units span the widest K; a shallower op leaves lanes idle
+        if not v.is_int and x.k_stored % width:
             raise ValueError(f"group {width} does not divide K = {x.k_stored} of {x.name}")
     weights = INT_WEIGHTS if v.is_int else FLOAT_WEIGHTS
     if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= len(weights):

@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from gpurtl.facts.matrix import FORMATS, PRESETS
+from gpurtl.facts.matrix import FAMILIES, FORMATS, PRESETS
 from gpurtl.golden.matrix.arith import dot
 from gpurtl.golden.matrix.samples import random_elements, targeted
 from gpurtl.hdl.matrix.core import MatrixCore, dots_for
@@ -128,6 +128,16 @@ def test_schedule_figures():
     assert MatrixCore("f16_f32", "cdna3", dots=32).ii == 16  # 2 steps of 8, 8 slots each
     assert MatrixCore("f16_f32", dots=128, stages=5).ii == 7  # a sweep no shorter than the unit
     assert place_registers(FLOAT_WEIGHTS, 2) == {4, 2}
+
+
+@pytest.mark.filterwarnings("ignore:.*created but never used")
+def test_every_family_builds_under_every_preset():
+    """Parameters only (no elaboration): every family and preset is a valid build; the IU4
+    units span the widest stored K (32), so the 16-deep IU4 op runs in the same one step."""
+    for family in FAMILIES:
+        for name in PRESETS:
+            assert MatrixCore(family, name, dots=dots_for(family, "rdna4", name)).ii >= 1
+    assert MatrixCore("iu4_i32", dots=dots_for("iu4_i32", "rdna4")).products_per_cycle == 1024
 
 
 @pytest.mark.filterwarnings("ignore:.*created but never used")
