@@ -37,7 +37,7 @@ from gpurtl.golden.matrix.samples import encode, random_elements, targeted
 NAME = "matrix"
 DESCRIPTION = "matrix core: cycles/instruction, FLOPs/clk/CU vs GPUOpen, sparse speed-up, ECP5 cost, preset errors"
 
-__all__ = ["NAME", "DESCRIPTION", "measure", "report", "run", "RATE_BUILDS", "SYNTH_BUILDS"]
+__all__ = ["NAME", "DESCRIPTION", "measure", "report", "main", "RATE_BUILDS", "SYNTH_BUILDS"]
 
 #: (family, rate) builds whose cycles are measured with ``full``; ``--quick`` measures the first
 #: only, the default run :data:`DEFAULT_RATE_BUILDS`.
@@ -466,10 +466,6 @@ def report(data, out_dir):
         ("targeted cases where presets disagree", sum(c["disagree"] for c in cases)),
     ]
     return {"title": "RDNA 4 matrix core", "rows": rows, "files": files}
-
-
-def run(out_dir, quick=False, progress=None):
-    return report(measure(quick=quick, progress=progress), out_dir)
 
 
 _COMMANDS = {
