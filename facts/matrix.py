@@ -8,10 +8,20 @@ Sources (cited by name; no text copied):
   signedness of A and B on the integer forms) and the range of ``index_key`` (0..1 for the
   16x16x32 forms, none for ``V_SWMMAC_I32_16X16X64_IU4``). LLVM
   ``llvm/lib/Target/AMDGPU/VOP3PInstructions.td`` defines the same profiles.
-* AMD GPUOpen, "Using the Matrix Cores of AMD RDNA 4 architecture GPUs": the wave32 VGPR layouts
-  of A, B and C/D for the 16x16x16 forms (one row of A / one column of B per lane, lanes 0-15
-  holding K 0-7 and lanes 16-31 K 8-15; C/D one column per lane, rows 0-7 in lanes 0-15 and rows
-  8-15 in lanes 16-31) and the peak FLOPS per clock per CU table (:data:`PEAK_PER_CU`).
+* AMD GPUOpen, "Using the Matrix Cores of AMD RDNA 4 architecture GPUs": the peak FLOPS per clock
+  per CU table (:data:`PEAK_PER_CU`) and the outline of the wave32 layouts (one row of A / one
+  column of B per lane, the two halves of the wave splitting K; C/D one column per lane).
+* AMD's Matrix Instruction Calculator (``ROCm/amd_matrix_instruction_calculator``,
+  ``matrix_calculator.py --architecture rdna4``, May 2025): the exact wave32 register and bit of
+  every element of A, B, C/D and of every sparse index, for all 22 instructions
+  (:func:`lane_k`, :func:`operand_chunk`); and the meaning of ``NEG`` / ``NEG_HI`` on the float
+  forms (:data:`FLOAT_MODIFIERS`). ``composable_kernel``'s gfx12 WMMA code
+  (``wmma_gemm.hpp``: accumulator rows ``8 * (lane // 16) + vgpr``, column ``lane % 16``) agrees
+  on C/D.
+* LLVM ``llvm/test/CodeGen/AMDGPU/wmma-gfx12-w32-f16-f32-matrix-modifiers.ll``: the compiler
+  emits ``neg_lo:[1,0,0] neg_hi:[1,0,0]`` for a negated A (``[0,1,0]`` both for B),
+  ``neg_lo[2]`` for a negated C and ``neg_hi[2]`` for its absolute value, on every float WMMA
+  (the FP8/BF8 forms included) and A/B negation on the 16-bit SWMMAC forms.
 * Chips and Cheese, "Examining AMD's RDNA 4 Changes in LLVM": the list of new FP8/BF8, IU4
   16x16x32 and SWMMAC instructions. Its reading of SWMMAC (a 32x32 result for
   ``16X16X32``) is the article's own guess; the table below follows LLVM's operand sizes, which
@@ -20,15 +30,10 @@ Sources (cited by name; no text copied):
   E5M2 with IEEE infinities and NaNs) for RDNA 4's FP8/BF8; the FNUZ variants (bias 8 and 16,
   a single NaN at 0x80, no negative zero) are CDNA 3's and are here for the MMA-Sim presets.
 
-Inferred, not found in a public source (each repeated where it is used):
-
-* The K layout of operands with K = 32 or 64 per lane: two (four) 16-deep blocks, each laid out
-  as the 16x16x16 operand, in consecutive VGPRs (what the register-tuple sizes allow; the LLVM
-  intrinsics pass them as one flat vector).
-* The sparse index: two bits per stored A element, in the order the lane holds the elements
-  (element j at bits 2j..2j+1 of the lane's index half picked by ``index_key``); each pair of
-  stored values of a row comes from one group of four logical K, and its index is the position
-  within that group.
+Where two sources differ: the calculator's README says the FP8/BF8 forms take no ``NEG``
+modifier, while LLVM's assembler accepts ``neg_lo[2]`` / ``neg_hi[2]`` (C) on them and its code
+generator emits them for a negated or absolute C; the model follows LLVM (C modifiers on every
+float WMMA, A/B modifiers only on the 16-bit forms).
 """
 
 from dataclasses import dataclass, replace
@@ -53,6 +58,11 @@ __all__ = [
     "family_shape",
     "TILE",
     "LANE_BITS",
+    "row_chunk",
+    "lane_k",
+    "operand_chunk",
+    "FLOAT_MODIFIERS",
+    "float_modifiers",
 ]
 
 #: Lanes of a wave (the tables are wave32's) and the side of every result tile.
@@ -246,6 +256,48 @@ def family_shape(family):
         "is_int": vs[0].is_int,
         "ops": len(vs),
     }
+
+
+# --- register layouts ----------------------------------------------------------------------------
+#
+# An A row (B column) of depth K is held by two lanes, ``l`` and ``l + 16``: its elements, in K
+# order, are cut into chunks of 64 bits (128 bits for the B operand of SWMMAC), or of the whole
+# lane's share when that is smaller; chunks go alternately to the lane of the low and of the high
+# half of the wave, and each lane packs the chunks it gets in order from bit 0 of its first VGPR
+# up. That is the calculator's layout of all 22 instructions (see the module doc string).
+def row_chunk(k, width, block_bits=64):
+    """Elements per chunk of a ``k``-deep row of ``width``-bit elements."""
+    return min(block_bits, k * width // 2) // width
+
+
+def lane_k(h, j, chunk):
+    """Depth index of element ``j`` of a lane of half ``h`` (0: lanes 0-15, 1: 16-31)."""
+    return (j // chunk) * 2 * chunk + h * chunk + j % chunk
+
+
+def operand_chunk(variant, operand):
+    """Chunk (elements) of ``variant``'s operand ``"a"`` (the stored A; also the sparse index's
+    element order) or ``"b"``."""
+    if operand == "a":
+        return row_chunk(variant.k_stored, FORMATS[variant.a].bits)
+    if operand == "b":
+        return row_chunk(variant.k, FORMATS[variant.b].bits, 128 if variant.sparse else 64)
+    raise ValueError(f"`operand` must be 'a' or 'b', not {operand!r}")
+
+
+#: Source modifiers of the float forms (calculator README, LLVM's WMMA modifier tests): bit ``i``
+#: of ``neg_lo`` / ``neg_hi`` is about source ``i`` (0 = A, 1 = B, 2 = C). On A and B (16-bit
+#: elements only) ``neg_lo`` negates the elements in bits 0-15 of every VGPR and ``neg_hi`` those
+#: in bits 16-31 (both together negate the operand). On C (WMMA only; SWMMAC's third source is the
+#: index) ``neg_hi`` takes the absolute value and ``neg_lo`` negates, the absolute value first.
+FLOAT_MODIFIERS = ("neg_lo", "neg_hi")
+
+
+def float_modifiers(variant):
+    """``(ab, c)``: whether ``variant`` takes the A/B and the C modifiers."""
+    if variant.is_int:
+        return False, False
+    return FORMATS[variant.a].bits == 16, not variant.sparse
 
 
 # --- accumulation algorithms ---------------------------------------------------------------------

@@ -9,7 +9,14 @@ one into a pipeline block that obeys :mod:`amaranth.lib.stream`: one global enab
 ``en = ~o.valid | o.ready`` advances the core and a valid bit per stage, and ``i.ready = en``.
 So a new transfer is accepted every cycle (II = 1) while the output is taken, and the whole
 pipeline, output included, holds still while the output is refused.
+
+A datapath whose depth is a parameter is written as a chain of combinational *segments*;
+:class:`Stager` puts its ``stages`` registers on the segment boundaries that balance the
+segments' estimated delays (:func:`place_registers`), and registers everything that crosses a
+chosen boundary as one named bundle, so the code of every segment is the same at any depth.
 """
+
+from itertools import combinations
 
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
@@ -23,6 +30,8 @@ __all__ = [
     "sideband",
     "EnableCoreSignature",
     "EnableCoreStream",
+    "place_registers",
+    "Stager",
 ]
 
 #: Delay lines at least this long are memory rings (:func:`sideband`), shorter ones registers.
@@ -185,3 +194,144 @@ class EnableCoreStream(wiring.Component):
         self.connect_core(m, core)
         m.d.comb += self.o.valid.eq(delay(m, en, self.i.valid, self.latency, "valid"))
         return m
+
+
+def place_registers(weights, stages):
+    """The boundaries (``i``: after segment ``i``) that get one of ``stages`` registers.
+
+    The last boundary (the output) always gets one; the others are chosen so that the largest
+    summed weight between two registers is as small as it can be, and among equal choices the
+    registers sit as late as they can (so equal weights spread them evenly from the output back).
+
+    Parameters
+    ----------
+    weights : int or sequence of numbers
+        The estimated delay of each segment, or the number of segments (all of weight 1).
+    stages : int
+        Registers to place, from 0 to the number of segments.
+
+    Returns
+    -------
+    set of int
+    """
+    if isinstance(weights, int) and not isinstance(weights, bool):
+        weights = (1,) * weights
+    weights = tuple(weights)
+    count = len(weights)
+    if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= count:
+        raise ValueError(f"`stages` must be an integer from 0 to {count}, not {stages!r}")
+    if stages == 0:
+        return set()
+
+    def worst(inner):
+        ends = (-1, *inner, count - 1)
+        return max(sum(weights[a + 1 : b + 1]) for a, b in zip(ends, ends[1:]))
+
+    best = min(
+        combinations(range(count - 1), stages - 1),
+        key=lambda inner: (worst(inner), [-x for x in reversed(inner)]),
+    )
+    return {*best, count - 1}
+
+
+def _bundle_shape(value):
+    """Shape of a bundle field: a value's own, or an array of a list's (a struct when the
+    elements' shapes differ)."""
+    if isinstance(value, (list, tuple)):
+        shapes = [_bundle_shape(x) for x in value]
+        if all(shape == shapes[0] for shape in shapes):
+            return data.ArrayLayout(shapes[0], len(shapes))
+        return data.StructLayout({str(i): shape for i, shape in enumerate(shapes)})
+    return _shape_of(value, None)
+
+
+def _element(view, i):
+    return view[i] if isinstance(view.shape(), data.ArrayLayout) else view[str(i)]
+
+
+def _bundle_assign(target, value):
+    if isinstance(value, (list, tuple)):
+        out = []
+        for i, x in enumerate(value):
+            out += _bundle_assign(_element(target, i), x)
+        return out
+    return [target.eq(value)]
+
+
+def _bundle_read(view, value):
+    if isinstance(value, (list, tuple)):
+        return [_bundle_read(_element(view, i), x) for i, x in enumerate(value)]
+    return view
+
+
+class Bundle(dict):
+    """What crosses a segment boundary: ``bundle.name`` or ``bundle["name"]``."""
+
+    __getattr__ = dict.__getitem__
+
+
+class Stager:
+    """The pipeline registers of one datapath (see the module doc string).
+
+    Parameters
+    ----------
+    m : Module
+        Module the registers are added to.
+    en : Value
+        Clock enable of every register.
+    weights : int or sequence of numbers
+        Segments and their estimated delays (:func:`place_registers`).
+    stages : int
+        Registers to place; the datapath's latency.
+    name : str
+        Prefix of the registers' names: the bundle after segment ``i`` is ``{name}{i}``.
+    """
+
+    def __init__(self, m, en, weights, stages, name="s"):
+        self._m, self._en, self._name = m, en, name
+        self._count = weights if isinstance(weights, int) else len(weights)
+        self._chosen = place_registers(weights, stages)
+        self._stages = stages
+        self._index = 0
+
+    @property
+    def module(self):
+        """The module the datapath is built in."""
+        return self._m
+
+    @property
+    def latency(self):
+        """Registers between the first segment's inputs and the last cut's outputs."""
+        return self._stages
+
+    @property
+    def chosen(self):
+        """The boundaries that get a register."""
+        return set(self._chosen)
+
+    @property
+    def done(self):
+        """Whether every boundary has been passed (:meth:`cut` called once per segment)."""
+        return self._index == self._count
+
+    def cut(self, **values):
+        """Pass ``values`` (values, views, or lists of them) over the next boundary.
+
+        Returns
+        -------
+        Bundle
+            The same names: the values themselves, or their registered copies when this
+            boundary has a register (lists stay lists).
+        """
+        index = self._index
+        if index >= self._count:
+            raise RuntimeError(f"more cuts than the {self._count} segments declared")
+        self._index += 1
+        if index not in self._chosen:
+            return Bundle(values)
+        layout = data.StructLayout({key: _bundle_shape(v) for key, v in values.items()})
+        wire = Signal(layout, name=f"{self._name}{index}_in")
+        for key, value in values.items():
+            self._m.d.comb += _bundle_assign(wire[key], value)
+        bank = reg(self._m, self._en, wire, f"{self._name}{index}")
+        return Bundle({key: _bundle_read(bank[key], v) for key, v in values.items()})

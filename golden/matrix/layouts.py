@@ -3,35 +3,48 @@
 Every function is vectorised over leading batch axes. Element bit patterns are int64 arrays;
 register words are int64 arrays of shape ``(..., vgprs, 32)`` (VGPR, lane), each a 32-bit value.
 
-Layouts (AMD GPUOpen, "Using the Matrix Cores of AMD RDNA 4 architecture GPUs", for the
-16x16x16 forms; the deeper forms and the index are inferred, see :mod:`gpurtl.facts.matrix`):
+Layouts (AMD's Matrix Instruction Calculator for RDNA 4, checked element by element for all 22
+instructions; see :mod:`gpurtl.facts.matrix`):
 
-* **A** (16 x K, row-major in the maths) and **B** (K x 16): lane ``l`` holds row ``l % 16`` of
-  A (column ``l % 16`` of B). Its ``K/2`` elements are, in order, ``k = 16 * (j // 8) + 8 * h +
-  j % 8`` for ``j = 0 .. K/2 - 1`` and ``h = l // 16``: lanes 0-15 hold K 0-7 (16-23, ...), lanes
-  16-31 K 8-15 (24-31, ...). Element ``j`` sits at bit ``j * width`` of the lane's bits, which run
-  through the VGPRs in order (VGPR ``v`` holds lane bits ``32 v .. 32 v + 31``).
+* **A** (16 x K, row-major in the maths) and **B** (K x 16): lanes ``l`` and ``l + 16`` hold row
+  ``l % 16`` of A (column ``l % 16`` of B). The row is cut into chunks of 64 bits (128 bits for
+  SWMMAC's B; the lane's whole share when smaller), which go alternately to the low and the high
+  lane: lane half ``h`` holds, as its element ``j``, depth
+  ``k = (j // c) * 2c + h * c + j % c`` with ``c`` elements per chunk
+  (:func:`gpurtl.facts.matrix.lane_k`). Element ``j`` sits at bit ``j * width`` of the lane's
+  bits, which run through the VGPRs in order (VGPR ``v`` holds lane bits ``32 v .. 32 v + 31``).
 * **C / D** (16 x 16): lane ``l`` holds column ``l % 16``; its element ``j`` (``j = 0..7``) is row
   ``j + 8 * (l // 16)``. 32-bit elements take one VGPR each; 16-bit elements are packed two per
   VGPR, element ``j`` in the half ``j % 2`` of VGPR ``j // 2``.
 * **Sparse A** (SWMMAC): the logical 16 x K matrix has at most two non-zeros in every group of
   four K; the stored 16 x K/2 matrix keeps two values per group (stored ``s = 2 g + t``) and the
   index gives each stored value's position ``0..3`` in its group (logical ``k = 4 g + idx``). The
-  stored matrix is laid out as A; lane ``l`` holds the 2-bit indices of the stored elements it
-  holds, element ``j`` at bits ``2 j .. 2 j + 1`` of the lane's index field: bits ``16 key ..
-  16 key + 15`` of the index VGPR for K/2 = 16 stored (``index_key`` = ``key``), the whole VGPR
-  for K/2 = 32 (``V_SWMMAC_I32_16X16X64_IU4``).
+  stored matrix is laid out as a dense A of depth K/2; a lane holds the 2-bit indices of the
+  stored elements it holds, its element ``j`` at bits ``2 j .. 2 j + 1`` of its index field: bits
+  ``16 key .. 16 key + 15`` of the index VGPR for K/2 = 16 stored (``index_key`` = ``key``), the
+  whole VGPR for K/2 = 32 (``V_SWMMAC_I32_16X16X64_IU4``).
 """
 
 import numpy as np
 
-from gpurtl.facts.matrix import LANE_BITS, TILE, WAVE
+from gpurtl.facts.matrix import (
+    FORMATS,
+    LANE_BITS,
+    TILE,
+    WAVE,
+    lane_k,
+    operand_chunk,
+    row_chunk,
+)
 
 __all__ = [
-    "lane_k",
     "vgprs_for",
     "pack_rows",
     "unpack_rows",
+    "pack_a",
+    "unpack_a",
+    "pack_b",
+    "unpack_b",
     "pack_cd",
     "unpack_cd",
     "pack_index",
@@ -42,21 +55,16 @@ __all__ = [
 ]
 
 
-def lane_k(h, j):
-    """Depth index of element ``j`` held by a lane of half ``h`` (0: lanes 0-15, 1: 16-31)."""
-    return 16 * (j // 8) + 8 * h + j % 8
-
-
 def vgprs_for(k, width):
     """VGPRs of an A/B operand with depth ``k`` and ``width``-bit elements."""
     return k * width // (2 * LANE_BITS)
 
 
-def _lane_positions(k):
+def _lane_positions(k, chunk):
     """(32, k/2) array: the depth index of each lane's element ``j``."""
     j = np.arange(k // 2)
     h = np.arange(WAVE)[:, None] // TILE
-    return lane_k(h, j[None, :])
+    return lane_k(h, j[None, :], chunk)
 
 
 def _to_words(lane_elems, width):
@@ -83,25 +91,52 @@ def _from_words(words, width, n):
     return elems.reshape(elems.shape[:-2] + (-1,))[..., :n]
 
 
-def pack_rows(mat, width):
-    """Words of an A-style operand: ``mat[..., r, k]`` (r = row of A or column of B)."""
+def pack_rows(mat, width, chunk=None):
+    """Words of an A-style operand: ``mat[..., r, k]`` (r = row of A or column of B), cut into
+    chunks of ``chunk`` elements (default: 64-bit chunks)."""
     mat = np.asarray(mat, np.int64)
     k = mat.shape[-1]
-    pos = _lane_positions(k)  # (32, k/2)
+    pos = _lane_positions(k, chunk or row_chunk(k, width))  # (32, k/2)
     rows = np.arange(WAVE) % TILE
     lane_elems = mat[..., rows[:, None], pos]  # (..., 32, k/2)
     return _to_words(lane_elems, width)
 
 
-def unpack_rows(words, width, k):
+def unpack_rows(words, width, k, chunk=None):
     """Inverse of :func:`pack_rows`: ``(..., 16, k)`` element patterns."""
     words = np.asarray(words, np.int64)
     lane_elems = _from_words(words, width, k // 2)  # (..., 32, k/2)
-    pos = _lane_positions(k)
+    pos = _lane_positions(k, chunk or row_chunk(k, width))
     rows = np.arange(WAVE) % TILE
     out = np.zeros(words.shape[:-2] + (TILE, k), np.int64)
     out[..., rows[:, None], pos] = lane_elems
     return out
+
+
+def pack_a(variant, stored):
+    """A words of ``variant`` from the (stored) ``16 x k_stored`` A matrix."""
+    return pack_rows(stored, FORMATS[variant.a].bits, operand_chunk(variant, "a"))
+
+
+def unpack_a(variant, words):
+    """The (stored) A matrix of ``variant`` from its first ``a_vgprs`` words."""
+    words = np.asarray(words, np.int64)[..., : variant.a_vgprs, :]
+    width = FORMATS[variant.a].bits
+    return unpack_rows(words, width, variant.k_stored, operand_chunk(variant, "a"))
+
+
+def pack_b(variant, b):
+    """B words of ``variant`` from the ``k x 16`` B matrix."""
+    b = np.swapaxes(np.asarray(b, np.int64), -1, -2)
+    return pack_rows(b, FORMATS[variant.b].bits, operand_chunk(variant, "b"))
+
+
+def unpack_b(variant, words):
+    """The ``k x 16`` B matrix of ``variant`` from its first ``b_vgprs`` words."""
+    words = np.asarray(words, np.int64)[..., : variant.b_vgprs, :]
+    width = FORMATS[variant.b].bits
+    bt = unpack_rows(words, width, variant.k, operand_chunk(variant, "b"))
+    return np.swapaxes(bt, -1, -2)
 
 
 def _cd_rows():
@@ -127,32 +162,33 @@ def unpack_cd(words, width):
     return out
 
 
-def pack_index(idx, key=0, into=None):
-    """Index VGPR words (``(..., 32)``) holding ``idx[..., 16, ks]`` (2-bit values).
+def pack_index(idx, key=0, into=None, *, chunk):
+    """Index VGPR words (``(..., 32)``) holding ``idx[..., 16, ks]`` (2-bit values) in the element
+    order of the stored A (``chunk``: A's elements per chunk, :func:`operand_chunk`).
 
     ``ks`` = 16 uses the half ``key`` of each lane's word (the other half is kept from ``into``,
     zero by default); ``ks`` = 32 uses the whole word (``key`` must be 0).
     """
     idx = np.asarray(idx, np.int64)
     ks = idx.shape[-1]
-    lane = pack_rows(idx, 2)[..., 0, :]  # one "VGPR" of 2-bit elements: (..., 32)
+    if ks not in (16, 32):
+        raise ValueError(f"stored depth must be 16 or 32, not {ks}")
+    lane = pack_rows(idx, 2, chunk)[..., 0, :]  # one "VGPR" of 2-bit elements
     base = np.zeros(lane.shape, np.int64) if into is None else np.asarray(into, np.int64)
     if ks == 32:
         if key:
             raise ValueError("`index_key` must be 0 when 32 elements are stored per row")
         return lane
-    if ks != 16:
-        raise ValueError(f"stored depth must be 16 or 32, not {ks}")
     shift = 16 * key
     return (base & ~(0xFFFF << shift) & 0xFFFFFFFF) | ((lane & 0xFFFF) << shift)
 
 
-def unpack_index(words, ks, key=0):
+def unpack_index(words, ks, key=0, *, chunk):
     """Inverse of :func:`pack_index`: ``(..., 16, ks)`` 2-bit indices (``key`` broadcasts)."""
     words = np.asarray(words, np.int64)
     if ks == 16:
         words = (words >> (16 * np.asarray(key, np.int64)[..., None])) & 0xFFFF
-    return unpack_rows(words[..., None, :], 2, ks)
+    return unpack_rows(words[..., None, :], 2, ks, chunk)
 
 
 def compress(logical, keep):

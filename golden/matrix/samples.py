@@ -22,7 +22,7 @@ def encode(values, format):
     values = np.asarray(values, np.float64)
     sign = np.signbit(values).astype(np.int64)
     m, e = np.frexp(np.abs(values))
-    mag = (m * 2.0**53).astype(np.int64)
+    mag = (np.where(np.isfinite(m), m, 0) * 2.0**53).astype(np.int64)  # specials: set below
     scale = e.astype(np.int64) - 53
     if f.kind == "ieee":
         out = round_to(sign, mag, scale, f)

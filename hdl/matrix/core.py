@@ -5,19 +5,25 @@ under one arithmetic preset (:data:`gpurtl.facts.matrix.PRESETS`). A transaction
 the operand tiles as VGPR words (the wave32 layouts of :mod:`gpurtl.golden.matrix.layouts`); the
 result tile leaves on ``o`` as VGPR words too.
 
-Datapath: ``dots`` dot-product units, each ``L`` products wide (``L`` = the preset's group for
-floats, the widest stored K for integers). Unit ``u`` owns the output elements
-``e = u + dots * t`` (``t`` = 0 .. 256/dots - 1, its *slots*); each element needs ``S = K_stored /
-L`` steps, so the schedule is ``S`` sweeps over the slots, one element per unit per cycle
-(a sweep is stretched with idle cycles to at least the unit's pipeline depth, so a step reads
-the accumulator its previous step wrote). Per cycle a unit:
+Stages:
 
-* selects its row of A and column of B from the latched tiles (for SWMMAC, every stored A
-  element picks one of the four B rows of its group by its 2-bit index: the index-driven
-  selection that lets a sparse instruction do twice the logical work in the same cycles);
-* takes C (first step) or its accumulator entry (later steps);
-* runs one step of the algorithm (:mod:`.dot`), ``stages`` registers deep, and writes the result
-  back to its accumulator entry and, on the last step, to the result tile.
+* **accept** (:meth:`MatrixCore._accept`): the instruction is latched with its operand tiles
+  rewired from VGPR words into matrix order (rows of A, columns of B, rows of the sparse index,
+  elements of C; the layout of each operand follows the op, since a 32-deep operand is not a
+  16-deep one extended), the source modifiers applied (float forms: ``neg_lo`` / ``neg_hi``,
+  :data:`gpurtl.facts.matrix.FLOAT_MODIFIERS`) and the index half of ``index_key`` chosen;
+* **issue** (:meth:`MatrixCore._unit`): ``dots`` dot-product units, each ``L`` products wide
+  (``L`` = the preset's group for floats, the widest stored K for integers). Unit ``u`` owns the
+  output elements ``e = u + dots * t`` (``t`` = 0 .. 256/dots - 1, its *slots*); each element
+  needs ``S = K_stored / L`` steps, so the schedule is ``S`` sweeps over the slots, one element
+  per unit per cycle (a sweep is stretched with idle cycles to at least the unit's pipeline
+  depth, so a step reads the accumulator its previous step wrote). Per cycle a unit selects its
+  row of A and column of B (for SWMMAC, every stored A element picks one of the four B rows of
+  its group by its 2-bit index: the index-driven selection that lets a sparse instruction do
+  twice the logical work in the same cycles) and C (first step) or its accumulator entry (later
+  steps), and registers them as one issue bundle;
+* **step** (:class:`.dot.DotStep`): ``stages`` registers deep;
+* **write-back**: the accumulator entry and, on the last step, the result tile.
 
 Cycles per instruction ``ii = S * max(256 / dots, stages + 2)``; the next instruction is accepted
 in the cycle the previous one issues its last step, so back-to-back instructions run at that
@@ -25,6 +31,8 @@ interval. ``latency = ii + stages + 2`` (accept, ``ii`` issue cycles, the unit, 
 One global enable ``en = ~o.valid | o.ready`` holds the whole core while a finished tile waits, so
 the output keeps its payload until it is taken.
 """
+
+from types import SimpleNamespace
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
@@ -38,13 +46,16 @@ from gpurtl.facts.matrix import (
     WAVE,
     family_shape,
     family_variants,
+    float_modifiers,
+    lane_k,
+    operand_chunk,
 )
 from gpurtl.facts.matrix import (
     preset as get_preset,
 )
 
-from .dot import FLOAT_CUTS, INT_CUTS, float_step, int_step
-from .pipe import Stager
+from ..pipe import delay, reg
+from .dot import DotStep, step_params, unit_width
 
 __all__ = ["MatrixCore", "core_layouts", "RATES", "dots_for"]
 
@@ -70,6 +81,8 @@ def core_layouts(family):
     }
     if shape["is_int"]:
         fields.update(a_signed=1, b_signed=1, clamp=1)
+    else:
+        fields.update(neg_lo=3, neg_hi=3)
     fields.update(
         a=data.ArrayLayout(_WORD, shape["a"]),
         b=data.ArrayLayout(_WORD, shape["b"]),
@@ -77,23 +90,6 @@ def core_layouts(family):
         idx=_WORD,
     )
     return data.StructLayout(fields), data.StructLayout({"d": data.ArrayLayout(_WORD, shape["c"])})
-
-
-def _lane_k(h, j):
-    return 16 * (j // 8) + 8 * h + j % 8
-
-
-def _rows(words, width, k, rows=TILE):
-    """Static rewiring: element ``[r][kk]`` of an A-style operand held in ``words`` (a list of
-    VGPR views), as a list of lists of bit slices."""
-    out = [[None] * k for _ in range(rows)]
-    for lane in range(WAVE):
-        r, h = lane % TILE, lane // TILE
-        for j in range(k // 2):
-            bit = j * width
-            word = words[bit // LANE_BITS][lane]
-            out[r][_lane_k(h, j)] = word[bit % LANE_BITS : bit % LANE_BITS + width]
-    return out
 
 
 def _first_family_class(variants):
@@ -104,7 +100,7 @@ def _first_family_class(variants):
 def dots_for(family, rate="rdna4", preset="rdna4"):
     """Dot units of a ``family`` build at ``rate`` (``"rdna4"``, ``"rdna3"`` or ``"fpga"``)."""
     variants = family_variants(family)
-    width = _unit_width(variants, get_preset(preset))
+    width = unit_width(variants, get_preset(preset))
     if rate == "fpga":
         return 1
     try:
@@ -114,10 +110,32 @@ def dots_for(family, rate="rdna4", preset="rdna4"):
     return max(1, products // width)
 
 
-def _unit_width(variants, preset):
-    if variants[0].is_int:
-        return max(v.k_stored for v in variants)
-    return preset.algorithm(variants[0].a).group
+def _gather(words, width, k, chunk):
+    """Static rewiring of an A-style operand held in ``words`` (VGPR views): ``[row][k]`` of
+    ``(bits, high)``, the element's slice and whether it sits in bits 16-31 of its VGPR."""
+    out = [[None] * k for _ in range(TILE)]
+    for lane in range(WAVE):
+        r, h = lane % TILE, lane // TILE
+        for j in range(k // 2):
+            bit = j * width
+            word = words[bit // LANE_BITS][lane]
+            lo = bit % LANE_BITS
+            out[r][lane_k(h, j, chunk)] = (word[lo : lo + width], lo >= LANE_BITS // 2)
+    return out
+
+
+def _op_table(m, op, values, name):
+    """``values[op]`` (one per op, padded with the last for unused codes) as a named signal."""
+    values = list(values) + [values[-1]] * ((1 << len(op)) - len(values))
+    width = max(1, bits_for(max(values)))
+    sig = Signal(width, name=name)
+    m.d.comb += sig.eq(Array(Const(x, width) for x in values)[op])
+    return sig
+
+
+def _negated(bits, flip):
+    """``bits`` with its sign bit (the top one) XORed with ``flip``."""
+    return Cat(bits[:-1], bits[-1] ^ flip)
 
 
 class MatrixCore(wiring.Component):
@@ -128,8 +146,8 @@ class MatrixCore(wiring.Component):
     family : str
         A key of :data:`gpurtl.facts.matrix.FAMILIES`.
     preset : str
-        A key of :data:`gpurtl.facts.matrix.PRESETS`; its ``"tr"`` algorithms are built (the
-        ``"gtr"`` structure of ``cdna3``'s FP8 is a golden model only).
+        A key of :data:`gpurtl.facts.matrix.PRESETS`; its algorithm for the family's inputs is
+        built (``"tr"`` or ``"gtr"``).
     dots : int
         Dot-product units (a divisor of 256).
     stages : int
@@ -138,35 +156,18 @@ class MatrixCore(wiring.Component):
     Attributes
     ----------
     i : In(stream.Signature(in_layout))
-        Instructions with their operand tiles.
+        Instructions with their operand tiles (:func:`core_layouts`).
     o : Out(stream.Signature(out_layout))
         Result tiles, in order.
     """
 
     def __init__(self, family, preset="rdna4", dots=16, stages=2):
         self._variants = family_variants(family)
-        self._preset = get_preset(preset)
-        self._family = family
+        self._family, self._preset = family, preset
         self._int = self._variants[0].is_int
-        if not self._int:
-            alg = self._preset.algorithm(self._variants[0].a)
-            if alg.structure != "tr":
-                raise ValueError(
-                    f"preset `{preset}` uses the {alg.structure!r} structure for {family}, "
-                    f"which the RTL does not build (only 'tr')"
-                )
-            self._alg = alg
-        self._width = _unit_width(self._variants, self._preset)
-        for v in self._variants:
-            if not self._int and v.k_stored % self._width:
-                raise ValueError(
-                    f"group {self._width} does not divide K = {v.k_stored} of {v.name}"
-                )
-        if not isinstance(dots, int) or dots < 1 or (TILE * TILE) % dots:
+        _, _, self._width, _ = step_params(family, preset, stages)
+        if isinstance(dots, bool) or not isinstance(dots, int) or dots < 1 or 256 % dots:
             raise ValueError(f"`dots` must divide 256, not {dots!r}")
-        cuts = INT_CUTS if self._int else FLOAT_CUTS
-        if not isinstance(stages, int) or not 0 <= stages <= cuts:
-            raise ValueError(f"`stages` must be an integer from 0 to {cuts}, not {stages!r}")
         self._dots, self._stages = dots, stages
         self._slots = TILE * TILE // dots
         self._sweep = max(self._slots, stages + 2)
@@ -194,168 +195,211 @@ class MatrixCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        variants = self._variants
-        shape = family_shape(self._family)
-        in_layout, _ = core_layouts(self._family)
-        v0 = variants[0]
-        wa, wb, wc = FORMATS[v0.a].bits, FORMATS[v0.b].bits, FORMATS[v0.cd].bits
-        k_a = max(v.k_stored for v in variants)
-        k_b = max(v.k for v in variants)
-        L, dots, S = self._width, self._dots, self._steps
-
         en = Signal()
         m.d.comb += en.eq(~self.o.valid | self.o.ready)
+        sched = self._schedule(m, en)
+        cur = self._accept(m, sched.load)
+        wc = FORMATS[self._variants[0].cd].bits
+        out_mat = [[Signal(wc, name=f"d_{r}_{n}") for n in range(TILE)] for r in range(TILE)]
+        done = [self._unit(m, en, u, cur, sched, out_mat) for u in range(self._dots)]
+        self._output(m, en, out_mat, done[0])
+        return m
 
-        # the latched instruction
-        cur = Signal(in_layout)
+    def _schedule(self, m, en):
+        """The issue counters: sweep position ``t``, step ``s``; accept one instruction in the
+        cycle the previous one issues its last step."""
+        S, sweep = self._steps, self._sweep
         busy = Signal()
-        t = Signal(range(self._sweep))
+        t = Signal(range(sweep))
         s = Signal(range(max(S, 2)))
-        last_issue = busy & (t == self._sweep - 1) & (s == S - 1)
-        m.d.comb += self.i.ready.eq(en & (~busy | last_issue))
+        last_issue = busy & (t == sweep - 1) & (s == S - 1)
+        load = Signal()
+        m.d.comb += [
+            self.i.ready.eq(en & (~busy | last_issue)),
+            load.eq(self.i.valid & self.i.ready),
+        ]
         with m.If(en):
             with m.If(busy):
-                with m.If(t == self._sweep - 1):
+                with m.If(t == sweep - 1):
                     m.d.sync += [t.eq(0), s.eq(s + 1)]
                     with m.If(s == S - 1):
                         m.d.sync += [busy.eq(0), s.eq(0)]
                 with m.Else():
                     m.d.sync += t.eq(t + 1)
-            with m.If(self.i.valid & self.i.ready):
-                m.d.sync += [cur.eq(self.i.payload), busy.eq(1), t.eq(0), s.eq(0)]
+            with m.If(load):
+                m.d.sync += [busy.eq(1), t.eq(0), s.eq(0)]
+        return SimpleNamespace(
+            t=t,
+            s=s,
+            load=load,
+            issuing=busy & (t < self._slots),
+            first=s == 0,
+            last_step=s == S - 1,
+            last_issue=last_issue,
+        )
 
-        op = cur.op
-        tables = {
-            "sparse": [int(v.sparse) for v in variants],
-            "deep": [int(v.k_stored > 16) for v in variants],
-            "keyed": [int(v.index_keys > 1) for v in variants],
-            "a_alt": [int(v.a == "bf8") for v in variants],
-            "b_alt": [int(v.b == "bf8") for v in variants],
+    def _operand(self, m, op, name, words, width, depth, key, neg=None):
+        """``[row][k]`` of ``words`` in matrix order under the op's layout (``key(v)``: the
+        op's ``(depth, chunk)``), zero beyond the op's depth, sign flips ``neg = (lo, hi)``."""
+        classes = sorted({key(v) for v in self._variants})
+        maps = [_gather(words, width, k, chunk) for k, chunk in classes]
+        pick = None
+        if len(classes) > 1:
+            pick = _op_table(m, op, [classes.index(key(v)) for v in self._variants], name + "_lay")
+        out = [[Const(0, width)] * depth for _ in range(TILE)]
+        for index, ((k, _), mat) in enumerate(zip(classes, maps)):
+            for r in range(TILE):
+                for kk in range(k):
+                    bits, high = mat[r][kk]
+                    if neg is not None:
+                        bits = _negated(bits, neg[1] if high else neg[0])
+                    out[r][kk] = bits if pick is None else Mux(pick == index, bits, out[r][kk])
+        return out
+
+    def _accept(self, m, load):
+        """Latch the instruction in matrix order (see the module doc string)."""
+        vs, p = self._variants, self.i.payload
+        shape = family_shape(self._family)
+        v0 = vs[0]
+        wa, wb, wc = (FORMATS[x].bits for x in (v0.a, v0.b, v0.cd))
+        k_a, k_b = max(v.k_stored for v in vs), max(v.k for v in vs)
+        ab_mods, _ = float_modifiers(v0)
+        neg_a = (p.neg_lo[0], p.neg_hi[0]) if ab_mods else None
+        neg_b = (p.neg_lo[1], p.neg_hi[1]) if ab_mods else None
+        a_words = [p.a[i] for i in range(shape["a"])]
+        b_words = [p.b[i] for i in range(shape["b"])]
+        a = self._operand(m, p.op, "a", a_words, wa, k_a, self._a_key, neg_a)
+        b = self._operand(m, p.op, "b", b_words, wb, k_b, self._b_key, neg_b)
+        keyed = _op_table(m, p.op, [int(v.index_keys > 1) for v in vs], "op_keyed")
+        half = [Signal(32, name=f"idx_lane{lane}") for lane in range(WAVE)]
+        for lane, word in enumerate(half):
+            m.d.comb += word.eq(Mux(keyed & p.index_key, p.idx[lane] >> 16, p.idx[lane]))
+        idx = self._operand(m, p.op, "idx", [half], 2, k_a, self._a_key)
+        take_c = (
+            None
+            if self._int
+            else _op_table(m, p.op, [float_modifiers(v)[1] for v in vs], "op_cmod")
+        )
+        c = []
+        for e in range(TILE * TILE):
+            r, n = e // TILE, e % TILE
+            lane, j = n + TILE * (r // 8), r % 8
+            bit = j * wc
+            bits = p.c[bit // LANE_BITS][lane][bit % LANE_BITS : bit % LANE_BITS + wc]
+            if take_c is not None:  # |C| first (neg_hi), then -C (neg_lo)
+                sign = (bits[-1] & ~(take_c & p.neg_hi[2])) ^ (take_c & p.neg_lo[2])
+                bits = Cat(bits[:-1], sign)
+            c.append(bits)
+        ctl = {
+            "sparse": _op_table(m, p.op, [int(v.sparse) for v in vs], "op_sparse"),
+            "a_alt": _op_table(m, p.op, [int(v.a == "bf8") for v in vs], "op_a_alt"),
+            "b_alt": _op_table(m, p.op, [int(v.b == "bf8") for v in vs], "op_b_alt"),
         }
-        ops = 1 << len(op)
-        sel = {}
-        for name, values in tables.items():
-            values = values + [values[-1]] * (ops - len(values))
-            sel[name] = Signal(name=f"op_{name}")
-            m.d.comb += sel[name].eq(Array(Const(x, 1) for x in values)[op])
+        if self._int:
+            ctl.update(a_signed=p.a_signed, b_signed=p.b_signed, clamp=p.clamp)
+        fields = {
+            "a": (data.ArrayLayout(data.ArrayLayout(wa, k_a), TILE), a),
+            "b": (data.ArrayLayout(data.ArrayLayout(wb, k_b), TILE), b),
+            "idx": (data.ArrayLayout(data.ArrayLayout(2, k_a), TILE), idx),
+            "c": (data.ArrayLayout(wc, TILE * TILE), c),
+            "ctl": (data.StructLayout({name: 1 for name in ctl}), ctl),
+        }
+        cur = {}
+        for name, (layout, value) in fields.items():
+            wire = Signal(layout, name=f"in_{name}")
+            if name == "ctl":
+                m.d.comb += [wire[key].eq(x) for key, x in value.items()]
+            elif name == "c":
+                m.d.comb += [wire[e].eq(x) for e, x in enumerate(value)]
+            else:
+                m.d.comb += [
+                    wire[r][k].eq(x) for r, row in enumerate(value) for k, x in enumerate(row)
+                ]
+            # one register per field: a single tile-wide one would trip Python's limit on
+            # int -> str conversion (4300 digits) when Amaranth's simulator writes its mask
+            cur[name] = reg(m, load, wire, f"cur_{name}")
+        return SimpleNamespace(**cur)
 
-        # matrix views of the latched words (static rewiring)
-        a_mat = _rows([cur.a[i] for i in range(shape["a"])], wa, k_a)
-        b_mat = _rows([cur.b[i] for i in range(shape["b"])], wb, k_b)
-        idx_word = [Signal(32, name=f"idx_lane{lane}") for lane in range(WAVE)]
-        for lane in range(WAVE):
-            word = cur.idx[lane]
-            m.d.comb += idx_word[lane].eq(Mux(sel["keyed"] & cur.index_key, word >> 16, word))
-        idx_mat = _rows([idx_word], 2, 32)
-        c_mat = [[None] * TILE for _ in range(TILE)]
-        for lane in range(WAVE):
-            n, h = lane % TILE, lane // TILE
-            for j in range(8):
-                bit = j * wc
-                c_mat[j + 8 * h][n] = cur.c[bit // LANE_BITS][lane][bit % 32 : bit % 32 + wc]
+    @staticmethod
+    def _a_key(v):
+        return v.k_stored, operand_chunk(v, "a")
 
-        a_rows = Array(Cat(*row) for row in a_mat)
-        b_cols = Array(Cat(*(b_mat[n][k] for k in range(k_b))) for n in range(TILE))
-        idx_rows = Array(Cat(*row) for row in idx_mat)
-        c_elems = Array(Cat(c_mat[e // TILE][e % TILE]) for e in range(TILE * TILE))
+    @staticmethod
+    def _b_key(v):
+        return v.k, operand_chunk(v, "b")
 
-        # result tile and its write-back
-        out_mat = [[Signal(wc, name=f"d_{r}_{n}") for n in range(TILE)] for r in range(TILE)]
-        out_valid = Signal()
-        m.d.comb += self.o.valid.eq(out_valid)
+    def _unit(self, m, en, u, cur, sched, out_mat):
+        """Dot unit ``u``: operand selection, the issue bundle, the step, the write-back.
+        Returns the ``done`` flag of its write-back (the last step of the last slot)."""
+        v0 = self._variants[0]
+        wa, wb, wc = (FORMATS[x].bits for x in (v0.a, v0.b, v0.cd))
+        k_a, k_b = max(v.k_stored for v in self._variants), max(v.k for v in self._variants)
+        L, t, s = self._width, sched.t, sched.s
+        step = DotStep(self._family, self._preset, self._stages)
+        m.submodules[f"u{u}_step"] = step
+        e = Signal(8, name=f"u{u}_elem")
+        m.d.comb += e.eq(u + self._dots * t)
+        row, col = e[4:8], e[0:4]
+        a_row = Signal(k_a * wa, name=f"u{u}_arow")
+        b_col = Signal(k_b * wb, name=f"u{u}_bcol")
+        i_row = Signal(k_a * 2, name=f"u{u}_irow")
+        m.d.comb += [
+            a_row.eq(cur.a.as_value().word_select(row, k_a * wa)),
+            b_col.eq(cur.b.as_value().word_select(col, k_b * wb)),
+            i_row.eq(cur.idx.as_value().word_select(row, k_a * 2)),
+        ]
+        accs = Array(Signal(wc, name=f"u{u}_acc{x}") for x in range(self._slots))
+        meta = data.StructLayout({"valid": 1, "slot": range(self._slots), "last": 1, "done": 1})
+        issue = Signal(data.StructLayout({"step": step.i.shape(), "meta": meta}), name=f"u{u}_in")
+        for j in range(L):
+            ka = s * L + j
+            kb_sparse = 4 * (s * (L // 2) + j // 2) + i_row.word_select(ka, 2)
+            m.d.comb += [
+                issue.step.a[j].eq(a_row.word_select(ka, wa)),
+                issue.step.b[j].eq(
+                    Mux(
+                        cur.ctl.sparse,
+                        b_col.word_select(kb_sparse, wb),
+                        b_col.word_select(ka, wb),
+                    )
+                ),
+            ]
+        ctl = cur.ctl
+        m.d.comb += [
+            issue.step.c.eq(Mux(sched.first, cur.c.as_value().word_select(e, wc), accs[t])),
+            issue.step.ctl.eq(
+                Cat(ctl.a_signed, ctl.b_signed, ctl.clamp)
+                if self._int
+                else Cat(ctl.a_alt, ctl.b_alt)
+            ),
+            issue.meta.valid.eq(sched.issuing),
+            issue.meta.slot.eq(t),
+            issue.meta.last.eq(sched.last_step),
+            issue.meta.done.eq(sched.last_issue),
+        ]
+        issued = reg(m, en, issue, f"u{u}_issue")
+        m.d.comb += [step.en.eq(en), step.i.eq(issued.step)]
+        back = delay(m, en, issued.meta, self._stages, f"u{u}_meta")
+        with m.If(en & back.valid):
+            m.d.sync += accs[back.slot].eq(step.o)
+            with m.If(back.last):
+                for slot in range(self._slots):
+                    elem = u + self._dots * slot
+                    with m.If(back.slot == slot):
+                        m.d.sync += out_mat[elem // TILE][elem % TILE].eq(step.o)
+        return back.done
+
+    def _output(self, m, en, out_mat, done):
+        """The result tile on ``o`` (C/D layout), valid from the write-back of the last step
+        until it is taken."""
+        wc = len(out_mat[0][0])
         for lane in range(WAVE):
             n, h = lane % TILE, lane // TILE
             for j in range(8):
                 bit = j * wc
                 word = self.o.payload.d[bit // LANE_BITS][lane]
-                m.d.comb += word[bit % 32 : bit % 32 + wc].eq(out_mat[j + 8 * h][n])
-        done_wb = Signal()
+                m.d.comb += word[bit % LANE_BITS : bit % LANE_BITS + wc].eq(out_mat[j + 8 * h][n])
         with m.If(self.o.valid & self.o.ready):
-            m.d.sync += out_valid.eq(0)
-        with m.If(en & done_wb):
-            m.d.sync += out_valid.eq(1)
-
-        issuing = busy & (t < self._slots)
-        first = s == 0
-        last_step = s == S - 1
-        done_issue = last_issue
-        for u in range(dots):
-            e = Signal(8, name=f"u{u}_elem")
-            m.d.comb += e.eq(u + dots * t)
-            row, col = e[4:8], e[0:4]
-            a_row = Signal(k_a * wa, name=f"u{u}_arow")
-            b_col = Signal(k_b * wb, name=f"u{u}_bcol")
-            i_row = Signal(64, name=f"u{u}_irow")
-            m.d.comb += [a_row.eq(a_rows[row]), b_col.eq(b_cols[col]), i_row.eq(idx_rows[row])]
-            accs = Array(Signal(wc, name=f"u{u}_acc{x}") for x in range(self._slots))
-            a_vals, b_vals = [], []
-            for j in range(L):
-                a_j = Signal(wa, name=f"u{u}_a{j}")
-                b_j = Signal(wb, name=f"u{u}_b{j}")
-                ka = s * L + j
-                m.d.comb += a_j.eq(a_row.word_select(ka, wa))
-                if j >= 16 and k_a > 16:  # integer units wider than a 16-deep op
-                    with m.If(~sel["deep"]):
-                        m.d.comb += a_j.eq(0)
-                idx = i_row.word_select(ka, 2)
-                kb_sparse = 4 * (s * (L // 2) + j // 2) + idx
-                with m.If(sel["sparse"]):
-                    m.d.comb += b_j.eq(b_col.word_select(kb_sparse, wb))
-                with m.Else():
-                    m.d.comb += b_j.eq(b_col.word_select(ka, wb))
-                a_vals.append(a_j)
-                b_vals.append(b_j)
-            c_in = Signal(wc, name=f"u{u}_c")
-            m.d.comb += c_in.eq(Mux(first, c_elems[e], accs[t]))
-            # the issue register: operands and what the write-back needs
-            meta_layout = data.StructLayout(
-                {"valid": 1, "slot": range(self._slots), "elem": 8, "last": 1, "done": 1}
-            )
-            meta = Signal(meta_layout, name=f"u{u}_meta")
-            ra = [Signal(wa, name=f"u{u}_ra{j}") for j in range(L)]
-            rb = [Signal(wb, name=f"u{u}_rb{j}") for j in range(L)]
-            rc = Signal(wc, name=f"u{u}_rc")
-            rsel = Signal(2, name=f"u{u}_rsel")
-            rint = Signal(3, name=f"u{u}_rint")
-            with m.If(en):
-                m.d.sync += [
-                    meta.valid.eq(issuing),
-                    meta.slot.eq(t),
-                    meta.elem.eq(e),
-                    meta.last.eq(last_step),
-                    meta.done.eq(done_issue),
-                    rc.eq(c_in),
-                    rsel.eq(Cat(sel["a_alt"], sel["b_alt"])),
-                ]
-                if self._int:
-                    m.d.sync += rint.eq(Cat(cur.a_signed, cur.b_signed, cur.clamp))
-                m.d.sync += [x.eq(y) for x, y in zip(ra, a_vals)]
-                m.d.sync += [x.eq(y) for x, y in zip(rb, b_vals)]
-            st = Stager(m, en, INT_CUTS if self._int else FLOAT_CUTS, self._stages, f"u{u}_s")
-            if self._int:
-                result = int_step(st, ra, rb, rc, rint[0], rint[1], rint[2])
-            else:
-                fa = [self._alg.element_format(v0.a)]
-                fb = [self._alg.element_format(v0.b)]
-                if v0.a in ("fp8", "bf8"):
-                    fa = [self._alg.element_format("fp8"), self._alg.element_format("bf8")]
-                    fb = list(fa)
-                result = float_step(st, self._alg, ra, rb, rc, fa, fb, rsel[0], rsel[1], v0.cd)
-            assert st.done
-            # metadata delayed as far as the unit's registers
-            back = meta
-            for x in range(self._stages):
-                nxt = Signal(meta_layout, name=f"u{u}_meta{x + 1}")
-                with m.If(en):
-                    m.d.sync += nxt.eq(back)
-                back = nxt
-            with m.If(en & back.valid):
-                m.d.sync += accs[back.slot].eq(result)
-                with m.If(back.last):
-                    for r in range(TILE):
-                        for n in range(TILE):
-                            with m.If(back.elem == r * TILE + n):
-                                m.d.sync += out_mat[r][n].eq(result)
-            if u == 0:
-                m.d.comb += done_wb.eq(back.done)
-        return m
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(en & done):
+            m.d.sync += self.o.valid.eq(1)

@@ -10,14 +10,22 @@ Stimulus: every transaction draws an ``op`` and builds its tiles from element va
 words (raw FP16 words would make most results NaN): A, B and C mostly normal numbers over a
 random exponent window, with zeros, subnormals and a few NaN / infinity patterns; sparse ops get
 random 2-bit indices (repeated indices included); integer ops random signedness, ``clamp`` and C
-values near the int32 limits now and then. VGPRs an op does not read carry random words.
+values near the int32 limits now and then; float ops random ``neg_lo`` / ``neg_hi`` modifiers in
+a third of the transactions (all bits, those an op does not take included). VGPRs an op does not
+read carry random words.
 """
-
-import sys
 
 import numpy as np
 
-from gpurtl.facts.matrix import FAMILIES, FORMATS, PRESETS, TILE, family_shape, family_variants
+from gpurtl.facts.matrix import (
+    FAMILIES,
+    FORMATS,
+    PRESETS,
+    TILE,
+    family_shape,
+    family_variants,
+    operand_chunk,
+)
 from gpurtl.golden.matrix import layouts
 from gpurtl.golden.matrix.model import MatrixModel
 from gpurtl.golden.matrix.samples import random_elements
@@ -26,11 +34,6 @@ from gpurtl.hdl.matrix.core import MatrixCore, core_layouts, dots_for
 from ..registry import Block, Param, register
 
 __all__ = ["stimulus", "build_params"]
-
-# The core's ports carry whole register tiles (up to 21 504 bits). Amaranth's simulator writes
-# the mask of every signal into generated Python as a decimal literal, which is longer than
-# Python's default limit on int/str conversion (4300 digits); lift the limit for this process.
-sys.set_int_max_str_digits(0)
 
 
 def build_params(family, preset, rate, dots, stages):
@@ -63,7 +66,7 @@ def stimulus(rng, count, family, preset, **_):
     for _ in range(count):
         op = int(rng.integers(0, len(variants)))
         v = variants[op]
-        wa, wb, wc = FORMATS[v.a].bits, FORMATS[v.b].bits, FORMATS[v.cd].bits
+        wc = FORMATS[v.cd].bits
         a = _elements(rng, v.a, (TILE, v.k_stored), preset)
         b = _elements(rng, v.b, (v.k, TILE), preset)
         if v.is_int:
@@ -83,12 +86,14 @@ def stimulus(rng, count, family, preset, **_):
         idx_word = rng.integers(0, 1 << 32, 32)
         if v.sparse:
             idx = rng.integers(0, 4, (TILE, v.k_stored))
-            idx_word = layouts.pack_index(idx, key if v.index_keys > 1 else 0, into=idx_word)
+            idx_word = layouts.pack_index(
+                idx, key if v.index_keys > 1 else 0, into=idx_word, chunk=operand_chunk(v, "a")
+            )
         tx = {
             "op": op,
             "index_key": key,
-            "a": words(layouts.pack_rows(a, wa), shape["a"]),
-            "b": words(layouts.pack_rows(b.T, wb), shape["b"]),
+            "a": words(layouts.pack_a(v, a), shape["a"]),
+            "b": words(layouts.pack_b(v, b), shape["b"]),
             "c": words(layouts.pack_cd(c, wc), shape["c"]),
             "idx": np.asarray(idx_word).tolist(),
         }
@@ -97,6 +102,12 @@ def stimulus(rng, count, family, preset, **_):
                 a_signed=int(rng.integers(0, 2)),
                 b_signed=int(rng.integers(0, 2)),
                 clamp=int(rng.integers(0, 2)),
+            )
+        else:
+            mods = rng.random() < 1 / 3
+            tx.update(
+                neg_lo=int(rng.integers(0, 8)) if mods else 0,
+                neg_hi=int(rng.integers(0, 8)) if mods else 0,
             )
         txs.append(tx)
     return txs
@@ -115,6 +126,8 @@ def _defaults(family, preset, rate, dots, stages):
     out = {"index_key": 0, "idx": [0] * 32}
     if shape["is_int"]:
         out.update(a_signed=1, b_signed=1, clamp=0)
+    else:
+        out.update(neg_lo=0, neg_hi=0)
     return out
 
 

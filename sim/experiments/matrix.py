@@ -10,6 +10,12 @@ Tables (each with a CSV file and a plot):
 2. ``synth``: LUT4, FF and DSP of one dot-product unit (:class:`gpurtl.hdl.matrix.unit.DotUnit`)
    per format and algorithm, ECP5-85k synthesis only (no place and route); results are cached by
    the Verilog's hash in the per-user cache folder, so only the first run pays for Yosys.
+   Only the full run synthesises; the others show the newest cached figures.
+
+Sizes: ``--quick`` (seconds), the default (what ``gpurtl demo`` runs: the IU8 core at both rates,
+1000 dot products per format and preset as the full run; under a minute of CPU) and the full run
+(``python -m gpurtl.sim.experiments.matrix --full``: every build of :data:`RATE_BUILDS` and
+:data:`SYNTH_BUILDS`, 1000 dot products; tens of minutes).
 3. ``errors``: per preset and input format, the error in FP32 ulps of random dot products
    (depth 16) against the exact rational result, and the FTTN-style targeted cases with each
    preset's output, marked where the presets disagree.
@@ -31,9 +37,10 @@ from gpurtl.golden.matrix.samples import encode, random_elements, targeted
 NAME = "matrix"
 DESCRIPTION = "matrix core: cycles/instruction, FLOPs/clk/CU vs GPUOpen, sparse speed-up, ECP5 cost, preset errors"
 
-__all__ = ["NAME", "DESCRIPTION", "measure", "report", "run", "RATE_BUILDS", "SYNTH_BUILDS"]
+__all__ = ["NAME", "DESCRIPTION", "measure", "report", "main", "RATE_BUILDS", "SYNTH_BUILDS"]
 
-#: (family, rate) builds whose cycles are measured; ``--quick`` measures the first only.
+#: (family, rate) builds whose cycles are measured with ``full``; ``--quick`` measures the first
+#: only, the default run :data:`DEFAULT_RATE_BUILDS`.
 RATE_BUILDS = (
     ("iu8_i32", "rdna3"),
     ("f16_f32", "rdna4"),
@@ -45,7 +52,13 @@ RATE_BUILDS = (
     ("f16_f32", "rdna3"),
 )
 
-#: (family, preset) dot units synthesised (ECP5, synthesis only, 2 stages).
+#: The default run's builds: the integer family at both rates (dense and sparse, 8 and 16 dot
+#: units); the float builds at the RDNA 4 rate take minutes each on the Amaranth simulator.
+DEFAULT_RATE_BUILDS = (("iu8_i32", "rdna3"), ("iu8_i32", "rdna4"))
+
+#: (family, preset) dot units synthesised (ECP5, synthesis only, 2 stages) with ``full``; the
+#: default and ``--quick`` runs show the newest cached figures of each (blank, with a note, when
+#: none were ever made).
 SYNTH_BUILDS = (
     ("f16_f32", "rdna4"),
     ("f16_f32", "cdna3"),
@@ -56,6 +69,9 @@ SYNTH_BUILDS = (
     ("iu8_i32", "rdna4"),
     ("iu4_i32", "rdna4"),
 )
+
+#: Random dot products per preset and format in the error table: ``--quick``, default, ``full``.
+ERROR_COUNTS = {"quick": 60, "default": 1000, "full": 1000}
 
 _CLASS = {"f16": "f16", "bf16": "bf16", "fp8": "fp8", "bf8": "fp8", "iu8": "iu8", "iu4": "iu4"}
 
@@ -69,6 +85,7 @@ def _measure_rate(family, rate, count=2):
     block = registry.get("matrix_core")
     params = block.resolve({"family": family, "rate": rate})
     dut = block.build(**params)
+    dut._MustUse__silence = True  # built for its latency; run_block elaborates its own
     rng = np.random.default_rng(0)
     txs = []
     for op in range(len(family_variants(family))):
@@ -124,7 +141,7 @@ def _dot_unit_block():
 def _synth(family, preset, progress=None):
     """Synthesis-only ECP5 figures of one dot unit, cached by the Verilog's hash."""
     from gpurtl.sim.export import cache_dir, to_verilog
-    from gpurtl.sim.synth import synthesize
+    from gpurtl.sim.synth import SynthError, synthesize
 
     block = _dot_unit_block()
     params = {"family": family, "preset": preset}
@@ -132,9 +149,26 @@ def _synth(family, preset, progress=None):
     key = hashlib.sha1(text.encode()).hexdigest()[:16]
     path = cache_dir() / "matrix-synth" / f"{family}-{preset}-{key}.json"
     if path.exists():
-        return json.loads(path.read_text()) | {"cached": True}
+        return json.loads(path.read_text()) | {"cached": True}, None
     start = time.monotonic()
-    r = synthesize(block, params, synth_only=True)
+    note = ""
+    try:
+        r = synthesize(block, params, synth_only=True)
+    except SynthError:
+        # Yosys 0.70's synth_ecp5 stops on an assertion in abc9 for some units when their
+        # products map to MULT18X18D; the same unit with LUT multipliers still has a figure
+        try:
+            r = synthesize(block, params, synth_only=True, nodsp=True)
+        except SynthError as error:  # a tool failure is a row of the table, not the end
+            first = str(error).splitlines()[0]
+            return {
+                "family": family,
+                "preset": preset,
+                "lut4": None,
+                "ff": None,
+                "dsp": None,
+            }, first
+        note = "Yosys failed with DSPs: multipliers in LUTs (--nodsp)"
     out = {
         "family": family,
         "preset": preset,
@@ -142,17 +176,19 @@ def _synth(family, preset, progress=None):
         "ff": r["ff"],
         "dsp": r["dsp"],
         "yosys_s": round(time.monotonic() - start, 1),
+        "note": note,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out))
-    return out | {"cached": False}
+    return out | {"cached": False}, None
 
 
 def _cached_synth(family, preset):
     from gpurtl.sim.export import cache_dir
 
     folder = cache_dir() / "matrix-synth"
-    found = sorted(folder.glob(f"{family}-{preset}-*.json")) if folder.exists() else []
+    found = folder.glob(f"{family}-{preset}-*.json") if folder.exists() else []
+    found = sorted(found, key=lambda path: path.stat().st_mtime)
     return json.loads(found[-1].read_text()) | {"cached": True} if found else None
 
 
@@ -209,35 +245,40 @@ def _errors(count, seed=0):
     return rows, cases
 
 
-def measure(quick=False, progress=None):
-    """All figures as a dictionary (see the module doc string)."""
+def measure(quick=False, progress=None, full=False):
+    """All figures as a dictionary (see the module doc string). The default run is a sample
+    (:data:`DEFAULT_RATE_BUILDS`, synthesis figures from the cache, :data:`ERROR_COUNTS`) that
+    takes a minute or two; ``full`` measures every build (tens of minutes)."""
 
     def tell(done, total, what):
         if progress:
             progress(done, total, what)
 
-    builds = RATE_BUILDS[:1] if quick else RATE_BUILDS
+    size = "full" if full else "quick" if quick else "default"
+    builds = {"quick": RATE_BUILDS[:1], "default": DEFAULT_RATE_BUILDS, "full": RATE_BUILDS}[size]
     steps = len(builds) + len(SYNTH_BUILDS) + 1
-    data = {"rates": [], "synth": [], "quick": quick}
+    data = {"rates": [], "synth": [], "quick": quick, "size": size}
     for index, (family, rate) in enumerate(builds):
         tell(index, steps, f"cycles of {family} at {rate}")
         data["rates"] += _measure_rate(family, rate)
     for index, (family, preset) in enumerate(SYNTH_BUILDS):
         tell(len(builds) + index, steps, f"ECP5 synthesis of {family} / {preset}")
-        r = _cached_synth(family, preset) if quick else _synth(family, preset)
-        data["synth"].append(
-            r
-            or {
-                "family": family,
-                "preset": preset,
-                "lut4": None,
-                "ff": None,
-                "dsp": None,
-                "cached": False,
-            }
-        )
+        error = None
+        if full:
+            r, error = _synth(family, preset)
+        else:
+            r = _cached_synth(family, preset)
+        blank = {"family": family, "preset": preset, "lut4": None, "ff": None, "dsp": None}
+        row = (r or blank) | {"cached": bool(r and r.get("cached"))}
+        if error:
+            row["note"] = error
+        elif not r:
+            row["note"] = "not in the cache (`--full` synthesises it)"
+        elif not full:  # the newest cached figures, of whichever version of the unit
+            row["note"] = "; ".join(x for x in ("from the cache", r.get("note")) if x)
+        data["synth"].append(row)
     tell(steps - 1, steps, "errors against exact arithmetic")
-    data["errors"], data["cases"] = _errors(60 if quick else 1000)
+    data["errors"], data["cases"] = _errors(ERROR_COUNTS[size])
     tell(steps, steps, "done")
     return data
 
@@ -331,8 +372,11 @@ def report(data, out_dir):
     synth = data["synth"]
     _csv(out_dir / "matrix_synth.csv", synth)
     t2 = _table(
-        ["family", "preset", "LUT4", "FF", "DSP", "cached"],
-        [(s["family"], s["preset"], s["lut4"], s["ff"], s["dsp"], s.get("cached")) for s in synth],
+        ["family", "preset", "LUT4", "FF", "DSP", "cached", "note"],
+        [
+            (s["family"], s["preset"], s["lut4"], s["ff"], s["dsp"], s.get("cached"), s.get("note"))
+            for s in synth
+        ],
     )
     fig, ax = plt.subplots(figsize=(9, 4))
     x = np.arange(len(synth))
@@ -404,9 +448,7 @@ def report(data, out_dir):
 
     summary = "\n\n".join(
         [
-            "# Matrix core (`gpurtl experiment matrix`"
-            + (" --quick" if data["quick"] else "")
-            + ")",
+            f"# Matrix core ({_COMMANDS[data.get('size', 'quick' if data['quick'] else 'full')]})",
             "## Cycles per instruction and FLOPs per clock per CU\n\n" + t1,
             "## One dot-product unit on ECP5-85k (synthesis only)\n\n" + t2,
             "## Error against exact arithmetic\n\n" + t3,
@@ -426,5 +468,42 @@ def report(data, out_dir):
     return {"title": "RDNA 4 matrix core", "rows": rows, "files": files}
 
 
-def run(out_dir, quick=False, progress=None):
-    return report(measure(quick=quick, progress=progress), out_dir)
+_COMMANDS = {
+    "quick": "`gpurtl experiment matrix --quick`",
+    "default": "`gpurtl experiment matrix`",
+    "full": "`python -m gpurtl.sim.experiments.matrix --full`",
+}
+
+
+def main(argv=None):
+    """``python -m gpurtl.sim.experiments.matrix --full [--out DIR]``: every build (the
+    ``gpurtl experiment`` command runs the default sample); writes ``DIR/matrix/data.json`` and
+    the report like ``gpurtl experiment``, so ``gpurtl report DIR/matrix`` writes it again."""
+    import argparse
+    from pathlib import Path
+
+    from gpurtl.sim import experiments
+
+    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.experiments.matrix")
+    parser.add_argument("--full", action="store_true", help="every build (tens of minutes)")
+    parser.add_argument(
+        "--out", default="gpurtl-out/full", help="output folder (default: %(default)s)"
+    )
+    args = parser.parse_args(argv)
+    out = Path(args.out) / NAME  # as `gpurtl experiment`, so that `gpurtl report` reads it
+
+    def progress(done, total, what):
+        print(f"[{done}/{total}] {what}", flush=True)
+
+    text = experiments.dumps(measure(progress=progress, full=args.full))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / experiments.DATA).write_text(text + "\n")
+    result = report(json.loads(text), out)
+    for metric, value in result["rows"]:
+        print(f"{metric}: {value}")
+    print(f"report: {out / 'summary.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,10 +4,11 @@ Python integers, and the instruction model end to end."""
 import numpy as np
 import pytest
 
-from gpurtl.facts.matrix import FAMILIES, VARIANT_BY_NAME
+from gpurtl.facts.matrix import FAMILIES, FORMATS, VARIANT_BY_NAME, operand_chunk
 from gpurtl.golden.matrix import layouts
 from gpurtl.golden.matrix.arith import Algorithm, dot, int_dot
 from gpurtl.golden.matrix.exact import exact_dot, round_exact, ulp_error, value
+from gpurtl.golden.matrix.formats import to_float
 from gpurtl.golden.matrix.model import MatrixModel, execute, family_shape
 from gpurtl.golden.matrix.presets import PRESETS
 from gpurtl.golden.matrix.samples import encode, random_elements, targeted
@@ -77,10 +78,10 @@ def test_sparse_equals_dense_with_expanded_a(name):
     words = execute(
         v,
         "rdna4",
-        layouts.pack_rows(stored, 16 if v.a in ("f16", "bf16") else 8),
-        layouts.pack_rows(np.swapaxes(b, 1, 2), 16 if v.b in ("f16", "bf16") else 8),
+        layouts.pack_a(v, stored),
+        layouts.pack_b(v, b),
         layouts.pack_cd(c, 32),
-        layouts.pack_index(idx, 1),
+        layouts.pack_index(idx, 1, chunk=operand_chunk(v, "a")),
         index_key=np.ones(4, np.int64),
     )
     d = layouts.unpack_cd(words, 32)
@@ -132,6 +133,60 @@ def test_model_every_op(family):
     for tx, out in zip(txs, outs):
         assert np.array(out["d"]).shape == (shape["c"], 32)
         assert out == model(tx)
+
+
+def _values_to_words(v, a, b, c):
+    return layouts.pack_a(v, a), layouts.pack_b(v, b), layouts.pack_cd(c, FORMATS[v.cd].bits)
+
+
+def _negate(bits, name, where=True):
+    """``bits`` with the value negated (through the value, not the sign bit) where ``where``."""
+    return np.where(where, encode(-to_float(bits, name), name), bits)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "v_wmma_f32_16x16x16_f16",
+        "v_wmma_bf16_16x16x16_bf16",
+        "v_swmmac_f16_16x16x32_f16",
+        "v_wmma_f32_16x16x16_fp8_bf8",
+    ],
+)
+def test_float_modifiers(name):
+    """``neg_lo`` / ``neg_hi`` against the same instruction on operands negated (or made
+    absolute) by value: A/B on the 16-bit forms (``neg_lo`` the elements in bits 0-15 of a
+    VGPR, ``neg_hi`` those in bits 16-31), C on WMMA (``neg_hi`` = |C|, ``neg_lo`` = -C, both
+    = -|C|); bits a form does not take change nothing."""
+    v = VARIANT_BY_NAME[name]
+    rng = np.random.default_rng(7)
+    a = random_elements(rng, v.a, (3, 16, v.k_stored), special=0)
+    b = random_elements(rng, v.b, (3, v.k, 16), special=0)
+    c = random_elements(rng, v.cd, (3, 16, 16), special=0)
+    idx = rng.integers(0, 1 << 32, (3, 32))
+
+    def run(a, b, c, lo=0, hi=0):
+        return execute(v, "rdna4", *_values_to_words(v, a, b, c), idx, 0, neg_lo=lo, neg_hi=hi)
+
+    plain = run(a, b, c)
+    ab, cm = FORMATS[v.a].bits == 16, not v.sparse
+    # which stored A / B elements sit in bits 0-15 of their VGPR
+    low_a = layouts.unpack_a(v, np.full((v.a_vgprs, 32), 0xFFFF)) != 0
+    low_b = layouts.unpack_b(v, np.full((v.b_vgprs, 32), 0xFFFF)) != 0
+    cases = [
+        (0b001, 0b001, _negate(a, v.a) if ab else a, b, c),
+        (0b001, 0b000, _negate(a, v.a, low_a) if ab else a, b, c),
+        (0b000, 0b010, a, _negate(b, v.b, ~low_b) if ab else b, c),
+        (0b000, 0b100, a, b, encode(abs(to_float(c, v.cd)), v.cd) if cm else c),
+        (0b100, 0b000, a, b, _negate(c, v.cd) if cm else c),
+        (0b100, 0b100, a, b, encode(-abs(to_float(c, v.cd)), v.cd) if cm else c),
+    ]
+    changed = 0
+    for lo, hi, a2, b2, c2 in cases:
+        want = run(a2, b2, c2)
+        assert (run(a, b, c, lo, hi) == want).all(), (lo, hi)
+        changed += not (want == plain).all()
+    assert changed == 3 * ab + 3 * cm  # each modifier a form takes changes its results
 
 
 def test_algorithm_parameters_are_checked():

@@ -1,12 +1,13 @@
-"""The pipeline library :mod:`gpurtl.hdl.pipe`: each delay helper against a Python model of the
-same clock-enabled registers, cycle by cycle under a random enable; the clock-enable core
-signature; and the stream wrapper under random valid/ready (its latency, II = 1, valid and payload
-held until the transfer, nothing lost, duplicated or reordered)."""
+"""The pipeline library :mod:`gpurtl.hdl.pipe`: each delay helper and a staged datapath against a
+Python model of the same clock-enabled registers, cycle by cycle under a random enable; register
+placement; the clock-enable core signature; and the stream wrapper under random valid/ready (its
+latency, II = 1, valid and payload held until the transfer, nothing lost, duplicated or
+reordered)."""
 
 import random
 
 import pytest
-from amaranth.hdl import ClockDomain, Module, Signal
+from amaranth.hdl import ClockDomain, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
@@ -15,7 +16,9 @@ from gpurtl.hdl.pipe import (
     SIDEBAND_MIN_CYCLES,
     EnableCoreSignature,
     EnableCoreStream,
+    Stager,
     delay,
+    place_registers,
     reg,
     sideband,
 )
@@ -28,9 +31,11 @@ def _run(module, bench):
     sim.run()
 
 
-def _check_line(make, cycles, seed):
+def _check_line(make, cycles, seed, model=None):
     """Drive a delay line built by ``make(m, en, x)`` with a random enable and input; compare
-    its output after every clock with a Python shift register of ``cycles`` entries."""
+    its output after every clock with a Python shift register of ``cycles`` entries (with
+    ``model`` of it, once ``cycles`` enabled clocks have filled the line: a datapath's reset
+    registers hold no model output)."""
     m = Module()
     m.domains.sync = ClockDomain()  # also there for a line of no register
     en, x = Signal(), Signal(16)
@@ -39,15 +44,19 @@ def _check_line(make, cycles, seed):
 
     async def bench(ctx):
         rng = random.Random(seed)
-        state = [0] * cycles
+        state, filled = [0] * cycles, 0
         for step in range(300):
             value, enable = rng.randrange(1 << 16), rng.random() < 0.6
             ctx.set(en, enable)
             ctx.set(x, value)
             await ctx.tick()
             if enable and cycles:
-                state = [value] + state[:-1]
+                state, filled = [value] + state[:-1], filled + 1
             expected = state[-1] if cycles else value
+            if model is not None:
+                if filled < cycles:
+                    continue
+                expected = model(expected)
             if ctx.get(out) != expected:
                 wrong.append(step)
 
@@ -90,6 +99,73 @@ def test_a_sideband_ring_one_entry_short_is_caught():
     cycles = SIDEBAND_MIN_CYCLES + 2
     line = lambda m, en, x: sideband(m, en, x, cycles - 1, "s")  # noqa: E731
     assert _check_line(line, cycles, seed=3) != []
+
+
+def test_place_registers_balances_the_weights():
+    assert [sorted(place_registers(5, s)) for s in range(6)] == [
+        [],
+        [4],
+        [2, 4],
+        [1, 3, 4],
+        [1, 2, 3, 4],
+        [0, 1, 2, 3, 4],
+    ]
+    assert place_registers([3, 1, 1, 3], 2) == {1, 3}  # 4 | 4, not 5 | 3
+    assert place_registers([1, 1, 6], 2) == {1, 2}  # the heavy segment alone
+    for stages in (-1, 4, 1.0):
+        with pytest.raises(ValueError, match="`stages` must be an integer from 0 to 3"):
+            place_registers(3, stages)
+
+
+def _staged(m, en, x, stages, name="p"):
+    """Four segments: ``x + 1``, a list of two derived values, their sum, a signed difference;
+    ``stages`` registers placed by weight."""
+    st = Stager(m, en, [1, 2, 1, 1], stages, name)
+    b = st.cut(y=x + 1, low=x[:4])
+    b = st.cut(pair=[b.y * 3, b.y ^ 0x55], low=b.low)
+    b = st.cut(total=b.pair[0] + b.pair[1], low=b.low)
+    b = st.cut(z=(b.total - b.low.as_signed())[:20])
+    assert st.done and st.latency == stages
+    return b.z
+
+
+def _staged_model(x):
+    low = x & 0xF
+    y = x + 1
+    return (y * 3 + (y ^ 0x55) - (low - 16 if low & 8 else low)) & 0xFFFFF
+
+
+@pytest.mark.parametrize("stages", [0, 1, 2, 4])
+def test_stager_delays_a_datapath_by_its_stages(stages):
+    line = lambda m, en, x: _staged(m, en, x, stages)  # noqa: E731
+    assert _check_line(line, stages, seed=stages, model=_staged_model) == []
+
+
+def test_a_stager_one_register_short_is_caught():
+    line = lambda m, en, x: _staged(m, en, x, 2)  # noqa: E731
+    assert _check_line(line, 3, seed=4, model=_staged_model) != []
+
+
+def _register_of(value):
+    """The signal a (possibly nested) slice of a register reads."""
+    value = Value.cast(value)
+    while not isinstance(value, Signal):
+        value = value.value
+    return value.name
+
+
+def test_stager_registers_one_named_bundle_per_stage():
+    m = Module()
+    st = Stager(m, Signal(), 3, 2, name="q")
+    first = st.cut(a=Signal(4), b=[Signal(3), Signal(3)])
+    assert isinstance(first.b, list)  # an unregistered boundary passes values through
+    second = st.cut(a=first.a, b=first.b)
+    third = st.cut(a=second.a)
+    assert st.chosen == {1, 2} and st.done
+    assert _register_of(second.a) == _register_of(second.b[1]) == "q1"
+    assert _register_of(third.a) == "q2"
+    with pytest.raises(RuntimeError, match="more cuts than the 3 segments"):
+        st.cut(a=third.a)
 
 
 def test_enable_core_signature_members():
