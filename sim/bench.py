@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import StallPattern, drive_pipeline
-from .export import cache_dir
+from .core.export import cache_dir
+from .harness.engine import StallPattern, drive_pipeline
 
 __all__ = ["BACKENDS", "bench", "format_table", "default_slow_count"]
 
@@ -46,7 +46,7 @@ def _stalls(seed, count):
 
 def _compare_python(block, params, count, inputs, expected, backend, seed):
     """pysim or cocotb on the first ``count`` rows; build time measured apart from the run."""
-    from . import lockstep
+    from .harness import lockstep
 
     in_layout, out_layout = block.layouts(**params)
     input_bits = [int.from_bytes(row.tobytes(), "little") for row in inputs[:count]]
@@ -55,7 +55,7 @@ def _compare_python(block, params, count, inputs, expected, backend, seed):
     if backend == "pysim":
         from amaranth.sim import Simulator
 
-        from .pysim import AmaranthIO, port_map
+        from .backends.pysim import AmaranthIO, port_map
 
         dut = block.build(**params)
         latency = dut.latency
@@ -79,7 +79,7 @@ def _compare_python(block, params, count, inputs, expected, backend, seed):
         report.cycles = result["cycles"]
         report.failed += report.latency_errors
     else:
-        from .verilator import build, run_cocotb
+        from .backends.verilator import build, run_cocotb
 
         build(block, params)
         build_seconds = time.monotonic() - started
@@ -97,10 +97,10 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
     all of them: a figure that a busy machine does not distort), ``passed``, ``failed`` and, for
     ``ray_accel``, ``box_tests_per_s``.
     """
-    from .fast.build import model as build_model
-    from .fast.run import FastReport, _compare, check_disk, run_rows
-    from .fast.words import batches
-    from .registry import RegistryError
+    from .backends.fast.build import model as build_model
+    from .backends.fast.run import FastReport, _compare, check_disk, run_rows
+    from .backends.fast.words import batches
+    from .core.registry import RegistryError
 
     if block.kind != "pipeline":
         raise RegistryError(
@@ -190,7 +190,7 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
 def _words(layout):
     from amaranth.hdl import Shape
 
-    from .fast.driver import words_of
+    from .backends.fast.driver import words_of
 
     return words_of(Shape.cast(layout).width)
 

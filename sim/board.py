@@ -4,7 +4,7 @@
   :mod:`gpurtl.hdl.board.harness` for a registered pipeline block.
 * :func:`drive_uart`: a coroutine that plays the host on the ``rx``/``tx`` lines of a simulated
   harness bit by bit (the same code runs on the Amaranth simulator and on cocotb/Verilator through
-  :class:`gpurtl.sim.engine.PortIO`).
+  :class:`gpurtl.sim.harness.engine.PortIO`).
 * :func:`run_verilator`: exports a block inside the harness, builds it with Verilator and runs
   :mod:`gpurtl.sim.cocotb_uart` on it.
 * :func:`exchange_serial`: the same protocol over a serial port (the board's FTDI UART), one
@@ -22,9 +22,9 @@ import time
 import types
 from pathlib import Path
 
-from . import layouts
 from .cliutil import write_atomic
-from .export import cache_dir, verilator_env
+from .core import layouts
+from .core.export import cache_dir, verilator_env
 from .synth import SynthError, critical_path, run_tool
 
 __all__ = [
@@ -141,7 +141,7 @@ def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
     (see :func:`drive_uart`)."""
     from cocotb_tools.runner import get_runner
 
-    from .verilator import build
+    from .backends.verilator import build
 
     wrapped = _harness_block(block, params, divisor)
     folder = build(wrapped, params)

@@ -15,12 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from . import cliutil, layouts, registry
+from . import cliutil
+from .backends.fast.build import BuildError
 from .cliutil import UsageError
-from .export import ToolchainError
-from .fast.build import BuildError
-from .jsonio import InputError
-from .lockstep import BACKENDS
+from .core import layouts, registry
+from .core.export import ToolchainError
+from .core.jsonio import InputError
+from .harness.lockstep import BACKENDS
 from .synth import SynthError
 
 __all__ = ["main"]
@@ -168,7 +169,7 @@ def _short(text, limit=160):
 
 
 def cmd_export(args):
-    from .export import lint, to_verilog
+    from .core.export import lint, to_verilog
 
     block, params = _block_and_params(args)
     text = to_verilog(block, params)
@@ -191,7 +192,7 @@ def cmd_export(args):
 
 def _emit_jsonl(path, shape, values):
     """JSON Lines to ``path`` (atomically), or to stdout when ``path`` is None or ``-``."""
-    from .jsonio import to_jsonable, write_jsonl
+    from .core.jsonio import to_jsonable, write_jsonl
 
     if path in (None, "-"):
         for value in values:
@@ -201,9 +202,9 @@ def _emit_jsonl(path, shape, values):
 
 
 def cmd_run(args):
-    from .engine import StallPattern
-    from .jsonio import read_jsonl
-    from .lockstep import golden_outputs, run_block
+    from .core.jsonio import read_jsonl
+    from .harness.engine import StallPattern
+    from .harness.lockstep import golden_outputs, run_block
 
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
@@ -253,7 +254,7 @@ def cmd_stimulus(args):
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
 
-    from .lockstep import CHUNK
+    from .harness.lockstep import CHUNK
 
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
@@ -294,7 +295,7 @@ def cmd_encode(args):
 
 
 def cmd_check(args):
-    from .lockstep import check
+    from .harness.lockstep import check
 
     block, params = _block_and_params(args)
     shown = " ".join(f"{k}={v}" for k, v in params.items())
@@ -393,8 +394,8 @@ def cmd_synth(args):
 def _board_exchange(args, block, params):
     """``--port``: the transactions of ``--input`` through a programmed board."""
     from .board import BoardError, exchange_serial
-    from .jsonio import read_jsonl
-    from .lockstep import golden_outputs
+    from .core.jsonio import read_jsonl
+    from .harness.lockstep import golden_outputs
 
     if not args.input:
         raise UsageError("--port needs --input (a JSON Lines file of transactions)")
@@ -542,7 +543,7 @@ QUICK_VCD_BLOCKS = ("fp32_add", "omm_index", "ray_sort", "stoc", "vgpr_dyn", "wa
 
 def cmd_demo(args):
     from . import experiments
-    from .lockstep import check
+    from .harness.lockstep import check
 
     out = Path(args.out)
     started_demo = time.monotonic()
@@ -896,7 +897,7 @@ def _validate(args):
 
 def _check_toolchain(args):
     """A backend that compiles a model needs a C++ compiler and make: say so before any work."""
-    from .export import cxx_toolchain
+    from .core.export import cxx_toolchain
 
     backend = getattr(args, "backend", None)
     if backend in ("verilator", "fast"):

@@ -205,7 +205,7 @@ def load_spec(path):
     if not isinstance(name, str) or not name or "/" in name:
         fail(f"must be a non-empty name without '/', not {name!r}", "name")
 
-    from . import registry
+    from .core import registry
 
     if run == "experiment":
         target = sweep.get("experiment")
@@ -338,7 +338,7 @@ def load_spec(path):
 def _parameter_names(run, target):
     """The parameter names a point of ``target`` takes, or ``None`` when any name is taken."""
     if run != "experiment":
-        from . import registry
+        from .core import registry
 
         return [param.name for param in registry.get(target).params]
     from . import experiments
@@ -352,7 +352,7 @@ def _parameter_names(run, target):
     return [p.name for p in signature]
 
 
-#: Sources a run kind's results depend on beyond :func:`gpurtl.sim.export.source_digest` (the
+#: Sources a run kind's results depend on beyond :func:`gpurtl.sim.core.export.source_digest` (the
 #: RTL, facts and registry entries): the golden models a check compares with, the experiments.
 _SOURCES = {"synth": (), "check": ("golden",), "experiment": ("golden", "sim/experiments")}
 
@@ -361,7 +361,7 @@ _SOURCES = {"synth": (), "check": ("golden",), "experiment": ("golden", "sim/exp
 def point_sources(run):
     """Hash of the sources a run kind's results depend on (part of every point's key, so a
     resumed sweep never keeps results of other RTL or golden models)."""
-    from .export import source_digest
+    from .core.export import source_digest
 
     root = Path(__file__).resolve().parent.parent  # golden/ and sim/ side by side, or gpurtl/
     digest = hashlib.sha256(source_digest().encode())
@@ -407,7 +407,7 @@ def run_point(run, target, params, options):
 
             result["metrics"] = dict(experiments.get(target).measure(**params))
         else:
-            from . import registry
+            from .core import registry
 
             block = registry.get(target)
             resolved = block.resolve(params)
@@ -432,7 +432,7 @@ def run_point(run, target, params, options):
                 for name in ("lut4", "ff", "dsp", "bram", "fmax_mhz"):
                     metrics[name] = figures.get(name)
             else:
-                from .lockstep import check
+                from .harness.lockstep import check
 
                 report = check(
                     block,
@@ -907,7 +907,7 @@ def _param_label(spec, name):
 
             meaning = experiments.get(spec.targets[0]).PARAMS[name][1]
         else:
-            from . import registry
+            from .core import registry
 
             meaning = registry.get(spec.targets[0]).param(name).doc
     except Exception:  # a label without its meaning is still a label

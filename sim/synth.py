@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path, PurePath
 
-from .export import cache_dir, to_verilog
+from .core.export import cache_dir, to_verilog
 
 __all__ = ["DEVICES", "TIMED", "synthesize", "SynthError", "critical_path", "run_tool"]
 

@@ -22,7 +22,7 @@ from gpurtl.facts.ds_bvh_stack import (
 )
 from gpurtl.golden.ray_accel.ds_bvh_stack import BvhStackModel, unpack_stack_addr
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 _TRI_TYPES = (0, 1, 2, 3, 8, 9, 10, 11)
 

@@ -6,7 +6,7 @@ from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel import instance as instance_model
 from gpurtl.golden.ray_accel import obb as obb_model
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 _FMA = Param(
     "fma_stages", 2, "register stages of each FP32 FMA unit (latency = 3x this)", range=(1, 6)

@@ -21,7 +21,7 @@ from gpurtl.golden.ray_accel import box_node
 from gpurtl.golden.ray_accel.intersect import IntersectModel
 from gpurtl.golden.ray_accel.ray import default_desc
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 from .ray_accel_words import golden_words, stimulus_words
 
 __all__ = ["stimulus"]

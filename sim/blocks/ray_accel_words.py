@@ -26,7 +26,7 @@ from gpurtl.facts.ray_accel import INSTR_LAYOUT
 from gpurtl.golden.ray_accel.batch import intersect_words
 from gpurtl.golden.ray_accel.bitfields import field_span, read_fields, write_fields
 
-from ..words import words_from_dicts
+from ..core.words import words_from_dicts
 
 __all__ = ["POOL", "golden_words", "stimulus_words"]
 

@@ -21,7 +21,7 @@ from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
 from gpurtl.golden.ray_accel.ray import default_desc
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = [
     "RayTriangleModel",

@@ -12,7 +12,7 @@ from gpurtl.facts.stoc import (
 from gpurtl.golden.stoc.classify import classify_arrays
 from gpurtl.golden.stoc.index import bary_to_index
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = ["random_barycentrics"]
 

@@ -10,7 +10,7 @@ from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
 from gpurtl.hdl.vgpr_alloc.dynamic import DynVgprAllocator, dyn_layouts
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = ["dyn_stimulus", "contig_stimulus"]
 

@@ -6,7 +6,7 @@ from gpurtl.hdl.waitcnt import WaitcntMemory, WaitCounters, counter_layouts, mem
 from gpurtl.hdl.waitcnt.counters import FULL_POLICIES
 from gpurtl.hdl.waitcnt.return_queue import QUEUE_ORDERS
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 _COMMON = (
     Param("generation", "gfx12", "counter set and wait encodings", choices=tuple(PROFILES)),

@@ -22,7 +22,7 @@
 from amaranth.sim import Simulator
 
 from gpurtl.golden.vgpr_alloc.common import OP
-from gpurtl.sim import layouts, registry
+from gpurtl.sim.core import layouts, registry
 
 __all__ = ["Program", "Simd", "run_rtl", "grantable"]
 

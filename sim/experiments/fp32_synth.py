@@ -13,8 +13,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.sim import registry
-from gpurtl.sim.registry import Block
+from gpurtl.sim.core import registry
+from gpurtl.sim.core.registry import Block
 
 NAME = "fp32-synth"
 DESCRIPTION = "FP32 units on ECP5-85k speed 8: LUT4, FF, DSP, Fmax at default stages"

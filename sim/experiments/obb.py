@@ -13,7 +13,7 @@ Accelerator in the loop: a sample of rays is traced with the bit-exact instructi
 OBB and instance transforms) and must give the same counts as the fast model used at scale. Every
 OBB rotation and instance transform that all the rays of the OBB configuration ask for is replayed
 through the RTL blocks ``obb_transform`` / ``instance_transform`` on the compiled fast backend
-(:mod:`gpurtl.sim.fast`) and compared bit for bit with the golden model; ``quick`` replays a
+(:mod:`gpurtl.sim.backends.fast`) and compared bit for bit with the golden model; ``quick`` replays a
 dozen of each on the Amaranth simulator instead (no C++ build).
 
 Set ``GPURTL_OBB_MESH=/path/to/mesh.obj`` (or .ply) to use your own mesh instead of the bunny.
@@ -123,7 +123,8 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
     """Replay recorded OBB rotations / instance transforms through the RTL blocks on
     ``backend``; at most ``limit`` transactions per block (evenly spaced). Returns
     ``{block: (passed, failed, recorded)}``."""
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.harness import lockstep
 
     result = {}
     for block_name, txs in records.items():

@@ -19,8 +19,8 @@ from gpurtl.facts.waitcnt import InstClass, profile
 from gpurtl.golden.waitcnt import WaitcntMemoryModel
 from gpurtl.hdl.waitcnt import WaitcntMemory, memory_layouts
 
-from .. import layouts
-from ..pysim import port_map
+from ..backends.pysim import port_map
+from ..core import layouts
 
 NAME = "ooo-memory"
 DESCRIPTION = (

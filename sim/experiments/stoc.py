@@ -373,7 +373,8 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
 def run(out_dir, *, quick=False, progress=None):
     from gpurtl.golden.stoc.classify import Action, Source, classify_arrays
     from gpurtl.golden.stoc.index import bary_to_index
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.harness import lockstep
 
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -182,7 +182,7 @@ def _rtl_timing():
     ``BvhStack`` (one lane per cycle), read from the RTL components."""
     from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
     from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-    from gpurtl.sim.registry import component_facts
+    from gpurtl.sim.core.registry import component_facts
 
     latency, interval = component_facts(RayAccel, lambda ra: (ra.latency, ra.initiation_interval))
     return latency, interval, component_facts(BvhStack, lambda stack: stack.latency)
@@ -208,7 +208,8 @@ def _rtl_replay(buckets, limit):
 
 
 def _replay_instructions(records):
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.harness import lockstep
 
     if not records:
         return None
@@ -241,7 +242,8 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
     which keeps the LDS contents consistent). Returns ``(passed, failed, {opcode: count})``."""
     from gpurtl.facts.ray_accel import INVALID_NODE
     from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.harness import lockstep
 
     from ._trav_loop import trace_wave
 

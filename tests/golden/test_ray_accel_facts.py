@@ -21,8 +21,8 @@ from gpurtl.facts.ray_accel import (
     box_grow_constant,
 )
 from gpurtl.golden.ray_accel import box_node, instance, primitive_node
-from gpurtl.sim import layouts
 from gpurtl.sim.blocks.ray_accel import stimulus
+from gpurtl.sim.core import layouts
 
 
 def _fields(layout, dwords):

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from gpurtl.sim import registry
 from gpurtl.sim.bench import bench, format_table
 from gpurtl.sim.cli import main
+from gpurtl.sim.core import registry
 
 
 @pytest.mark.verilator

@@ -4,12 +4,13 @@ batch top against the block itself, and that wrong outputs and wrong latencies a
 import numpy as np
 import pytest
 
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern
-from gpurtl.sim.fast import BatchTop, check, run_transactions
-from gpurtl.sim.fast.build import model
-from gpurtl.sim.fast.run import run_rows
-from gpurtl.sim.fast.words import batches, from_words, to_words
+from gpurtl.sim.backends.fast import BatchTop, check, run_transactions
+from gpurtl.sim.backends.fast.build import model
+from gpurtl.sim.backends.fast.run import run_rows
+from gpurtl.sim.backends.fast.words import batches, from_words, to_words
+from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness.engine import StallPattern
 
 from .toy import IN, OUT, ToyAdder, toy_block
 
@@ -237,7 +238,7 @@ def test_cli_check_and_run_on_fast(tmp_path, capsys):
 
 
 def test_dedupe_modules_merges_identical_instances():
-    from gpurtl.sim.export import dedupe_modules
+    from gpurtl.sim.core.export import dedupe_modules
 
     leaf = (
         '(* generator = "Amaranth" *)\nmodule \\\\top.{name} (a, y);\n  input a;\n'
@@ -265,7 +266,7 @@ def test_dedupe_modules_merges_identical_instances():
 
 
 def test_dedupe_modules_ignores_tool_numbering_and_port_order():
-    from gpurtl.sim.export import dedupe_modules
+    from gpurtl.sim.core.export import dedupe_modules
 
     # Two copies of one unit as Yosys writes them: its made-up names are numbered design-wide
     # and the header lists the ports in order of first use.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import export, registry
 from gpurtl.sim.cli import build_parser, main
+from gpurtl.sim.core import export, registry
 
 from .test_papercuts import one_line_error
 
@@ -220,8 +220,8 @@ def test_3_missing_compiler_is_one_line_naming_what_to_install(capsys, no_compil
 
 
 def test_3_missing_compiler_refused_by_the_backends_themselves(no_compiler):
-    from gpurtl.sim import verilator
-    from gpurtl.sim.fast import build
+    from gpurtl.sim.backends import verilator
+    from gpurtl.sim.backends.fast import build
 
     block = registry.get("fp32_cmp")
     for make in (lambda: verilator.build(block, block.resolve()), lambda: build.model(block, {})):
@@ -233,7 +233,7 @@ def test_3_missing_compiler_refused_by_the_backends_themselves(no_compiler):
 
 
 def test_4_fast_run_prints_its_phases(capsys, monkeypatch):
-    from gpurtl.sim.fast import run as fast_run
+    from gpurtl.sim.backends.fast import run as fast_run
 
     monkeypatch.setattr(fast_run, "PROGRESS_EVERY", 0.0)
     code, out, err = run(capsys, "check", "fp32_cmp", "--backend", "fast", "--count", "30000")
@@ -243,7 +243,7 @@ def test_4_fast_run_prints_its_phases(capsys, monkeypatch):
 
 
 def test_4_fast_run_too_large_for_the_disk_is_refused_before_any_work(capsys, monkeypatch):
-    from gpurtl.sim.fast import run as fast_run
+    from gpurtl.sim.backends.fast import run as fast_run
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was built before the run's size was checked")
@@ -362,8 +362,8 @@ def _unused_elaboratable_warnings(action):
 
 
 def test_7_demo_and_bench_build_no_unused_components(tmp_path, monkeypatch):
+    from gpurtl.sim.backends.fast import build
     from gpurtl.sim.experiments import traversal
-    from gpurtl.sim.fast import build
 
     assert _unused_elaboratable_warnings(traversal._rtl_timing) == []  # the demo's traversal
     block = registry.get("fp32_cmp")
@@ -436,7 +436,7 @@ def test_7_misspelt_sweep_parameter_is_found_when_the_spec_loads(tmp_path):
     ],
 )
 def test_7_quoted_infinity_and_nan_are_accepted(tmp_path, text, bits):
-    from gpurtl.sim.jsonio import read_jsonl
+    from gpurtl.sim.core.jsonio import read_jsonl
 
     from .toy import IN
 
@@ -592,7 +592,7 @@ def test_9_bad_description_is_one_line_with_file_line_field(tmp_path, capsys, li
 
 def test_9_encode_triangles_and_instances_agree_with_the_golden_model(tmp_path, capsys):
     from gpurtl.golden.ray_accel.intersect import intersect
-    from gpurtl.sim.jsonio import read_jsonl
+    from gpurtl.sim.core.jsonio import read_jsonl
 
     lines = [
         {

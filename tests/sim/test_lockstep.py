@@ -1,7 +1,7 @@
 """The lockstep harness detects wrong outputs and wrong latencies, and really stalls."""
 
-from gpurtl.sim import lockstep
-from gpurtl.sim.engine import StallPattern
+from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness.engine import StallPattern
 
 from .toy import toy_block
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import cli, cliutil, lockstep
+from gpurtl.sim import cli, cliutil
 from gpurtl.sim.cli import main
+from gpurtl.sim.harness import lockstep
 
 from .toy import toy_block
 
@@ -44,7 +45,7 @@ def test_fp32_number_out_of_range_is_one_line(tmp_path, capsys, value):
 
 
 def test_largest_float_and_infinity_are_accepted(tmp_path):
-    from gpurtl.sim.jsonio import read_jsonl
+    from gpurtl.sim.core.jsonio import read_jsonl
 
     from .toy import IN
 
@@ -126,7 +127,7 @@ def test_bad_numbers_are_refused(capsys, no_simulation, argv, message):
 
 
 def test_synthesize_refuses_a_bad_frequency():
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
     from gpurtl.sim.synth import synthesize
 
     block = registry.get("fp32_cmp")
@@ -193,7 +194,7 @@ def test_check_streams_stimulus_and_golden_outputs(monkeypatch):
 
 
 def test_stimulus_is_written_in_chunks(capsys, monkeypatch):
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
 
     monkeypatch.setattr(lockstep, "CHUNK", 16)
     block = registry.get("waitcnt")
@@ -215,7 +216,7 @@ def test_stimulus_is_written_in_chunks(capsys, monkeypatch):
 
 def test_default_check_is_one_stimulus_call(monkeypatch):
     """The FP32 units' default run keeps its whole special-value cross product."""
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
 
     block = registry.get("fp32_add")
     assert block.check_count > lockstep.CHUNK
@@ -224,7 +225,7 @@ def test_default_check_is_one_stimulus_call(monkeypatch):
     expected = block.stimulus(
         __import__("numpy").random.default_rng(0), block.check_count, **params
     )
-    from gpurtl.sim import layouts
+    from gpurtl.sim.core import layouts
 
     in_layout, _ = block.layouts(**params)
     assert list(inputs) == [layouts.pack(in_layout, value) for value in expected]
@@ -392,7 +393,7 @@ def test_version_defaults_in_help_and_run_o(tmp_path, capsys):
 def test_cache_folder_is_per_user_unless_gpurtl_cache(monkeypatch, tmp_path):
     from platformdirs import user_cache_dir
 
-    from gpurtl.sim.export import cache_dir
+    from gpurtl.sim.core.export import cache_dir
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPURTL_CACHE", raising=False)
@@ -459,7 +460,7 @@ def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
 
 
 def test_readme_block_table_lists_every_block():
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("## Blocks", 1)[1].split("\n## ", 1)[0]

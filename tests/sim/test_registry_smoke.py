@@ -7,7 +7,8 @@ family live in its own test files.
 
 import pytest
 
-from gpurtl.sim import export, lockstep, registry
+from gpurtl.sim.core import export, registry
+from gpurtl.sim.harness import lockstep
 
 #: transactions (pipelines) or cycles (cycle-stepped blocks) of the short lockstep run
 COUNT = 24

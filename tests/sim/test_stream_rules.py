@@ -8,8 +8,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.sim import lockstep
-from gpurtl.sim.engine import PortIO, StallPattern, StreamRuleError, drive_pipeline
+from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness.engine import PortIO, StallPattern, StreamRuleError, drive_pipeline
 
 from .toy import IN, OUT, ToyAdder, toy_block
 

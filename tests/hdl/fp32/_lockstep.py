@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from gpurtl.sim import lockstep, registry
-from gpurtl.sim.engine import StallPattern
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness.engine import StallPattern
 
 __all__ = ["check", "latency_and_ii", "million"]
 

@@ -9,7 +9,8 @@ import gc
 import pytest
 
 from gpurtl.hdl.fp32 import FPToIntCore, IntToFPCore
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 from ._lockstep import check, latency_and_ii, million
 

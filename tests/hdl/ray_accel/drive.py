@@ -3,9 +3,10 @@ result against its golden reference, and the timing of the stall-free first half
 
 import numpy as np
 
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern, drive_pipeline
-from gpurtl.sim.pysim import simulate
+from gpurtl.sim.backends.pysim import simulate
+from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness.engine import StallPattern, drive_pipeline
 
 __all__ = ["run_lockstep"]
 

@@ -13,8 +13,9 @@ from gpurtl.facts.ds_bvh_stack import (
 )
 from gpurtl.golden.ray_accel.ds_bvh_stack import BvhStackModel
 from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern
+from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness.engine import StallPattern
 
 PARAMS = {"stack_size": 8, "waves": 2, "lanes": 4}
 BOX = [0x1005 + 0x100 * k for k in range(16)]

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from gpurtl.golden.ray_accel import obb as obb_model
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 
 def _check(name, count, **params):

@@ -12,7 +12,8 @@ the pysim counts are modest; the Verilator test carries the volume."""
 import pytest
 
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 from .drive import run_lockstep
 

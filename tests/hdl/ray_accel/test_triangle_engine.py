@@ -10,7 +10,8 @@ from amaranth.sim import Simulator
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
 from gpurtl.golden.ray_accel.ray import default_desc
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 # The Amaranth simulator compiles this large design (about 75 FP32 cores) slowly; the default
 # pysim tests use shallow FP32 cores (fewer registers, same logic), the Verilator test and the slow
@@ -147,8 +148,8 @@ def test_lockstep_pysim_and_watertight_on_rtl():
     through shared edges and vertices; every output must equal the golden model, with random
     valid/ready stalls after the first tenth, and the RTL's own results must hit at least one
     triangle adjacent to each edge/vertex ray (watertightness measured on the RTL)."""
-    from gpurtl.sim import layouts
-    from gpurtl.sim.engine import StallPattern
+    from gpurtl.sim.core import layouts
+    from gpurtl.sim.harness.engine import StallPattern
 
     block = registry.get("ray_triangle")
     params = block.resolve(LIGHT)
@@ -176,7 +177,7 @@ def test_legacy_lockstep_pysim():
     """Legacy nodes, two lanes, with no stalls at all: every transaction takes exactly
     ``latency`` cycles and one is accepted per cycle (II = 1: N transactions in N + latency
     cycles)."""
-    from gpurtl.sim.engine import StallPattern
+    from gpurtl.sim.harness.engine import StallPattern
 
     block = registry.get("ray_triangle_legacy")
     params = block.resolve(LIGHT)

@@ -10,7 +10,8 @@ from amaranth.hdl import Fragment, UnusedElaboratable
 
 from gpurtl.hdl.stoc.omm_index import OMMIndex
 from gpurtl.hdl.stoc.stoc import STOCUnit
-from gpurtl.sim import export, lockstep, registry
+from gpurtl.sim.core import export, registry
+from gpurtl.sim.harness import lockstep
 
 
 def _check(name, count, backend="pysim", seed=0, **overrides):

@@ -2,7 +2,7 @@
 
 from amaranth.sim import Simulator
 
-from gpurtl.sim import layouts
+from gpurtl.sim.core import layouts
 
 
 def idle(**fields):

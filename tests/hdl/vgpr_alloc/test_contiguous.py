@@ -9,7 +9,8 @@ from gpurtl.golden.vgpr_alloc import occupancy
 from gpurtl.golden.vgpr_alloc.common import ERR, OP
 from gpurtl.golden.vgpr_alloc.contiguous import ContigModel
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 from .helpers import idle, run_rtl
 

@@ -3,8 +3,9 @@
 
 import pytest
 
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
 from gpurtl.sim.experiments import dynvgpr_deadlock, occupancy
+from gpurtl.sim.harness import lockstep
 
 
 def test_deadlock_experiment_quick(tmp_path):

@@ -8,7 +8,8 @@ import pytest
 from gpurtl.golden.vgpr_alloc.common import ERR, OP
 from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.hdl.vgpr_alloc.dynamic import DynVgprAllocator, dyn_layouts
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 from .helpers import idle, run_rtl
 

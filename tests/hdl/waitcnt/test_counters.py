@@ -9,8 +9,9 @@ import pytest
 
 from gpurtl.facts.waitcnt import InstClass, profile
 from gpurtl.golden.waitcnt import WaitCountersModel, decode_wait
-from gpurtl.sim import lockstep, registry
 from gpurtl.sim.blocks.waitcnt import _counter_defaults
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 BLOCK = registry.get("waitcnt")
 

@@ -4,7 +4,8 @@ import pytest
 
 from gpurtl.facts.waitcnt import InstClass
 from gpurtl.golden.waitcnt import ReturnQueueModel
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import lockstep
 
 BLOCK = registry.get("waitcnt_mem")
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from gpurtl.sim import export, lockstep, registry
+from gpurtl.sim.core import export, registry
+from gpurtl.sim.harness import lockstep
 
 
 @pytest.mark.verilator

