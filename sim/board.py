@@ -22,9 +22,9 @@ import time
 import types
 from pathlib import Path
 
-from .cliutil import write_atomic
 from .core import layouts
 from .core.export import cache_dir, verilator_env
+from .core.files import write_atomic
 from .synth import SynthError, critical_path, run_tool
 
 __all__ = [

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from . import cliutil
 from .backends.fast.build import BuildError
-from .cliutil import UsageError
-from .core import layouts, registry
+from .core import files, layouts, registry
 from .core.export import ToolchainError
+from .core.files import UsageError
 from .core.jsonio import InputError
+from .core.progress import Progress, progress
 from .harness.lockstep import BACKENDS
 from .synth import SynthError
 
@@ -185,7 +186,7 @@ def cmd_export(args):
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        cliutil.write_atomic(args.output, text)
+        files.write_atomic(args.output, text)
         print(f"wrote {args.output} (top module `{block.name}`, clk, rst)", file=sys.stderr)
     return 0
 
@@ -209,7 +210,7 @@ def cmd_run(args):
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
     inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
-    cliutil.progress(
+    progress(
         f"run: {cliutil.plural(len(inputs), 'input')} through `{block.name}` on {args.backend}"
     )
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
@@ -241,12 +242,10 @@ def cmd_run(args):
 
 
 def _cycle_progress(command, total):
-    def progress(cycles, report):
-        cliutil.progress(
-            f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} compared"
-        )
+    def report_cycles(cycles, report):
+        progress(f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} compared")
 
-    return progress
+    return report_cycles
 
 
 def cmd_stimulus(args):
@@ -286,7 +285,7 @@ def cmd_encode(args):
     if args.output in (None, "-"):
         sys.stdout.writelines(lines)
     else:
-        cliutil.write_atomic(args.output, lines)
+        files.write_atomic(args.output, lines)
         print(
             f"{cliutil.plural(len(lines), 'ray_accel instruction')} written to {args.output}",
             file=sys.stderr,
@@ -310,7 +309,7 @@ def cmd_check(args):
         backend=args.backend,
         vcd=args.vcd,
         progress=_cycle_progress("check", count),
-        log=lambda text: cliutil.progress(f"check: {text}"),
+        log=lambda text: progress(f"check: {text}"),
     )
     # The Verilator build (minutes the first time, cached after) is not simulation speed.
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
@@ -363,7 +362,7 @@ def cmd_synth(args):
             "--keep-hierarchy needs --synth-only on ecp5-85k (place and route takes a flat netlist)"
         )
     if not args.json:
-        cliutil.progress(
+        progress(
             f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
             f"(yosys, then nextpnr: a minute for small blocks, more for large ones)"
         )
@@ -425,7 +424,7 @@ def _board_exchange(args, block, params):
 
 def _progress_lines(command):
     """``gpurtl: COMMAND: ...`` progress lines on stderr (see :func:`cliutil.progress`)."""
-    return lambda line: cliutil.progress(f"{command}: {line}")
+    return lambda line: progress(f"{command}: {line}")
 
 
 def _print_critical_path(path):
@@ -490,8 +489,8 @@ def cmd_board(args):
 def _run_experiment(module, out_dir, quick):
     """Run ``module`` into a staging folder that replaces ``out_dir`` when it succeeds (an
     interrupted or failed run leaves nothing behind); paths in the result name ``out_dir``."""
-    with cliutil.staged_folder(out_dir) as staging:
-        result = module.run(staging, quick=quick, progress=cliutil.Progress(module.NAME))
+    with files.staged_folder(out_dir) as staging:
+        result = module.run(staging, quick=quick, progress=Progress(module.NAME))
 
     def moved(value):
         return str(value).replace(str(staging), str(out_dir))
@@ -521,7 +520,7 @@ def cmd_experiment(args):
             print(f"{name}: {module.DESCRIPTION}")
         return 0
     module = experiments.get(args.name)
-    cliutil.progress(
+    progress(
         f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> "
         f"{Path(args.out) / module.NAME}"
     )
@@ -549,13 +548,13 @@ def cmd_demo(args):
     started_demo = time.monotonic()
     summary = ["# gpurtl demo", "", "| experiment | metric | value |", "|---|---|---|"]
     found = experiments.experiments()
-    cliutil.progress(
+    progress(
         f"demo{' (quick)' if args.quick else ''}: {len(found)} experiments and a "
         f"waveform of every block -> {out}/"
     )
     failures = []
     for index, (name, module) in enumerate(found.items(), 1):
-        cliutil.progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
+        progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
         started = time.monotonic()
         try:
             result = _run_experiment(module, out / name, args.quick)
@@ -567,9 +566,7 @@ def cmd_demo(args):
         _print_result(name, result)
         for metric, value in result.get("rows", []):
             summary.append(f"| {name} | {metric} | {value} |")
-        cliutil.progress(
-            f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s"
-        )
+        progress(f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s")
     # A short waveform of every block, for a first look in a VCD viewer.
     count = args.vcd_count or DEMO_VCD_COUNT[args.quick]
     summary += [
@@ -578,7 +575,7 @@ def cmd_demo(args):
         "|---|---|---|",
     ]
     started_vcd = time.monotonic()
-    with cliutil.staged_folder(out / "vcd") as vcd_dir:
+    with files.staged_folder(out / "vcd") as vcd_dir:
         for block in registry.blocks():
             if args.quick and block.name not in QUICK_VCD_BLOCKS:
                 summary.append(
@@ -592,15 +589,13 @@ def cmd_demo(args):
             try:
                 report = check(block, params, count=count, seed=1, vcd=str(path))
                 summary.append(f"| {block.name} | {report.line()} | vcd/{path.name} |")
-                cliutil.progress(
-                    f"vcd {block.name}: {report.line()} ({time.monotonic() - started:.1f} s)"
-                )
+                progress(f"vcd {block.name}: {report.line()} ({time.monotonic() - started:.1f} s)")
             except Exception as error:
                 summary.append(f"| {block.name} | error: {error} | |")
-                cliutil.progress(f"vcd {block.name}: error: {error}")
+                progress(f"vcd {block.name}: error: {error}")
     vcd_s, total_s = time.monotonic() - started_vcd, time.monotonic() - started_demo
-    cliutil.write_atomic(out / "summary.md", "\n".join(summary) + "\n")
-    cliutil.progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
+    files.write_atomic(out / "summary.md", "\n".join(summary) + "\n")
+    progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
     print(f"\nsummary: {out / 'summary.md'}")
     return EXIT_FAIL if failures else 0
 
@@ -880,19 +875,19 @@ def _validate(args):
     if args.command == "synth":
         cliutil.check_positive(args.freq, "--freq")
     if args.command in ("export", "run", "stimulus", "encode"):
-        cliutil.check_output_file(args.output, "--output")
+        files.check_output_file(args.output, "--output")
     if getattr(args, "vcd", None):
-        cliutil.check_output_file(args.vcd, "--vcd")
+        files.check_output_file(args.vcd, "--vcd")
     if args.command in ("experiment", "demo") and (args.command == "demo" or args.name):
-        cliutil.check_output_folder(args.out, "--out")
+        files.check_output_folder(args.out, "--out")
     if args.command == "sweep" and args.out:
-        cliutil.check_output_folder(args.out, "--out")
+        files.check_output_folder(args.out, "--out")
     _check_toolchain(args)
     if args.command == "board":
         if args.port is None:
-            cliutil.check_output_file(args.output, "--output")
+            files.check_output_file(args.output, "--output")
         elif args.results:
-            cliutil.check_output_file(args.results, "--results")
+            files.check_output_file(args.results, "--results")
 
 
 def _check_toolchain(args):

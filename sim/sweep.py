@@ -53,7 +53,8 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from .cliutil import write_atomic
+from .core.files import write_atomic
+from .core.progress import Every
 
 __all__ = [
     "SpecError",
@@ -464,15 +465,13 @@ class _Progress:
         self.name, self.total = name, total
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.every, self.last, self.last_text = every, 0.0, None
+        self.due, self.last_text = Every(every, first=True), None
         self.started = time.monotonic()
 
     def update(self, done, running, failed, final=False):
-        now = time.monotonic()
-        if not (final or self.tty or now - self.last >= self.every):
+        if not (self.due(force=final or self.tty)):
             return
-        self.last = now
-        elapsed = now - self.started
+        elapsed = time.monotonic() - self.started
         finished = done + failed
         left = self.total - finished
         eta = ""

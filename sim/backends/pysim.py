@@ -5,7 +5,7 @@ import contextlib
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
-from ..cliutil import UsageError
+from ..core.files import UsageError
 from ..harness.engine import PortIO
 
 __all__ = ["port_map", "AmaranthIO", "simulate"]

@@ -9,8 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..cliutil import progress, write_atomic
 from ..core.export import cache_dir, cxx_toolchain, to_verilog, verilator_env
+from ..core.files import write_atomic
+from ..core.progress import progress
 
 __all__ = ["build", "run_cocotb", "CXX_OPT"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from ..cliutil import write_atomic
+from .files import write_atomic
 
 __all__ = [
     "DEDUPE_VERSION",

@@ -6,11 +6,11 @@ every transaction (pipelines) or every cycle (cycle-stepped blocks), field by fi
 """
 
 import collections
-import time
 
 import numpy as np
 
 from ..core import layouts, registry
+from ..core.progress import Every
 from .engine import PortIO, StallPattern, StreamRuleError, drive_cycles, drive_pipeline
 
 __all__ = [
@@ -180,9 +180,9 @@ class _ProgressIO(PortIO):
     """``io`` that calls ``progress(cycles, report)`` at most every ``interval`` seconds."""
 
     def __init__(self, io, progress, report, interval):
-        self._io, self._progress, self._report, self._interval = io, progress, report, interval
+        self._io, self._progress, self._report = io, progress, report
+        self._due = Every(interval)
         self._cycles = 0
-        self._last = time.monotonic()
 
     def set(self, name, value):
         self._io.set(name, value)
@@ -196,9 +196,7 @@ class _ProgressIO(PortIO):
     async def tick(self):
         await self._io.tick()
         self._cycles += 1
-        now = time.monotonic()
-        if now - self._last >= self._interval:
-            self._last = now
+        if self._due():
             self._progress(self._cycles, self._report)
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import cli, cliutil
+from gpurtl.sim import cli
 from gpurtl.sim.cli import main
+from gpurtl.sim.core.progress import Progress
 from gpurtl.sim.harness import lockstep
 
 from .toy import toy_block
@@ -407,7 +408,7 @@ def test_cache_folder_is_per_user_unless_gpurtl_cache(monkeypatch, tmp_path):
 
 
 def test_progress_lines_when_not_a_terminal(capsys):
-    progress = cliutil.Progress("sweep", interval=3600)
+    progress = Progress("sweep", interval=3600)
     for done in range(5):
         progress(done, 4, f"step {done}")
     err = capsys.readouterr().err.splitlines()

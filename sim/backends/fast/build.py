@@ -21,7 +21,6 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ...cliutil import write_atomic
 from ...core.export import (
     DEDUPE_VERSION,
     VERILOG_OPTIONS,
@@ -34,6 +33,7 @@ from ...core.export import (
     tool_versions,
     verilator_env,
 )
+from ...core.files import write_atomic
 from ...core.registry import component_facts
 from .driver import driver_source
 

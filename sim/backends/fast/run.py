@@ -19,6 +19,7 @@ from amaranth.hdl import Shape
 
 from ...core import layouts
 from ...core.export import cache_dir
+from ...core.progress import Every
 from ...harness.lockstep import Mismatch, Report
 from .build import model as build_model
 from .driver import words_of
@@ -68,10 +69,10 @@ def _work_dir():
 
 
 def check_disk(count, in_width, out_width, *, expected=True):
-    """Refuse (:class:`~gpurtl.sim.cliutil.UsageError`) a run whose files -- the packed inputs,
+    """Refuse (:class:`~gpurtl.sim.core.files.UsageError`) a run whose files -- the packed inputs,
     the golden rows and the driver's output records, all written to the cache folder before they
     are compared -- would take more than :data:`DISK_SHARE` of the free space there."""
-    from ...cliutil import UsageError
+    from ...core.files import UsageError
 
     row = 4 * (words_of(in_width) + words_of(out_width) * (2 if expected else 1) + 4)
     need = count * row
@@ -82,21 +83,6 @@ def check_disk(count, in_width, out_width, *, expected=True):
             f"{_runs_folder()}, more than {DISK_SHARE:.0%} of the {free / 1e9:.1f} GB free there; "
             f"use a smaller --count, or point GPURTL_CACHE at a larger disk"
         )
-
-
-class _Every:
-    """Calls ``log(text())`` at most once per :data:`PROGRESS_EVERY` seconds (and not at all
-    without ``log``)."""
-
-    def __init__(self, log):
-        self.log = log
-        self.last = time.monotonic()
-
-    def __call__(self, text, force=False):
-        now = time.monotonic()
-        if self.log and (force or now - self.last >= PROGRESS_EVERY):
-            self.last = now
-            self.log(text() if callable(text) else text)
 
 
 def run_rows(
@@ -153,7 +139,7 @@ def run_rows(
             )
         )
     record = 4 * (words_of(model.out_width) + 4)
-    every = _Every(log)
+    due = Every(PROGRESS_EVERY)
     started = time.monotonic()
 
     def written():
@@ -165,7 +151,8 @@ def run_rows(
 
     while log and any(process.poll() is None for *_, process in jobs):
         time.sleep(0.2)
-        every(written)
+        if due():
+            log(written())
     slices = []
     for first, size, out_path, slice_free, process in jobs:
         stdout, stderr = process.communicate()
@@ -276,7 +263,7 @@ def check(
     model = build_model(block, params, top=top, log=log)
     report.build_seconds = model.build_seconds
     rng = np.random.default_rng(seed)
-    every = _Every(log)
+    due = Every(PROGRESS_EVERY)
     with _work_dir() as work:
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
         started = time.monotonic()
@@ -286,13 +273,11 @@ def check(
                 np.ascontiguousarray(rows, dtype="<u4").tofile(inputs)
                 np.ascontiguousarray(golden, dtype="<u4").tofile(expected)
                 done += len(rows)
-                every(
-                    lambda: (
+                if log and due(force=done == count):
+                    log(
                         f"stimulus and golden outputs: {done}/{count} transactions "
                         f"({time.monotonic() - started:.0f} s)"
-                    ),
-                    force=done == count,
-                )
+                    )
         report.golden_seconds = time.monotonic() - started
         _simulate_and_compare(
             report,
