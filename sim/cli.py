@@ -16,13 +16,14 @@ import time
 from pathlib import Path
 
 from . import cliutil
+from .backends import BACKENDS
 from .backends.fast.build import BuildError
+from .bench import BENCH_ROWS
 from .core import files, layouts, registry
 from .core.export import ToolchainError
 from .core.files import UsageError
 from .core.jsonio import InputError
 from .core.progress import Progress, progress
-from .harness.lockstep import BACKENDS
 from .synth import SynthError
 
 __all__ = ["main"]
@@ -203,9 +204,10 @@ def _emit_jsonl(path, shape, values):
 
 
 def cmd_run(args):
+    from .backends import get
     from .core.jsonio import read_jsonl
     from .harness.engine import StallPattern
-    from .harness.lockstep import golden_outputs, run_block
+    from .harness.golden_io import golden_outputs
 
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
@@ -214,11 +216,10 @@ def cmd_run(args):
         f"run: {cliutil.plural(len(inputs), 'input')} through `{block.name}` on {args.backend}"
     )
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
-    report = run_block(
+    report = get(args.backend).run(
         block,
         params,
         inputs,
-        backend=args.backend,
         expected=expected,
         stalls=StallPattern(),
         vcd=args.vcd,
@@ -253,7 +254,7 @@ def cmd_stimulus(args):
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
 
-    from .harness.lockstep import CHUNK
+    from .harness.golden_io import CHUNK
 
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
@@ -294,19 +295,18 @@ def cmd_encode(args):
 
 
 def cmd_check(args):
-    from .harness.lockstep import check
+    from .backends import get
 
     block, params = _block_and_params(args)
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()
     count = block.check_count if args.count is None else args.count
-    report = check(
+    report = get(args.backend).check(
         block,
         params,
         count=count,
         seed=args.seed,
-        backend=args.backend,
         vcd=args.vcd,
         progress=_cycle_progress("check", count),
         log=lambda text: progress(f"check: {text}"),
@@ -337,9 +337,19 @@ def cmd_check(args):
 
 
 def cmd_bench(args):
-    from .bench import bench, format_table
+    from .bench import bench, bench_sessions, format_session_table, format_table
 
     block, params = _block_and_params(args)
+
+    def log(text):
+        print(text, file=sys.stderr)
+
+    if args.session:
+        result = bench_sessions(
+            block, params, count=args.session_count, seed=args.seed, backend=args.session, log=log
+        )
+        print(json.dumps(result, indent=1) if args.json else format_session_table(result))
+        return EXIT_FAIL if result["batch"]["failed"] else 0
     result = bench(
         block,
         params,
@@ -347,7 +357,7 @@ def cmd_bench(args):
         slow_count=args.slow_count,
         seed=args.seed,
         backends=args.backends.split(",") if args.backends else None,
-        log=lambda text: print(text, file=sys.stderr),
+        log=log,
     )
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0
@@ -394,7 +404,7 @@ def _board_exchange(args, block, params):
     """``--port``: the transactions of ``--input`` through a programmed board."""
     from .board import BoardError, exchange_serial
     from .core.jsonio import read_jsonl
-    from .harness.lockstep import golden_outputs
+    from .harness.golden_io import golden_outputs
 
     if not args.input:
         raise UsageError("--port needs --input (a JSON Lines file of transactions)")
@@ -542,7 +552,6 @@ QUICK_VCD_BLOCKS = ("fp32_add", "omm_index", "ray_sort", "stoc", "vgpr_dyn", "wa
 
 def cmd_demo(args):
     from . import experiments
-    from .harness.lockstep import check
 
     out = Path(args.out)
     started_demo = time.monotonic()
@@ -587,7 +596,7 @@ def cmd_demo(args):
             path = vcd_dir / f"{block.name}.vcd"
             started = time.monotonic()
             try:
-                report = check(block, params, count=count, seed=1, vcd=str(path))
+                report = BACKENDS["pysim"].check(block, params, count=count, seed=1, vcd=str(path))
                 summary.append(f"| {block.name} | {report.line()} | vcd/{path.name} |")
                 progress(f"vcd {block.name}: {report.line()} ({time.monotonic() - started:.1f} s)")
             except Exception as error:
@@ -701,11 +710,9 @@ def build_parser():
     def with_backend(p):
         p.add_argument(
             "--backend",
-            choices=BACKENDS,
+            choices=list(BACKENDS),
             default="pysim",
-            help="Amaranth's Python simulator, cocotb on a Verilator model "
-            "(compiled once per design into the cache folder), or `fast`: the "
-            "Verilator model with a compiled batch driver (pipelines only)",
+            help="; ".join(f"{name}: {backend.summary}" for name, backend in BACKENDS.items()),
         )
         p.add_argument("--vcd", metavar="FILE", help="write a VCD waveform")
 
@@ -777,7 +784,22 @@ def build_parser():
     p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
     p.add_argument(
         "--backends",
-        help="comma-separated subset of pysim,verilator,fast-stalled,fast-batch (default: all)",
+        help=f"comma-separated subset of {','.join(BENCH_ROWS)} (default: all)",
+    )
+    p.add_argument(
+        "--session",
+        nargs="?",
+        const="fast-batch",
+        metavar="BACKEND",
+        help="instead: a co-simulation session against the batch run of the same model, in "
+        "batches of 1, 32 and 1024 transactions (BACKEND: a --backends name, by default "
+        "fast-batch)",
+    )
+    p.add_argument(
+        "--session-count",
+        type=int,
+        default=20_000,
+        help="transactions for --session",
     )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=cmd_bench)
@@ -895,13 +917,13 @@ def _check_toolchain(args):
     from .core.export import cxx_toolchain
 
     backend = getattr(args, "backend", None)
-    if backend in ("verilator", "fast"):
-        cxx_toolchain(f"the {backend} backend")
+    if backend is not None:
+        BACKENDS[backend].require_tools()
     if args.command == "bench":
-        from .bench import BACKENDS as BENCH_BACKENDS
-
-        chosen = args.backends.split(",") if args.backends else BENCH_BACKENDS
-        compiled = [name for name in chosen if name == "verilator" or name.startswith("fast")]
+        chosen = args.backends.split(",") if args.backends else list(BENCH_ROWS)
+        if args.session:
+            chosen = [args.session]
+        compiled = [name for name in chosen if name in BENCH_ROWS and BENCH_ROWS[name][0].tools]
         if compiled:
             cxx_toolchain(f"`gpurtl bench` (backends {', '.join(compiled)})")
 

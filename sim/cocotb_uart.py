@@ -13,7 +13,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-from gpurtl.sim.backends.cocotb_test import CocotbIO
+from gpurtl.sim.backends.cocotb_io import CocotbIO
 from gpurtl.sim.board import drive_uart
 
 

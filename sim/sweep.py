@@ -281,9 +281,11 @@ def load_spec(path):
     if run == "check":
         if options["count"] is not None and options["count"] < 1:
             fail(f"must be a positive integer, not {options['count']}", "count", "sweep.options")
-        if options["backend"] not in ("pysim", "verilator", "fast"):
+        from .backends import BACKENDS
+
+        if options["backend"] not in BACKENDS:
             fail(
-                f"must be pysim, verilator or fast, not {options['backend']!r}",
+                f"must be one of {', '.join(BACKENDS)}, not {options['backend']!r}",
                 "backend",
                 "sweep.options",
             )
@@ -433,14 +435,10 @@ def run_point(run, target, params, options):
                 for name in ("lut4", "ff", "dsp", "bram", "fmax_mhz"):
                     metrics[name] = figures.get(name)
             else:
-                from .harness.lockstep import check
+                from .backends import BACKENDS
 
-                report = check(
-                    block,
-                    resolved,
-                    count=options["count"],
-                    seed=options["seed"],
-                    backend=options["backend"],
+                report = BACKENDS[options["backend"]].check(
+                    block, resolved, count=options["count"], seed=options["seed"]
                 )
                 metrics.update(passed=report.passed, failed=report.failed, cycles=report.cycles)
                 if report.first is not None:

@@ -330,7 +330,6 @@ def _register(unit):
             ),
             defaults=defaults,
             check_count=special + 2000,
-            group="fp32",
         )
     )
 

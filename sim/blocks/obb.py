@@ -133,7 +133,6 @@ register(
         name="obb_transform",
         doc="RDNA 4 OBB ray transform: 104-entry two-level rotation ROM, o'=M*o, d'=M*d on FP32 FMAs",
         kind="pipeline",
-        group="ray_accel",
         params=(
             _FMA,
             Param("lanes", 1, "transforms per cycle (2 = dual BVH4x2 form)", choices=(1, 2)),
@@ -233,7 +232,6 @@ register(
         name="instance_transform",
         doc="RDNA 4 instance node: mask/type cull, BLAS pointer flag merge, user data, 3x4 ray transform",
         kind="pipeline",
-        group="ray_accel",
         params=(_FMA,),
         build=_instance_build,
         golden=lambda fma_stages: InstanceTransformModel(),

@@ -380,7 +380,6 @@ register(
         validate=_validate,
         check_count=200,
         small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
-        group="ray_accel",
         stimulus_words=stimulus_words,
         golden_words=golden_words,
     )
@@ -477,7 +476,6 @@ register(
             ),
         ),
         check_count=2000,
-        group="ray_accel",
     )
 )
 
@@ -558,7 +556,6 @@ register(
         params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
         defaults=_defaults,
         check_count=300,
-        group="ray_accel",
     )
 )
 
@@ -610,7 +607,6 @@ register(
         stimulus=_setup_stimulus,
         params=(_COMPONENT_PARAMS["transforms"], _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
         check_count=300,
-        group="ray_accel",
     )
 )
 
@@ -705,7 +701,6 @@ register(
             _COMPONENT_PARAMS["fp"],
         ),
         check_count=300,
-        group="ray_accel",
     )
 )
 
@@ -760,7 +755,6 @@ register(
         stimulus=_dedup_stimulus,
         params=(),
         check_count=2000,
-        group="ray_accel",
     )
 )
 
@@ -826,6 +820,5 @@ register(
         stimulus=_result_stimulus,
         params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
         check_count=500,
-        group="ray_accel",
     )
 )

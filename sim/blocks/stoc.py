@@ -187,7 +187,6 @@ register(
             "internal_flags": 0,
         },
         check_count=1000,
-        group="stoc",
     )
 )
 
@@ -236,6 +235,5 @@ register(
         params=(_FRAC,),
         defaults=lambda **params: {"level": 12},
         check_count=1000,
-        group="stoc",
     )
 )

@@ -113,7 +113,6 @@ register(
         name="waitcnt",
         doc="RDNA 4 split wait counters (GFX9-GFX12 profiles): per-wave counters, waits, stalls",
         kind="cycle",
-        group="waitcnt",
         params=_COMMON,
         build=lambda generation, waves, full_policy: WaitCounters(generation, waves, full_policy),
         golden=lambda generation, waves, full_policy: WaitCountersModel(
@@ -169,7 +168,6 @@ register(
         doc="wait counters behind a hit/miss latency model and RDNA 3 (inorder) or RDNA 4 (ooo) "
         "return queues",
         kind="cycle",
-        group="waitcnt",
         params=_COMMON + _MEMORY,
         build=lambda **p: WaitcntMemory(**p),
         golden=lambda **p: WaitcntMemoryModel(**p),

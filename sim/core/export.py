@@ -70,8 +70,8 @@ _source_digest = None
 
 def source_digest():
     """Hash of every Python source an exported design can depend on: the RTL (``hdl``), the
-    shared facts, the registry entries (``sim/blocks``), the simulation wrapper
-    (``sim/backends/fast/top.py``) and Amaranth's version. Keys the caches of exported Verilog."""
+    shared facts, the registry entries (``sim/blocks``) and Amaranth's version. Keys the caches
+    of exported Verilog."""
     global _source_digest
     if _source_digest is None:
         import gpurtl.facts
@@ -88,7 +88,6 @@ def source_digest():
             for path in sorted(folder.rglob("*.py")):
                 digest.update(str(path.relative_to(folder)).encode())
                 digest.update(path.read_bytes())
-        digest.update((sim / "backends" / "fast" / "top.py").read_bytes())
         _source_digest = digest.hexdigest()
     return _source_digest
 

@@ -161,7 +161,6 @@ class Block:
     defaults: object = None
     validate: object = None
     check_count: int = 1000
-    group: str = ""
     small: dict = field(default_factory=dict)
     stimulus_words: object = None
     golden_words: object = None

@@ -123,8 +123,9 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
     """Replay recorded OBB rotations / instance transforms through the RTL blocks on
     ``backend``; at most ``limit`` transactions per block (evenly spaced). Returns
     ``{block: (passed, failed, recorded)}``."""
+    from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
-    from gpurtl.sim.harness import lockstep
+    from gpurtl.sim.harness.golden_io import golden_outputs
 
     result = {}
     for block_name, txs in records.items():
@@ -135,8 +136,8 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
             txs = [txs[k * len(txs) // limit] for k in range(limit)]
         block = registry.get(block_name)
         params = block.resolve({"fma_stages": fma_stages})
-        expected = lockstep.golden_outputs(block, params, txs)
-        report = lockstep.run_block(block, params, txs, backend=backend, expected=expected)
+        expected = golden_outputs(block, params, txs)
+        report = BACKENDS[backend].run(block, params, txs, expected=expected)
         result[block_name] = (report.passed, report.failed, recorded)
     return result
 

@@ -373,8 +373,8 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
 def run(out_dir, *, quick=False, progress=None):
     from gpurtl.golden.stoc.classify import Action, Source, classify_arrays
     from gpurtl.golden.stoc.index import bary_to_index
+    from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
-    from gpurtl.sim.harness import lockstep
 
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -586,7 +586,7 @@ def run(out_dir, *, quick=False, progress=None):
         for k in pick:
             inputs.append({key: int(val[k]) for key, val in f.items()})
             expected.append({key: int(val[k]) for key, val in out.items()})
-    report = lockstep.run_block(block, params, inputs, expected=expected)
+    report = BACKENDS["pysim"].run(block, params, inputs, expected=expected)
     done += 1
     if progress:
         progress(done, steps, "RTL replay")

@@ -14,7 +14,7 @@ from gpurtl.hdl.board.harness import ERR_COMMAND, RESPONSE
 from gpurtl.sim.board import parse_responses, request_bytes, run_verilator
 from gpurtl.sim.cli import main
 from gpurtl.sim.core import layouts, registry
-from gpurtl.sim.harness.lockstep import golden_outputs
+from gpurtl.sim.harness.golden_io import golden_outputs
 
 SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
 

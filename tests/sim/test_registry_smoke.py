@@ -7,8 +7,8 @@ family live in its own test files.
 
 import pytest
 
+from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import export, registry
-from gpurtl.sim.harness import lockstep
 
 #: transactions (pipelines) or cycles (cycle-stepped blocks) of the short lockstep run
 COUNT = 24
@@ -20,7 +20,7 @@ def test_block_builds_exports_and_agrees_with_its_golden_model(name):
     params = block.small_params()
     text = export.to_verilog(block, params)
     assert f"module {name}(" in text.replace(" (", "(")
-    report = lockstep.check(block, params, count=COUNT, seed=5)
+    report = BACKENDS["pysim"].check(block, params, count=COUNT, seed=5)
     assert report.failed == 0, f"{name} {params}: {report.line()}; first: {report.first}"
     assert report.passed == COUNT
 

@@ -9,6 +9,7 @@ merging, compiler flags and tool versions; the exported text has its identical m
 (:func:`gpurtl.sim.core.export.dedupe_modules`).
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -40,8 +41,9 @@ from .driver import driver_source
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
 #: ``stalled``: the block itself, every stall reaching every register through its enable;
-#: ``batch``: the block inside :class:`~gpurtl.sim.backends.fast.top.BatchTop` (``o.ready`` tied high).
-TOPS = ("batch", "stalled")
+#: ``batch``: the block inside :class:`~gpurtl.sim.backends.fast.top.BatchTop` (``o.ready`` tied
+#: high).
+TOPS = ("stalled", "batch")
 
 # Flags chosen by measurement on a shared 2-core machine:
 # * The generated "fast" files (the eval code) at -O2; the "slow" ones (constructors, symbol
@@ -84,6 +86,16 @@ MAKE_FLAGS = (
 )
 
 
+#: Bumped when the design record of the index changes its fields.
+RECORD_VERSION = 2
+
+
+@functools.cache
+def _wrapper_digest():
+    """Hash of :mod:`.top`, the simulation wrapper a batch design is exported with."""
+    return hashlib.sha256((Path(__file__).parent / "top.py").read_bytes()).hexdigest()
+
+
 class BuildError(RuntimeError):
     """Verilator or the C++ compiler failed; the message ends with the log's tail."""
 
@@ -91,8 +103,8 @@ class BuildError(RuntimeError):
 class Model:
     """A compiled model: the executable and the design facts the runner needs."""
 
-    def __init__(self, executable, top, latency, in_width, out_width, build_seconds, cached):
-        self.executable, self.top, self.latency = Path(executable), top, latency
+    def __init__(self, executable, top, latency, ii, in_width, out_width, build_seconds, cached):
+        self.executable, self.top, self.latency, self.ii = Path(executable), top, latency, ii
         self.in_width, self.out_width = in_width, out_width
         self.build_seconds, self.cached = build_seconds, cached
 
@@ -116,14 +128,18 @@ def _design(block, params, top_kind):
         dut = BatchTop(block.build(**params), in_layout, out_layout)
         name = f"{block.name}_batch"
         text, _ = dedupe_modules(verilog.convert(dut, name=name, **VERILOG_OPTIONS))
-        latency = dut.latency
+        latency, ii = dut.latency, dut.initiation_interval
     else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
-        latency = component_facts(lambda: block.build(**params), lambda dut: dut.latency)
+        latency, ii = component_facts(
+            lambda: block.build(**params),
+            lambda dut: (dut.latency, getattr(dut, "initiation_interval", 1)),
+        )
     record = {
         "top": name,
         "latency": latency,
+        "ii": ii,
         "in_width": Shape.cast(in_layout).width,
         "out_width": Shape.cast(out_layout).width,
         "verilog": hashlib.sha256(text.encode()).hexdigest(),
@@ -154,6 +170,8 @@ def model(block, params, *, top="batch", log=None):
             "sources": source_digest(),
             "tools": tool_versions(),
             "dedupe": DEDUPE_VERSION,  # the record holds the hash of the merged text
+            "wrapper": _wrapper_digest(),
+            "record": RECORD_VERSION,
         },
         sort_keys=True,
         default=str,
@@ -200,6 +218,7 @@ def model(block, params, *, top="batch", log=None):
         executable,
         record["top"],
         record["latency"],
+        record["ii"],
         record["in_width"],
         record["out_width"],
         time.monotonic() - started,

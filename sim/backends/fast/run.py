@@ -1,9 +1,11 @@
 """Running a compiled model on files of packed transactions and comparing with the golden model.
 
 No Python runs per cycle: Python writes the inputs and the golden outputs to files a chunk at a
-time, one driver process per core runs an independent slice of the transactions (each from its
-own reset), and Python compares the outputs with the golden rows a chunk at a time, so memory
-stays constant however many transactions are checked.
+time (:func:`write_stimulus`), one driver process per core runs an independent slice of the
+transactions, each from its own reset (:func:`run_rows`), and Python compares the outputs with the
+golden rows a chunk at a time (:func:`compare_slices`), so memory stays constant however many
+transactions are checked. :func:`check` and :func:`run_transactions` are these steps in order;
+``gpurtl bench`` times them one by one.
 """
 
 import json
@@ -15,17 +17,27 @@ import time
 from pathlib import Path
 
 import numpy as np
-from amaranth.hdl import Shape
 
-from ...core import layouts
 from ...core.export import cache_dir
+from ...core.files import UsageError
 from ...core.progress import Every
-from ...harness.lockstep import Mismatch, Report
+from ...core.words import width_of, words_from_ints, words_of
+from ...harness.golden_io import batches
+from ...harness.lockstep import free_run_of
+from ...harness.report import Comparator, Report, transaction_where
 from .build import model as build_model
-from .driver import words_of
-from .words import batches, from_words, to_words
 
-__all__ = ["FastReport", "check", "check_disk", "run_rows", "run_transactions", "MIN_SPLIT"]
+__all__ = [
+    "FastReport",
+    "check",
+    "check_disk",
+    "compare_slices",
+    "run_rows",
+    "run_transactions",
+    "work_dir",
+    "write_stimulus",
+    "MIN_SPLIT",
+]
 
 #: Fewer transactions than this run in one process (starting a second costs more than it saves).
 MIN_SPLIT = 20_000
@@ -41,7 +53,7 @@ DISK_SHARE = 0.5
 
 
 class FastReport(Report):
-    """A :class:`~gpurtl.sim.harness.lockstep.Report` with the times of the phases, in seconds."""
+    """A :class:`~gpurtl.sim.harness.report.Report` with the times of the phases, in seconds."""
 
     def __init__(self):
         super().__init__()
@@ -64,7 +76,8 @@ def _runs_folder():
     return folder
 
 
-def _work_dir():
+def work_dir():
+    """A temporary folder for a run's files, in the cache folder (removed on exit)."""
     return tempfile.TemporaryDirectory(dir=_runs_folder())
 
 
@@ -72,8 +85,6 @@ def check_disk(count, in_width, out_width, *, expected=True):
     """Refuse (:class:`~gpurtl.sim.core.files.UsageError`) a run whose files -- the packed inputs,
     the golden rows and the driver's output records, all written to the cache folder before they
     are compared -- would take more than :data:`DISK_SHARE` of the free space there."""
-    from ...core.files import UsageError
-
     row = 4 * (words_of(in_width) + words_of(out_width) * (2 if expected else 1) + 4)
     need = count * row
     free = shutil.disk_usage(_runs_folder()).free
@@ -83,6 +94,25 @@ def check_disk(count, in_width, out_width, *, expected=True):
             f"{_runs_folder()}, more than {DISK_SHARE:.0%} of the {free / 1e9:.1f} GB free there; "
             f"use a smaller --count, or point GPURTL_CACHE at a larger disk"
         )
+
+
+def write_stimulus(block, params, seed, count, in_path, expected_path, *, log=None):
+    """Write ``count`` random transactions and their golden outputs as word rows to two files;
+    returns the seconds it took. ``log(text)`` hears progress."""
+    started = time.monotonic()
+    due = Every(PROGRESS_EVERY)
+    done = 0
+    with open(in_path, "wb") as inputs, open(expected_path, "wb") as expected:
+        for rows, golden in batches(block, params, np.random.default_rng(seed), count):
+            np.ascontiguousarray(rows, dtype="<u4").tofile(inputs)
+            np.ascontiguousarray(golden, dtype="<u4").tofile(expected)
+            done += len(rows)
+            if log and due(force=done == count):
+                log(
+                    f"stimulus and golden outputs: {done}/{count} transactions "
+                    f"({time.monotonic() - started:.0f} s)"
+                )
+    return time.monotonic() - started
 
 
 def run_rows(
@@ -102,10 +132,11 @@ def run_rows(
     """Run ``count`` rows of ``in_path`` through ``model``.
 
     Returns a list of slices ``(first, size, out_path, summary)``; ``summary`` is the driver's
-    JSON line (``cycles``, ``latency_errors``, ``first_latency_error`` relative to ``first``)
-    plus the slice's ``free_run``: each slice starts with its share of the ``free_run``
-    stall-free transactions (at least one when ``free_run`` is not zero). ``log(text)`` hears
-    how many transactions the drivers have written, every :data:`PROGRESS_EVERY` seconds.
+    JSON line (``cycles``, ``latency_errors``, ``first_latency_error``, ``ii_errors``,
+    ``first_ii_error``, indices relative to ``first``) plus the slice's ``free_run``: each slice
+    starts with its share of the ``free_run`` stall-free transactions (at least one when
+    ``free_run`` is not zero). ``log(text)`` hears how many transactions the drivers have
+    written, every :data:`PROGRESS_EVERY` seconds.
     """
     parts = _processes(count, processes)
     bounds = [count * k // parts for k in range(parts + 1)]
@@ -125,19 +156,13 @@ def run_rows(
             repr(float(p_ready)),
             str(slice_free),
             str(model.latency),
+            str(model.ii),
             str(max_idle),
         ]
-        jobs.append(
-            (
-                first,
-                size,
-                out_path,
-                slice_free,
-                subprocess.Popen(
-                    command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-                ),
-            )
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
+        jobs.append((first, size, out_path, slice_free, process))
     record = 4 * (words_of(model.out_width) + 4)
     due = Every(PROGRESS_EVERY)
     started = time.monotonic()
@@ -173,66 +198,89 @@ def run_rows(
 
 
 def _records(model, out_path, size):
-    return (
-        np.memmap(out_path, dtype="<u4", mode="r", shape=(size, words_of(model.out_width) + 4))
-        if size
-        else np.zeros((0, words_of(model.out_width) + 4), dtype="<u4")
+    shape = (size, words_of(model.out_width) + 4)
+    if not size:
+        return np.zeros(shape, dtype="<u4")
+    return np.memmap(out_path, dtype="<u4", mode="r", shape=shape)
+
+
+def _cycles(records, out_words, column):
+    return records[:, out_words + column].astype(np.int64) | (
+        records[:, out_words + column + 1].astype(np.int64) << 32
     )
 
 
-def _where(index, record, out_words):
-    accept = int(record[out_words]) | int(record[out_words + 1]) << 32
-    emit = int(record[out_words + 2]) | int(record[out_words + 3]) << 32
-    return (f"transaction {index} (accepted cycle {accept}, emitted cycle {emit})", emit - accept)
-
-
-def _compare(report, model, out_layout, slices, expected, keep_outputs):
-    """Fill ``report`` from the driver outputs; ``expected`` is a uint32 array (or memmap) of
-    golden rows or None."""
+def compare_slices(report, model, out_layout, slices, expected, *, keep_outputs=False):
+    """Fill ``report`` from the driver's output records of ``slices`` (see :func:`run_rows`);
+    ``expected`` is an array (or memmap) of golden rows, or ``None``."""
     out_words = words_of(model.out_width)
-    first_bad = None  # (global index, Mismatch)
+    comparator = Comparator(
+        report, out_layout, latency=model.latency, ii=model.ii, keep_outputs=keep_outputs
+    )
     for first, size, out_path, summary in slices:
         records = _records(model, out_path, size)
         report.cycles += summary["cycles"]
-        report.latency_errors += summary["latency_errors"]
         report.free_run += summary["free_run"]
-        if summary["latency_errors"]:
-            index = summary["first_latency_error"]
-            where, took = _where(first + index, records[index], out_words)
-            if first_bad is None or first + index < first_bad[0]:
-                first_bad = (first + index, Mismatch(where, "(latency)", model.latency, took))
+
+        def where(index, records=records, first=first):
+            record = records[index - first : index - first + 1]
+            accept = int(_cycles(record, out_words, 0)[0])
+            emit = int(_cycles(record, out_words, 2)[0])
+            return transaction_where(index, accept, emit)
+
+        for kind in ("latency", "ii"):
+            errors = summary.get(f"{kind}_errors", 0)
+            if not errors:
+                continue
+            index = first + summary[f"first_{kind}_error"]
+            if kind == "latency":
+                record = records[index - first : index - first + 1]
+                took = int(_cycles(record, out_words, 2)[0] - _cycles(record, out_words, 0)[0])
+                comparator.latency_error(index, where(index), took)
+            else:
+                accepts = _cycles(records[: index - first + 1], out_words, 0)
+                comparator.ii_error(
+                    index, where(index), int(accepts[-1] - accepts[0]), index - first
+                )
+            # the driver counted them all; the comparator saw the first
+            setattr(report, f"{kind}_errors", getattr(report, f"{kind}_errors") + errors - 1)
         for start in range(0, size, COMPARE_ROWS):
             got = np.asarray(records[start : start + COMPARE_ROWS, :out_words])
-            if keep_outputs:
-                report.outputs.extend(from_words(got))
-            if expected is None:
-                report.passed += len(got)
-                continue
-            want = np.asarray(expected[first + start : first + start + len(got)])
-            bad = np.flatnonzero(np.any(got != want, axis=1))
-            report.failed += len(bad)
-            report.passed += len(got) - len(bad)
-            if len(bad) and (first_bad is None or first + start + bad[0] < first_bad[0]):
-                row = int(bad[0])
-                index = first + start + row
-                leaf, e, g = layouts.diff(
-                    out_layout,
-                    from_words(want[row : row + 1])[0],
-                    from_words(got[row : row + 1])[0],
-                )
-                where, _ = _where(index, records[start + row], out_words)
-                first_bad = (
-                    index,
-                    Mismatch(
-                        where,
-                        leaf.path or "(whole value)",
-                        layouts.format_leaf_value(leaf, e),
-                        layouts.format_leaf_value(leaf, g),
-                    ),
-                )
+            want = None
+            if expected is not None:
+                want = np.asarray(expected[first + start : first + start + len(got)])
+            comparator.rows(first + start, got, want, where)
         del records
-    report.failed += report.latency_errors
-    report.first = first_bad[1] if first_bad else None
+    comparator.finish()
+    return report
+
+
+def _simulate(report, model, out_layout, in_path, count, stalls, expected, *, work, **options):
+    """Run and compare, timing each phase into ``report``."""
+    started = time.monotonic()
+    slices = run_rows(
+        model,
+        in_path,
+        count,
+        seed=stalls["seed"],
+        p_valid=stalls["p_valid"],
+        p_ready=stalls["p_ready"],
+        free_run=stalls["free_run"],
+        processes=options.get("processes"),
+        work=work,
+        log=options.get("log"),
+    )
+    report.processes = len(slices)
+    report.sim_seconds = time.monotonic() - started
+    log = options.get("log")
+    if log and report.sim_seconds >= PROGRESS_EVERY:
+        log(f"simulation: {count}/{count} transactions ({report.sim_seconds:.0f} s); comparing")
+    started = time.monotonic()
+    compare_slices(
+        report, model, out_layout, slices, expected, keep_outputs=options.get("keep_outputs", False)
+    )
+    report.compare_seconds = time.monotonic() - started
+    return report
 
 
 def check(
@@ -245,13 +293,15 @@ def check(
     processes=None,
     p_valid=0.7,
     p_ready=0.7,
+    free_run=None,
     log=None,
 ):
     """Random lockstep check of a pipeline block on the compiled model; a :class:`FastReport`.
 
     The same stimulus as the other backends for counts that fit one stimulus chunk; the first
-    tenth of each process's transactions run with no stalls and must take exactly the model's
-    latency (the block's, plus one for the batch top's output FIFO).
+    ``free_run`` (by default a tenth) of the transactions, shared out among the processes, run
+    with no stalls and must take exactly the model's latency (the block's, plus one for the
+    batch top's output FIFO) and be accepted every ``initiation_interval`` cycles.
     """
     count = block.check_count if count is None else count
     if count < 1:
@@ -259,83 +309,37 @@ def check(
     report = FastReport()
     report.top = top
     in_layout, out_layout = block.layouts(**params)
-    check_disk(count, Shape.cast(in_layout).width, Shape.cast(out_layout).width)
+    check_disk(count, width_of(in_layout), width_of(out_layout))
     model = build_model(block, params, top=top, log=log)
     report.build_seconds = model.build_seconds
-    rng = np.random.default_rng(seed)
-    due = Every(PROGRESS_EVERY)
-    with _work_dir() as work:
+    with work_dir() as work:
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
-        started = time.monotonic()
-        done = 0
-        with open(in_path, "wb") as inputs, open(expected_path, "wb") as expected:
-            for rows, golden in batches(block, params, rng, count):
-                np.ascontiguousarray(rows, dtype="<u4").tofile(inputs)
-                np.ascontiguousarray(golden, dtype="<u4").tofile(expected)
-                done += len(rows)
-                if log and due(force=done == count):
-                    log(
-                        f"stimulus and golden outputs: {done}/{count} transactions "
-                        f"({time.monotonic() - started:.0f} s)"
-                    )
-        report.golden_seconds = time.monotonic() - started
-        _simulate_and_compare(
+        report.golden_seconds = write_stimulus(
+            block, params, seed, count, in_path, expected_path, log=log
+        )
+        expected = np.memmap(
+            expected_path, dtype="<u4", mode="r", shape=(count, words_of(model.out_width))
+        )
+        stalls = {
+            "seed": seed,
+            "p_valid": p_valid,
+            "p_ready": p_ready,
+            "free_run": free_run_of(count) if free_run is None else free_run,
+        }
+        _simulate(
             report,
             model,
             out_layout,
             in_path,
             count,
-            seed,
-            p_valid,
-            p_ready,
-            max(1, count // 10),
-            processes,
-            work,
-            np.memmap(
-                expected_path, dtype="<u4", mode="r", shape=(count, words_of(model.out_width))
-            ),
-            keep_outputs=False,
+            stalls,
+            expected,
+            work=work,
+            processes=processes,
             log=log,
         )
+        del expected
     return report
-
-
-def _simulate_and_compare(
-    report,
-    model,
-    out_layout,
-    in_path,
-    count,
-    seed,
-    p_valid,
-    p_ready,
-    free_run,
-    processes,
-    work,
-    expected,
-    keep_outputs,
-    log=None,
-):
-    started = time.monotonic()
-    slices = run_rows(
-        model,
-        in_path,
-        count,
-        seed=seed,
-        p_valid=p_valid,
-        p_ready=p_ready,
-        free_run=free_run,
-        processes=processes,
-        work=work,
-        log=log,
-    )
-    report.processes = len(slices)
-    report.sim_seconds = time.monotonic() - started
-    if log and report.sim_seconds >= PROGRESS_EVERY:
-        log(f"simulation: {count}/{count} transactions ({report.sim_seconds:.0f} s); comparing")
-    started = time.monotonic()
-    _compare(report, model, out_layout, slices, expected, keep_outputs)
-    report.compare_seconds = time.monotonic() - started
 
 
 def run_transactions(
@@ -354,32 +358,33 @@ def run_transactions(
     log=None,
 ):
     """Drive the bit patterns ``input_bits`` through the compiled model (for ``gpurtl run`` and
-    the harness's ``run_block``); compares with ``expected_bits`` when given."""
+    the backend's ``run``); compares with ``expected_bits`` when given."""
     report = FastReport()
     report.top = top
     model = build_model(block, params, top=top, log=log)
     report.build_seconds = model.build_seconds
-    in_layout, out_layout = block.layouts(**params)
+    _, out_layout = block.layouts(**params)
     count = len(input_bits)
     if count == 0:
         return report
-    with _work_dir() as work:
+    with work_dir() as work:
         in_path = Path(work) / "in.bin"
-        to_words(model.in_width, input_bits).tofile(in_path)
-        expected = None if expected_bits is None else to_words(model.out_width, expected_bits)
-        _simulate_and_compare(
+        words_from_ints(model.in_width, input_bits).tofile(in_path)
+        expected = None
+        if expected_bits is not None:
+            expected = words_from_ints(model.out_width, expected_bits)
+        stalls = {"seed": seed, "p_valid": p_valid, "p_ready": p_ready, "free_run": free_run}
+        _simulate(
             report,
             model,
             out_layout,
             in_path,
             count,
-            seed,
-            p_valid,
-            p_ready,
-            free_run,
-            processes,
-            work,
+            stalls,
             expected,
-            keep_outputs,
+            work=work,
+            processes=processes,
+            keep_outputs=keep_outputs,
+            log=log,
         )
     return report

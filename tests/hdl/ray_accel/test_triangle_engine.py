@@ -10,8 +10,9 @@ from amaranth.sim import Simulator
 from gpurtl.golden.ray_accel import primitive_node as pn
 from gpurtl.golden.ray_accel import triangle as tr
 from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
-from gpurtl.sim.harness import lockstep
+from gpurtl.sim.harness import golden_io
 
 # The Amaranth simulator compiles this large design (about 75 FP32 cores) slowly; the default
 # pysim tests use shallow FP32 cores (fewer registers, same logic), the Verilator test and the slow
@@ -157,9 +158,9 @@ def test_lockstep_pysim_and_watertight_on_rtl():
     random_txs = block.stimulus(rng, 140, **params)
     edge_txs, owner = _watertight_transactions(rng, 36)
     txs = random_txs + edge_txs
-    expected = lockstep.golden_outputs(block, params, txs)
+    expected = golden_io.golden_outputs(block, params, txs)
     stalls = StallPattern(seed=1, p_valid=0.7, p_ready=0.7, free_run=len(txs) // 10)
-    report = lockstep.run_block(
+    report = BACKENDS["pysim"].run(
         block, params, txs, expected=expected, stalls=stalls, keep_outputs=True
     )
     assert report.failed == 0, str(report.first)
@@ -182,8 +183,8 @@ def test_legacy_lockstep_pysim():
     block = registry.get("ray_triangle_legacy")
     params = block.resolve(LIGHT)
     txs = block.stimulus(np.random.default_rng(2), 100, **params)
-    expected = lockstep.golden_outputs(block, params, txs)
-    report = lockstep.run_block(
+    expected = golden_io.golden_outputs(block, params, txs)
+    report = BACKENDS["pysim"].run(
         block, params, txs, expected=expected, stalls=StallPattern(free_run=len(txs))
     )
     assert report.failed == 0, str(report.first)
@@ -199,7 +200,7 @@ def test_lockstep_default_core_latencies_pysim():
     """The default FP32 core depths (long delay lines) on the Amaranth simulator too."""
     block = registry.get("ray_triangle")
     params = block.resolve()
-    report = lockstep.check(block, params, count=40, seed=3, backend="pysim")
+    report = BACKENDS["pysim"].check(block, params, count=40, seed=3)
     assert report.failed == 0, str(report.first)
 
 
@@ -210,7 +211,7 @@ def test_lockstep_verilator():
     default run checks the Amaranth simulator only. Uses the shallow FP32 configuration."""
     block = registry.get("ray_triangle")
     params = block.resolve(LIGHT)
-    report = lockstep.check(block, params, count=1500, seed=7, backend="verilator")
+    report = BACKENDS["verilator"].check(block, params, count=1500, seed=7)
     assert report.failed == 0, str(report.first)
     assert report.passed == 1500
 
@@ -221,12 +222,12 @@ def test_decode_lockstep_verilator():
     RTL) on Verilator/cocotb, real and malformed nodes, random stalls. The FP32 cores have their
     own Verilator tests; the whole triangle path on Verilator is the slow test above."""
     block = registry.get("ray_primitive_decode")
-    report = lockstep.check(block, block.resolve(), count=1000, seed=5, backend="verilator")
+    report = BACKENDS["verilator"].check(block, block.resolve(), count=1000, seed=5)
     assert report.failed == 0, str(report.first)
     assert report.passed == 1000
 
 
 def test_decode_block_lockstep_pysim():
     block = registry.get("ray_primitive_decode")
-    report = lockstep.check(block, block.resolve(), count=300, seed=1, backend="pysim")
+    report = BACKENDS["pysim"].check(block, block.resolve(), count=300, seed=1)
     assert report.failed == 0, str(report.first)

@@ -2,8 +2,8 @@
 
 import pytest
 
+from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import export, registry
-from gpurtl.sim.harness import lockstep
 
 
 @pytest.mark.verilator
@@ -12,7 +12,7 @@ def test_waitcnt_mem_on_verilator():
     params = block.resolve(
         {"waves": 4, "queue": "inorder", "queue_depth": 4, "hit_latency": 3, "miss_latency": 11}
     )
-    report = lockstep.check(block, params, count=3000, seed=5, backend="verilator")
+    report = BACKENDS["verilator"].check(block, params, count=3000, seed=5)
     assert report.failed == 0, str(report.first)
     assert report.passed == 3000
 
