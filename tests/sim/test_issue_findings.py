@@ -346,7 +346,7 @@ def test_7_every_package_folder_is_configured_so_setuptools_does_not_warn():
             if sub.is_dir() and sub.name != "__pycache__" and not sub.name.startswith("."):
                 # setuptools warns about a folder Python could import but the list leaves out
                 assert f"{package}.{sub.name}" in config["packages"], sub
-    assert config["package-data"]["gpurtl.sim.sweeps"] == ["*.toml"]
+    assert config["package-data"]["gpurtl.sim.sweep.specs"] == ["*.toml"]
 
 
 def _unused_elaboratable_warnings(action):
@@ -477,7 +477,7 @@ def test_8_pareto_plot_leaves_out_points_whose_fmax_times_no_datapath(tmp_path, 
 
     from gpurtl.sim.sweep import load_spec, write_report
 
-    spec = load_spec(ROOT / "sim" / "sweeps" / "fp32_depth.toml")
+    spec = load_spec(ROOT / "sim" / "sweep" / "specs" / "fp32_depth.toml")
     rows = [
         {
             "target": target,
