@@ -20,6 +20,7 @@ golden checking, and the table compares its throughput with the batch run of the
     full; only the session's transport costs).
 """
 
+import statistics
 import time
 from pathlib import Path
 
@@ -192,33 +193,46 @@ def _session_run(backend, variant, block, params, rows, batch, stalls, streamed)
 
 
 def bench_sessions(
-    block, params, *, count=20_000, seed=0, backend="fast-batch", batches=SESSION_BATCHES, log=None
+    block,
+    params,
+    *,
+    count=20_000,
+    seed=0,
+    backend="fast-batch",
+    batches=SESSION_BATCHES,
+    repeat=3,
+    log=None,
 ):
     """A session of the backend row ``backend`` against its batch run on the same ``count``
     transactions, for each batch size in ``batches``; returns ``{"block", "params", "backend",
     "batch": {...}, "rows": [...]}``. A row: ``batch`` (transactions per batch), ``mode``
     (``closed`` or ``streamed``, see the module doc string), ``transactions``, ``cycles``,
     ``sim_seconds``, ``instructions_per_s`` and ``vs_batch`` (its throughput over the batch
-    run's)."""
+    run's). Every time is the median of ``repeat`` runs."""
     from .backends.fast.run import work_dir
 
     (name,) = _chosen([backend])
     log = log or (lambda text: None)
     _check_block(block, count, params)
     chosen, variant = BENCH_ROWS[name]
-    result = {"block": block.name, "params": params, "backend": name, "rows": []}
+    result = {"block": block.name, "params": params, "backend": name, "repeat": repeat, "rows": []}
     with work_dir() as work:
         stimulus = _Stimulus(block, params, count, seed, work, log)
         log(f"{name}: batch run of {count} transactions")
-        report, _, sim_seconds, _ = chosen.timed_run(
-            block,
-            params,
-            stimulus.inputs,
-            stimulus.expected,
-            _stalls(seed, count),
-            variant=variant,
-            work=work,
-        )
+        runs = [
+            chosen.timed_run(
+                block,
+                params,
+                stimulus.inputs,
+                stimulus.expected,
+                _stalls(seed, count),
+                variant=variant,
+                work=work,
+            )
+            for _ in range(repeat)
+        ]
+        report = runs[0][0]
+        sim_seconds = statistics.median(run[2] for run in runs)
         batch_rate = count / max(sim_seconds, 1e-9)
         result["batch"] = {
             "transactions": count,
@@ -231,16 +245,21 @@ def bench_sessions(
         for size in batches:
             for mode in ("closed", "streamed"):
                 log(f"{name}: session, batches of {size}, {mode}")
-                seconds, cycles, received = _session_run(
-                    chosen,
-                    variant,
-                    block,
-                    params,
-                    rows,
-                    size,
-                    _stalls(seed, count),
-                    mode == "streamed",
-                )
+                runs = [
+                    _session_run(
+                        chosen,
+                        variant,
+                        block,
+                        params,
+                        rows,
+                        size,
+                        _stalls(seed, count),
+                        mode == "streamed",
+                    )
+                    for _ in range(repeat)
+                ]
+                seconds = statistics.median(run[0] for run in runs)
+                _, cycles, received = runs[0]
                 rate = received / max(seconds, 1e-9)
                 result["rows"].append(
                     {
@@ -325,7 +344,8 @@ def format_session_table(result):
     batch = result["batch"]
     lines = [
         f"session vs batch run on {result['backend']}: {batch['transactions']} transactions, "
-        f"70% valid / 70% ready stalls, no golden checking in the session",
+        f"70% valid / 70% ready stalls, no golden checking in the session, medians of "
+        f"{result['repeat']} runs",
         f"batch run: {batch['sim_seconds']:.2f} s, {batch['instructions_per_s']:.0f} "
         f"instructions/s ({batch['cycles']} cycles)",
         "closed: each batch waits for its outputs; streamed: the next batch is sent first",

@@ -15,11 +15,11 @@ line on stdout is a JSON summary.
 
 Session mode (``sim --session REQUEST_FD ANSWER_FD SEED P_VALID P_READY FREE_RUN MAX_IDLE``)
 serves :class:`~gpurtl.sim.backends.fast.session.FastSession` over two pipes (stdout stays free
-for Verilator's own messages). A request is ``u32 op``; op 1 (exchange) continues with ``u32
-rows, u32 outputs, u64 cycles`` and the rows: the rows join the input queue, then the clock runs
+for Verilator's own messages). A request is ``u32 op, u32 rows, u32 outputs, u64 cycles``; op 1
+(exchange) continues with the rows: they join the input queue, then the clock runs
 until at least ``outputs`` records came out and at least ``cycles`` cycles ran. The answer is
-``u32 0, u32 records, u64 accepted, u64 cycle`` and the records, or ``u32 1, u32 length`` and an
-error message. Op 2 ends the session.
+``u32 status, u32 size, u64 accepted, u64 cycle``, then ``size`` records (status 0) or an error
+message of ``size`` bytes (status 1). Op 2 ends the session.
 
 Per clock: inputs are set with ``clk`` low and evaluated, the handshakes are read, then ``clk``
 rises and the design is evaluated again -- the same order as :mod:`gpurtl.sim.harness.engine`.
@@ -112,7 +112,14 @@ struct Streams {{
     const char* error = nullptr;
     char message[160];
 
-    void reset() {{
+    // The model, the stall policy from the command line's P_VALID P_READY FREE_RUN MAX_IDLE
+    // (`policy[0..3]`), and two cycles of reset.
+    void start(VerilatedContext* context, char** policy) {{
+        top = new V{top}{{context}};
+        p_valid = threshold_of(atof(policy[0]));
+        p_ready = threshold_of(atof(policy[1]));
+        free_run = strtoull(policy[2], nullptr, 10);
+        max_idle = strtoull(policy[3], nullptr, 10);
         top->clk = 0;
         top->rst = 1;
         top->i___05Fvalid = 0;
@@ -220,12 +227,8 @@ static int batch_main(int argc, char** argv) {{
 
     VerilatedContext* context = new VerilatedContext;
     Streams s;
-    s.top = new V{top}{{context}};
-    s.p_valid = threshold_of(atof(argv[6]));
-    s.p_ready = threshold_of(atof(argv[7]));
-    s.free_run = strtoull(argv[8], nullptr, 10);
-    s.max_idle = strtoull(argv[11], nullptr, 10);
-    s.reset();
+    char* policy[4] = {{argv[6], argv[7], argv[8], argv[11]}};
+    s.start(context, policy);
 
     struct {{
         Streams* s; FILE* in; uint64_t total;
@@ -305,12 +308,7 @@ static int session_main(int argc, char** argv) {{
     rng_state = strtoull(argv[4], nullptr, 10);
     VerilatedContext* context = new VerilatedContext;
     Streams s;
-    s.top = new V{top}{{context}};
-    s.p_valid = threshold_of(atof(argv[5]));
-    s.p_ready = threshold_of(atof(argv[6]));
-    s.free_run = strtoull(argv[7], nullptr, 10);
-    s.max_idle = strtoull(argv[8], nullptr, 10);
-    s.reset();
+    s.start(context, argv + 5);
 
     std::deque<uint32_t> queue;  // words of the rows sent and not yet offered
     struct {{
@@ -321,25 +319,30 @@ static int session_main(int argc, char** argv) {{
             return true;
         }}
     }} source{{&queue}};
-    std::vector<uint32_t> rows, records;
+    std::vector<uint32_t> rows, answer;
     uint32_t record[RECORD_WORDS];
     for (;;) {{
-        uint32_t op;
-        if (!read_all(requests, &op, 4) || op == 2) break;
-        uint32_t head[2];
+        unsigned char request[20];  // u32 op, u32 rows, u32 outputs, u64 cycles
+        if (!read_all(requests, request, sizeof request)) break;
+        uint32_t op, count, want;
         uint64_t cycles;
-        if (op != 1 || !read_all(requests, head, 8) || !read_all(requests, &cycles, 8)) return 3;
-        rows.resize((size_t)head[0] * IN_WORDS);
+        memcpy(&op, request, 4);
+        memcpy(&count, request + 4, 4);
+        memcpy(&want, request + 8, 4);
+        memcpy(&cycles, request + 12, 8);
+        if (op == 2) break;
+        if (op != 1) return 3;
+        rows.resize((size_t)count * IN_WORDS);
         if (!read_all(requests, rows.data(), rows.size() * 4)) return 3;
         queue.insert(queue.end(), rows.begin(), rows.end());
-        uint64_t want = head[1], got = 0, start = s.cycle;
-        records.clear();
+        uint64_t got = 0, start = s.cycle;
+        answer.assign(6, 0);  // the header, filled in below
         while (got < want || s.cycle - start < cycles) {{
             bool awaited = got < want && (s.sent > s.received || s.offering || !queue.empty());
             int produced = s.step(source, awaited, record);
             if (produced < 0) break;
             if (produced) {{
-                records.insert(records.end(), record, record + RECORD_WORDS);
+                answer.insert(answer.end(), record, record + RECORD_WORDS);
                 got++;
             }}
             if (got < want && !awaited && s.sent == s.received && !s.offering && queue.empty()) {{
@@ -348,16 +351,20 @@ static int session_main(int argc, char** argv) {{
             }}
         }}
         if (s.error) {{
-            uint32_t status[2] = {{1, (uint32_t)strlen(s.error)}};
-            if (!write_all(answers, status, 8) || !write_all(answers, s.error, status[1])) return 3;
+            answer.resize(6);
+            size_t length = strlen(s.error);
+            answer.resize(6 + (length + 3) / 4);
+            memcpy(answer.data() + 6, s.error, length);
+            answer[1] = (uint32_t)length;
             s.error = nullptr;
-            continue;
+            answer[0] = 1;
+        }} else {{
+            answer[1] = (uint32_t)got;
         }}
-        uint32_t status[2] = {{0, (uint32_t)got}};
-        uint64_t counts[2] = {{s.sent, s.cycle}};
-        if (!write_all(answers, status, 8) || !write_all(answers, counts, 16) ||
-            !write_all(answers, records.data(), records.size() * 4))
-            return 3;
+        memcpy(&answer[2], &s.sent, 8);
+        memcpy(&answer[4], &s.cycle, 8);
+        size_t bytes = answer[0] ? 24 + answer[1] : answer.size() * 4;
+        if (!write_all(answers, answer.data(), bytes)) return 3;
     }}
     s.top->final();
     delete s.top;

@@ -80,13 +80,13 @@ class FastSession(Session):
 
     def _exchange(self, rows, *, outputs, cycles):
         count = 0 if rows is None else len(rows)
-        self._write(struct.pack("<IIIQ", _EXCHANGE, count, outputs, cycles))
+        request = struct.pack("<IIIQ", _EXCHANGE, count, outputs, cycles)
         if count:
-            self._write(np.ascontiguousarray(rows, dtype="<u4").tobytes())
-        status, size = struct.unpack("<II", self._read(8))
+            request += np.ascontiguousarray(rows, dtype="<u4").tobytes()
+        self._write(request)
+        status, size, accepted, cycle = struct.unpack("<IIQQ", self._read(24))
         if status:
             raise TimeoutError(self._read(size).decode())
-        accepted, cycle = struct.unpack("<QQ", self._read(16))
         records = np.frombuffer(self._read(4 * size * self._record_words), dtype="<u4")
         records = records.reshape(size, self._record_words)
         out_words = self._record_words - 4
@@ -106,7 +106,7 @@ class FastSession(Session):
 
     def _close(self):
         try:
-            self._write(struct.pack("<I", _CLOSE))
+            self._write(struct.pack("<IIIQ", _CLOSE, 0, 0, 0))
         except OSError:
             pass
         os.close(self._requests)
