@@ -232,6 +232,7 @@ def test_3_missing_compiler_refused_by_the_backends_themselves(no_compiler):
 # 4. a huge --count on the fast backend ------------------------------------------------------------
 
 
+@pytest.mark.verilator
 def test_4_fast_run_prints_its_phases(capsys, monkeypatch):
     from gpurtl.sim.backends.fast import run as fast_run
 
