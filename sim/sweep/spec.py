@@ -27,7 +27,6 @@ Every mistake is reported as one :class:`SpecError` naming the file, the line an
 specs shipped with the package are in ``specs/`` beside this module (:func:`shipped`).
 """
 
-import inspect
 import itertools
 import tomllib
 from pathlib import Path
@@ -177,10 +176,10 @@ def _experiment_target(reader, sweep):
     found = experiments.experiments()
     if target not in found:
         reader.fail(f"must be one of {', '.join(found)}, not {target!r}", "experiment")
-    if not hasattr(found[target], "measure"):
-        sweepable = [n for n, m in found.items() if hasattr(m, "measure")]
+    if not hasattr(found[target], "PARAMS"):  # the parameters a point of it may set
+        sweepable = [n for n, m in found.items() if hasattr(m, "PARAMS")]
         reader.fail(
-            f"experiment `{target}` has no per-point `measure()`; sweepable experiments: "
+            f"experiment `{target}` declares no per-point `PARAMS`; sweepable experiments: "
             f"{', '.join(sweepable) or 'none'}",
             "experiment",
         )
@@ -256,13 +255,7 @@ def _parameter_names(run, target):
         return [param.name for param in registry.get(target).params]
     from .. import experiments
 
-    module = experiments.get(target)
-    if hasattr(module, "PARAMS"):
-        return list(module.PARAMS)
-    signature = inspect.signature(module.measure).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature):
-        return None
-    return [p.name for p in signature if p.name not in ("quick", "progress")]
+    return list(experiments.get(target).PARAMS)
 
 
 def _points(reader, sweep, run, targets):
