@@ -408,7 +408,7 @@ def cmd_check(args):
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
     unit = "transaction" if block.kind == "pipeline" else "cycle"
     print(
-        f"{cliutil.plural(report.passed + report.failed - report.latency_errors, unit)}, "
+        f"{cliutil.plural(report.passed + report.failed - report.timing_errors, unit)}, "
         f"{cliutil.plural(report.cycles, 'clock cycle')}, {elapsed:.1f} s "
         f"({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)"
     )
@@ -418,13 +418,8 @@ def cmd_check(args):
             print("rerun with --vcd wave.vcd to record the waveform")
     if report.stream_error:
         print(f"stream rule broken: {report.stream_error}")
-    if args.backend == "fast":
-        print(
-            f"fast backend ({report.top} top, {report.processes} processes): build "
-            f"{report.build_seconds:.1f} s, golden {report.golden_seconds:.1f} s, simulation "
-            f"{report.sim_seconds:.1f} s ({report.cycles / max(report.sim_seconds, 1e-9):.0f} "
-            f"cycles/s), compare {report.compare_seconds:.1f} s"
-        )
+    if hasattr(report, "phases"):
+        print(report.phases())
     print(report.line())
     return EXIT_FAIL if report.failed else 0
 

@@ -43,6 +43,9 @@ class Backend(abc.ABC):
     variants : tuple
         The models it can run a block as (``(None,)``: one); ``gpurtl bench`` times each
         (:meth:`timed_run`).
+    python_per_cycle : bool
+        Whether Python code runs in every simulated cycle (thousands of cycles per second, not
+        millions): ``gpurtl bench`` gives such a backend fewer transactions.
     """
 
     name = None
@@ -51,6 +54,7 @@ class Backend(abc.ABC):
     waveforms = True
     tools = ()
     variants = (None,)
+    python_per_cycle = True
 
     def __repr__(self):
         return f"<backend {self.name}>"

@@ -56,6 +56,7 @@ class FastBackend(Backend):
     waveforms = False
     tools = ("c++", "make")
     variants = TOPS
+    python_per_cycle = False
 
     def run_bits(
         self,

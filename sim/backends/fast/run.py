@@ -61,6 +61,15 @@ class FastReport(Report):
         self.processes = 1
         self.top = None
 
+    def phases(self):
+        """One line: the top, the processes and the time of each phase."""
+        rate = self.cycles / max(self.sim_seconds, 1e-9)
+        return (
+            f"fast backend ({self.top} top, {self.processes} processes): build "
+            f"{self.build_seconds:.1f} s, golden {self.golden_seconds:.1f} s, simulation "
+            f"{self.sim_seconds:.1f} s ({rate:.0f} cycles/s), compare {self.compare_seconds:.1f} s"
+        )
+
 
 def _processes(count, processes):
     if processes is not None:
