@@ -10,13 +10,17 @@
 #                build cache too when $GPURTL_CACHE names a folder inside the checkout
 #   make clean-cache - remove gpurtl's build cache (Verilator models, exports, synthesis runs):
 #                $GPURTL_CACHE, or the per-user cache folder that every checkout of this user shares
+#   make mmasim - also install MMA-Sim (`gpurtl[mmasim]`, brings PyTorch), the reference of the
+#                 matrix core's `cdna3` preset; its tests skip without it
+#   make scenes - also install the optional real scenes (`gpurtl[scenes]`, ~540 MB from PyPI:
+#                 pymeshlab's 56k bunny, sionna-rt's cities) that `experiment traversal` uses
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all demo test test-verilator test-slow lint install clean clean-cache
+.PHONY: all demo test test-verilator test-slow lint install scenes mmasim clean clean-cache
 
 all: test
 
@@ -29,6 +33,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+scenes: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,scenes]'
+
+mmasim: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mmasim]'
 
 demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out
@@ -53,6 +63,6 @@ clean:
 	rm -rf $(VENV) gpurtl-out .pytest_cache .hypothesis *.egg-info $(CACHE_HERE)
 
 clean-cache: $(STAMP)
-	$(BIN)/python -c 'import shutil; from gpurtl.sim.export import cache_dir; \
+	$(BIN)/python -c 'import shutil; from gpurtl.sim.core.export import cache_dir; \
 	path = cache_dir(); shutil.rmtree(path); print(f"removed {path}")'
 

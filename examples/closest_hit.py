@@ -28,7 +28,7 @@ from gpurtl.facts.ray_accel import INVALID_NODE, ROOT_NODE_PTR, TERMINAL_NODE
 from gpurtl.golden.bvh import build_bvh
 from gpurtl.golden.bvh.mesh import box_mesh, merge
 from gpurtl.golden.ray_accel.ds_bvh_stack import BvhStackModel
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
 

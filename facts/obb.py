@@ -13,7 +13,7 @@ From AMD GPUOpen gpurt ``src/shadersClean/common/ObbCommon.hlsli`` (``ObbStage1L
 
 Matrix rows map a world vector into the box frame (``v_local = M v``). Shared by the RTL
 (:mod:`gpurtl.hdl.ray_accel.obb_transform` holds the same two tables as ROMs) and the golden model
-(:mod:`gpurtl.golden.ray_accel.obb`).
+(:mod:`gpurtl.golden.ray_accel.scalar.obb`).
 """
 
 import operator

@@ -17,7 +17,8 @@ Instruction operands
     the ray VGPRs of ``image_bvh8_intersect_ray``.
 ``POINTER_FLAGS_SHAPE``
     ``unsigned(10)``: bits 54..63 of the 64-bit BVH base. Bit ``k`` of the field is base bit
-    ``54 + k``; the ``PF_*`` constants name them (the API ray flags 0x1..0x200).
+    ``54 + k``; :class:`PointerFlags` names them as fields, the ``PF_*`` constants as masks (the
+    API ray flags 0x1..0x200).
 ``DESC_LAYOUT``
     The T# fields that change the result: ``sort_en`` [63], ``heuristic`` [54:53] (0 closest,
     1 largest-first, 2 closest-midpoint, 3 reserved = no sort), ``sort_tri_first`` [52],
@@ -56,6 +57,7 @@ __all__ = [
     # instruction operands and result
     "RAY_LAYOUT",
     "POINTER_FLAGS_SHAPE",
+    "PointerFlags",
     "DESC_LAYOUT",
     "TSHARP_FIELDS",
     "NODE_DWORDS",
@@ -129,28 +131,51 @@ __all__ = [
 # --- ray -----------------------------------------------------------------------------------------
 RAY_LAYOUT = data.StructLayout(
     {
-        "origin": data.ArrayLayout(Float32(), 3),
-        "dir": data.ArrayLayout(Float32(), 3),
-        "extent": Float32(),
+        "origin": data.ArrayLayout(Float32, 3),
+        "dir": data.ArrayLayout(Float32, 3),
+        "extent": Float32,
         "instance_mask": unsigned(8),
     }
 )
 
 # --- pointer flags: BVH base bits 54..63 = API ray flags 0x1..0x200 -------------------------------
 POINTER_FLAGS_SHAPE = unsigned(10)
-PF_FORCE_OPAQUE = 1 << 0  # base bit 54
-PF_FORCE_NON_OPAQUE = 1 << 1  # 55
-PF_DISABLE_TRI_CULL = 1 << 2  # 56
-PF_FLIP_FACEDNESS = 1 << 3  # 57
-PF_CULL_BACK = 1 << 4  # 58
-PF_CULL_FRONT = 1 << 5  # 59
-PF_CULL_OPAQUE = 1 << 6  # 60
-PF_CULL_NON_OPAQUE = 1 << 7  # 61
-PF_SKIP_TRIANGLES = 1 << 8  # 62
-PF_SKIP_PROCEDURAL = 1 << 9  # 63
+
+
+class PointerFlags(data.Struct):
+    """The pointer flags, one field each: field ``k`` is BVH base bit ``54 + k``, the API ray
+    flag ``1 << k``. ``PointerFlags(value)`` views a :data:`POINTER_FLAGS_SHAPE` value; the
+    ``PF_*`` masks are the same bits as integers."""
+
+    force_opaque: unsigned(1)  # base bit 54
+    force_non_opaque: unsigned(1)  # 55
+    disable_tri_cull: unsigned(1)  # 56
+    flip_facedness: unsigned(1)  # 57
+    cull_back: unsigned(1)  # 58
+    cull_front: unsigned(1)  # 59
+    cull_opaque: unsigned(1)  # 60
+    cull_non_opaque: unsigned(1)  # 61
+    skip_triangles: unsigned(1)  # 62
+    skip_procedural: unsigned(1)  # 63
+
+
+def _pf_offset(name):
+    return data.Layout.cast(PointerFlags)[name].offset
+
+
+PF_FORCE_OPAQUE = 1 << _pf_offset("force_opaque")
+PF_FORCE_NON_OPAQUE = 1 << _pf_offset("force_non_opaque")
+PF_DISABLE_TRI_CULL = 1 << _pf_offset("disable_tri_cull")
+PF_FLIP_FACEDNESS = 1 << _pf_offset("flip_facedness")
+PF_CULL_BACK = 1 << _pf_offset("cull_back")
+PF_CULL_FRONT = 1 << _pf_offset("cull_front")
+PF_CULL_OPAQUE = 1 << _pf_offset("cull_opaque")
+PF_CULL_NON_OPAQUE = 1 << _pf_offset("cull_non_opaque")
+PF_SKIP_TRIANGLES = 1 << _pf_offset("skip_triangles")
+PF_SKIP_PROCEDURAL = 1 << _pf_offset("skip_procedural")
 #: The 4 box flags (only opaque, only non-opaque, only triangles, only procedural) line up with
 #: the pointer flags from CULL_OPAQUE on: a child is culled when ``flags & (pf >> 6)``.
-PF_BOX_CULL_SHIFT = 6
+PF_BOX_CULL_SHIFT = _pf_offset("cull_opaque")
 
 # --- descriptor (T# of the BVH resource) ----------------------------------------------------------
 HEURISTIC_CLOSEST = 0
@@ -211,8 +236,8 @@ INSTR_LAYOUT = data.StructLayout(
 OUT_LAYOUT = data.StructLayout(
     {
         "dw": RESULT_LAYOUT,
-        "origin": data.ArrayLayout(Float32(), 3),
-        "dir": data.ArrayLayout(Float32(), 3),
+        "origin": data.ArrayLayout(Float32, 3),
+        "dir": data.ArrayLayout(Float32, 3),
         "status": unsigned(2),
     }
 )
@@ -256,7 +281,7 @@ BOX8_CHILDREN = 8
 FILTER_CHILDREN = 4
 LEGACY_BOX_CHILDREN = 4
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 
 #: One child of a BVH8 node (3 dwords): planes quantized to 12 bits against the node's origin.
 CHILD_INFO_LAYOUT = data.StructLayout(
@@ -303,7 +328,7 @@ BOX8_NODE_LAYOUT = data.StructLayout(
 #: DW16..31 the filter box).
 INSTANCE_NODE_LAYOUT = data.StructLayout(
     {
-        "world_to_object": data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3),
+        "world_to_object": data.ArrayLayout(data.ArrayLayout(Float32, 4), 3),
         "child_base": unsigned(64),
         "parent": unsigned(32),
         "user_data": unsigned(24),

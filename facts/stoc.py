@@ -49,8 +49,8 @@ stoc_in_layout = data.StructLayout(
     {
         "source": Source,
         "tri": 1,  # STOC1: triangle 0 or 1 of the quad leaf
-        "u": Float32(),  # barycentric weight of vertex 1
-        "v": Float32(),  # barycentric weight of vertex 2
+        "u": Float32,  # barycentric weight of vertex 1
+        "v": Float32,  # barycentric weight of vertex 2
         "dw3": 32,  # STOC1: quad-leaf DW3
         "opaque": 64,  # STOC3: fullyOpaqueBitsN
         "transp": 64,  # STOC3: fullyTransparentBitsN
@@ -84,8 +84,8 @@ stoc_out_layout = data.StructLayout(
 
 omm_index_in_layout = data.StructLayout(
     {
-        "u": Float32(),
-        "v": Float32(),
+        "u": Float32,
+        "v": Float32,
         "level": 4,
     }
 )

@@ -48,6 +48,8 @@ How the models compute (independent of the references in ``tests/golden/test_fp3
 
 import numpy as np
 
+from gpurtl.facts.fp32 import CANONICAL_NAN, MAGNITUDE_MASK, NEG_INF, POS_INF, SIGN_BIT
+
 __all__ = [
     "CANONICAL_NAN",
     "POS_INF",
@@ -82,11 +84,8 @@ __all__ = [
     "UINT32_MAX",
 ]
 
-CANONICAL_NAN = 0x7FC00000
-POS_INF = 0x7F800000
-NEG_INF = 0xFF800000
-SIGN = 0x80000000
-_MAG = 0x7FFFFFFF
+SIGN = SIGN_BIT
+_MAG = MAGNITUDE_MASK
 
 
 def _in(*args):

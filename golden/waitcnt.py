@@ -42,11 +42,23 @@ class WaitCountersModel:
         self.prof = profile(generation)
         self.waves, self.full_policy, self.external = waves, full_policy, external_returns
         names = self.prof.counters
+        self._max = {n: self.prof.max(n) for n in names}
         self.cnt = [{n: 0 for n in names} for _ in range(waves)]
-        self.thr = [{n: self.prof.max(n) for n in names} for _ in range(waves)]
+        # count and threshold rows are replaced, never changed in place, so "no wait" rows share
+        # one dict and a wave's stall is known while both its rows stay the same objects
+        self.thr = [self._max for _ in range(waves)]
+        self._known = [(None, None, False)] * waves
 
     def _stalled(self, w):
-        return any(self.cnt[w][n] > self.thr[w][n] for n in self.prof.counters)
+        cnt, thr = self.cnt[w], self.thr[w]
+        if thr is self._max:  # counts never exceed their maximum: no wait pending
+            return False
+        known = self._known[w]
+        if known[0] is cnt and known[1] is thr:
+            return known[2]
+        stalled = any(cnt[n] > thr[n] for n in self.prof.counters)
+        self._known[w] = (cnt, thr, stalled)
+        return stalled
 
     def step(self, inputs, *, block=False, returns=None):
         """One clock. ``returns`` (internal use) replaces ``inputs["ret"]``; ``block`` refuses the
@@ -54,10 +66,11 @@ class WaitCountersModel:
         prof, names = self.prof, self.prof.counters
         issue, wait = inputs["issue"], inputs["wait"]
         rets = returns if returns is not None else inputs["ret"]
-        stall_bits = sum(1 << w for w in range(self.waves) if self._stalled(w))
+        stalled = [self._stalled(w) for w in range(self.waves)]
+        stall_bits = sum(1 << w for w in range(self.waves) if stalled[w])
         out = {
             "stall": stall_bits,
-            "cnt": [dict(self.cnt[w]) for w in range(self.waves)],
+            "cnt": list(map(dict, self.cnt)),
             "issue_accepted": 0,
             "err": {"overflow": 0, "bad_wait": 0},
         }
@@ -86,7 +99,8 @@ class WaitCountersModel:
             out["err"]["bad_wait"] = 1
 
         # Next state.
-        new_cnt = [dict(c) for c in self.cnt]
+        new_cnt = list(self.cnt)
+        copied = set()
         for n in names:
             r = rets[n]
             dec_wave = None
@@ -97,18 +111,21 @@ class WaitCountersModel:
                 else:
                     dec_wave = r["wave"]
             inc_wave = iw if accept and n in targets else None
-            for w in range(self.waves):
-                inc, dec = inc_wave == w, dec_wave == w
-                if inc and not dec:
-                    new_cnt[w][n] = min(self.cnt[w][n] + 1, prof.max(n))
-                elif dec and not inc:
-                    new_cnt[w][n] = self.cnt[w][n] - 1
-        new_thr = []
-        for w in range(self.waves):
-            base = self.thr[w] if self._stalled(w) else {n: prof.max(n) for n in names}
-            if wait["valid"] and asked is not None and wait["wave"] == w:
-                base = {n: min(base[n], asked[n]) for n in names}
-            new_thr.append(dict(base))
+            if inc_wave == dec_wave:
+                continue
+            for w, delta in ((inc_wave, 1), (dec_wave, -1)):
+                if w is None:
+                    continue
+                if w not in copied:
+                    new_cnt[w] = dict(new_cnt[w])
+                    copied.add(w)
+                new_cnt[w][n] = (
+                    min(self.cnt[w][n] + 1, self._max[n]) if delta > 0 else self.cnt[w][n] - 1
+                )
+        new_thr = [self.thr[w] if stalled[w] else self._max for w in range(self.waves)]
+        if wait["valid"] and asked is not None and 0 <= wait["wave"] < self.waves:
+            w = wait["wave"]
+            new_thr[w] = {n: min(new_thr[w][n], asked[n]) for n in names}
         self.cnt, self.thr = new_cnt, new_thr
         return out
 
@@ -138,8 +155,27 @@ class ReturnQueueModel:
             seen.add(wave)
         return None
 
-    def step(self, push_wave=None, push_hit=0):
-        """One clock: returns the leaving ``{"valid", "wave"}``; pushes a request if given."""
+    def ready_in(self):
+        """Clocks until the first entry could leave (0: one may leave this clock), ``None`` when
+        the queue is empty. Before then every :meth:`step` without a push only ages the entries,
+        which :meth:`idle` does at once."""
+        if not self.entries:
+            return None
+        return max(0, min(latency - age for _wave, latency, age in self.entries))
+
+    def idle(self, clocks):
+        """``clocks`` steps without a push in which no entry leaves (at most :meth:`ready_in`)."""
+        ready = self.ready_in()
+        if ready is not None and clocks > ready:
+            raise ValueError(f"an entry can leave within {ready} clocks, not {clocks}")
+        for entry in self.entries:
+            entry[2] += clocks
+
+    def step(self, push_wave=None, push_hit=0, latency=None):
+        """One clock: returns the leaving ``{"valid", "wave"}``; pushes a request if given.
+
+        ``latency`` replaces the hit/miss latency of the pushed request (a timing model that
+        computes each request's latency itself, such as :mod:`gpurtl.golden.cu`)."""
         index = self.peek()
         out = {"valid": 0, "wave": 0}
         if index is not None:
@@ -150,7 +186,8 @@ class ReturnQueueModel:
         for entry in self.entries:
             entry[2] += 1
         if push_wave is not None and not was_full:
-            latency = self.hit_latency if push_hit else self.miss_latency
+            if latency is None:
+                latency = self.hit_latency if push_hit else self.miss_latency
             self.entries.append([push_wave, latency, 1])
         return out
 

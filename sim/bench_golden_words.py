@@ -6,7 +6,7 @@
 2. The batch model (``golden_words``) runs on all ``N`` rows and on the BVH8 box rows among them
    (single form, node type 5, no OBB rotation): instructions/s and box tests/s (8 per node).
 3. Side by side on the same ``K`` rows of each set: the scalar model
-   (:class:`~gpurtl.golden.ray_accel.intersect.IntersectModel`, one dictionary per call) and the
+   (:class:`~gpurtl.golden.ray_accel.scalar.intersect.IntersectModel`, one dictionary per call) and the
    batch model; the ratio. Every timing is the median of ``R`` runs; the batch results are
    compared with the scalar ones on the ``K`` rows.
 
@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
-from gpurtl.golden.ray_accel.bitfields import field_span, read_field
-from gpurtl.golden.ray_accel.intersect import IntersectModel
+from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
+from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_field
 
 from .core import registry
 from .core.words import dicts_from_words, words_from_dicts

@@ -1,5 +1,5 @@
 """The ``gpurtl`` command line: list, export, run, stimulus, encode, check, bench, synth, board,
-sweep, experiment, demo.
+sweep, experiment, demo, report.
 
 User mistakes (unknown block or parameter, malformed input, an output path that cannot be written)
 print one ``gpurtl: error: ...`` line naming the file, line and field, exit with status 2 and leave
@@ -23,7 +23,7 @@ from .core import files, layouts, registry
 from .core.export import ToolchainError
 from .core.files import UsageError
 from .core.jsonio import InputError
-from .core.progress import Progress, progress
+from .core.progress import progress
 from .synth import SynthError
 
 __all__ = ["main"]
@@ -585,7 +585,7 @@ def _board_exchange(args, block, params):
 
 
 def _progress_lines(command):
-    """``gpurtl: COMMAND: ...`` progress lines on stderr (see :func:`cliutil.progress`)."""
+    """``gpurtl: COMMAND: ...`` progress lines on stderr (see :func:`~gpurtl.sim.core.progress.progress`)."""
     return lambda line: progress(f"{command}: {line}")
 
 
@@ -681,117 +681,38 @@ def cmd_board(args):
     return 0
 
 
-def _run_experiment(module, out_dir, quick):
-    """Run ``module`` into a staging folder that replaces ``out_dir`` when it succeeds (an
-    interrupted or failed run leaves nothing behind); paths in the result name ``out_dir``."""
-    with files.staged_folder(out_dir) as staging:
-        result = module.run(staging, quick=quick, progress=Progress(module.NAME))
-
-    def moved(value):
-        return str(value).replace(str(staging), str(out_dir))
-
-    result = dict(result)
-    result["files"] = [moved(path) for path in result.get("files", [])]
-    result["rows"] = [
-        (metric, moved(value) if isinstance(value, (str, Path)) else value)
-        for metric, value in result.get("rows", [])
-    ]
-    return result
-
-
-def _print_result(name, result):
-    print(f"\n## {name}: {result.get('title', '')}")
-    for metric, value in result.get("rows", []):
-        print(f"  {metric}: {value}")
-    for path in result.get("files", []):
-        print(f"  file: {path}")
-
-
 def cmd_experiment(args):
-    from . import experiments
+    from . import demo, experiments
 
     if args.list or not args.name:
         for name, module in experiments.experiments().items():
             print(f"{name}: {module.DESCRIPTION}")
         return 0
     module = experiments.get(args.name)
-    progress(
-        f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> "
-        f"{Path(args.out) / module.NAME}"
-    )
     out = Path(args.out) / module.NAME
-    result = _run_experiment(module, out, args.quick)
-    _print_result(module.NAME, result)
+    progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> {out}")
+    demo.print_result(module.NAME, demo.run_experiment(module, out, args.quick))
     return 0
 
 
-#: Transactions (or cycles) per block in the demo's waveforms: enough to see the pipeline fill,
-#: stall and drain in a viewer; ``--quick`` records fewer.
-DEMO_VCD_COUNT = {False: 50, True: 8}
-
-#: The blocks whose waveform ``demo --quick`` records: one small block per family, a few seconds
-#: each. The large ray-accelerator blocks take a minute or more each in Amaranth's simulator
-#: (mostly building the simulation), which is what made the quick demo slow.
-QUICK_VCD_BLOCKS = ("fp32_add", "omm_index", "ray_sort", "stoc", "vgpr_dyn", "waitcnt")
-
-
 def cmd_demo(args):
-    from . import experiments
+    from . import demo
 
-    out = Path(args.out)
-    started_demo = time.monotonic()
-    summary = ["# gpurtl demo", "", "| experiment | metric | value |", "|---|---|---|"]
-    found = experiments.experiments()
-    progress(
-        f"demo{' (quick)' if args.quick else ''}: {len(found)} experiments and a "
-        f"waveform of every block -> {out}/"
+    return demo.demo(args.out, quick=args.quick, vcd_count=args.vcd_count)
+
+
+def _report_arguments(p):
+    p.add_argument(
+        "folder",
+        metavar="DIR",
+        help="a folder written by `gpurtl demo --out DIR`, or `gpurtl experiment`'s DIR/NAME",
     )
-    failures = []
-    for index, (name, module) in enumerate(found.items(), 1):
-        progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
-        started = time.monotonic()
-        try:
-            result = _run_experiment(module, out / name, args.quick)
-        except Exception as error:  # one broken experiment must not hide the others
-            failures.append(name)
-            print(f"gpurtl: experiment `{name}` failed: {error}", file=sys.stderr)
-            summary.append(f"| {name} | FAILED | {error} |")
-            continue
-        _print_result(name, result)
-        for metric, value in result.get("rows", []):
-            summary.append(f"| {name} | {metric} | {value} |")
-        progress(f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s")
-    # A short waveform of every block, for a first look in a VCD viewer.
-    count = args.vcd_count or DEMO_VCD_COUNT[args.quick]
-    summary += [
-        "",
-        f"| block | short lockstep run (pysim, {count} transactions or cycles) | VCD |",
-        "|---|---|---|",
-    ]
-    started_vcd = time.monotonic()
-    with files.staged_folder(out / "vcd") as vcd_dir:
-        for block in registry.blocks():
-            if args.quick and block.name not in QUICK_VCD_BLOCKS:
-                summary.append(
-                    f"| {block.name} | not recorded by `--quick`: `gpurtl check "
-                    f"{block.name} --count {count} --vcd {block.name}.vcd` | |"
-                )
-                continue
-            params = block.resolve()
-            path = vcd_dir / f"{block.name}.vcd"
-            started = time.monotonic()
-            try:
-                report = BACKENDS["pysim"].check(block, params, count=count, seed=1, vcd=str(path))
-                summary.append(f"| {block.name} | {report.line()} | vcd/{path.name} |")
-                progress(f"vcd {block.name}: {report.line()} ({time.monotonic() - started:.1f} s)")
-            except Exception as error:
-                summary.append(f"| {block.name} | error: {error} | |")
-                progress(f"vcd {block.name}: error: {error}")
-    vcd_s, total_s = time.monotonic() - started_vcd, time.monotonic() - started_demo
-    files.write_atomic(out / "summary.md", "\n".join(summary) + "\n")
-    progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
-    print(f"\nsummary: {out / 'summary.md'}")
-    return EXIT_FAIL if failures else 0
+
+
+def cmd_report(args):
+    from . import demo
+
+    return demo.report(args.folder)
 
 
 def _sweep_arguments(p):
@@ -994,6 +915,12 @@ COMMANDS = (
         _demo_arguments,
         cmd_demo,
         (_demo_validate,),
+    ),
+    Command(
+        "report",
+        "write the tables, plots and summaries again from saved data",
+        _report_arguments,
+        cmd_report,
     ),
 )
 

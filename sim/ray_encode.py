@@ -2,7 +2,7 @@
 
 Each JSON line describes one instruction: a node in readable form, the ray, and optionally the
 node's address, the pointer flags and descriptor fields. The node is encoded with the golden
-model's own encoders (:mod:`gpurtl.golden.ray_accel.box_node`, ``instance``, ``primitive_node``)
+model's own encoders (:mod:`gpurtl.golden.ray_accel.encode.box_node`, ``instance``, ``primitive_node``)
 and the result is one ``ray_accel`` input line, as ``gpurtl run ray_accel --input`` reads::
 
     {"node": {"kind": "box8", "children": [
@@ -139,7 +139,7 @@ def _boxes(fields, key, high):
 
 
 def _box8(node):
-    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel.encode import box_node
 
     children = _boxes(node, "children", 8)
     bases = {key: node.integer(key, 0) for key in ("internal_base", "leaf_base")}
@@ -150,7 +150,8 @@ def _box8(node):
 
 
 def _instance(node):
-    from gpurtl.golden.ray_accel import box_node, instance
+    from gpurtl.golden.ray_accel.encode import box_node
+    from gpurtl.golden.ray_accel.scalar import instance
 
     matrix = node.get("world_to_object", required=True)
     if not isinstance(matrix, list) or len(matrix) != 3:
@@ -190,7 +191,7 @@ def _instance(node):
 
 
 def _triangle(fields, key):
-    from gpurtl.golden.ray_accel.primitive_node import Triangle
+    from gpurtl.golden.ray_accel.encode.primitive_node import Triangle
 
     t = _Fields(
         fields.get(key),
@@ -214,8 +215,8 @@ def _triangle(fields, key):
 
 
 def _triangles(node):
-    from gpurtl.golden.ray_accel.primitive_node import TrianglePair, encode_primitive_node
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode.primitive_node import TrianglePair, encode_primitive_node
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     pairs = []
     for index, pair in enumerate(node.objects("pairs", 1, 8)):

@@ -39,7 +39,7 @@ DEVICES = ("ecp5-85k", "ice40-up5k")
 #: is not in the figure (``gpurtl experiment fp32-synth`` puts a register in front of the inputs).
 TIMED = (
     "register-to-register paths inside the block only; paths from the unregistered input "
-    "ports are not timed (for Fmax with registered inputs, as in the README's FP32 table: "
+    "ports are not timed (for Fmax with registered inputs, as in the FP32 table of docs/fp32.md: "
     "`gpurtl experiment fp32-synth`)"
 )
 

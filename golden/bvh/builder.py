@@ -15,14 +15,14 @@ Steps
    surface area of the axis-aligned child boxes; otherwise the node stores 0x7F. (gpurt picks its
    candidate from a K-DOP and ``MatrixToOBBIndex``; this builder scores all 104 instead.)
 4. :func:`encode_bvh8` / :func:`encode_bvh4` -- real node dwords through the node encoders
-   (``golden/ray_accel/box_node.py``: ``encode_box8`` -- quantized planes rounded outward, the
+   (``golden/ray_accel/encode/box_node.py``: ``encode_box8`` -- quantized planes rounded outward, the
    OBB index in DW7 -- and ``encode_box4_fp32``). Memory layout: a 128-byte header, the root box
    at byte 128 (pointer 0x15), box nodes in breadth-first order so that the box children of a node
    are contiguous (``internal_base`` + ``range`` 1 each), leaves after all box nodes, contiguous
    per parent (``leaf_base``). Box children come first in a node, leaves after them.
 
 Leaves: BVH8 leaves (at most ``leaf_size`` <= 4 triangles) become compressed primitive nodes through
-the primitive-node packer (``golden/ray_accel/primitive_node.py`` ``pack_triangles``; the child's
+the primitive-node packer (``golden/ray_accel/encode/primitive_node.py`` ``pack_triangles``; the child's
 ``range`` is the number of 128-byte nodes, child type 0 = pair 0); BVH4 leaves are legacy 64-byte
 triangle nodes (one triangle, type 0). ``Leaf.prims`` keeps the triangle indices for the traversal
 models.
@@ -36,7 +36,7 @@ import numpy as np
 
 from gpurtl.facts.obb import OBB_COUNT
 from gpurtl.facts.ray_accel import INVALID_OBB
-from gpurtl.golden.ray_accel import obb as obb_model
+from gpurtl.golden.ray_accel.scalar import obb as obb_model
 
 __all__ = [
     "OBB_MATRICES",
@@ -54,6 +54,8 @@ __all__ = [
     "surface_area",
     "encode_bvh8",
     "encode_bvh4",
+    "encode_boxes4",
+    "place_box8",
     "to_f32_outward",
 ]
 
@@ -326,8 +328,8 @@ def encode_leaves(bvh):
     pairs of consecutive triangles, as many 128-byte nodes as needed; the leaf's child ``range`` is
     their number). Sets ``leaf.nodes`` (list of 32-dword lists) and ``leaf.where`` ((node, pair,
     tri) of each triangle)."""
-    from gpurtl.golden.ray_accel import primitive_node as pn
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode import primitive_node as pn
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     tris = bvh.mesh.triangles
     for leaf in bvh.leaves:
@@ -343,7 +345,7 @@ def encode_leaves(bvh):
 
 def encode_bvh8(bvh):
     """Write every box node as a BVH8 quantized node (``box_node.encode_box8``)."""
-    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel.encode import box_node
 
     if bvh.mesh is not None:
         encode_leaves(bvh)
@@ -368,26 +370,33 @@ def encode_bvh8(bvh):
             leaf_base=(leaves[0].offset >> 3) if leaves else 0,
             obb_index=box.obb,
         )
-        box.ptr = (box.offset >> 3) | 5
-        bvh.image[box.offset] = box.dwords
-        bvh.by_offset[box.offset] = box
-        for c in leaves:
-            c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
-            bvh.by_offset[c.offset] = c
-            if c.dwords is not None:
-                bvh.image[c.offset] = c.dwords
-            for k, dwords in enumerate(getattr(c, "nodes", None) or []):
-                bvh.image[c.offset + 128 * k] = dwords
+        place_box8(bvh, box)
     bvh.encoding = "bvh8"
     return bvh
+
+
+def place_box8(bvh, box):
+    """Pointers of an encoded BVH8 box node (``box.dwords`` written) and of its leaf children,
+    and their dwords in ``image`` and nodes in ``by_offset``."""
+    box.ptr = (box.offset >> 3) | 5
+    bvh.image[box.offset] = box.dwords
+    bvh.by_offset[box.offset] = box
+    for c in box.children:
+        if c.kind == "box":
+            continue
+        c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
+        bvh.by_offset[c.offset] = c
+        if c.dwords is not None:
+            bvh.image[c.offset] = c.dwords
+        for k, dwords in enumerate(getattr(c, "nodes", None) or []):
+            bvh.image[c.offset + 128 * k] = dwords
 
 
 def encode_bvh4(bvh):
     """Write every box node as a legacy 128-byte FP32 BVH4 node (``box_node.encode_box4_fp32``);
     pointers use the legacy 3-bit types with 64-byte units (box 5, triangle 0, instance 6)."""
-    from gpurtl.golden.ray_accel import box_node
-    from gpurtl.golden.ray_accel import primitive_node as pn
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode import primitive_node as pn
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     _layout(bvh, 128, lambda c: 64)
     for leaf in bvh.leaves:
@@ -401,12 +410,21 @@ def encode_bvh4(bvh):
                 ]
             ]
             bvh.image[leaf.offset] = leaf.nodes[0]
+    encode_boxes4(bvh, lambda c: 6 if c.kind == "instance" else 0)
+    return bvh
+
+
+def encode_boxes4(bvh, leaf_type):
+    """Every box node of a laid-out BVH as a legacy FP32 BVH4 node; a leaf child's pointer type
+    is ``leaf_type(child)`` (box children: 5). Sets the pointers, ``image`` and ``by_offset``."""
+    from gpurtl.golden.ray_accel.encode import box_node
+
     for box in bvh.boxes:
         for c in box.children:
             if c.kind == "box":
                 c.ptr = (c.offset >> 3) | 5
             else:
-                c.ptr = (c.offset >> 3) | (6 if c.kind == "instance" else 0)
+                c.ptr = (c.offset >> 3) | leaf_type(c)
                 bvh.by_offset[c.offset] = c
         children = [
             {
@@ -422,7 +440,6 @@ def encode_bvh4(bvh):
         bvh.image[box.offset] = box.dwords
         bvh.by_offset[box.offset] = box
     bvh.encoding = "bvh4"
-    return bvh
 
 
 # --- instancing -------------------------------------------------------------------------------------
@@ -439,8 +456,8 @@ def build_tlas(instances, *, width=8, obb_threshold=OBB_THRESHOLD, blas_base=1 <
     """TLAS over ``instances``: a list of ``(blas, object_to_world)`` (a :class:`Bvh` built with
     ``width=8`` and a 3x4 matrix). BLAS ``k`` is placed at VA ``blas_base * (k + 1)``; the
     returned TLAS has ``blas_va`` ({id(blas): VA}) and instance nodes with real dwords."""
-    from gpurtl.golden.ray_accel import box_node
-    from gpurtl.golden.ray_accel import instance as inst
+    from gpurtl.golden.ray_accel.encode import box_node
+    from gpurtl.golden.ray_accel.scalar import instance as inst
 
     if not instances:
         raise ValueError("a TLAS needs at least one instance")

@@ -7,9 +7,9 @@ accelerator is the closest hit so far):
 
 ``model="exact"``
     Every box and instance node goes through the bit-exact instruction model
-    (:func:`gpurtl.golden.ray_accel.intersect.image_bvh8_intersect_ray`), including the OBB
-    rotation (:mod:`gpurtl.golden.ray_accel.obb`) and the instance transform
-    (:mod:`gpurtl.golden.ray_accel.instance`). Slow (~20 ms per node): for samples. BVH8 only.
+    (:func:`gpurtl.golden.ray_accel.scalar.intersect.image_bvh8_intersect_ray`), including the OBB
+    rotation (:mod:`gpurtl.golden.ray_accel.scalar.obb`) and the instance transform
+    (:mod:`gpurtl.golden.ray_accel.scalar.instance`). Slow (~20 ms per node): for samples. BVH8 only.
 ``model="fast"``
     The same decisions in float64 on the node's exact decoded planes, with the ray rotated by the
     bit-exact FP32 OBB/instance transform: for large ray counts. It agrees with the exact model
@@ -27,9 +27,9 @@ import numpy as np
 
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.facts.ray_accel import INVALID_OBB
-from gpurtl.golden.ray_accel import obb as obb_model
-from gpurtl.golden.ray_accel.instance import decode_instance
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.scalar import obb as obb_model
+from gpurtl.golden.ray_accel.scalar.instance import decode_instance
 
 __all__ = ["Counts", "traverse", "node_planes", "GROW"]
 
@@ -59,7 +59,7 @@ def node_planes(bvh, box):
     cached = getattr(box, "_planes", None)
     if cached is not None:
         return cached
-    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel.encode import box_node
 
     k = len(box.children)
     if bvh.encoding == "bvh8":
@@ -160,7 +160,7 @@ def traverse(bvh, origins, dirs, *, model="fast", desc=None, tmax=np.inf, on_nod
 
 
 def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
-    from gpurtl.golden.ray_accel import intersect
+    from gpurtl.golden.ray_accel.scalar import intersect
 
     spaces = {None: world}
     t_hit = float(tmax)
@@ -233,7 +233,7 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
         else:  # instance node
             counts.instances[r] += 1
             fields = decode_instance(node.dwords)
-            from gpurtl.golden.ray_accel import instance as inst_model
+            from gpurtl.golden.ray_accel.scalar import instance as inst_model
 
             ray = {
                 "origin": [int(v) for v in space.o_bits],
@@ -259,8 +259,8 @@ def _one_ray(tlas, world, counts, r, model, desc, tmax, on_node):
 
 def _filter_fast(fields, o_bits, d_bits, t_hit):
     """Filter box (one BLAS-root child) of an instance node in float64: 0xFFFFFF05 on a hit."""
-    from gpurtl.golden.ray_accel import box_node
-    from gpurtl.golden.ray_accel.instance import filter_children
+    from gpurtl.golden.ray_accel.encode import box_node
+    from gpurtl.golden.ray_accel.scalar.instance import filter_children
 
     o, d = _f32(o_bits), _f32(d_bits)
     for c in filter_children(fields):

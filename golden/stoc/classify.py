@@ -143,10 +143,6 @@ def plane_state(opaque_bit, transp_bit, both_planes="uo"):
     )
 
 
-def _u64(x):
-    return np.asarray(x, dtype=np.uint64)
-
-
 def classify_arrays(f, *, frac_bits=24, plane_order="omm", both_planes="uo"):
     """Vectorized model: ``f`` maps input field names to equal-length arrays; returns a dict of
     int64 arrays (``fetch_addr`` uint64) with the output field names."""

@@ -91,14 +91,6 @@ class DynVgprModel:
     def free(self):
         return len(self.stack)
 
-    def can_grant(self, wave, count):
-        """Would ``s_alloc_vgpr count`` by ``wave`` succeed now (ignoring misuse)?"""
-        tgt = self.target(count)
-        k = tgt - self.blocks[wave]
-        if k <= 0:
-            return True
-        return self._general(k) or self._via_reserve(wave, k)
-
     def target(self, count):
         return max(1, -(-(count & 0x1FF) // self.B))
 

@@ -54,9 +54,7 @@ class FPAddCore(FPCore):
     DEFAULT_STAGES = 9
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__(
-            {"en": In(1), "a": In(32), "b": In(32), "sub": In(1), "z": Out(32)}, stages, ftz
-        )
+        super().__init__({"a": In(32), "b": In(32), "sub": In(1), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()

@@ -41,7 +41,6 @@ class FPCmpCore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__(
             {
-                "en": In(1),
                 "a": In(32),
                 "b": In(32),
                 "lt": Out(1),

@@ -13,6 +13,9 @@ round and pack) follows the usual textbook split also used by Libre-SOC's ieee75
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+from gpurtl.facts.fp32 import CANONICAL_NAN, EXPONENT_MAX, MIN_NORMAL, POS_INF, Float32
 
 __all__ = [
     "Stager",
@@ -33,8 +36,6 @@ __all__ = [
     "SPEC_NAN",
     "CANONICAL_NAN",
 ]
-
-CANONICAL_NAN = 0x7FC00000
 
 # special-result kinds carried down a pipeline instead of a 32-bit value
 SPEC_NONE, SPEC_ZERO, SPEC_INF, SPEC_NAN = range(4)
@@ -122,13 +123,15 @@ class FPCore(wiring.Component):
     """Base of the FP32 cores: validated ``stages`` and ``ftz``, ``latency`` property.
 
     Subclasses set ``WEIGHTS`` (delay weight of each segment; ``len(WEIGHTS)`` is the largest
-    ``stages``) and ``DEFAULT_STAGES``.
+    ``stages``) and ``DEFAULT_STAGES``, and give their operand and result ports as ``ports``
+    (``{name: In(32) or Out(32)}``); the clock enable ``en`` (:mod:`gpurtl.hdl.pipe`) is added
+    here.
     """
 
     WEIGHTS = ()
     DEFAULT_STAGES = 1
 
-    def __init__(self, signature, stages=None, ftz=False):
+    def __init__(self, ports, stages=None, ftz=False):
         if stages is None:
             stages = self.DEFAULT_STAGES
         if isinstance(stages, bool) or not isinstance(stages, int) or stages < 0:
@@ -141,7 +144,7 @@ class FPCore(wiring.Component):
         if not isinstance(ftz, bool):
             raise TypeError(f"`ftz` must be a boolean, not {ftz!r}")
         self._stages, self._ftz = stages, ftz
-        super().__init__(signature)
+        super().__init__({"en": In(1), **ports})
 
     @classmethod
     def max_stages(cls):
@@ -168,12 +171,12 @@ class Operand:
     """Fields of one unpacked binary32 operand (combinational)."""
 
     def __init__(self, bits, ftz):
-        bits = Value.cast(bits)
-        self.sign = bits[31]
-        self.field = bits[23:31]
-        frac = bits[0:23]
+        f = Float32(bits)
+        self.sign = f.sign
+        self.field = f.exponent
+        frac = f.fraction
         self.field_zero = self.field == 0
-        self.field_ones = self.field == 0xFF
+        self.field_ones = self.field == EXPONENT_MAX
         self.is_nan = self.field_ones & (frac != 0)
         self.is_inf = self.field_ones & (frac == 0)
         if ftz:
@@ -184,8 +187,8 @@ class Operand:
             self.sig = Cat(frac, ~self.field_zero)  # 24 bits, implicit bit
         self.exp = Mux(self.field_zero, 1, self.field)  # effective biased exponent, 8 bits
         # magnitude for ordering (flushed subnormals order as zero)
-        self.mag = Mux(self.field_zero, 0, bits[0:31]) if ftz else bits[0:31]
-        self.bits = bits
+        self.mag = Mux(self.field_zero, 0, f.magnitude()) if ftz else f.magnitude()
+        self.bits = f.as_value()
 
 
 def unpack(bits, ftz):
@@ -400,16 +403,16 @@ def round_pack(
         **keep(b),
     )
     # segment 7: overflow, flush, specials, sign
-    ovf = b.packed >= 0x7F800000
-    mag = Mux(ovf, 0x7F800000, b.packed[0:31])
+    ovf = b.packed >= POS_INF
+    mag = Mux(ovf, POS_INF, b.packed[0:31])
     if ftz:
-        mag = Mux(mag < 0x00800000, 0, mag)
+        mag = Mux(mag < MIN_NORMAL, 0, mag)
     z_value = Mux(
         b.spec == SPEC_NAN,
         CANONICAL_NAN,
         Mux(
             b.spec == SPEC_INF,
-            Cat(Const(0x7F800000, 31), b.spec_sign),
+            Cat(Const(POS_INF, 31), b.spec_sign),
             Mux(
                 b.spec == SPEC_ZERO,
                 Cat(Const(0, 31), b.spec_sign),

@@ -25,6 +25,8 @@ it undefined): out-of-range values and infinities give ``INT32_MIN``/``INT32_MAX
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.fp32 import EXPONENT_BIAS, Float32
+
 from .common import FPCore, leading_zeros
 
 __all__ = ["FPToIntCore", "IntToFPCore"]
@@ -61,7 +63,7 @@ class FPToIntCore(FPCore):
 
     def __init__(self, stages=None, ftz=False):
         super().__init__(
-            {"en": In(1), "a": In(32), "signed": In(1), "z": Out(32), "invalid": Out(1)},
+            {"a": In(32), "signed": In(1), "z": Out(32), "invalid": Out(1)},
             stages,
             ftz,
         )
@@ -69,11 +71,11 @@ class FPToIntCore(FPCore):
     def elaborate(self, platform):
         m = Module()
         st = self._stager(m)
-        a = self.a
-        sign, field, frac = a[31], a[23:31], a[0:23]
+        a = Float32(self.a)
+        sign, field, frac = a.sign, a.exponent, a.fraction
         frac_zero = frac == 0
-        nan = (field == 0xFF) & ~frac_zero
-        below_one = field < 127  # subnormals too: ftz changes nothing
+        nan = a.is_nan()
+        below_one = field < EXPONENT_BIAS  # subnormals too: ftz changes nothing
         # segment 1: saturation from the field; |a| >= 2**31 from field 158, >= 2**32 from 159
         to_int = self.signed
         over = Mux(
@@ -133,7 +135,7 @@ class IntToFPCore(FPCore):
     DEFAULT_STAGES = 3
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "signed": In(1), "z": Out(32)}, stages, ftz)
+        super().__init__({"a": In(32), "signed": In(1), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()

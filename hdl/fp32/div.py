@@ -21,6 +21,8 @@ There is no approximate mode: the exact recurrence is cheap enough on an FPGA (n
 from amaranth.hdl import Cat, Const, Module, Mux
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.fp32 import ONE
+
 from .common import (
     ROUND_WEIGHTS,
     SPEC_INF,
@@ -36,7 +38,6 @@ from .common import (
 __all__ = ["FPDivCore", "FPRcpCore", "QUOTIENT_BITS"]
 
 QUOTIENT_BITS = 27
-_ONE = 0x3F800000
 
 
 def _divide(m, st, a_bits, b_bits, ftz):
@@ -116,7 +117,7 @@ class FPDivCore(FPCore):
     DEFAULT_STAGES = 24
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
+        super().__init__({"a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()
@@ -150,9 +151,9 @@ class FPRcpCore(FPCore):
     DEFAULT_STAGES = 24
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__({"en": In(1), "a": In(32), "z": Out(32)}, stages, ftz)
+        super().__init__({"a": In(32), "z": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.z.eq(_divide(m, self._stager(m), Const(_ONE, 32), self.a, self.ftz))
+        m.d.comb += self.z.eq(_divide(m, self._stager(m), Const(ONE, 32), self.a, self.ftz))
         return m

@@ -2,11 +2,11 @@
 :func:`gpurtl.golden.fp32.fmin` / :func:`~gpurtl.golden.fp32.fmax`.
 
 NaN rule: **NaN propagating** (IEEE 754-2019 ``minimum``/``maximum``). When either operand is a NaN
-both outputs are the canonical NaN ``0x7FC00000``; otherwise ``-0`` orders below ``+0``. The ray-box
-test (gpurt ``src/shaders/IntersectCommon.hlsl`` ``fast_intersect_bbox``) relies on this: a NaN slab
-bound must reach its ``isnan`` check so that the box is forced to miss. There is no ``nan_mode``
-parameter. With ``ftz`` subnormal operands are flushed to zeros of their sign first (and a flushed
-operand is output flushed).
+both outputs are the canonical NaN (:data:`gpurtl.facts.fp32.CANONICAL_NAN`); otherwise ``-0``
+orders below ``+0``. The ray-box test (gpurt ``src/shaders/IntersectCommon.hlsl``
+``fast_intersect_bbox``) relies on this: a NaN slab bound must reach its ``isnan`` check so that
+the box is forced to miss. There is no ``nan_mode`` parameter. With ``ftz`` subnormal operands
+are flushed to zeros of their sign first (and a flushed operand is output flushed).
 
 Segments: 1. unpack (flush), NaN tests; 2. total-order comparison and selection.
 """
@@ -43,9 +43,7 @@ class FPMinMaxCore(FPCore):
     DEFAULT_STAGES = 1
 
     def __init__(self, stages=None, ftz=False):
-        super().__init__(
-            {"en": In(1), "a": In(32), "b": In(32), "min": Out(32), "max": Out(32)}, stages, ftz
-        )
+        super().__init__({"a": In(32), "b": In(32), "min": Out(32), "max": Out(32)}, stages, ftz)
 
     def elaborate(self, platform):
         m = Module()

@@ -1,18 +1,14 @@
 """Stream (valid/ready) wrapper of an FP32 core: the registered ``fp32_*`` blocks.
 
-The wrapper adds the handshake around one core: a valid bit travels beside every pipeline stage,
-and one global enable ``en = ~o.valid | o.ready`` advances the core's registers and the valid
-bits together (``i.ready = en``). So a new operation is accepted every cycle (II = 1) while the
-output is taken, and the whole pipeline holds still, without losing or duplicating anything,
-while the output is refused.
+The wrapper is :class:`gpurtl.hdl.pipe.EnableCoreStream` (one global enable, a valid bit beside
+every pipeline stage, II = 1), with the payload fields driving the core's ports of the same name.
 """
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 from gpurtl.facts.fp32 import Float32
 
+from ..pipe import EnableCoreStream
 from .add import FPAddCore
 from .cmp import FPCmpCore
 from .convert import FPToIntCore, IntToFPCore
@@ -23,7 +19,7 @@ from .mul import FPMulCore
 
 __all__ = ["UNITS", "FPStreamUnit", "unit_layouts"]
 
-_F = Float32()
+_F = Float32
 
 #: unit name -> (core class, input fields, output fields); fields map to core ports of the
 #: same name, except ``equal`` -> the compare core's ``eq`` (a payload field called ``eq`` would
@@ -51,7 +47,7 @@ def unit_layouts(unit):
     return data.StructLayout(ins), data.StructLayout(outs)
 
 
-class FPStreamUnit(wiring.Component):
+class FPStreamUnit(EnableCoreStream):
     """One FP32 core behind a valid/ready stream interface.
 
     Parameters
@@ -80,39 +76,16 @@ class FPStreamUnit(wiring.Component):
         if isinstance(stages, bool) or not isinstance(stages, int) or stages < 1:
             raise ValueError(f"`stages` must be a positive integer, not {stages!r}")
         self._unit = unit
-        self._core = core_cls(stages, ftz)
-        super().__init__(
-            {"i": In(stream.Signature(in_layout)), "o": Out(stream.Signature(out_layout))}
-        )
+        super().__init__(core_cls(stages, ftz), in_layout, out_layout)
 
     @property
     def unit(self):
         return self._unit
 
-    @property
-    def core(self):
-        return self._core
-
-    @property
-    def latency(self):
-        return self._core.latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = self._core
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en), core.en.eq(en)]
+    def connect_core(self, m, core):
         _, ins, outs = UNITS[self._unit]
         for name in ins:
             m.d.comb += getattr(core, name).eq(self.i.payload[name])
         for name in outs:
             port = "eq" if name == "equal" else name
             m.d.comb += self.o.payload[name].eq(getattr(core, port))
-        valid = self.i.valid
-        for stage in range(self.latency):
-            reg = Signal(name=f"s{stage}_valid")
-            with m.If(en):
-                m.d.sync += reg.eq(valid)
-            valid = reg
-        m.d.comb += self.o.valid.eq(valid)
-        return m

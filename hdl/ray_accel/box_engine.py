@@ -3,8 +3,8 @@
 The box test of ``IMAGE_BVH8_INTERSECT_RAY`` (AMD "RDNA4 Instruction Set Architecture" guide,
 "Ray Tracing") as gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8`` and
 ``IntersectCommon.hlsl`` emulate it. Golden reference:
-:func:`gpurtl.golden.ray_accel.box_test.box_engine` (every choice documented in
-:mod:`gpurtl.golden.ray_accel.box_test` is followed here: NaN-ignoring max3/min3, the FMA grow,
+:func:`gpurtl.golden.ray_accel.scalar.box_test.box_engine` (every choice documented in
+:mod:`gpurtl.golden.ray_accel.scalar.box_test` is followed here: NaN-ignoring max3/min3, the FMA grow,
 ``-0 >= 0``).
 
 One engine tests ``boxes`` child boxes per cycle (RDNA 4: 4 per engine, two engines). Per box,
@@ -22,7 +22,8 @@ all arithmetic on the FP32 cores of :mod:`gpurtl.hdl.fp32`::
                                                  ``split_compares`` three cycles: lo/hi,
                                                  register, max/min of axes 0 and 1, register,
                                                  then with axis 2
-    c4  clamp to [0, extent]; NaN interval      2 FPCmpCore + register
+    c4  clamp to [0, extent]; NaN interval      1 FPCmpCore (the clamp at 0 is a sign
+                                                 test) + register
     c5  grown = fma(max_t, g*2^-24, max_t)      1 FPFMACore, in parallel with
         key = min_t - max_t | tmin + tmax       1 FPAddCore (largest-first / midpoint keys)
     c6  hit = !nan & min_t <= grown             1 FPCmpCore + register
@@ -35,15 +36,15 @@ Interface (clock-enable core, no valid/ready)
 ``o``: ``boxes[boxes]`` {``hit``, ``key``}, ``latency`` cycles after ``i``.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import NEG_INF, POS_INF, Float32
 from gpurtl.facts.ray_accel import box_grow_constant
 
 from ..fp32 import FPAddCore, FPCmpCore, FPFMACore, FPMulCore
-from ._pipe import EnableCoreStream, delay, reg, sideband
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay, reg, sideband
 
 __all__ = [
     "BOX_IN_LAYOUT",
@@ -55,12 +56,12 @@ __all__ = [
     "BoxEnginePipe",
 ]
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 BOX_IN_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 ENGINE_RAY_LAYOUT = data.StructLayout(
-    {"origin": _F3, "extent": Float32(), "box_grow": unsigned(8), "heuristic": unsigned(2)}
+    {"origin": _F3, "extent": Float32, "box_grow": unsigned(8), "heuristic": unsigned(2)}
 )
-BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32()})
+BOX_OUT_LAYOUT = data.StructLayout({"hit": unsigned(1), "key": Float32})
 
 
 def engine_in_layout(boxes):
@@ -86,12 +87,19 @@ _C6_WAIT_LAYOUT = data.StructLayout(
     }
 )
 
-_POS_INF = 0x7F800000
-_NEG_INF = 0xFF800000
-
 
 def _is_nan(x):
-    return (x[23:31] == 0xFF) & (x[:23] != 0)
+    return Float32(x).is_nan()
+
+
+def _max_with_zero(x, ftz):
+    """``maxnum(x, +0)`` without a comparator: ``+0`` for a NaN or a value below zero, else
+    ``x`` (with ``ftz`` a negative subnormal compares equal to zero and is kept, as the compare
+    core flushes it). A compare core with a constant operand reduces to a compare of a
+    magnitude with zero, which Verilator's lint reports as constant (``UNSIGNED``)."""
+    f = Float32(x)
+    below_zero = f.sign & ((f.exponent != 0) if ftz else ~f.is_zero())
+    return Mux(f.is_nan() | below_zero, 0, x)
 
 
 class BoxEngine(wiring.Component):
@@ -137,12 +145,7 @@ class BoxEngine(wiring.Component):
         self._lf = FPFMACore.DEFAULT_STAGES if fma_stages is None else fma_stages
         self._stages = (add_stages, mul_stages, fma_stages)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(engine_in_layout(boxes)),
-                "inv_dir": In(_F3),
-                "o": Out(engine_out_layout(boxes)),
-            }
+            EnableCoreSignature(engine_in_layout(boxes), engine_out_layout(boxes), inv_dir=In(_F3))
         )
 
     @property
@@ -232,7 +235,7 @@ class BoxEngine(wiring.Component):
             for a in range(3):
                 positive = Signal(name=f"b{b}_c3_pos{a}")
                 inv = inv_c3[a]
-                m.d.comb += positive.eq(~_is_nan(inv) & (~inv[31] | (inv[:31] == 0)))
+                m.d.comb += positive.eq(~inv.is_nan() & (~inv.sign | inv.is_zero()))
                 lo.append(Mux(positive, lo_t[a], hi_t[a]))
                 hi.append(Mux(positive, hi_t[a], lo_t[a]))
             if self._split:
@@ -252,14 +255,14 @@ class BoxEngine(wiring.Component):
             tmax_raw = reg(m, en, tmax, f"b{b}_c4_tmax_raw", shape=32)
             # c4: clamp, NaN interval, then a register
             nan = _is_nan(tmin_raw) | _is_nan(tmax_raw)
-            min_t = Mux(nan, _POS_INF, self._maxnum(m, f"b{b}_c4_clamp0", tmin_raw, Const(0, 32)))
-            max_t = Mux(nan, _NEG_INF, self._minnum(m, f"b{b}_c4_clampx", tmax_raw, r_extent))
+            min_t = Mux(nan, POS_INF, _max_with_zero(tmin_raw, self._ftz))
+            max_t = Mux(nan, NEG_INF, self._minnum(m, f"b{b}_c4_clampx", tmax_raw, r_extent))
             s5_min_t = reg(m, en, min_t, f"b{b}_c5_min_t", shape=32)
             s5_max_t = reg(m, en, max_t, f"b{b}_c5_max_t", shape=32)
             s5_nan = reg(m, en, nan, f"b{b}_c5_nan", shape=1)
             s5_tmin = reg(m, en, Mux(_is_nan(tmin_raw), 0, tmin_raw), f"b{b}_c5_tmin", shape=32)
             s5_tmax = reg(
-                m, en, Mux(_is_nan(tmax_raw), _POS_INF, tmax_raw), f"b{b}_c5_tmax", shape=32
+                m, en, Mux(_is_nan(tmax_raw), POS_INF, tmax_raw), f"b{b}_c5_tmax", shape=32
             )
             # c5: grow (FMA) and key (add/sub), aligned to the longer of the two
             lc5 = max(lf, la)
@@ -301,19 +304,17 @@ class BoxEnginePipe(EnableCoreStream):
     reciprocal is an input field, delayed inside to the cycle the engine reads it."""
 
     def __init__(self, boxes=4, **params):
-        core = _AlignedEngine(boxes, **params)
-        super().__init__(core, core.i.shape(), engine_out_layout(boxes))
+        super().__init__(_AlignedEngine(boxes, **params))
 
 
 class _AlignedEngine(wiring.Component):
     def __init__(self, boxes, **params):
         self._engine = BoxEngine(boxes, **params)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(data.StructLayout({"box": engine_in_layout(boxes), "inv_dir": _F3})),
-                "o": Out(engine_out_layout(boxes)),
-            }
+            EnableCoreSignature(
+                data.StructLayout({"box": engine_in_layout(boxes), "inv_dir": _F3}),
+                engine_out_layout(boxes),
+            )
         )
 
     @property

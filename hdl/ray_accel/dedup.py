@@ -7,7 +7,7 @@ gpurt ``internalNode.hlsli``) returns it once: slot ``i`` becomes ``INVALID_NODE
 slot ``i - 1`` after the test (gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``).
 Legacy BVH4 nodes store explicit pointers and are not de-duplicated (``dedup = 0``).
 
-Golden reference: :func:`gpurtl.golden.ray_accel.box_path.dedup_slots`. One register
+Golden reference: :func:`gpurtl.golden.ray_accel.scalar.box_path.dedup_slots`. One register
 (``latency = 1``); the keys pass through to the sort unit.
 
 Interface (clock-enable core): ``en``; ``i``: ``slots[8]`` {``ptr``, ``hit``, ``key``},
@@ -16,17 +16,16 @@ Interface (clock-enable core): ``en``; ``i``: ``slots[8]`` {``ptr``, ``hit``, ``
 
 from amaranth.hdl import Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import INVALID_NODE, SORT_SLOTS
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .sort_unit import SLOT_LAYOUT
 
 __all__ = ["TESTED_SLOT_LAYOUT", "DEDUP_IN_LAYOUT", "DEDUP_OUT_LAYOUT", "DedupUnit", "DedupPipe"]
 
-TESTED_SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "hit": unsigned(1), "key": Float32()})
+TESTED_SLOT_LAYOUT = data.StructLayout({"ptr": unsigned(32), "hit": unsigned(1), "key": Float32})
 DEDUP_IN_LAYOUT = data.StructLayout(
     {"slots": data.ArrayLayout(TESTED_SLOT_LAYOUT, SORT_SLOTS), "dedup": unsigned(1)}
 )
@@ -37,7 +36,7 @@ class DedupUnit(wiring.Component):
     """Slot select and de-duplication, one register (see the module doc string)."""
 
     def __init__(self):
-        super().__init__({"en": In(1), "i": In(DEDUP_IN_LAYOUT), "o": Out(DEDUP_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT))
 
     @property
     def latency(self):

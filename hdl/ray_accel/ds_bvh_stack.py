@@ -20,7 +20,9 @@ Micro-architecture
   block RAM outputs are slow; popping straight from them was the critical path).
 * Stage 3: the pops. A pop takes the last pointer pushed by the same instruction when there is
   one, otherwise the entry read in stage 1; then the instance, TLAS and pair rules. Registered
-  into the output (``latency = 4``).
+  into the output.
+* Each stage's results are one struct (:meth:`BvhStack.stage_layouts`), registered once; the
+  latency is the number of these registers (4).
 * Hazards: a request writes and reads the LDS in the same cycle, the one in which it leaves
   stage 1, and an entry it reads is never one it writes. Requests pass stage 1 in order, so every
   request reads the LDS after all earlier requests' writes: no forwarding and no stall; II = 1
@@ -32,8 +34,8 @@ Micro-architecture
   writes nothing.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -49,6 +51,8 @@ from gpurtl.facts.ds_bvh_stack import (
     TERMINAL_NODE,
     StackOp,
 )
+
+from ..pipe import reg
 
 __all__ = ["BvhStack"]
 
@@ -110,48 +114,99 @@ class BvhStack(wiring.Component):
 
     @property
     def latency(self):
-        return 4
+        """Cycles from a request to its response: one per pipeline register (the stages of
+        :meth:`stage_layouts`)."""
+        return len(self.stage_layouts())
 
     @property
     def bank_depth(self):
         """DWORDs in each of the eight LDS banks."""
         return self._waves * self._stack_size // _BANKS * self._lanes
 
+    def stage_layouts(self):
+        """``{name: layout}`` of the pipeline registers, in order: each stage's results are one
+        struct, registered once (``live`` is the stage's valid bit).
+
+        ``s1``
+            The request's push selection (stage 0): which slots are pushed, their values.
+        ``s2``
+            The request after its pushes (stage 1) and the banks of the two entries read.
+        ``s3``
+            The same, with the two entries read from the LDS (stage 2).
+        ``out``
+            The response (stage 3: the pops).
+        """
+        size = self._stack_size
+        pushed = data.StructLayout(
+            {
+                "live": 1,
+                "ok": 1,
+                "pop2": 1,
+                "stack_addr": STACK_ADDR_LAYOUT,  # as requested (the response on an error)
+                "count": 4,  # entries pushed
+                "top": 32,  # the last pointer pushed, and the one before it
+                "below": 32,
+                "valid": range(size + 1),  # the counters after the pushes
+                "etr": range(size + 1),
+                "addr": range(size),
+                "ovf": 1,
+                "tlas": 1,
+            }
+        )
+        return {
+            "s1": data.StructLayout(
+                {
+                    "live": 1,
+                    "ok": 1,
+                    "pop2": 1,
+                    "stack_addr": STACK_ADDR_LAYOUT,
+                    "push": 8,
+                    "value": data.ArrayLayout(32, 8),
+                }
+            ),
+            "s2": data.StructLayout({"pushed": pushed, "bank1": 3, "bank2": 3}),
+            "s3": data.StructLayout({"pushed": pushed, "read1": 32, "read2": 32}),
+            "out": data.StructLayout({"live": 1, "response": STACK_RESPONSE_LAYOUT}),
+        }
+
     def elaborate(self, platform):
         m = Module()
-        size, lanes = self._stack_size, self._lanes
-        rows = self._waves * size
-        lane_bits = lanes.bit_length() - 1
-
         en = Signal()
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
+        layouts = self.stage_layouts()
+        nxt = {name: Signal(layout, name=f"{name}_next") for name, layout in layouts.items()}
+        cur = {name: reg(m, en, nxt[name], name) for name in layouts}
+        self._select(m, nxt["s1"])
+        read_data = self._access(m, en, cur["s1"], nxt["s2"])
+        self._read(m, cur["s2"], read_data, nxt["s3"])
+        self._pop(m, cur["s3"], nxt["out"])
+        m.d.comb += [self.o.valid.eq(cur["out"].live), self.o.payload.eq(cur["out"].response)]
+        return m
+
+    def _select(self, m, s1):
+        """Stage 0: the request's validity and which slots it pushes (gpurt
+        ``ds_stack_push8_impl``: walk-back cut, skip values, RT IP 3.1 primitive-range update)."""
+        size, rows, lanes = self._stack_size, self._waves * self._stack_size, self._lanes
         req = self.i.payload
-
-        def reg(value, name, shape=None):
-            r = Signal(shape if shape is not None else value.shape(), name=name)
-            with m.If(en):
-                m.d.sync += r.eq(value)
-            return r
-
         sa = req.stack_addr
-
-        # --- stage 0: validity of the request -------------------------------------------------
         s0_row = Signal(9)
         s0_lane = Signal(5)
         m.d.comb += [s0_row.eq(sa.base[5:]), s0_lane.eq(sa.base[:5])]
         s0_push4 = req.op == StackOp.PUSH4_POP1
         s0_pop2 = req.op == StackOp.PUSH8_POP2
-        s0_ok = Signal()
-        m.d.comb += s0_ok.eq(
-            (s0_push4 | (req.op == StackOp.PUSH8_POP1) | s0_pop2)
-            & (s0_lane < lanes)
-            & (s0_row + size <= rows)
-            & (sa.addr < size)
-            & (sa.valid_entries <= size)
-            & (sa.entries_to_tlas <= size)
-        )
-
-        # --- stage 0: which slots are pushed (gpurt ds_stack_push8_impl) ------------------------
+        m.d.comb += [
+            s1.live.eq(self.i.valid),
+            s1.ok.eq(
+                (s0_push4 | (req.op == StackOp.PUSH8_POP1) | s0_pop2)
+                & (s0_lane < lanes)
+                & (s0_row + size <= rows)
+                & (sa.addr < size)
+                & (sa.valid_entries <= size)
+                & (sa.entries_to_tlas <= size)
+            ),
+            s1.pop2.eq(s0_pop2),
+            s1.stack_addr.eq(sa),
+        ]
         slot = []
         for k in range(8):
             v = Signal(32, name=f"s0_slot{k}")
@@ -184,13 +239,11 @@ class BvhStack(wiring.Component):
             m.d.comb += nxt.eq(slot[7] ^ 0xB)
         with m.Else():
             m.d.comb += nxt.eq(slot[7] + 1)
-        value = [Signal(32, name=f"s0_value{k}") for k in range(8)]
         for k in range(7):
-            m.d.comb += value[k].eq(slot[k])
-        m.d.comb += value[7].eq(Mux(range_update, nxt, slot[7]))
+            m.d.comb += s1.value[k].eq(slot[k])
+        m.d.comb += s1.value[7].eq(Mux(range_update, nxt, slot[7]))
 
         # The emulation's running flags, unrolled from slot 7 down to slot 0.
-        push = Signal(8, name="s0_push")
         valid_run, skip03, skip47 = data_valid, Const(0), Const(0)
         for k in range(7, -1, -1):
             sets = special[k] & valid_run
@@ -213,20 +266,23 @@ class BvhStack(wiring.Component):
             still = Signal(name=f"s0_valid_{k}")
             m.d.comb += still.eq(valid_run & ~(walkback & match[k]))
             valid_run = still
-            m.d.comb += push[k].eq(still & ~special[k] & ~skip)
+            m.d.comb += s1.push[k].eq(still & ~special[k] & ~skip)
 
-        # --- stage 1 registers: the push selection --------------------------------------------
-        s1_live = Signal()
-        with m.If(en):
-            m.d.sync += s1_live.eq(self.i.valid)
-        s1_ok = reg(s0_ok, "s1_ok")
-        s1_pop2 = reg(s0_pop2, "s1_pop2")
-        s1_sa = reg(sa, "s1_stack_addr", STACK_ADDR_LAYOUT)
-        s1_push = reg(push, "s1_push")
-        s1_value = [reg(v, f"s1_value{k}") for k, v in enumerate(value)]
+    def _access(self, m, en, s1, s2):
+        """Stage 1: the ring index of each push, the counters after the pushes, the LDS writes,
+        and the reads of the two entries below ``addr``; returns the banks' read data."""
+        size, lane_bits = self._stack_size, self._lanes.bit_length() - 1
+        sa = s1.stack_addr
         s1_row = Signal(9)
         s1_lane = Signal(5)
-        m.d.comb += [s1_row.eq(s1_sa.base[5:]), s1_lane.eq(s1_sa.base[:5])]
+        m.d.comb += [s1_row.eq(sa.base[5:]), s1_lane.eq(sa.base[:5])]
+        out = s2.pushed
+        m.d.comb += [
+            out.live.eq(s1.live),
+            out.ok.eq(s1.ok),
+            out.pop2.eq(s1.pop2),
+            out.stack_addr.eq(sa),
+        ]
 
         # Push ordinals (slot 7 is pushed first), the count, and the last two pushed pointers.
         ordinal = [None] * 8
@@ -237,31 +293,26 @@ class BvhStack(wiring.Component):
             m.d.comb += o.eq(count)
             ordinal[k] = o
             c = Signal(4, name=f"s1_count_after{k}")
-            m.d.comb += c.eq(count + s1_push[k])
+            m.d.comb += c.eq(count + s1.push[k])
             count = c
             t, b = Signal(32, name=f"s1_top_after{k}"), Signal(32, name=f"s1_below_after{k}")
-            m.d.comb += [t.eq(Mux(s1_push[k], s1_value[k], top)), b.eq(Mux(s1_push[k], top, below))]
+            m.d.comb += [t.eq(Mux(s1.push[k], s1.value[k], top)), b.eq(Mux(s1.push[k], top, below))]
             top, below = t, b
-        s1_count = count
+        m.d.comb += [out.count.eq(count), out.top.eq(top), out.below.eq(below)]
 
-        # Counters after the pushes (gpurt push, applied s1_count times).
-        s1_valid = Signal(range(size + 1))
-        s1_etr = Signal(range(size + 1))
-        s1_addr = Signal(range(size))
-        s1_ovf = Signal()
-        s1_tlas = Signal()
-        grown_valid = s1_sa.valid_entries + s1_count
-        grown_etr = s1_sa.entries_to_tlas + s1_count
-        grown_addr = s1_sa.addr + s1_count
+        # Counters after the pushes (gpurt push, applied `count` times).
+        grown_valid = sa.valid_entries + count
+        grown_etr = sa.entries_to_tlas + count
+        grown_addr = sa.addr + count
         m.d.comb += [
-            s1_valid.eq(Mux(grown_valid > size, size, grown_valid)),
-            s1_etr.eq(Mux(grown_etr > size, size, grown_etr)),
-            s1_addr.eq(Mux(grown_addr >= size, grown_addr - size, grown_addr)),
-            s1_ovf.eq(s1_sa.has_overflowed | (grown_valid > size)),
-            s1_tlas.eq(s1_sa.has_tlas & ~(grown_etr > size)),
+            out.valid.eq(Mux(grown_valid > size, size, grown_valid)),
+            out.etr.eq(Mux(grown_etr > size, size, grown_etr)),
+            out.addr.eq(Mux(grown_addr >= size, grown_addr - size, grown_addr)),
+            out.ovf.eq(sa.has_overflowed | (grown_valid > size)),
+            out.tlas.eq(sa.has_tlas & ~(grown_etr > size)),
         ]
 
-        # --- stage 1: LDS banks, writes and reads ----------------------------------------------
+        # The LDS banks: eight writes (one per bank) and two reads.
         def ring_row(index, name):
             row = Signal(10, name=name)
             m.d.comb += row.eq(s1_row + index)
@@ -273,14 +324,15 @@ class BvhStack(wiring.Component):
         rd_row = []
         for back in (1, 2):
             idx = Signal(range(size), name=f"s1_read_index{back}")
-            m.d.comb += idx.eq(Mux(s1_sa.addr >= back, s1_sa.addr - back, s1_sa.addr + size - back))
+            m.d.comb += idx.eq(Mux(sa.addr >= back, sa.addr - back, sa.addr + size - back))
             rd_row.append(ring_row(idx, f"s1_read_row{back}"))
+        m.d.comb += [s2.bank1.eq(rd_row[0][:3]), s2.bank2.eq(rd_row[1][:3])]
         write = Signal(name="s1_write")
-        m.d.comb += write.eq(en & s1_live & s1_ok)
+        m.d.comb += write.eq(en & s1.live & s1.ok)
         push_row = []
         for k in range(8):
             pos = Signal(range(size), name=f"s1_pos{k}")
-            grown = s1_sa.addr + ordinal[k]
+            grown = sa.addr + ordinal[k]
             m.d.comb += pos.eq(Mux(grown >= size, grown - size, grown))
             push_row.append(ring_row(pos, f"s1_push_row{k}"))
         read_data = []
@@ -290,84 +342,50 @@ class BvhStack(wiring.Component):
             wp = bank.write_port()
             rp = bank.read_port(domain="sync", transparent_for=())
             for k in range(8):
-                with m.If(s1_push[k] & (push_row[k][:3] == j)):
+                with m.If(s1.push[k] & (push_row[k][:3] == j)):
                     m.d.comb += [
                         wp.en.eq(write),
                         wp.addr.eq(bank_addr(push_row[k])),
-                        wp.data.eq(s1_value[k]),
+                        wp.data.eq(s1.value[k]),
                     ]
             m.d.comb += [
                 rp.en.eq(en),
                 rp.addr.eq(Mux(rd_row[0][:3] == j, bank_addr(rd_row[0]), bank_addr(rd_row[1]))),
             ]
             read_data.append(rp.data)
+        return read_data
 
-        # --- stage 2 registers ---------------------------------------------------------------
-        s2_live = Signal()
-        with m.If(en):
-            m.d.sync += s2_live.eq(s1_live)
-        s2_ok = reg(s1_ok, "s2_ok")
-        s2_pop2 = reg(s1_pop2, "s2_pop2")
-        s2_stack_addr = reg(s1_sa.as_value(), "s2_stack_addr", unsigned(32))
-        s2_count = reg(s1_count, "s2_count")
-        s2_top = reg(top, "s2_top")
-        s2_below = reg(below, "s2_below")
-        s2_valid = reg(s1_valid, "s2_valid")
-        s2_etr = reg(s1_etr, "s2_etr")
-        s2_addr = reg(s1_addr, "s2_addr")
-        s2_ovf = reg(s1_ovf, "s2_ovf")
-        s2_tlas = reg(s1_tlas, "s2_tlas")
-        s2_bank1 = reg(rd_row[0][:3], "s2_bank1")
-        s2_bank2 = reg(rd_row[1][:3], "s2_bank2")
-        s2_base = reg(s1_sa.base, "s2_base")
+    def _read(self, m, s2, read_data, s3):
+        """Stage 2: the data of the two entries read, selected from the banks (the block RAM
+        outputs are slow; popping straight from them was the critical path)."""
+        m.d.comb += s3.pushed.eq(s2.pushed)
+        for bank, read in ((s2.bank1, s3.read1), (s2.bank2, s3.read2)):
+            with m.Switch(bank):
+                for j in range(_BANKS):
+                    with m.Case(j):
+                        m.d.comb += read.eq(read_data[j])
 
-        s2_read1 = Signal(32)
-        s2_read2 = Signal(32)
-        with m.Switch(s2_bank1):
-            for j in range(_BANKS):
-                with m.Case(j):
-                    m.d.comb += s2_read1.eq(read_data[j])
-        with m.Switch(s2_bank2):
-            for j in range(_BANKS):
-                with m.Case(j):
-                    m.d.comb += s2_read2.eq(read_data[j])
-
-        # --- stage 3 registers: the LDS read data leaves the banks unregistered ----------------
-        s3_live = Signal()
-        with m.If(en):
-            m.d.sync += s3_live.eq(s2_live)
-        s3_ok = reg(s2_ok, "s3_ok")
-        s3_pop2 = reg(s2_pop2, "s3_pop2")
-        s3_stack_addr = reg(s2_stack_addr, "s3_stack_addr")
-        s3_count = reg(s2_count, "s3_count")
-        s3_top = reg(s2_top, "s3_top")
-        s3_below = reg(s2_below, "s3_below")
-        s3_valid = reg(s2_valid, "s3_valid")
-        s3_etr = reg(s2_etr, "s3_etr")
-        s3_addr = reg(s2_addr, "s3_addr")
-        s3_ovf = reg(s2_ovf, "s3_ovf")
-        s3_tlas = reg(s2_tlas, "s3_tlas")
-        s3_base = reg(s2_base, "s3_base")
-        s3_read1 = reg(s2_read1, "s3_read1")
-        s3_read2 = reg(s2_read2, "s3_read2")
-
+    def _pop(self, m, s3, out):
+        """Stage 3: the pops (gpurt ``pop``, and ``try_pop`` for the second pop of
+        PUSH8_POP2), with the instance, TLAS and pair rules; the response."""
+        size = self._stack_size
+        p3 = s3.pushed
         # The entry popped first and the one below it: pushed by this instruction, or from LDS.
         s3_first_entry = Signal(32)
         s3_second_entry = Signal(32)
         m.d.comb += [
-            s3_first_entry.eq(Mux(s3_count != 0, s3_top, s3_read1)),
+            s3_first_entry.eq(Mux(p3.count != 0, p3.top, s3.read1)),
             s3_second_entry.eq(
-                Mux(s3_count >= 2, s3_below, Mux(s3_count == 1, s3_read1, s3_read2))
+                Mux(p3.count >= 2, p3.below, Mux(p3.count == 1, s3.read1, s3.read2))
             ),
         ]
 
-        # --- stage 3: pop (gpurt pop) ---------------------------------------------------------
         def dec_ring(addr):
             return Mux(addr == 0, size - 1, addr - 1)
 
         s3_b2t = Signal()
         s3_empty = Signal()
-        m.d.comb += [s3_b2t.eq((s3_etr == 0) & s3_tlas), s3_empty.eq(s3_valid == 0)]
+        m.d.comb += [s3_b2t.eq((p3.etr == 0) & p3.tlas), s3_empty.eq(p3.valid == 0)]
         p_valid = Signal(range(size + 1))
         p_etr = Signal(range(size + 1))
         p_addr = Signal(range(size))
@@ -378,34 +396,34 @@ class BvhStack(wiring.Component):
         with m.If(s3_empty):
             m.d.comb += [
                 p_valid.eq(0),
-                p_etr.eq(s3_etr),
-                p_addr.eq(s3_addr),
-                p_ovf.eq(s3_ovf),
+                p_etr.eq(p3.etr),
+                p_addr.eq(p3.addr),
+                p_ovf.eq(p3.ovf),
                 p_tlas.eq(0),
                 p_b2t.eq(0),
-                first.eq(Mux(s3_ovf, INVALID_NODE, TERMINAL_NODE)),
+                first.eq(Mux(p3.ovf, INVALID_NODE, TERMINAL_NODE)),
             ]
         with m.Else():
-            etr_dec = Mux(s3_etr == 0, 0, s3_etr - 1)
-            m.d.comb += [p_addr.eq(dec_ring(s3_addr)), p_b2t.eq(s3_b2t), first.eq(s3_first_entry)]
+            etr_dec = Mux(p3.etr == 0, 0, p3.etr - 1)
+            m.d.comb += [p_addr.eq(dec_ring(p3.addr)), p_b2t.eq(s3_b2t), first.eq(s3_first_entry)]
             with m.If(instance):
                 # An instance starts a BLAS; a TLAS part already on the stack is dropped.
-                tlas_left = s3_tlas & ~s3_b2t
+                tlas_left = p3.tlas & ~s3_b2t
                 m.d.comb += [
-                    p_valid.eq(Mux(tlas_left, etr_dec, s3_valid - 1)),
+                    p_valid.eq(Mux(tlas_left, etr_dec, p3.valid - 1)),
                     p_etr.eq(0),
-                    p_ovf.eq(s3_ovf | tlas_left),
+                    p_ovf.eq(p3.ovf | tlas_left),
                     p_tlas.eq(1),
                 ]
             with m.Else():
                 m.d.comb += [
-                    p_valid.eq(s3_valid - 1),
+                    p_valid.eq(p3.valid - 1),
                     p_etr.eq(etr_dec),
-                    p_ovf.eq(s3_ovf),
-                    p_tlas.eq(s3_tlas & ~s3_b2t),
+                    p_ovf.eq(p3.ovf),
+                    p_tlas.eq(p3.tlas & ~s3_b2t),
                 ]
 
-        # --- stage 3: second pop of PUSH8_POP2 (the pair rule, gpurt try_pop) -------------------
+        # The second pop of PUSH8_POP2 (the pair rule, gpurt try_pop).
         pair = Signal(name="s3_pair")
         refuse = Signal(name="s3_refuse")
         m.d.comb += [
@@ -416,51 +434,35 @@ class BvhStack(wiring.Component):
                 | (s3_second_entry[:3] == NODE_TYPE_INSTANCE)
             ),
         ]
-        out = self.o.payload
-        r_valid = Signal(range(size + 1))
-        r_etr = Signal(range(size + 1))
-        r_addr = Signal(range(size))
-        dst0, dst1 = Signal(32), Signal(32)
+        resp = out.response
         m.d.comb += [
-            r_valid.eq(p_valid),
-            r_etr.eq(p_etr),
-            r_addr.eq(p_addr),
-            dst0.eq(first),
-            dst1.eq(INVALID_NODE),
+            out.live.eq(p3.live),
+            resp.stack_addr.valid_entries.eq(p_valid),
+            resp.stack_addr.entries_to_tlas.eq(p_etr),
+            resp.stack_addr.addr.eq(p_addr),
+            resp.stack_addr.base.eq(p3.stack_addr.base),
+            resp.stack_addr.has_tlas.eq(p_tlas),
+            resp.stack_addr.has_overflowed.eq(p_ovf),
+            resp.stack_addr.blas2tlas_pop.eq(p_b2t),
+            resp.dst0.eq(first),
+            resp.dst1.eq(INVALID_NODE),
         ]
-        with m.If(s3_pop2):
+        with m.If(p3.pop2):
             with m.If(pair):
-                m.d.comb += [dst0.eq(first & ~7), dst1.eq(first)]
+                m.d.comb += [resp.dst0.eq(first & ~7), resp.dst1.eq(first)]
             with m.Elif(~refuse):
                 m.d.comb += [
-                    r_valid.eq(p_valid - 1),
-                    r_etr.eq(Mux(p_etr == 0, 0, p_etr - 1)),
-                    r_addr.eq(dec_ring(p_addr)),
-                    dst0.eq(s3_second_entry),
-                    dst1.eq(first),
+                    resp.stack_addr.valid_entries.eq(p_valid - 1),
+                    resp.stack_addr.entries_to_tlas.eq(Mux(p_etr == 0, 0, p_etr - 1)),
+                    resp.stack_addr.addr.eq(dec_ring(p_addr)),
+                    resp.dst0.eq(s3_second_entry),
+                    resp.dst1.eq(first),
                 ]
-
-        # --- output register -----------------------------------------------------------------
-        with m.If(en):
-            m.d.sync += self.o.valid.eq(s3_live)
-            with m.If(s3_ok):
-                m.d.sync += [
-                    out.stack_addr.valid_entries.eq(r_valid),
-                    out.stack_addr.entries_to_tlas.eq(r_etr),
-                    out.stack_addr.addr.eq(r_addr),
-                    out.stack_addr.base.eq(s3_base),
-                    out.stack_addr.has_tlas.eq(p_tlas),
-                    out.stack_addr.has_overflowed.eq(p_ovf),
-                    out.stack_addr.blas2tlas_pop.eq(p_b2t),
-                    out.dst0.eq(dst0),
-                    out.dst1.eq(dst1),
-                    out.error.eq(0),
-                ]
-            with m.Else():
-                m.d.sync += [
-                    out.stack_addr.eq(s3_stack_addr),
-                    out.dst0.eq(INVALID_NODE),
-                    out.dst1.eq(INVALID_NODE),
-                    out.error.eq(1),
-                ]
-        return m
+        # Misuse: the register back unchanged, no pointers, the error flag.
+        with m.If(~p3.ok):
+            m.d.comb += [
+                resp.stack_addr.eq(p3.stack_addr),
+                resp.dst0.eq(INVALID_NODE),
+                resp.dst1.eq(INVALID_NODE),
+                resp.error.eq(1),
+            ]

@@ -2,14 +2,14 @@
 
 Sources: gpurt (``gpurtAccelStruct.h``
 ``HwInstanceTransformNode``, ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``);
-golden model :func:`gpurtl.golden.ray_accel.instance.instance_transform` (its doc string lists the
+golden model :func:`gpurtl.golden.ray_accel.scalar.instance.instance_transform` (its doc string lists the
 choices made where the sources are silent).
 
 What this core does NOT do: the embedded 4-child filter box (DW7 of the result). That box is an
 ordinary quantized box test on the *transformed* ray, so the top level (``ray_accel``) feeds
 ``o.origin``/``o.dir`` and the node's DW16..31 (filter origin, exponents, count, 4 ChildInfos;
 child pointers decoded with both running offsets starting at 0, see
-:func:`gpurtl.golden.ray_accel.instance.filter_children`) to its box engine, sorts, and packs the
+:func:`gpurtl.golden.ray_accel.scalar.instance.filter_children`) to its box engine, sorts, and packs the
 low bytes of the 4 sorted pointers into DW7 (``0xFFFFFFFF`` when ``o.culled``).
 
 Interface (``InstanceCore``), a clock-enable datapath core without valid/ready
@@ -31,24 +31,24 @@ instance nodes (drive ``use_matrix`` from the node type), which is what the ray-
 of the hardware does.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
 
 from gpurtl.facts.fp32 import Float32
-from gpurtl.facts.ray_accel import NODE_LAYOUT, RAY_LAYOUT
+from gpurtl.facts.ray_accel import NODE_LAYOUT, POINTER_FLAGS_SHAPE, RAY_LAYOUT, PointerFlags
 
-from .obb_transform import OBBTransformCore, _delay
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay
+from .obb_transform import OBBTransformCore
 
 __all__ = ["INSTANCE_IN_LAYOUT", "INSTANCE_OUT_LAYOUT", "InstanceCore", "InstancePipe"]
 
-_VEC3 = data.ArrayLayout(Float32(), 3)
+_VEC3 = data.ArrayLayout(Float32, 3)
 
 INSTANCE_IN_LAYOUT = data.StructLayout(
     {
         "node": NODE_LAYOUT,
         "ray": RAY_LAYOUT,
-        "pointer_flags": unsigned(10),
+        "pointer_flags": POINTER_FLAGS_SHAPE,
         "pointer_flags_en": unsigned(1),
     }
 )
@@ -78,13 +78,7 @@ class InstanceCore(wiring.Component):
         if not isinstance(fma_stages, int) or isinstance(fma_stages, bool) or fma_stages < 0:
             raise ValueError(f"`fma_stages` must be a non-negative integer, not {fma_stages!r}")
         self._fma_stages = fma_stages
-        super().__init__(
-            {
-                "en": In(1),
-                "i": In(INSTANCE_IN_LAYOUT),
-                "o": Out(INSTANCE_OUT_LAYOUT),
-            }
-        )
+        super().__init__(EnableCoreSignature(INSTANCE_IN_LAYOUT, INSTANCE_OUT_LAYOUT))
 
     @property
     def latency(self):
@@ -98,21 +92,25 @@ class InstanceCore(wiring.Component):
         m = Module()
         m.submodules.xf = xf = OBBTransformCore(fma_stages=self._fma_stages, with_matrix=True)
         node, ray = self.i.node, self.i.ray
-        flags = Signal(10)
-        m.d.comb += flags.eq(self.i.pointer_flags & self.i.pointer_flags_en.replicate(10))
+        flags = Signal(PointerFlags)
+        m.d.comb += flags.eq(Mux(self.i.pointer_flags_en, self.i.pointer_flags, 0))
         child_base = Cat(node[12], node[13])
         inst_flags = child_base[54:64]
         mask = node[15][24:32]
         aabb = child_base[62]
         culled = Signal()
         m.d.comb += culled.eq(
-            ((mask & ray.instance_mask) == 0) | (~aabb & flags[8]) | (aabb & flags[9])
+            ((mask & ray.instance_mask) == 0)
+            | (~aabb & flags.skip_triangles)
+            | (aabb & flags.skip_procedural)
         )
         # gpurt ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``: (inst &
         # (override ? 0x3FC : 0x3FF)) | ray flags, address bits [53:3]
-        override = flags[0] | flags[1]
+        override = flags.force_opaque | flags.force_non_opaque
         merged = Signal(10)
-        m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | flags)
+        m.d.comb += merged.eq(
+            (inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | flags.as_value()
+        )
         blas = Signal(64)
         m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
         m.d.comb += [
@@ -127,8 +125,7 @@ class InstanceCore(wiring.Component):
                 m.d.comb += xf.i.matrix[r][c].eq(node[4 * r + c])
         side = Signal(data.StructLayout({"culled": 1, "blas": 64, "user": 24}))
         m.d.comb += [side.culled.eq(culled), side.blas.eq(blas), side.user.eq(node[15][:24])]
-        late = _delay(m, self.en, side.as_value(), self.latency, "side")
-        late = data.View(side.shape(), late)
+        late = delay(m, self.en, side, self.latency, "side")
         m.d.comb += [
             self.o.origin.eq(xf.o.origin),
             self.o.dir.eq(xf.o.dir),
@@ -140,33 +137,8 @@ class InstanceCore(wiring.Component):
         return m
 
 
-class InstancePipe(wiring.Component):
+class InstancePipe(EnableCoreStream):
     """``InstanceCore`` in a valid/ready stream (block ``instance_transform``), II = 1."""
 
     def __init__(self, fma_stages=2):
-        self._fma_stages = fma_stages
-        self._latency = 3 * fma_stages
-        super().__init__(
-            {
-                "i": In(stream.Signature(INSTANCE_IN_LAYOUT)),
-                "o": Out(stream.Signature(INSTANCE_OUT_LAYOUT)),
-            }
-        )
-
-    @property
-    def latency(self):
-        return self._latency
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = InstanceCore(fma_stages=self._fma_stages)
-        en = Signal()
-        m.d.comb += [
-            en.eq(~self.o.valid | self.o.ready),
-            self.i.ready.eq(en),
-            core.en.eq(en),
-            core.i.eq(self.i.payload),
-            self.o.payload.eq(core.o),
-        ]
-        m.d.comb += self.o.valid.eq(_delay(m, en, self.i.valid, core.latency, "valid"))
-        return m
+        super().__init__(InstanceCore(fma_stages=fma_stages))

@@ -3,7 +3,7 @@
 ``LegacyTriangleCore`` (clock-enable core, no valid/ready) tests one legacy triangle node per
 lane, two lanes per cycle (``image_bvh_dual_intersect_ray`` with two triangle pointers), on the
 same :class:`~.triangle_engine.TriangleEngine` as the compressed path. Bit-exact with
-:func:`gpurtl.golden.ray_accel.triangle.legacy_triangle_result` (its doc string gives the result
+:func:`gpurtl.golden.ray_accel.scalar.triangle.legacy_triangle_result` (its doc string gives the result
 rules; layout of gpurt ``gfx10/TriangleNode1_0.hlsli``).
 
 Ports: ``en: In(1)``; ``i: In(LEGACY_IN_LAYOUT)``: ``ray`` (``RAY_LAYOUT``), ``node[2]`` (16 dwords
@@ -16,16 +16,18 @@ low 3 bits are not 0 or 1; the lane is then computed as type ``ptr & 1``).
 The geometry indices of DW8/9 are plain loads (dword 14 or 12 of the node) left to the top level.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.fp32 import ONE, POS_INF, SIGN_BIT
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
+    POINTER_FLAGS_SHAPE,
     RAY_LAYOUT,
+    PointerFlags,
 )
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .triangle_engine import (
     RaySetupCore,
     Sched,
@@ -33,7 +35,6 @@ from .triangle_engine import (
     TriangleEngine,
     check_stages,
     engine_latency,
-    pointer_flag_bits,
     unit_latency,
 )
 
@@ -50,7 +51,7 @@ LEGACY_IN_LAYOUT = data.StructLayout(
         "ray": RAY_LAYOUT,
         "node": data.ArrayLayout(data.ArrayLayout(unsigned(32), 16), 2),
         "node_ptr": data.ArrayLayout(unsigned(32), 2),
-        "pointer_flags": unsigned(10),
+        "pointer_flags": POINTER_FLAGS_SHAPE,
         "desc": DESC_LAYOUT,
     }
 )
@@ -60,8 +61,6 @@ LEGACY_OUT_LAYOUT = data.StructLayout(
         "error": data.ArrayLayout(unsigned(1), 2),
     }
 )
-
-_INF, _ONE = 0x7F800000, 0x3F800000
 
 
 def legacy_latency(stages=None):
@@ -77,7 +76,7 @@ class LegacyTriangleCore(wiring.Component):
         self._stages = check_stages(stages)
         self._setup = RaySetupCore(stages=self._stages)
         self._engine = TriangleEngine(stages=self._stages)
-        super().__init__({"en": In(1), "i": In(LEGACY_IN_LAYOUT), "o": Out(LEGACY_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(LEGACY_IN_LAYOUT, LEGACY_OUT_LAYOUT))
 
     @property
     def latency(self):
@@ -107,32 +106,31 @@ class LegacyTriangleCore(wiring.Component):
         t_eng = front + eng.latency
         flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
         mode = s.at(Timed(Value.cast(self.i.desc.return_mode), 0), t_eng)
-        flags = Signal(10, name="leg_flags")
-        m.d.comb += flags.eq(
-            Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0)
-        )
-        f = pointer_flag_bits(flags)
+        f = Signal(PointerFlags, name="leg_flags")
+        m.d.comb += f.eq(Mux(flags_en, s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng), 0))
         for k in range(2):
             lane = eng.o.lane[k]
             ptr = s.at(Timed(Value.cast(self.i.node_ptr[k]), 0), t_eng)
             tri_id = s.at(Timed(Value.cast(self.i.node[k][15]), 0), t_eng)
             tflags = Signal(8, name=f"leg_tflags{k}")
             m.d.comb += tflags.eq(Mux(ptr[0], tri_id[8:16], tri_id[0:8]))
-            is_op = f["force_op"] | (~f["force_nop"] & tflags[7])
-            op_culled = Mux(is_op, f["cull_op"], f["cull_nop"])
-            front_face = ~lane.backface ^ f["flip"]
-            face_culled = ~f["no_cull"] & Mux(front_face, f["cull_front"], f["cull_back"])
+            is_op = f.force_opaque | (~f.force_non_opaque & tflags[7])
+            op_culled = Mux(is_op, f.cull_opaque, f.cull_non_opaque)
+            front_face = ~lane.backface ^ f.flip_facedness
+            face_culled = ~f.disable_tri_cull & Mux(front_face, f.cull_front, f.cull_back)
             ok = Signal(name=f"leg_ok{k}")
-            m.d.comb += ok.eq(lane.hit & ~(f["skip_tri"] | op_culled | face_culled))
+            m.d.comb += ok.eq(lane.hit & ~(f.skip_triangles | op_culled | face_culled))
             bary = [lane.u, lane.v, lane.w, 0]
 
             def pick(sel):
                 return Mux(sel[1], Mux(sel[0], 0, bary[2]), Mux(sel[0], bary[1], bary[0]))
 
-            sign = Cat(Const(0, 31), f["flip"])
+            flip_sign = Mux(
+                f.flip_facedness, SIGN_BIT, 0
+            )  # a flipped facedness negates t_num, t_den
             dw = [
-                Mux(ok, lane.t_num ^ sign, _INF),
-                Mux(ok, lane.t_den ^ sign, _ONE),
+                Mux(ok, lane.t_num.as_value() ^ flip_sign, POS_INF),
+                Mux(ok, lane.t_den.as_value() ^ flip_sign, ONE),
                 Mux(ok, Mux(mode, pick(tflags[0:2]), tri_id), 0),
                 Mux(ok, Mux(mode, pick(tflags[2:4]), 1), 0),
             ]

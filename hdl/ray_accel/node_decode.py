@@ -2,7 +2,7 @@
 
 Every byte of the fetched nodes is read here, and only here, for the box and transform paths:
 the stage turns an ``INSTR_LAYOUT`` instruction into :func:`decoded_layout`, the register the
-rest of the pipeline reads. Golden reference: :func:`gpurtl.golden.ray_accel.decode.decode`.
+rest of the pipeline reads. Golden reference: :func:`gpurtl.golden.ray_accel.scalar.decode.decode`.
 
 What the stage computes, per node kind (AMD "RDNA4 Instruction Set Architecture" guide, "Ray
 Tracing"; gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``,
@@ -29,9 +29,8 @@ The triangle-pair and legacy-triangle cores decode their own node bytes at their
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import EXPONENT_MAX, NEG_ZERO, Float32
 from gpurtl.facts.ray_accel import (
     BOX8_CHILDREN,
     BOX8_NODE_LAYOUT,
@@ -52,18 +51,15 @@ from gpurtl.facts.ray_accel import (
     LEGACY_TYPE_TRI1,
     NODE_TYPE_BOX8,
     NODE_TYPE_INSTANCE,
-    PF_BOX_CULL_SHIFT,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
     QUANT_BITS,
     STATUS_BAD_NODE,
     STATUS_NOT_MODELLED,
     STATUS_OK,
     TRIANGLE_TYPE_MAX,
+    PointerFlags,
 )
 
+from ..pipe import EnableCoreSignature
 from .obb_transform import OBB_COUNT
 
 __all__ = [
@@ -80,9 +76,9 @@ __all__ = [
     "OBB_INDEX_LIMIT",
 ]
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 #: The origin given to raw (legacy) planes: ``-0.0 + x == x`` for every non-NaN ``x``.
-RAW_PLANE_BASE = 0x80000000
+RAW_PLANE_BASE = NEG_ZERO
 #: OBB indices from here to 126 are undefined (the rotation table's size).
 OBB_INDEX_LIMIT = OBB_COUNT
 _SLOTS = BOX8_CHILDREN
@@ -90,12 +86,12 @@ _SLOTS = BOX8_CHILDREN
 #: One child slot's planes: ``Dq`` offsets (BVH8, filter box) or raw FP32 planes (legacy nodes).
 PLANES_LAYOUT = data.StructLayout({"off_min": _F3, "off_max": _F3})
 #: The ray as the box and transform paths need it (no instance mask: it is used at decode).
-STAGE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3, "extent": Float32()})
+STAGE_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3, "extent": Float32})
 #: The world-to-object matrix of an instance node and whether to apply it (not culled).
 MATRIX_LAYOUT = data.StructLayout(
     {
         "use_matrix": unsigned(1),
-        "matrix": data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3),
+        "matrix": data.ArrayLayout(data.ArrayLayout(Float32, 4), 3),
     }
 )
 #: The instance node's own result fields (DW2, DW3, DW6 and the cull of DW7).
@@ -161,7 +157,9 @@ def dequant_offset(m, exp, q, name):
             with m.Case(k):
                 m.d.comb += mant.eq((q << (23 - k))[:23])
     flush = (q == 0) | ((p + exp) <= QUANT_BITS)
-    out = Signal(32, name=f"{name}_dq")
+    out = Signal(Float32, name=f"{name}_dq")
+    # fraction, exponent, sign (+0 when flushed), assigned whole: a sign bit driven by a
+    # constant alone becomes an `always @*` Verilator's lint reports as never run (ALWNEVER)
     m.d.comb += out.eq(Mux(flush, 0, Cat(mant, se[:8], Const(0, 1))))
     return out
 
@@ -169,7 +167,8 @@ def dequant_offset(m, exp, q, name):
 def f16_to_f32(m, h, name):
     """Exact widening of an FP16 pattern (subnormals normalised)."""
     sign, exp, man = h[15], h[10:15], h[:10]
-    out = Signal(32, name=name)
+    out = Signal(Float32, name=name)
+    m.d.comb += out.sign.eq(sign)
     lead = Signal(4, name=f"{name}_lead")  # index of the leading one of a subnormal
     for k in range(10):
         with m.If(man[k]):
@@ -180,23 +179,22 @@ def f16_to_f32(m, h, name):
             with m.Case(k):
                 m.d.comb += sub_man.eq((man << (10 - k))[:10])
     with m.If(exp == 0x1F):
-        m.d.comb += out.eq(Cat(Const(0, 13), man, Const(0xFF, 8), sign))
+        m.d.comb += [out.exponent.eq(EXPONENT_MAX), out.fraction.eq(man << 13)]
     with m.Elif(exp == 0):
-        with m.If(man == 0):
-            m.d.comb += out.eq(Cat(Const(0, 31), sign))
-        with m.Else():
+        with m.If(man != 0):
             # value = 1.x * 2**(lead - 24)  ->  biased exponent lead + 103
-            m.d.comb += out.eq(Cat(Const(0, 13), sub_man, (lead + 103)[:8], sign))
+            m.d.comb += [out.exponent.eq(lead + 103), out.fraction.eq(sub_man << 13)]
     with m.Else():
-        m.d.comb += out.eq(Cat(Const(0, 13), man, (exp + 112)[:8], sign))
+        m.d.comb += [out.exponent.eq(exp + 112), out.fraction.eq(man << 13)]
     return out
 
 
 def _box_culled(pf, flags):
-    """Early cull of one child (golden ``box_path.box_culled``): force flags first, then
-    ``flags & (pf >> 6)``."""
-    f_lo = Mux(pf & PF_FORCE_OPAQUE, 1, Mux(pf & PF_FORCE_NON_OPAQUE, 2, flags[0:2]))
-    return (Cat(f_lo, flags[2:4]) & pf[PF_BOX_CULL_SHIFT:]) != 0
+    """Early cull of one child (golden ``box_path.box_culled``): force flags first, then the 4
+    box flags against the 4 pointer flags they line up with (``flags & (pf >> 6)``)."""
+    f_lo = Mux(pf.force_opaque, 1, Mux(pf.force_non_opaque, 2, flags[0:2]))
+    culls = Cat(pf.cull_opaque, pf.cull_non_opaque, pf.skip_triangles, pf.skip_procedural)
+    return (Cat(f_lo, flags[2:4]) & culls) != 0
 
 
 class NodeDecode(wiring.Component):
@@ -219,11 +217,9 @@ class NodeDecode(wiring.Component):
                 raise TypeError(f"`{name}` must be a boolean, not {value!r}")
         self._triangles, self._transforms = triangles, transforms
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(INSTR_LAYOUT),
-                "o": Out(decoded_layout(triangles=triangles, transforms=transforms)),
-            }
+            EnableCoreSignature(
+                INSTR_LAYOUT, decoded_layout(triangles=triangles, transforms=transforms)
+            )
         )
 
     @property
@@ -241,26 +237,40 @@ class NodeDecode(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ins = self.i
-        ray, desc = ins.ray, ins.desc
         out = Signal(self.o.shape(), name="s0_decoded")
         with m.If(self.en):
             m.d.sync += self.o.eq(out)
-
-        pf = Signal(10, name="s0_pf")
-        m.d.comb += pf.eq(Mux(desc.pointer_flags_en, ins.pointer_flags, 0))
+        pf = Signal(PointerFlags, name="s0_pf")
+        m.d.comb += pf.eq(Mux(ins.desc.pointer_flags_en, ins.pointer_flags, 0))
         box8 = BOX8_NODE_LAYOUT(ins.node[0].as_value())
         inst = INSTANCE_NODE_LAYOUT(ins.node[0].as_value())
         t8 = ins.node_ptr[0][0:4]
-        is_box8 = Signal(name="s0_is_box8")
-        is_inst = Signal(name="s0_is_inst")
-        is_tri = Signal(name="s0_is_tri")
+        kind = Signal(data.StructLayout({"box8": 1, "inst": 1, "tri": 1}), name="s0_kind")
         m.d.comb += [
-            is_box8.eq(~ins.dual & (t8 == NODE_TYPE_BOX8)),
-            is_inst.eq(~ins.dual & (t8 == NODE_TYPE_INSTANCE) & desc.instance_en),
-            is_tri.eq(~ins.dual & (t8[0:3] <= TRIANGLE_TYPE_MAX)),
+            kind.box8.eq(~ins.dual & (t8 == NODE_TYPE_BOX8)),
+            kind.inst.eq(~ins.dual & (t8 == NODE_TYPE_INSTANCE) & ins.desc.instance_en),
+            kind.tri.eq(~ins.dual & (t8[0:3] <= TRIANGLE_TYPE_MAX)),
         ]
+        self._slots(m, out, pf, box8, inst, kind.inst)
+        m.d.comb += [
+            out.ray.origin.eq(ins.ray.origin),
+            out.ray.dir.eq(ins.ray.dir),
+            out.ray.extent.eq(ins.ray.extent),
+        ]
+        self._control(m, out.control, box8, kind)
+        if self._transforms:
+            m.d.comb += out.obb_index.eq(Mux(kind.box8, box8.header.obb_index, INVALID_OBB))
+            self._instance(m, out, pf, inst, kind.inst)
+        if self._triangles:
+            for n in range(2):
+                m.d.comb += out.geometry_index[n].eq(ins.node[n][LEGACY_GEOMETRY_INDEX_DW])
+        return m
 
-        # ---- BVH8 / filter box: header fields, running pointers, planes ----------------------
+    def _slots(self, m, out, pf, box8, inst, is_inst):
+        """The 8 slots' planes and pointers (``INVALID_NODE`` when not valid or early-culled),
+        and the base they are relative to: a BVH8 node's children, an instance's filter box, or
+        the dual form's legacy nodes (node ``k // 4``, child ``k % 4``)."""
+        ins = self.i
         exps = [Mux(is_inst, inst.filter_exp[a], box8.header.exp[a]) for a in range(3)]
         count = Signal(4, name="s0_count")
         m.d.comb += count.eq(Mux(is_inst, inst.filter_count_minus_1, box8.header.count_minus_1) + 1)
@@ -270,7 +280,6 @@ class NodeDecode(wiring.Component):
         m.d.comb += prim.eq(Mux(is_inst, 0, box8.header.leaf_base))
         legacy = [LEGACY_BOX32_LAYOUT(ins.node[n].as_value()) for n in range(2)]
         legacy16 = [LEGACY_BOX16_LAYOUT(ins.node[n].as_value()) for n in range(2)]
-        ctl = out.control
         for k in range(_SLOTS):
             child = box8.children[k]
             if k < FILTER_CHILDREN:
@@ -291,11 +300,10 @@ class NodeDecode(wiring.Component):
             ]
             internal, prim = nxt_int, nxt_prim
             b8_culled = ~is_inst & (
-                _box_culled(pf, child.cull_flags) | ((child.mask & ray.instance_mask) == 0)
+                _box_culled(pf, child.cull_flags) | ((child.mask & ins.ray.instance_mask) == 0)
             )
             b8_min = [dequant_offset(m, exps[a], qmin[a], f"s0_c{k}_min{a}") for a in range(3)]
             b8_max = [dequant_offset(m, exps[a], qmax[a] + 1, f"s0_c{k}_max{a}") for a in range(3)]
-            # dual form: node k // 4, child k % 4
             n, j = k // 4, k % 4
             lg, lg16 = legacy[n], legacy16[n]
             is16 = ins.node_ptr[n][0:3] == LEGACY_TYPE_BOX16
@@ -327,13 +335,11 @@ class NodeDecode(wiring.Component):
                     Mux(is_inst, inst.filter_origin[a], box8.header.origin[a]),
                 )
             )
-        m.d.comb += [
-            out.ray.origin.eq(ray.origin),
-            out.ray.dir.eq(ray.dir),
-            out.ray.extent.eq(ray.extent),
-        ]
 
-        # ---- status (the precedence of the golden intersect, restricted to the build) ---------
+    def _control(self, m, ctl, box8, kind):
+        """The status (the precedence of the golden intersect, restricted to the build), the
+        result-format selection and the sort controls."""
+        ins, desc = self.i, self.i.desc
         ok, nm, bad = STATUS_OK, STATUS_NOT_MODELLED, STATUS_BAD_NODE
         status = ctl.status
         obb = box8.header.obb_index
@@ -350,58 +356,55 @@ class NodeDecode(wiring.Component):
                 ]
             ).any()
             m.d.comb += status.eq(Mux(any_instance, ok, Mux(bad_t, bad, Mux(nm_t, nm, ok))))
-        with m.Elif(is_box8):
+        with m.Elif(kind.box8):
             if self._transforms:
                 m.d.comb += status.eq(Mux((obb != INVALID_OBB) & (obb >= OBB_INDEX_LIMIT), bad, ok))
             else:
                 m.d.comb += status.eq(Mux(obb != INVALID_OBB, nm, ok))
-        with m.Elif(is_tri):
+        with m.Elif(kind.tri):
             m.d.comb += status.eq(ok if self._triangles else nm)
-        with m.Elif(is_inst):
+        with m.Elif(kind.inst):
             m.d.comb += status.eq(ok if self._transforms else nm)
         with m.Else():
             m.d.comb += status.eq(bad)
         dual_tri = [ins.dual & (tl[n] <= LEGACY_TYPE_TRI1) for n in range(2)]
         m.d.comb += [
             ctl.blank.eq(ins.dual & any_instance),
-            ctl.is_instance.eq(is_inst),
-            ctl.is_triangle.eq(is_tri),
+            ctl.is_instance.eq(kind.inst),
+            ctl.is_triangle.eq(kind.tri),
             ctl.dual.eq(ins.dual),
             ctl.dual_triangle.eq(Cat(*dual_tri)),
             ctl.sort_enable.eq(desc.sort_en & (desc.heuristic != HEURISTIC_NONE)),
-            ctl.sort_wide.eq(desc.wide_sort & ~is_inst & ~dual_tri[0] & ~dual_tri[1]),
+            ctl.sort_wide.eq(desc.wide_sort & ~kind.inst & ~dual_tri[0] & ~dual_tri[1]),
             ctl.sort_tri_first.eq(desc.sort_tri_first),
             ctl.box_grow.eq(desc.box_grow),
             ctl.heuristic.eq(desc.heuristic),
         ]
 
-        # ---- instance node: transform matrix and its own result fields -----------------------
-        if self._transforms:
-            m.d.comb += out.obb_index.eq(Mux(is_box8, obb, INVALID_OBB))
-            child_base = inst.child_base
-            inst_flags = child_base[54:64]
-            aabb = child_base[INSTANCE_AABB_BIT]
-            culled = Signal(name="s0_inst_culled")
-            m.d.comb += culled.eq(
-                ((inst.mask & ray.instance_mask) == 0)
-                | (~aabb & ((pf & PF_SKIP_TRIANGLES) != 0))
-                | (aabb & ((pf & PF_SKIP_PROCEDURAL) != 0))
-            )
-            # (instance flags & (override ? 0x3FC : 0x3FF)) | ray flags over address bits [53:3]
-            override = (pf & (PF_FORCE_OPAQUE | PF_FORCE_NON_OPAQUE)) != 0
-            merged = Signal(10, name="s0_blas_flags")
-            m.d.comb += merged.eq((inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | pf)
-            blas = Signal(64, name="s0_blas")
-            m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
-            m.d.comb += [
-                out.instance.culled.eq(culled),
-                out.instance.blas_lo.eq(blas[:32]),
-                out.instance.blas_hi.eq(blas[32:]),
-                out.instance.user_data.eq(inst.user_data),
-                out.transform.use_matrix.eq(is_inst & ~culled),
-                out.transform.matrix.eq(inst.world_to_object),
-            ]
-        if self._triangles:
-            for n in range(2):
-                m.d.comb += out.geometry_index[n].eq(ins.node[n][LEGACY_GEOMETRY_INDEX_DW])
-        return m
+    def _instance(self, m, out, pf, inst, is_inst):
+        """An instance node's transform matrix and its own result fields."""
+        child_base = inst.child_base
+        inst_flags = child_base[54:64]
+        aabb = child_base[INSTANCE_AABB_BIT]
+        culled = Signal(name="s0_inst_culled")
+        m.d.comb += culled.eq(
+            ((inst.mask & self.i.ray.instance_mask) == 0)
+            | (~aabb & pf.skip_triangles)
+            | (aabb & pf.skip_procedural)
+        )
+        # (instance flags & (override ? 0x3FC : 0x3FF)) | ray flags over address bits [53:3]
+        override = pf.force_opaque | pf.force_non_opaque
+        merged = Signal(10, name="s0_blas_flags")
+        m.d.comb += merged.eq(
+            (inst_flags & Cat(~override, ~override, Const(0xFF, 8))) | pf.as_value()
+        )
+        blas = Signal(64, name="s0_blas")
+        m.d.comb += blas.eq(Cat(Const(0, 3), child_base[3:54], merged))
+        m.d.comb += [
+            out.instance.culled.eq(culled),
+            out.instance.blas_lo.eq(blas[:32]),
+            out.instance.blas_hi.eq(blas[32:]),
+            out.instance.user_data.eq(inst.user_data),
+            out.transform.use_matrix.eq(is_inst & ~culled),
+            out.transform.matrix.eq(inst.world_to_object),
+        ]

@@ -7,7 +7,7 @@ instance node (3x4 world-to-object matrix, translation added to the origin).
 
 Sources: gpurt ``ObbCommon.hlsli`` (``ObbStage1Lut``, ``ObbStage2Lut``),
 ``rtip3_opcode_emulation.hlsl`` and ``Common.hlsl`` ``OBBTransform``. The golden model is
-:mod:`gpurtl.golden.ray_accel.obb`.
+:mod:`gpurtl.golden.ray_accel.scalar.obb`.
 
 Datapath
 --------
@@ -61,11 +61,12 @@ available with ``lanes=1`` only. ``OBBTransformPipe`` wraps the core in a valid/
 """
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, unsigned
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
-from gpurtl.facts.fp32 import Float32
+from gpurtl.facts.fp32 import NEG_ZERO, Float32
 from gpurtl.facts.obb import NO_ROTATION, OBB_COUNT, STAGE1, STAGE2
+
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay
 
 __all__ = [
     "core_in_layout",
@@ -76,8 +77,7 @@ __all__ = [
     "fma_core_class",
 ]
 
-_NEG_ZERO = 0x80000000
-VEC3 = data.ArrayLayout(Float32(), 3)
+VEC3 = data.ArrayLayout(Float32, 3)
 RAY_OUT = data.StructLayout({"origin": VEC3, "dir": VEC3, "bad_index": unsigned(1)})
 
 
@@ -97,7 +97,7 @@ def core_in_layout(lanes=1, with_matrix=False):
     }
     if with_matrix:
         fields["use_matrix"] = unsigned(1)
-        fields["matrix"] = data.ArrayLayout(data.ArrayLayout(Float32(), 4), 3)
+        fields["matrix"] = data.ArrayLayout(data.ArrayLayout(Float32, 4), 3)
     return data.StructLayout(fields)
 
 
@@ -143,16 +143,6 @@ class ObbRom(Elaboratable):
         return m
 
 
-def _delay(m, en, value, cycles, name):
-    """``value`` delayed by ``cycles`` enabled clock cycles (a chain of registers)."""
-    for k in range(cycles):
-        reg = Signal.like(value, name=f"{name}_d{k + 1}")
-        with m.If(en):
-            m.d.sync += reg.eq(value)
-        value = reg
-    return value
-
-
 class OBBTransformCore(wiring.Component):
     """Clock-enable ray transform core (see the module doc string for ports and timing).
 
@@ -179,11 +169,7 @@ class OBBTransformCore(wiring.Component):
         self._check(fma_stages, lanes, with_matrix)
         self._fma_stages, self._lanes, self._with_matrix = fma_stages, lanes, bool(with_matrix)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(core_in_layout(lanes, with_matrix)),
-                "o": Out(core_out_layout(lanes)),
-            }
+            EnableCoreSignature(core_in_layout(lanes, with_matrix), core_out_layout(lanes))
         )
 
     @property
@@ -214,26 +200,26 @@ class OBBTransformCore(wiring.Component):
         L, en = self._fma_stages, self.en
         i = self.i
         # the ray's components, delayed to the stage that consumes them
-        o_y, d_y = _delay(m, en, i.origin[1], L, "oy"), _delay(m, en, i.dir[1], L, "dy")
-        o_x, d_x = _delay(m, en, i.origin[0], 2 * L, "ox"), _delay(m, en, i.dir[0], 2 * L, "dx")
-        pass_o = _delay(m, en, i.origin.as_value(), 3 * L, "pass_o")
-        pass_d = _delay(m, en, i.dir.as_value(), 3 * L, "pass_d")
+        o_y, d_y = delay(m, en, i.origin[1], L, "oy"), delay(m, en, i.dir[1], L, "dy")
+        o_x, d_x = delay(m, en, i.origin[0], 2 * L, "ox"), delay(m, en, i.dir[0], 2 * L, "dx")
+        pass_o = delay(m, en, i.origin.as_value(), 3 * L, "pass_o")
+        pass_d = delay(m, en, i.dir.as_value(), 3 * L, "pass_d")
         if self._with_matrix:
             use_m = [
                 i.use_matrix,
-                _delay(m, en, i.use_matrix, L, "usem1"),
-                _delay(m, en, i.use_matrix, 2 * L, "usem2"),
+                delay(m, en, i.use_matrix, L, "usem1"),
+                delay(m, en, i.use_matrix, 2 * L, "usem2"),
             ]
             mat_col = [
-                [_delay(m, en, i.matrix[r][c], (2 - c) * L, f"m{r}{c}") for r in range(3)]
+                [delay(m, en, i.matrix[r][c], (2 - c) * L, f"m{r}{c}") for r in range(3)]
                 for c in range(3)
             ]
         indices = [i.index] if self._lanes == 1 else [i.index[k] for k in range(self._lanes)]
         for lane, index in enumerate(indices):
             idx = [
                 index,
-                _delay(m, en, index, L, f"idx{lane}_1"),
-                _delay(m, en, index, 2 * L, f"idx{lane}_2"),
+                delay(m, en, index, L, f"idx{lane}_1"),
+                delay(m, en, index, 2 * L, f"idx{lane}_2"),
             ]
             # ROM column read per stage: stage A column 2, stage B column 1, stage C column 0
             col = {}
@@ -260,7 +246,7 @@ class OBBTransformCore(wiring.Component):
                         m.submodules[f"fma{lane}_{kind}{r}_{stage}"] = unit
                         m.d.comb += [unit.en.eq(en), unit.a.eq(a), unit.b.eq(col[column][r])]
                         units.append(unit)
-                    init = translate[r] if kind == "o" else Const(_NEG_ZERO, 32)
+                    init = translate[r] if kind == "o" else Const(NEG_ZERO, 32)
                     m.d.comb += [
                         units[0].c.eq(init),
                         units[1].c.eq(units[0].z),
@@ -270,13 +256,13 @@ class OBBTransformCore(wiring.Component):
                     m.d.comb += target.eq(units[2].z)
             rotate = Signal(name=f"lane{lane}_rotate")
             m.d.comb += rotate.eq(idx[2] < OBB_COUNT)
-            last_idx = _delay(m, en, idx[2], L, f"idx{lane}_3")
-            last_rotate = _delay(m, en, rotate, L, f"rot{lane}_3")
+            last_idx = delay(m, en, idx[2], L, f"idx{lane}_3")
+            last_rotate = delay(m, en, rotate, L, f"rot{lane}_3")
             if self._with_matrix:
-                last_rotate = last_rotate | _delay(m, en, use_m[2], L, "usem3")
+                last_rotate = last_rotate | delay(m, en, use_m[2], L, "usem3")
             bad = (last_idx >= OBB_COUNT) & (last_idx != NO_ROTATION)
             if self._with_matrix:
-                bad = bad & ~_delay(m, en, use_m[2], L, "usem3b")
+                bad = bad & ~delay(m, en, use_m[2], L, "usem3b")
             target = self.o if self._lanes == 1 else self.o.lane[lane]
             with m.If(last_rotate):
                 m.d.comb += [target.origin.eq(out.origin), target.dir.eq(out.dir)]
@@ -286,40 +272,9 @@ class OBBTransformCore(wiring.Component):
         return m
 
 
-class OBBTransformPipe(wiring.Component):
-    """``OBBTransformCore`` in a valid/ready stream (block ``obb_transform``): global enable
-    ``en = ~o.valid | o.ready``, a valid shift register as long as the core's latency, II = 1."""
+class OBBTransformPipe(EnableCoreStream):
+    """``OBBTransformCore`` in a valid/ready stream (block ``obb_transform``), II = 1."""
 
     def __init__(self, fma_stages=2, lanes=1):
         OBBTransformCore._check(fma_stages, lanes, False)
-        self._fma_stages, self._lanes = fma_stages, lanes
-        super().__init__(
-            {
-                "i": In(stream.Signature(core_in_layout(lanes))),
-                "o": Out(stream.Signature(core_out_layout(lanes))),
-            }
-        )
-
-    @property
-    def latency(self):
-        return 3 * self._fma_stages
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.core = core = OBBTransformCore(fma_stages=self._fma_stages, lanes=self._lanes)
-        en = Signal()
-        m.d.comb += [
-            en.eq(~self.o.valid | self.o.ready),
-            self.i.ready.eq(en),
-            core.en.eq(en),
-            core.i.eq(self.i.payload),
-            self.o.payload.eq(core.o),
-        ]
-        valid = self.i.valid
-        for k in range(core.latency):
-            reg = Signal(name=f"valid_s{k + 1}")
-            with m.If(en):
-                m.d.sync += reg.eq(valid)
-            valid = reg
-        m.d.comb += self.o.valid.eq(valid)
-        return m
+        super().__init__(OBBTransformCore(fma_stages=fma_stages, lanes=lanes))

@@ -2,7 +2,7 @@
 
 ``PrimitiveDecodeCore`` is a clock-enable datapath core (no valid/ready): ``en``, an input struct
 ``i`` (``node``: 32 dwords, ``node_ptr``: 32 bits) and an output struct ``o`` (:data:`PAIR_LAYOUT`),
-``latency == 2``. Bit-exact with :func:`gpurtl.golden.ray_accel.primitive_node.decode_pair` (layout
+``latency == 2``. Bit-exact with :func:`gpurtl.golden.ray_accel.encode.primitive_node.decode_pair` (layout
 and malformed-node rules in that module's doc string; gpurt ``gfx12/primitiveNode.hlsli``).
 
 Stage 1 decodes the 52-bit header, the pair index (pointer bits 0, 1, 3), the pair descriptor (a
@@ -21,12 +21,11 @@ Procedural triangles carry meaningless vertices (the triangle test ignores them)
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 from gpurtl.facts.ray_accel import NODE_LAYOUT
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream, reg
 
 __all__ = [
     "TRI_LAYOUT",
@@ -36,7 +35,7 @@ __all__ = [
     "PrimitiveDecode",
 ]
 
-VEC3 = data.ArrayLayout(Float32(), 3)
+VEC3 = data.ArrayLayout(Float32, 3)
 TRI_LAYOUT = data.StructLayout(
     {
         "v": data.ArrayLayout(VEC3, 3),
@@ -59,6 +58,34 @@ DECODE_IN_LAYOUT = data.StructLayout({"node": NODE_LAYOUT, "node_ptr": unsigned(
 _LOW_PAD = 512  # the lowest field offset a malformed header can produce is -480
 _HIGH_PAD = 1024  # the highest field end is below 52 + 93 + 15 * 96 + 96 < 2048
 
+_OFFSET = unsigned(12)  # a bit offset into the padded node
+_XYZ = data.ArrayLayout(unsigned(6), 3)
+#: The stage-1 register: the node, the header fields and every field offset stage 2 extracts.
+_S1_LAYOUT = data.StructLayout(
+    {
+        "node": unsigned(1024),
+        "tz": unsigned(5),
+        "pay": _XYZ,  # payload bits of each vertex component
+        "pl": _XYZ,  # prefix length of each component
+        "pre_off": data.ArrayLayout(_OFFSET, 3),
+        "v_off": data.ArrayLayout(data.ArrayLayout(_OFFSET, 3), 2),
+        "prim_a": unsigned(5),
+        "prim_p": unsigned(5),
+        "geo_a": unsigned(5),
+        "geo_p": unsigned(5),
+        "prim_anchor_off": _OFFSET,
+        "geo_anchor_off": _OFFSET,
+        "prim_off": data.ArrayLayout(_OFFSET, 2),
+        "geo_off": data.ArrayLayout(_OFFSET, 2),
+        "t_is_0": unsigned(1),
+        "opaque": data.ArrayLayout(unsigned(1), 2),
+        "proc": data.ArrayLayout(unsigned(1), 2),
+        "valid1": unsigned(1),
+        "nav": unsigned(2),
+        "error": unsigned(1),
+    }
+)
+
 
 class PrimitiveDecodeCore(wiring.Component):
     """Pair decode of a compressed primitive node; see the module doc string.
@@ -76,7 +103,7 @@ class PrimitiveDecodeCore(wiring.Component):
     LATENCY = 2
 
     def __init__(self):
-        super().__init__({"en": In(1), "i": In(DECODE_IN_LAYOUT), "o": Out(PAIR_LAYOUT)})
+        super().__init__(EnableCoreSignature(DECODE_IN_LAYOUT, PAIR_LAYOUT))
 
     @property
     def latency(self):
@@ -84,12 +111,15 @@ class PrimitiveDecodeCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        en = self.en
+        s1 = reg(m, self.en, self._stage1(m), "s1")
+        self._stage2(m, s1)
+        return m
+
+    def _stage1(self, m):
+        """Header, pair descriptor and every field offset, as a :data:`_S1_LAYOUT` value."""
         node = Signal(1024)
         m.d.comb += node.eq(self.i.node.as_value())
         ptr = self.i.node_ptr
-
-        # ---- stage 1: header, descriptor, offsets ------------------------------------------
         px, py, pz = node[0:5] + 1, node[5:10] + 1, node[10:15] + 1
         tz = node[15:20]
         geo_a, geo_p = Cat(Const(0, 1), node[20:24]), Cat(Const(0, 1), node[24:28])
@@ -112,61 +142,49 @@ class PrimitiveDecodeCore(wiring.Component):
                     lo = 1024 - 29 * (p + 1)
                     m.d.comb += desc.eq(node[lo : lo + 29])
         idx = [[desc[17:21], desc[21:25], desc[25:29]], [desc[3:7], desc[7:11], desc[11:15]]]
-        opaque = [desc[16], desc[2]]
 
         vbits = Signal(7)
         vstart = Signal(9)
         m.d.comb += [vbits.eq(px + py + pz), vstart.eq(52 + pl[0] + pl[1] + pl[2])]
 
-        def reg(name, shape, value):
-            r = Signal(shape, name=name)
-            with m.If(en):
-                m.d.sync += r.eq(value)
-            return r
-
         # every offset is biased by _LOW_PAD (so it is never negative)
         B = _LOW_PAD
-        s1 = {}
-        s1["node"] = reg("s1_node", 1024, node)
-        s1["tz"] = reg("s1_tz", 5, tz)
-        s1["pay"] = [reg(f"s1_pay_{c}", 6, p) for c, p in zip("xyz", (px, py, pz))]
-        s1["pl"] = [reg(f"s1_pl_{c}", 6, p) for c, p in zip("xyz", pl)]
-        s1["pre_off"] = [
-            reg("s1_pre_off_x", 12, B + 52),
-            reg("s1_pre_off_y", 12, B + 52 + pl[0]),
-            reg("s1_pre_off_z", 12, B + 52 + pl[0] + pl[1]),
-        ]
-        s1["v_off"] = [
-            [reg(f"s1_v_off_{k}_{n}", 12, B + vstart + idx[k][n] * vbits) for n in range(3)]
-            for k in range(2)
-        ]
-        s1["prim_a"] = reg("s1_prim_a", 5, prim_a)
-        s1["prim_p"] = reg("s1_prim_p", 5, prim_p)
-        s1["geo_a"] = reg("s1_geo_a", 5, geo_a)
-        s1["geo_p"] = reg("s1_geo_p", 5, geo_p)
-        s1["prim_anchor_off"] = reg("s1_prim_anchor_off", 12, B + mid)
-        s1["geo_anchor_off"] = reg("s1_geo_anchor_off", 12, B + mid - geo_a)
+        s1 = Signal(_S1_LAYOUT, name="s1_next")
         tri_index = [Cat(Const(0, 1), pair), Cat(Const(1, 1), pair)]
-        # payload of triangle t >= 1 (t = 0 uses the anchor; its offset is never used)
-        s1["prim_off"] = [
-            reg(f"s1_prim_off_{k}", 12, B + mid + prim_a + (t - 1) * prim_p)
-            for k, t in enumerate(tri_index)
+        m.d.comb += [
+            s1.node.eq(node),
+            s1.tz.eq(tz),
+            s1.pre_off[0].eq(B + 52),
+            s1.pre_off[1].eq(B + 52 + pl[0]),
+            s1.pre_off[2].eq(B + 52 + pl[0] + pl[1]),
+            s1.prim_a.eq(prim_a),
+            s1.prim_p.eq(prim_p),
+            s1.geo_a.eq(geo_a),
+            s1.geo_p.eq(geo_p),
+            s1.prim_anchor_off.eq(B + mid),
+            s1.geo_anchor_off.eq(B + mid - geo_a),
+            s1.t_is_0.eq(pair == 0),
+            s1.opaque[0].eq(desc[16]),
+            s1.opaque[1].eq(desc[2]),
+            s1.valid1.eq((idx[1][0] != 0) | (idx[1][1] != 0) | (idx[1][2] != 0)),
+            s1.nav.eq(Mux(desc[0], 3, Mux(pair == count - 1, 1, 0))),
+            s1.error.eq((pair >= count) | vtype | bad_prefix | (ptr[0:3] > 3)),
         ]
-        s1["geo_off"] = [
-            reg(f"s1_geo_off_{k}", 12, B + mid - geo_a - t * geo_p) for k, t in enumerate(tri_index)
-        ]
-        s1["t_is_0"] = reg("s1_t_is_0", 1, pair == 0)
-        s1["opaque"] = [reg(f"s1_opaque_{k}", 1, opaque[k]) for k in range(2)]
-        s1["proc"] = [
-            reg(f"s1_proc_{k}", 1, (idx[k][0] == 15) & (idx[k][1] == 15)) for k in range(2)
-        ]
-        s1["valid1"] = reg("s1_valid1", 1, (idx[1][0] != 0) | (idx[1][1] != 0) | (idx[1][2] != 0))
-        nav = Mux(desc[0], 3, Mux(pair == count - 1, 1, 0))
-        s1["nav"] = reg("s1_nav", 2, nav)
-        s1["error"] = reg("s1_error", 1, (pair >= count) | vtype | bad_prefix | (ptr[0:3] > 3))
+        for a, (pay, length) in enumerate(zip((px, py, pz), pl)):
+            m.d.comb += [s1.pay[a].eq(pay), s1.pl[a].eq(length)]
+        for k, t in enumerate(tri_index):
+            m.d.comb += [s1.v_off[k][n].eq(B + vstart + idx[k][n] * vbits) for n in range(3)] + [
+                # payload of triangle t >= 1 (t = 0 uses the anchor; this offset is never used)
+                s1.prim_off[k].eq(B + mid + prim_a + (t - 1) * prim_p),
+                s1.geo_off[k].eq(B + mid - geo_a - t * geo_p),
+                s1.proc[k].eq((idx[k][0] == 15) & (idx[k][1] == 15)),
+            ]
+        return s1
 
-        # ---- stage 2: field extraction -------------------------------------------------------
-        padded = Cat(Const(0, _LOW_PAD), s1["node"], Const(0, _HIGH_PAD))
+    def _stage2(self, m, s1):
+        """Field extraction from the registered stage 1 ``s1`` into the output register."""
+        en = self.en
+        padded = Cat(Const(0, _LOW_PAD), s1.node, Const(0, _HIGH_PAD))
 
         def field(offset, width):
             return padded.bit_select(offset, width)
@@ -176,8 +194,8 @@ class PrimitiveDecodeCore(wiring.Component):
 
         prefix_top = []
         for a in range(3):
-            window = field(s1["pre_off"][a], 32)
-            length = s1["pl"][a]
+            window = field(s1.pre_off[a], 32)
+            length = s1.pl[a]
             top = Signal(32, name=f"s2_prefix_top_{'xyz'[a]}")
             shift = Signal(6, name=f"s2_prefix_shift_{'xyz'[a]}")
             # prefix bits are window[0:length]; left-aligned = window << (32 - length) (mod 2^32)
@@ -187,19 +205,19 @@ class PrimitiveDecodeCore(wiring.Component):
         o = self.o
         for k in range(2):
             for n in range(3):
-                window = field(s1["v_off"][k][n], 96)
+                window = field(s1.v_off[k][n], 96)
                 shift = 0
                 for a in range(3):
                     payload = (
-                        masked(window >> shift, s1["pay"][a], 32)
+                        masked(window >> shift, s1.pay[a], 32)
                         if a
-                        else masked(window, s1["pay"][a], 32)
+                        else masked(window, s1.pay[a], 32)
                     )
                     comp = Signal(32, name=f"s2_v_{k}_{n}_{'xyz'[a]}")
-                    m.d.comb += comp.eq(prefix_top[a] | (payload << s1["tz"])[:32])
+                    m.d.comb += comp.eq(prefix_top[a] | (payload << s1.tz)[:32])
                     with m.If(en):
                         m.d.sync += o.tri[k].v[n][a].eq(comp)
-                    shift = s1["pay"][0] if a == 0 else s1["pay"][0] + s1["pay"][1]
+                    shift = s1.pay[0] if a == 0 else s1.pay[0] + s1.pay[1]
 
         def decode_id(anchor_off, anchor_len, pay_off, pay_len, first):
             anchor = masked(field(anchor_off, 32), anchor_len, 32)
@@ -209,22 +227,19 @@ class PrimitiveDecodeCore(wiring.Component):
             return Mux(first, anchor, merged)
 
         for k in range(2):
-            first = s1["t_is_0"] if k == 0 else Const(0, 1)
-            prim = decode_id(
-                s1["prim_anchor_off"], s1["prim_a"], s1["prim_off"][k], s1["prim_p"], first
-            )
-            geo = decode_id(s1["geo_anchor_off"], s1["geo_a"], s1["geo_off"][k], s1["geo_p"], first)
+            first = s1.t_is_0 if k == 0 else Const(0, 1)
+            prim = decode_id(s1.prim_anchor_off, s1.prim_a, s1.prim_off[k], s1.prim_p, first)
+            geo = decode_id(s1.geo_anchor_off, s1.geo_a, s1.geo_off[k], s1.geo_p, first)
             with m.If(en):
                 m.d.sync += [
                     o.tri[k].prim_id.eq(prim),
                     o.tri[k].geo_id.eq(geo),
-                    o.tri[k].opaque.eq(s1["opaque"][k]),
-                    o.tri[k].procedural.eq(s1["proc"][k]),
-                    o.tri[k].valid.eq(1 if k == 0 else s1["valid1"]),
+                    o.tri[k].opaque.eq(s1.opaque[k]),
+                    o.tri[k].procedural.eq(s1.proc[k]),
+                    o.tri[k].valid.eq(1 if k == 0 else s1.valid1),
                 ]
         with m.If(en):
-            m.d.sync += [o.nav.eq(s1["nav"]), o.error.eq(s1["error"])]
-        return m
+            m.d.sync += [o.nav.eq(s1.nav), o.error.eq(s1.error)]
 
 
 class PrimitiveDecode(EnableCoreStream):

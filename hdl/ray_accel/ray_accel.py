@@ -3,7 +3,7 @@
 ``IMAGE_BVH8_INTERSECT_RAY`` and ``IMAGE_BVH_DUAL_INTERSECT_RAY`` of the AMD "RDNA4 Instruction
 Set Architecture" guide ("Ray Tracing"), as GPUOpen gpurt
 ``src/shaders/rtip3_opcode_emulation.hlsl``
-emulates them. Golden model: :class:`gpurtl.golden.ray_accel.intersect.IntersectModel`,
+emulates them. Golden model: :class:`gpurtl.golden.ray_accel.scalar.intersect.IntersectModel`,
 restricted to the node kinds this build has (:attr:`RayAccel.paths`; other kinds give status 1
 on both sides).
 
@@ -30,8 +30,8 @@ Components (each a ``wiring.Component`` with a ``latency`` and its own golden re
 ========================== ============================================================
 
 Between the components only side-band fields wait (the slot pointers for the de-duplication,
-the controls, the returned ray); lines of :data:`~._pipe.SIDEBAND_MIN_CYCLES` or more cycles are
-memory rings (:func:`~._pipe.sideband`), not flip-flops. :attr:`RayAccel.register_bits` (shown
+the controls, the returned ray); lines of :data:`~gpurtl.hdl.pipe.SIDEBAND_MIN_CYCLES` or more cycles are
+memory rings (:func:`~gpurtl.hdl.pipe.sideband`), not flip-flops. :attr:`RayAccel.register_bits` (shown
 by ``gpurtl list ray_accel``) gives the payload bits of each stage's registers outside the FP32
 cores: at the ``fpga`` preset the entry register ``s1`` holds 2133 bits (box paths only; 2678
 with the transform and triangle fields) instead of the 2373-bit instruction, the planes wait in a
@@ -47,12 +47,9 @@ sum of the component latencies along the longest path.
 
 FP32 presets (``fp``)
 ---------------------
-``"fpga"`` (default): the FP32 cores' default depths (add/mul 9, FMA 12, rcp/div 24 stages),
-transform FMAs 2 stages, and a register between chained FP32 compares (the box engine's
-max3/min3, the sort network's compare and swap: 2 + 6 cycles for clock rate); ``"shallow"``:
-one register per FP32 core everywhere (box path, transform, triangle paths), for latency studies
-(zero stages would also simulate, but the box path would then be one combinational chain of
-about twenty FP32 operations). Latencies
+``"fpga"`` (default) or ``"shallow"``; the depths of each component per preset are defined in
+:mod:`~gpurtl.hdl.ray_accel.presets` (the sort network's split compare and swap adds 6 cycles
+at ``"fpga"``). Latencies
 (``gpurtl list ray_accel -p fp=PRESET [-p triangles=0 -p transforms=0]``; "box path" is the
 latency the build would have without its triangle paths):
 
@@ -83,42 +80,25 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT, SORT_SLOTS
 
-from ._pipe import SIDEBAND_MIN_CYCLES, delay, reg, sideband
+from ..pipe import SIDEBAND_MIN_CYCLES, delay, reg, sideband
 from .box_engine import BOX_IN_LAYOUT, BoxEngine
 from .dedup import DEDUP_IN_LAYOUT, DedupUnit
 from .legacy_triangle import LegacyTriangleCore
 from .node_decode import NodeDecode, decoded_layout
+from .presets import (
+    FP_PRESETS,
+    box_engine_stages,
+    check_preset,
+    ray_setup_stages,
+    sort_stages,
+    triangle_stages,
+)
 from .ray_setup import RaySetupUnit
 from .result_format import ResultFormat, format_in_layout
 from .sort_unit import SORT_IN_LAYOUT, SortUnit
 from .triangle_pair import TrianglePairCore
 
 __all__ = ["RayAccel", "build_paths", "FP_PRESETS"]
-
-#: FP32 core depths of each preset: box path ``add``/``mul``/``fma``/``rcp``, triangle path
-#: ``div`` (and the same add/mul/fma), ray transform ``xf_fma`` (``None``: the core's default).
-#: ``split_compares``: a register between chained FP32 compares (box engine c3, the sort
-#: network's compare and swap), for clock rate on an FPGA.
-FP_PRESETS = {
-    "fpga": {
-        "add": None,
-        "mul": None,
-        "fma": None,
-        "rcp": None,
-        "div": None,
-        "xf_fma": 2,
-        "split_compares": True,
-    },
-    "shallow": {
-        "add": 1,
-        "mul": 1,
-        "fma": 1,
-        "rcp": 1,
-        "div": 1,
-        "xf_fma": 1,
-        "split_compares": False,
-    },
-}
 
 
 def build_paths(triangles=True, transforms=True):
@@ -149,8 +129,7 @@ def _check_params(engines, boxes_per_engine, ftz, triangles, transforms, fp):
     for name, value in (("ftz", ftz), ("triangles", triangles), ("transforms", transforms)):
         if not isinstance(value, bool):
             raise TypeError(f"`{name}` must be a boolean, not {value!r}")
-    if fp not in FP_PRESETS:
-        raise ValueError(f"`fp` must be one of {', '.join(map(repr, FP_PRESETS))}, not {fp!r}")
+    check_preset(fp)
 
 
 class RayAccel(wiring.Component):
@@ -170,7 +149,7 @@ class RayAccel(wiring.Component):
     transforms : bool
         Include the OBB and instance ray transforms.
     fp : str
-        FP32 depth preset, ``"fpga"`` or ``"shallow"`` (:data:`FP_PRESETS`).
+        FP32 depth preset, ``"fpga"`` or ``"shallow"`` (:mod:`~gpurtl.hdl.ray_accel.presets`).
     """
 
     def __init__(
@@ -187,28 +166,18 @@ class RayAccel(wiring.Component):
         self._engines, self._boxes, self._ftz, self._fp = engines, boxes_per_engine, ftz, fp
         self._triangles, self._transforms = triangles, transforms
         self._groups = 8 // (engines * boxes_per_engine)
-        st = FP_PRESETS[fp]
-        box_stages = dict(
-            add_stages=st["add"],
-            mul_stages=st["mul"],
-            fma_stages=st["fma"],
-            split_compares=st["split_compares"],
-        )
-        tri_stages = {k: st[k] for k in ("add", "mul", "fma", "div")}
         self._decode = NodeDecode(triangles=triangles, transforms=transforms)
-        self._setup = RaySetupUnit(
-            transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"], rcp_stages=st["rcp"]
-        )
+        self._setup = RaySetupUnit(transforms=transforms, ftz=ftz, **ray_setup_stages(fp))
         self._box_engines = [
-            BoxEngine(boxes_per_engine, ftz=ftz, **box_stages) for _ in range(engines)
+            BoxEngine(boxes_per_engine, ftz=ftz, **box_engine_stages(fp)) for _ in range(engines)
         ]
         self._dedup = DedupUnit()
-        self._sorter = SortUnit(ftz=ftz, split_compares=st["split_compares"])
+        self._sorter = SortUnit(ftz=ftz, **sort_stages(fp))
         self._format = ResultFormat(triangles=triangles, transforms=transforms)
         self._tri = self._leg = None
         if triangles:
-            self._tri = TrianglePairCore(stages=tri_stages)
-            self._leg = LegacyTriangleCore(stages=tri_stages)
+            self._tri = TrianglePairCore(stages=triangle_stages(fp))
+            self._leg = LegacyTriangleCore(stages=triangle_stages(fp))
         super().__init__(
             {"i": In(stream.Signature(INSTR_LAYOUT)), "o": Out(stream.Signature(OUT_LAYOUT))}
         )
@@ -306,7 +275,7 @@ class RayAccel(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        G, T = self._groups, self._engines * self._boxes
+        G = self._groups
         en = Signal(name="en")
         phase = Signal(range(G + 1), name="s1_phase")
         s1_valid = Signal(name="s1_valid")
@@ -329,7 +298,6 @@ class RayAccel(wiring.Component):
         m.submodules.decode = dec = self._decode
         m.d.comb += [dec.en.eq(take), dec.i.eq(self.i.payload)]
         s1 = dec.o
-        ctl = s1.control
 
         # ---- ray setup: transform and reciprocal ----------------------------------------------
         m.submodules.setup = setup = self._setup
@@ -337,7 +305,22 @@ class RayAccel(wiring.Component):
         if self._transforms:
             m.d.comb += [setup.i.obb_index.eq(s1.obb_index), setup.i.transform.eq(s1.transform)]
 
-        # ---- box engines: slot group `phase`, the planes wait P cycles for the ray -------------
+        hits, keys = self._box_tests(m, en, s1, phase, s1_valid)
+        sorted_ptrs = self._dedup_and_sort(m, en, s1, hits, keys)
+        self._result_format(m, en, s1, sorted_ptrs)
+
+        # ---- output ---------------------------------------------------------------------------
+        t_fmt = max(self.path_latencies.values())
+        o_valid = delay(m, en, v1, t_fmt + self._format.latency - G, "o_valid")
+        m.d.comb += [self.o.payload.eq(self._format.o), self.o.valid.eq(o_valid)]
+        return m
+
+    def _box_tests(self, m, en, s1, phase, s1_valid):
+        """The box engines on slot group ``phase`` (the planes wait ``P`` cycles for the ray),
+        then the collector: groups ``0 .. G-2`` wait in registers for the last group. Returns
+        the 8 slots' ``hit`` and ``key`` at the de-duplication input."""
+        G, T = self._groups, self._engines * self._boxes
+        ctl, setup = s1.control, self._setup
         eng0 = self._box_engines[0]
         P = self._plane_delay
         t_origin = setup.transform_latency  # the engines read the origin with the planes
@@ -368,12 +351,6 @@ class RayAccel(wiring.Component):
             wait.heuristic.eq(ctl.heuristic),
         ]
         e_wait = sideband(m, en, wait, P, "e_wait")
-        e_base, e_extent, e_grow, e_heur = (
-            e_wait.base,
-            e_wait.extent,
-            e_wait.box_grow,
-            e_wait.heuristic,
-        )
         e_origin = sideband(m, en, setup.o.ray.origin, P - t_origin, "e_origin")
         e_inv = sideband(m, en, setup.o.inv_dir, P + eng0.inv_offset - t_inv, "e_inv")
         g_hits, g_keys = [], []
@@ -381,11 +358,11 @@ class RayAccel(wiring.Component):
             m.submodules[f"engine{e}"] = eng
             m.d.comb += [
                 eng.en.eq(en),
-                eng.i.base.eq(e_base),
+                eng.i.base.eq(e_wait.base),
                 eng.i.ray.origin.eq(e_origin),
-                eng.i.ray.extent.eq(e_extent),
-                eng.i.ray.box_grow.eq(e_grow),
-                eng.i.ray.heuristic.eq(e_heur),
+                eng.i.ray.extent.eq(e_wait.extent),
+                eng.i.ray.box_grow.eq(e_wait.box_grow),
+                eng.i.ray.heuristic.eq(e_wait.heuristic),
                 eng.inv_dir.eq(e_inv),
             ]
             for b in range(self._boxes):
@@ -393,7 +370,6 @@ class RayAccel(wiring.Component):
                 g_hits.append(eng.o.boxes[b].hit)
                 g_keys.append(eng.o.boxes[b].key)
 
-        # ---- collector: groups 0..G-2 wait in registers for the last group ---------------------
         t_eng = P + eng0.latency  # from s1 to the engine output
         h_valid = delay(m, en, s1_valid, t_eng, "h_valid")
         h_phase = delay(m, en, phase, t_eng, "h_phase")
@@ -409,9 +385,12 @@ class RayAccel(wiring.Component):
                 with m.If(en & h_valid & (h_phase == g)):
                     m.d.sync += [ch.eq(g_hits[j]), ck.eq(g_keys[j])]
                 hits[k], keys[k] = ch, ck
+        return hits, keys
 
-        # ---- de-duplication and sort -----------------------------------------------------------
-        t_dedup = G - 1 + t_eng  # from s1 (held) to the de-dup input
+    def _dedup_and_sort(self, m, en, s1, hits, keys):
+        """De-duplication and sort of the collected slots; returns the sorted pointers."""
+        ctl = s1.control
+        t_dedup = self._dedup_time - self._decode.latency  # from s1 (held) to the de-dup input
         side = Signal(data.StructLayout({"ptrs": s1.ptrs.shape(), "dual": 1}), name="s1_side")
         m.d.comb += [side.ptrs.eq(s1.ptrs), side.dual.eq(ctl.dual)]
         d_side = sideband(m, en, side, t_dedup, "d_side")
@@ -433,11 +412,15 @@ class RayAccel(wiring.Component):
             sorter.i.wide.eq(sideband(m, en, ctl.sort_wide, t_sort, "sort_wide")),
             sorter.i.stf.eq(sideband(m, en, ctl.sort_tri_first, t_sort, "sort_stf")),
         ]
+        # the box path's latency is the sum of its parts
+        assert self.path_latencies["box"] == self._decode.latency + t_sort + sorter.latency
+        return sorter.o.ptrs
 
-        # ---- result format: every path aligned to `t_fmt` after the take ----------------------
+    def _result_format(self, m, en, s1, sorted_ptrs):
+        """The result format's input: every path aligned to ``t_fmt`` after the take."""
         t_fmt = max(self.path_latencies.values())
         lat_box = self.path_latencies["box"]
-        assert lat_box == dec.latency + t_sort + sorter.latency
+        t_origin = self._setup.transform_latency
         m.submodules.format = fmt = self._format
         f_in = Signal(
             format_in_layout(triangles=self._triangles, transforms=self._transforms), name="f_in"
@@ -445,10 +428,10 @@ class RayAccel(wiring.Component):
         m.d.comb += [
             fmt.en.eq(en),
             fmt.i.eq(f_in),
-            f_in.ptrs.eq(sideband(m, en, sorter.o.ptrs, t_fmt - lat_box, "f_ptrs")),
+            f_in.ptrs.eq(sideband(m, en, sorted_ptrs, t_fmt - lat_box, "f_ptrs")),
         ]
-        t_s1 = t_fmt - dec.latency  # from s1 to the result format input
-        late = {"control": ctl, "ray": s1.ray}
+        t_s1 = t_fmt - self._decode.latency  # from s1 to the result format input
+        late = {"control": s1.control, "ray": s1.ray}
         if self._transforms:
             late["instance"] = s1.instance
         if self._triangles:
@@ -463,10 +446,8 @@ class RayAccel(wiring.Component):
             f_in.ray.dir.eq(f_late.ray.dir),
         ]
         if self._transforms:
-            m.d.comb += [
-                f_in.instance.eq(f_late.instance),
-                f_in.instance_ray.eq(sideband(m, en, setup.o.ray, t_s1 - t_origin, "f_xray")),
-            ]
+            xray = sideband(m, en, self._setup.o.ray, t_s1 - t_origin, "f_xray")
+            m.d.comb += [f_in.instance.eq(f_late.instance), f_in.instance_ray.eq(xray)]
         if self._triangles:
             m.d.comb += f_in.geometry_index.eq(f_late.geometry_index)
             ins = self.i.payload
@@ -493,8 +474,3 @@ class RayAccel(wiring.Component):
                 f_in.triangle.eq(sideband(m, en, tri.o, t_fmt - tri.latency, "f_tri")),
                 f_in.legacy.eq(sideband(m, en, leg.o, t_fmt - leg.latency, "f_leg")),
             ]
-
-        # ---- output ---------------------------------------------------------------------------
-        o_valid = delay(m, en, v1, t_fmt + fmt.latency - G, "o_valid")
-        m.d.comb += [self.o.payload.eq(fmt.o), self.o.valid.eq(o_valid)]
-        return m

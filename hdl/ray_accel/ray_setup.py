@@ -8,7 +8,7 @@ with the explicit-matrix input serves both node kinds that move the ray (gpurt
 0x7F, the world-to-object matrix of ``IntersectHardwareInstanceNode``); every other node passes
 through it unchanged with the same latency. Three ``FPRcpCore`` follow.
 
-Golden reference: :func:`gpurtl.golden.ray_accel.setup.ray_setup`.
+Golden reference: :func:`gpurtl.golden.ray_accel.scalar.setup.ray_setup`.
 
 Interface (clock-enable core)
 -----------------------------
@@ -20,12 +20,11 @@ transformed ray) ``transform_latency`` enabled cycles after ``i``; ``o.inv_dir[3
 
 from amaranth.hdl import Module
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
 
 from ..fp32 import FPRcpCore
-from ._pipe import EnableCoreStream, delay
+from ..pipe import EnableCoreSignature, EnableCoreStream, delay
 from .node_decode import MATRIX_LAYOUT
 from .obb_transform import OBBTransformCore
 
@@ -37,7 +36,7 @@ __all__ = [
     "RaySetupPipe",
 ]
 
-_F3 = data.ArrayLayout(Float32(), 3)
+_F3 = data.ArrayLayout(Float32, 3)
 SETUP_RAY_LAYOUT = data.StructLayout({"origin": _F3, "dir": _F3})
 SETUP_OUT_LAYOUT = data.StructLayout({"ray": SETUP_RAY_LAYOUT, "inv_dir": _F3})
 
@@ -82,13 +81,7 @@ class RaySetupUnit(wiring.Component):
         self._transforms, self._ftz = transforms, ftz
         self._xf_fma_stages = xf_fma_stages
         self._rcp_stages = FPRcpCore.DEFAULT_STAGES if rcp_stages is None else rcp_stages
-        super().__init__(
-            {
-                "en": In(1),
-                "i": In(setup_in_layout(transforms)),
-                "o": Out(SETUP_OUT_LAYOUT),
-            }
-        )
+        super().__init__(EnableCoreSignature(setup_in_layout(transforms), SETUP_OUT_LAYOUT))
 
     @property
     def transforms(self):
@@ -143,11 +136,7 @@ class _AlignedSetup(wiring.Component):
     def __init__(self, **params):
         self._unit = RaySetupUnit(**params)
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(setup_in_layout(self._unit.transforms)),
-                "o": Out(SETUP_OUT_LAYOUT),
-            }
+            EnableCoreSignature(setup_in_layout(self._unit.transforms), SETUP_OUT_LAYOUT)
         )
 
     @property

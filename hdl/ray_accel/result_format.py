@@ -15,13 +15,12 @@ Result formats (AMD "RDNA4 Instruction Set Architecture" guide, "Ray Tracing", a
 * a non-zero status, or a dual form with an instance node, turns every dword into
   ``0xFFFFFFFF``.
 
-Golden reference: :func:`gpurtl.golden.ray_accel.result.format_result`. One register
+Golden reference: :func:`gpurtl.golden.ray_accel.scalar.result.format_result`. One register
 (``latency = 1``).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import (
     INSTANCE_UNDEFINED_DW,
@@ -33,7 +32,7 @@ from gpurtl.facts.ray_accel import (
     STATUS_OK,
 )
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .legacy_triangle import LEGACY_OUT_LAYOUT
 from .node_decode import CONTROL_LAYOUT, INSTANCE_SIDE_LAYOUT
 from .ray_setup import SETUP_RAY_LAYOUT
@@ -79,11 +78,9 @@ class ResultFormat(wiring.Component):
         _check_params(triangles, transforms)
         self._triangles, self._transforms = triangles, transforms
         super().__init__(
-            {
-                "en": In(1),
-                "i": In(format_in_layout(triangles=triangles, transforms=transforms)),
-                "o": Out(OUT_LAYOUT),
-            }
+            EnableCoreSignature(
+                format_in_layout(triangles=triangles, transforms=transforms), OUT_LAYOUT
+            )
         )
 
     @property

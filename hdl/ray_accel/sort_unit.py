@@ -2,7 +2,7 @@
 ``IntersectNodeBvh8`` (``SortUnit``).
 
 Source: gpurt ``src/shaders/rtip3_opcode_emulation.hlsl`` ``IntersectNodeBvh8``; golden model
-:mod:`gpurtl.golden.ray_accel.sort`.
+:mod:`gpurtl.golden.ray_accel.scalar.sort`.
 
 Each slot carries a 32-bit pointer and a 32-bit FP key. The 3-bit class key is computed at the
 input, ``ext = 4 * (ptr == INVALID_NODE) + 2 * (stf & (ptr & 7) > 3) + (stf & (ptr & 7) != 1)``.
@@ -21,12 +21,11 @@ Interface (clock-enable core, no valid/ready): ``en``; ``i``: ``slots[8]`` {``pt
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import INVALID_NODE, SORT_STAGES
 
 from ..fp32 import FPCmpCore
-from ._pipe import EnableCoreStream, reg
+from ..pipe import EnableCoreSignature, EnableCoreStream, reg
 
 __all__ = ["SLOT_LAYOUT", "SORT_IN_LAYOUT", "SORT_OUT_LAYOUT", "SortUnit", "SortPipe"]
 
@@ -59,13 +58,7 @@ class SortUnit(wiring.Component):
         if not isinstance(split_compares, bool):
             raise TypeError(f"`split_compares` must be a boolean, not {split_compares!r}")
         self._ftz, self._split = ftz, split_compares
-        super().__init__(
-            {
-                "en": In(1),
-                "i": In(SORT_IN_LAYOUT),
-                "o": Out(SORT_OUT_LAYOUT),
-            }
-        )
+        super().__init__(EnableCoreSignature(SORT_IN_LAYOUT, SORT_OUT_LAYOUT))
 
     @property
     def latency(self):

@@ -1,7 +1,7 @@
 """Watertight ray/triangle engine: per-ray setup and two triangle tests per cycle (RTL).
 
-Bit-exact with :func:`gpurtl.golden.ray_accel.triangle.ray_setup` and
-:func:`gpurtl.golden.ray_accel.triangle.intersect`, whose doc string defines the algorithm (Woop,
+Bit-exact with :func:`gpurtl.golden.ray_accel.scalar.triangle.ray_setup` and
+:func:`gpurtl.golden.ray_accel.scalar.triangle.intersect`, whose doc string defines the algorithm (Woop,
 Benthin and Wald 2013, in FP32, with this project's tie rule) and the exact operation order. **The
 hardware's own triangle algorithm is not public**; this is the project's documented choice. All
 FP32 arithmetic runs on the pipelined cores of :mod:`gpurtl.hdl.fp32` (``FPAddCore``,
@@ -32,23 +32,11 @@ chain, then the divisions).
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
-from gpurtl.facts.fp32 import Float32
-from gpurtl.facts.ray_accel import (
-    PF_CULL_BACK,
-    PF_CULL_FRONT,
-    PF_CULL_NON_OPAQUE,
-    PF_CULL_OPAQUE,
-    PF_DISABLE_TRI_CULL,
-    PF_FLIP_FACEDNESS,
-    PF_FORCE_NON_OPAQUE,
-    PF_FORCE_OPAQUE,
-    PF_SKIP_PROCEDURAL,
-    PF_SKIP_TRIANGLES,
-)
+from gpurtl.facts.fp32 import ONE, POS_INF, SIGN_BIT, Float32
 
 from ..fp32 import FPAddCore, FPDivCore, FPFMACore, FPMulCore
+from ..pipe import EnableCoreSignature, reg
 
 __all__ = [
     "SETUP_IN_LAYOUT",
@@ -62,40 +50,19 @@ __all__ = [
     "Sched",
     "Timed",
     "FP_UNITS",
-    "pointer_flag_bits",
 ]
 
 
-#: The pointer-flag bits the triangle paths test, by name (gpurt ``PerformTriangleCulling``).
-_POINTER_FLAG_NAMES = {
-    "force_op": PF_FORCE_OPAQUE,
-    "force_nop": PF_FORCE_NON_OPAQUE,
-    "no_cull": PF_DISABLE_TRI_CULL,
-    "flip": PF_FLIP_FACEDNESS,
-    "cull_back": PF_CULL_BACK,
-    "cull_front": PF_CULL_FRONT,
-    "cull_op": PF_CULL_OPAQUE,
-    "cull_nop": PF_CULL_NON_OPAQUE,
-    "skip_tri": PF_SKIP_TRIANGLES,
-    "skip_proc": PF_SKIP_PROCEDURAL,
-}
-
-
-def pointer_flag_bits(flags):
-    """``{name: bit}`` of a 10-bit pointer-flags value (names as in :data:`_POINTER_FLAG_NAMES`)."""
-    return {name: flags[mask.bit_length() - 1] for name, mask in _POINTER_FLAG_NAMES.items()}
-
-
-VEC3 = data.ArrayLayout(Float32(), 3)
+VEC3 = data.ArrayLayout(Float32, 3)
 SETUP_IN_LAYOUT = data.StructLayout({"dir": VEC3})
 SETUP_LAYOUT = data.StructLayout(
     {
         "kx": unsigned(2),
         "ky": unsigned(2),
         "kz": unsigned(2),
-        "sx": Float32(),
-        "sy": Float32(),
-        "sz": Float32(),
+        "sx": Float32,
+        "sy": Float32,
+        "sz": Float32,
     }
 )
 ENGINE_IN_LAYOUT = data.StructLayout(
@@ -108,22 +75,19 @@ ENGINE_IN_LAYOUT = data.StructLayout(
 LANE_LAYOUT = data.StructLayout(
     {
         "hit": unsigned(1),
-        "t": Float32(),
-        "i": Float32(),
-        "j": Float32(),
+        "t": Float32,
+        "i": Float32,
+        "j": Float32,
         "backface": unsigned(1),
-        "t_num": Float32(),
-        "t_den": Float32(),
-        "u": Float32(),
-        "v": Float32(),
-        "w": Float32(),
+        "t_num": Float32,
+        "t_den": Float32,
+        "u": Float32,
+        "v": Float32,
+        "w": Float32,
     }
 )
 ENGINE_OUT_LAYOUT = data.StructLayout({"lane": data.ArrayLayout(LANE_LAYOUT, 2)})
 
-_ONE = 0x3F800000
-_SIGN = 0x80000000
-_INF = 0x7F800000
 FP_UNITS = {"add": FPAddCore, "mul": FPMulCore, "fma": FPFMACore, "div": FPDivCore}
 
 
@@ -193,10 +157,7 @@ class Sched:
             raise ValueError("cannot move a value back in time")
         while len(tv.chain) <= time - tv.time:
             prev = tv.chain[-1]
-            reg = Signal(len(prev), name=self._name("d"))
-            with self.m.If(self.en):
-                self.m.d.sync += reg.eq(prev)
-            tv.chain.append(reg)
+            tv.chain.append(reg(self.m, self.en, prev, self._name("d"), shape=len(prev)))
         return tv.chain[time - tv.time]
 
     def align(self, *tvs):
@@ -236,22 +197,20 @@ class Sched:
         return self.core("div", "div", a=a, b=b)
 
 
-def _mag(x):
-    return x[:31]
-
-
 def is_nan(x):
-    return _mag(x) > _INF
+    return Float32(x).is_nan()
 
 
 def lt_zero(x):
     """IEEE ``x < 0``."""
-    return x[31] & (_mag(x) != 0) & ~is_nan(x)
+    f = Float32(x)
+    return f.sign & ~f.is_zero() & ~f.is_nan()
 
 
 def gt_zero(x):
     """IEEE ``x > 0``."""
-    return ~x[31] & (_mag(x) != 0) & ~is_nan(x)
+    f = Float32(x)
+    return ~f.sign & ~f.is_zero() & ~f.is_nan()
 
 
 class RaySetupCore(wiring.Component):
@@ -259,7 +218,7 @@ class RaySetupCore(wiring.Component):
 
     def __init__(self, *, stages=None):
         self._stages = check_stages(stages)
-        super().__init__({"en": In(1), "i": In(SETUP_IN_LAYOUT), "o": Out(SETUP_LAYOUT)})
+        super().__init__(EnableCoreSignature(SETUP_IN_LAYOUT, SETUP_LAYOUT))
 
     @property
     def latency(self):
@@ -269,7 +228,7 @@ class RaySetupCore(wiring.Component):
         m = Module()
         s = Sched(m, self.en, "setup", self._stages)
         d = [Value.cast(self.i.dir[k]) for k in range(3)]
-        mag = [v[:31] for v in d]
+        mag = [Float32(v).magnitude() for v in d]
         kz = Signal(2, name="setup_kz")
         m.d.comb += kz.eq(
             Mux((mag[0] >= mag[1]) & (mag[0] >= mag[2]), 0, Mux(mag[1] >= mag[2], 1, 2))
@@ -290,7 +249,7 @@ class RaySetupCore(wiring.Component):
         tdz = Timed(dz, 0)
         sx = s.div(Timed(dx, 0), tdz)
         sy = s.div(Timed(dy, 0), tdz)
-        sz = s.div(Const(_ONE, 32), tdz)
+        sz = s.div(Const(ONE, 32), tdz)
         lat = self.latency
         m.d.comb += [
             self.o.kx.eq(s.at(Timed(kx, 0), lat)),
@@ -328,7 +287,7 @@ class TriangleEngine(wiring.Component):
         if not isinstance(raw_outputs, bool):
             raise TypeError(f"`raw_outputs` must be a boolean, not {raw_outputs!r}")
         self._raw = raw_outputs
-        super().__init__({"en": In(1), "i": In(ENGINE_IN_LAYOUT), "o": Out(ENGINE_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(ENGINE_IN_LAYOUT, ENGINE_OUT_LAYOUT))
 
     @property
     def raw_outputs(self):
@@ -351,8 +310,8 @@ class TriangleEngine(wiring.Component):
             s = Sched(m, self.en, f"l{lane}", self._stages)
             kx, ky, kz = (Timed(Value.cast(setup[k]), 0) for k in ("kx", "ky", "kz"))
             sz = Timed(Value.cast(setup.sz), 0)
-            nsx = Timed(Value.cast(setup.sx) ^ _SIGN, 0)
-            nsy = Timed(Value.cast(setup.sy) ^ _SIGN, 0)
+            nsx = Timed(Value.cast(setup.sx) ^ SIGN_BIT, 0)
+            nsy = Timed(Value.cast(setup.sy) ^ SIGN_BIT, 0)
             origin = [Timed(Value.cast(self.i.origin[c]), 0) for c in range(3)]
             pts = []
             for n in range(3):
@@ -399,10 +358,10 @@ class TriangleEngine(wiring.Component):
                 lambda inside, det, t: (
                     inside
                     & ~is_nan(det)
-                    & (_mag(det) != 0)
+                    & ~Float32(det).is_zero()
                     & ~is_nan(t)
-                    & (~t[31] | (_mag(t) == 0))
-                    & (t != _INF)
+                    & (~Float32(t).sign | Float32(t).is_zero())
+                    & (t != POS_INF)
                 ),
                 inside,
                 det,
@@ -410,7 +369,7 @@ class TriangleEngine(wiring.Component):
                 width=1,
                 name="hit",
             )
-            back = s.comb(lambda det: det[31], det, width=1, name="back")
+            back = s.comb(lambda det: Float32(det).sign, det, width=1, name="back")
             assert max(hit.time, t.time, i.time, j.time) == lat, "latency formula out of date"
             out = self.o.lane[lane]
             m.d.comb += [

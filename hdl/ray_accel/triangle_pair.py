@@ -7,7 +7,7 @@
     BVH base bits 54..63) and ``desc`` (``DESC_LAYOUT``; only ``pointer_flags_en`` matters here);
     ``o: Out(PAIR_OUT_LAYOUT)`` with ``result`` (10 dwords: DW0..7 and DW8/9 of gpurt
     ``rtip3_opcode_emulation.hlsl`` ``IntersectTriangle3_1``) and
-    ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
+    ``error`` (misuse, see :func:`gpurtl.golden.ray_accel.scalar.triangle.triangle_pair_eval`).
     ``latency`` = ``max(2, divider latency)`` (pair decode :class:`PrimitiveDecodeCore` in
     parallel with :class:`RaySetupCore`) + :attr:`TriangleEngine.latency` + 1 (result format
     register). One instruction per cycle (II = 1), two triangle tests per cycle.
@@ -15,23 +15,25 @@
     The same behind a valid/ready stream (``i``/``o`` streams of the same layouts, one global
     enable ``en = ~o.valid | o.ready``): the registry block ``ray_triangle``.
 
-Bit-exact with :func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval` (its doc string lists
+Bit-exact with :func:`gpurtl.golden.ray_accel.scalar.triangle.triangle_pair_eval` (its doc string lists
 the result rules: culling by pointer flags, opaque / procedural sign bits, invalid triangle 1,
 navigation bits).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.fp32 import ONE, POS_INF, Float32
 from gpurtl.facts.ray_accel import (
     DESC_LAYOUT,
     NODE_LAYOUT,
+    POINTER_FLAGS_SHAPE,
     RAY_LAYOUT,
     RESULT_LAYOUT,
+    PointerFlags,
 )
 
-from ._pipe import EnableCoreStream
+from ..pipe import EnableCoreSignature, EnableCoreStream
 from .primitive_decode import PrimitiveDecodeCore
 from .triangle_engine import (
     RaySetupCore,
@@ -40,7 +42,6 @@ from .triangle_engine import (
     TriangleEngine,
     check_stages,
     engine_latency,
-    pointer_flag_bits,
     unit_latency,
 )
 
@@ -51,13 +52,12 @@ PAIR_IN_LAYOUT = data.StructLayout(
         "ray": RAY_LAYOUT,
         "node": NODE_LAYOUT,
         "node_ptr": unsigned(32),
-        "pointer_flags": unsigned(10),
+        "pointer_flags": POINTER_FLAGS_SHAPE,
         "desc": DESC_LAYOUT,
     }
 )
 PAIR_OUT_LAYOUT = data.StructLayout({"result": RESULT_LAYOUT, "error": unsigned(1)})
 
-_INF, _ONE, _SIGN, _MAG = 0x7F800000, 0x3F800000, 0x80000000, 0x7FFFFFFF
 _SIDE_LAYOUT = data.StructLayout(
     {
         "tri": data.ArrayLayout(
@@ -98,7 +98,7 @@ class TrianglePairCore(wiring.Component):
         self._setup = RaySetupCore(stages=self._stages)
         self._engine = TriangleEngine(stages=self._stages, raw_outputs=False)
         self._decode = PrimitiveDecodeCore()
-        super().__init__({"en": In(1), "i": In(PAIR_IN_LAYOUT), "o": Out(PAIR_OUT_LAYOUT)})
+        super().__init__(EnableCoreSignature(PAIR_IN_LAYOUT, PAIR_OUT_LAYOUT))
 
     @property
     def front_latency(self):
@@ -144,30 +144,29 @@ class TrianglePairCore(wiring.Component):
         pdec = _SIDE_LAYOUT(s.at(Timed(Value.cast(side), front), t_eng))
         flags_en = s.at(Timed(Value.cast(self.i.desc.pointer_flags_en), 0), t_eng)
         flags_raw = s.at(Timed(Value.cast(self.i.pointer_flags), 0), t_eng)
-        flags = Signal(10, name="fmt_flags")
-        m.d.comb += flags.eq(Mux(flags_en, flags_raw, 0))
-        f = pointer_flag_bits(flags)
+        f = Signal(PointerFlags, name="fmt_flags")
+        m.d.comb += f.eq(Mux(flags_en, flags_raw, 0))
 
         result = Signal(RESULT_LAYOUT, name="fmt_result")
         for k in range(2):
             tri, lane = pdec.tri[k], eng.o.lane[k]
             is_op = Signal(name=f"fmt_opaque{k}")
-            m.d.comb += is_op.eq(f["force_op"] | (~f["force_nop"] & tri.opaque))
-            op_culled = Mux(is_op, f["cull_op"], f["cull_nop"])
-            front_face = ~lane.backface ^ f["flip"]
-            face_culled = ~f["no_cull"] & Mux(front_face, f["cull_front"], f["cull_back"])
+            m.d.comb += is_op.eq(f.force_opaque | (~f.force_non_opaque & tri.opaque))
+            op_culled = Mux(is_op, f.cull_opaque, f.cull_non_opaque)
+            front_face = ~lane.backface ^ f.flip_facedness
+            face_culled = ~f.disable_tri_cull & Mux(front_face, f.cull_front, f.cull_back)
             tri_ok = Signal(name=f"fmt_tri_ok{k}")
             proc_ok = Signal(name=f"fmt_proc_ok{k}")
             m.d.comb += [
-                tri_ok.eq(lane.hit & ~(f["skip_tri"] | op_culled | face_culled)),
-                proc_ok.eq(~(f["skip_proc"] | op_culled)),
+                tri_ok.eq(lane.hit & ~(f.skip_triangles | op_culled | face_culled)),
+                proc_ok.eq(~(f.skip_procedural | op_culled)),
             ]
             dw = [Signal(32, name=f"fmt_dw{k}_{n}") for n in range(4)]
             with m.If(tri.procedural):
                 m.d.comb += [
-                    dw[0].eq(Mux(proc_ok, 0, _INF)),
-                    dw[1].eq(Mux(proc_ok, _ONE, 0)),
-                    dw[2].eq(Mux(proc_ok, _ONE, 0)),
+                    dw[0].eq(Mux(proc_ok, 0, POS_INF)),
+                    dw[1].eq(Mux(proc_ok, ONE, 0)),
+                    dw[2].eq(Mux(proc_ok, ONE, 0)),
                     dw[3].eq(0),
                 ]
             with m.Elif(tri_ok):
@@ -178,15 +177,15 @@ class TrianglePairCore(wiring.Component):
                     dw[3].eq(~front_face),
                 ]
             with m.Else():
-                m.d.comb += [dw[0].eq(_INF), dw[1].eq(0), dw[2].eq(0), dw[3].eq(0)]
+                m.d.comb += [dw[0].eq(POS_INF), dw[1].eq(0), dw[2].eq(0), dw[3].eq(0)]
             final = [
                 dw[0],
-                Cat(dw[1][:31], tri.procedural),
-                Cat(dw[2][:31], ~is_op),
+                Cat(Float32(dw[1]).magnitude(), tri.procedural),
+                Cat(Float32(dw[2]).magnitude(), ~is_op),
                 Cat(dw[3][0], tri.prim_id[:31]),
             ]
             if k == 1:
-                invalid = [_INF, _ONE, _ONE, 0]
+                invalid = [POS_INF, ONE, ONE, 0]
                 final = [Mux(tri.valid, x, c) for x, c in zip(final, invalid)]
             for n in range(4):
                 m.d.comb += result[4 * k + n].eq(final[n])

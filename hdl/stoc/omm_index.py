@@ -9,12 +9,21 @@ lockstep check compares the two).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
+from gpurtl.facts.fp32 import EXPONENT_BIAS, Float32
 from gpurtl.facts.stoc import MAX_LEVEL, omm_index_in_layout, omm_index_out_layout
 
-__all__ = ["MAX_LEVEL", "fixed_from_f32", "index_at_max_level", "shift_to_level", "OMMIndex"]
+from ..pipe import EnableCoreSignature, EnableCoreStream, reg
+
+__all__ = [
+    "MAX_LEVEL",
+    "fixed_from_f32",
+    "index_at_max_level",
+    "shift_to_level",
+    "OMMIndexCore",
+    "OMMIndex",
+]
 
 
 def _check_frac_bits(frac_bits):
@@ -29,16 +38,16 @@ def _check_frac_bits(frac_bits):
 def fixed_from_f32(bits, frac_bits):
     """Combinational FP32 pattern -> unsigned fixed point with ``frac_bits`` fraction bits
     (``frac_bits + 1`` bits wide): clamp to [0, 1], truncate, NaN and negatives give 0."""
-    sign, exp, frac = bits[31], bits[23:31], bits[0:23]
-    mantissa = Cat(frac, exp != 0)  # 24 bits
+    f = Float32(bits)
+    exp = f.exponent
+    mantissa = Cat(f.fraction, exp != 0)  # 24 bits
     e = Mux(exp == 0, 1, exp)
     one = Const(1 << frac_bits, frac_bits + 1)
     # value * 2**frac_bits = mantissa >> (150 - frac_bits - e) for e <= 126
     tiny = e <= 126 - frac_bits  # right shift >= 24 -> 0
     amount = (150 - frac_bits - e)[0:5]  # 24 - frac_bits .. 23 when not tiny
     below_one = Mux(tiny, 0, mantissa >> amount)
-    is_nan = (exp == 0xFF) & (frac != 0)
-    return Mux(sign | is_nan, 0, Mux(exp >= 127, one, below_one[0 : frac_bits + 1]))
+    return Mux(f.sign | f.is_nan(), 0, Mux(exp >= EXPONENT_BIAS, one, below_one[0 : frac_bits + 1]))
 
 
 def _suffix_xor(t):
@@ -79,12 +88,12 @@ def shift_to_level(index12, level):
     return (index12 >> ((MAX_LEVEL - level) * 2)[0:5])[0 : 2 * MAX_LEVEL]
 
 
-class OMMIndex(wiring.Component):
-    """Pipelined FP32 barycentrics -> micro-triangle index at a per-transaction level.
+class OMMIndexCore(wiring.Component):
+    """FP32 barycentrics -> micro-triangle index, a clock-enable core (``latency`` = 3).
 
     Stage 1 registers the fixed-point barycentrics, stage 2 the level-12 index, stage 3 (the
-    output) the index shifted to the requested level. ``latency`` = 3, II = 1. A level above 12
-    sets ``error`` and gives index 0.
+    output) the index shifted to the requested level. A level above 12 sets ``error`` and gives
+    index 0.
 
     Parameters
     ----------
@@ -93,20 +102,10 @@ class OMMIndex(wiring.Component):
         u, v of the Xe3 MemHit, IGC ``RTStackFormat.h``).
     """
 
-    def __new__(cls, frac_bits=24, *, src_loc_at=0):
-        # Refuse a bad parameter before the component exists, so that a refused build leaves no
-        # "created but never used" object behind.
+    def __init__(self, frac_bits=24):
         _check_frac_bits(frac_bits)
-        return super().__new__(cls, src_loc_at=src_loc_at + 1)
-
-    def __init__(self, frac_bits=24, *, src_loc_at=0):
         self._frac_bits = frac_bits
-        super().__init__(
-            {
-                "i": In(stream.Signature(omm_index_in_layout)),
-                "o": Out(stream.Signature(omm_index_out_layout)),
-            }
-        )
+        super().__init__(EnableCoreSignature(omm_index_in_layout, omm_index_out_layout))
 
     @property
     def frac_bits(self):
@@ -118,28 +117,45 @@ class OMMIndex(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fb = self._frac_bits
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
-
-        s1_valid, s1_u, s1_v = Signal(), Signal(fb + 1), Signal(fb + 1)
-        s1_level = Signal(4)
-        s2_valid, s2_index, s2_level = Signal(), Signal(24), Signal(4)
-        index12 = index_at_max_level(m, s1_u, s1_v, fb)
+        fb, en = self._frac_bits, self.en
+        fixed = data.StructLayout({"u": fb + 1, "v": fb + 1, "level": 4})
+        s1 = Signal(fixed, name="s1_next")
+        m.d.comb += [
+            s1.u.eq(fixed_from_f32(self.i.u, fb)),
+            s1.v.eq(fixed_from_f32(self.i.v, fb)),
+            s1.level.eq(self.i.level),
+        ]
+        s1 = reg(m, en, s1, "s1")
+        s2 = Signal(data.StructLayout({"index": 2 * MAX_LEVEL, "level": 4}), name="s2_next")
+        m.d.comb += [s2.index.eq(index_at_max_level(m, s1.u, s1.v, fb)), s2.level.eq(s1.level)]
+        s2 = reg(m, en, s2, "s2")
+        bad = s2.level > MAX_LEVEL
         with m.If(en):
             m.d.sync += [
-                s1_valid.eq(self.i.valid),
-                s1_u.eq(fixed_from_f32(self.i.payload.u, fb)),
-                s1_v.eq(fixed_from_f32(self.i.payload.v, fb)),
-                s1_level.eq(self.i.payload.level),
-                s2_valid.eq(s1_valid),
-                s2_index.eq(index12),
-                s2_level.eq(s1_level),
-                self.o.valid.eq(s2_valid),
-            ]
-            bad = s2_level > MAX_LEVEL
-            m.d.sync += [
-                self.o.payload.index.eq(Mux(bad, 0, shift_to_level(s2_index, s2_level))),
-                self.o.payload.error.eq(bad),
+                self.o.index.eq(Mux(bad, 0, shift_to_level(s2.index, s2.level))),
+                self.o.error.eq(bad),
             ]
         return m
+
+
+class OMMIndex(EnableCoreStream):
+    """:class:`OMMIndexCore` in a valid/ready stream (block ``omm_index``), II = 1.
+
+    Parameters
+    ----------
+    frac_bits : int
+        As :class:`OMMIndexCore`.
+    """
+
+    def __new__(cls, frac_bits=24, *, src_loc_at=0):
+        # Refuse a bad parameter before the component exists, so that a refused build leaves no
+        # "created but never used" object behind.
+        _check_frac_bits(frac_bits)
+        return super().__new__(cls, src_loc_at=src_loc_at + 1)
+
+    def __init__(self, frac_bits=24, *, src_loc_at=0):
+        super().__init__(OMMIndexCore(frac_bits))
+
+    @property
+    def frac_bits(self):
+        return self.core.frac_bits

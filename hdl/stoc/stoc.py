@@ -7,17 +7,18 @@ opaque, run any-hit), the software-STOC fallback flag and, for the deep levels, 
 word address of the full-resolution state. Decoding rules, sources and the choices made where the
 sources are silent: :mod:`gpurtl.golden.stoc.classify`.
 
-Pipeline: stage 1 registers the fixed-point barycentrics, stage 2 the level-12 micro-triangle
-index, stage 3 (the output register) the classification. ``latency`` = 3, II = 1, one global
-enable (``en = ~o.valid | o.ready``).
+Pipeline (:class:`STOCCore`, a clock-enable core): stage 1 registers the fixed-point
+barycentrics, stage 2 the level-12 micro-triangle index, stage 3 (the output register) the
+classification. ``latency`` = 3. :class:`STOCUnit` is the core in a valid/ready stream
+(:class:`gpurtl.hdl.pipe.EnableCoreStream`): II = 1, one global enable.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
 from gpurtl.facts.stoc import Action, Source, stoc_in_layout, stoc_out_layout
 
+from ..pipe import EnableCoreSignature, EnableCoreStream, reg
 from .omm_index import (
     MAX_LEVEL,
     _check_frac_bits,
@@ -26,7 +27,7 @@ from .omm_index import (
     shift_to_level,
 )
 
-__all__ = ["STOCUnit", "PLANE_ORDERS", "BOTH_PLANES", "check_stoc_params"]
+__all__ = ["STOCCore", "STOCUnit", "PLANE_ORDERS", "BOTH_PLANES", "check_stoc_params"]
 
 PLANE_ORDERS = ("omm", "corners")
 #: 4-state value given to "opaque and transparent bits both set", per ``both_planes``
@@ -43,8 +44,8 @@ def check_stoc_params(frac_bits=24, plane_order="omm", both_planes="uo"):
         raise ValueError(f"`both_planes` must be one of {tuple(BOTH_PLANES)}, not {both_planes!r}")
 
 
-class STOCUnit(wiring.Component):
-    """Sub-triangle opacity classification pipeline (see the module doc string).
+class STOCCore(wiring.Component):
+    """Sub-triangle opacity classification, a clock-enable core (see the module doc string).
 
     Parameters
     ----------
@@ -58,20 +59,10 @@ class STOCUnit(wiring.Component):
         ``"opaque"`` or ``"transparent"``.
     """
 
-    def __new__(cls, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
-        # Refuse bad parameters before the component exists, so that a refused build leaves no
-        # "created but never used" object behind.
+    def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo"):
         check_stoc_params(frac_bits, plane_order, both_planes)
-        return super().__new__(cls, src_loc_at=src_loc_at + 1)
-
-    def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
         self._frac_bits, self._plane_order, self._both_planes = frac_bits, plane_order, both_planes
-        super().__init__(
-            {
-                "i": In(stream.Signature(stoc_in_layout)),
-                "o": Out(stream.Signature(stoc_out_layout)),
-            }
-        )
+        super().__init__(EnableCoreSignature(stoc_in_layout, stoc_out_layout))
 
     @property
     def frac_bits(self):
@@ -100,28 +91,28 @@ class STOCUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fb = self._frac_bits
-        en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
-
-        s1_valid, s1_u, s1_v = Signal(), Signal(fb + 1), Signal(fb + 1)
-        s1_p = Signal(stoc_in_layout)
-        s2_valid, s2_idx = Signal(), Signal(2 * MAX_LEVEL)
-        s2_p = Signal(stoc_in_layout)
-        index12 = index_at_max_level(m, s1_u, s1_v, fb, prefix="s1")
+        fb, en = self._frac_bits, self.en
+        # stage 1: the fixed-point barycentrics; stage 2: the level-12 micro-triangle index
+        s1 = Signal(data.StructLayout({"p": stoc_in_layout, "u": fb + 1, "v": fb + 1}))
+        m.d.comb += [
+            s1.p.eq(self.i),
+            s1.u.eq(fixed_from_f32(self.i.u, fb)),
+            s1.v.eq(fixed_from_f32(self.i.v, fb)),
+        ]
+        s1 = reg(m, en, s1, "s1")
+        s2 = Signal(data.StructLayout({"p": stoc_in_layout, "index": 2 * MAX_LEVEL}))
+        m.d.comb += [
+            s2.p.eq(s1.p),
+            s2.index.eq(index_at_max_level(m, s1.u, s1.v, fb, prefix="s1")),
+        ]
+        s2 = reg(m, en, s2, "s2")
+        # stage 3 (the output register): the classification
         with m.If(en):
-            m.d.sync += [
-                s1_valid.eq(self.i.valid),
-                s1_p.eq(self.i.payload),
-                s1_u.eq(fixed_from_f32(self.i.payload.u, fb)),
-                s1_v.eq(fixed_from_f32(self.i.payload.v, fb)),
-                s2_valid.eq(s1_valid),
-                s2_p.eq(s1_p),
-                s2_idx.eq(index12),
-            ]
+            m.d.sync += self.o.eq(self._classify(m, s2.p, s2.index))
+        return m
 
-        # ---- stage 3: classification of (s2_p, s2_idx) ----
-        p = s2_p
+    def _classify(self, m, p, s2_idx):
+        """The ``stoc_out_layout`` value of one candidate ``p`` and its level-12 index."""
         lvl = p.level
         src = p.source.as_value()
         is1, is3, isomm = (
@@ -191,27 +182,56 @@ class STOCUnit(wiring.Component):
         has_fine = fine3 | fineomm
         word_bytes = Mux(fine3 | four, Cat(Const(0, 2), s2_idxl[4:]), Cat(Const(0, 2), s2_idxl[5:]))
 
-        o = self.o.payload
-        with m.If(en):
-            m.d.sync += [
-                self.o.valid.eq(s2_valid),
-                o.action.as_value().eq(action),
-                o.sw_fallback.eq(used & (is1 | is3) & (action == Action.ANYHIT.value) & swstoc),
-                o.used.eq(used),
-                o.state.eq(state),
-                o.level.eq(
-                    Mux(used & is1, 1, Mux(used & is3, 3, Mux(used & isomm & lookup, lvl[0:4], 0)))
-                ),
-                o.index.eq(
-                    Mux(
-                        used & is1,
-                        s2_idx1,
-                        Mux(used & is3, s2_idx3, Mux(used & isomm & lookup, s2_idxl, 0)),
-                    )
-                ),
-                o.fine_level.eq(Mux(has_fine, lvl[0:4], 0)),
-                o.fine_index.eq(Mux(has_fine, s2_idxl, 0)),
-                o.fetch_addr.eq(Mux(has_fine, (p.addr + word_bytes)[0:64], 0)),
-                o.error.eq(live & ((isomm & omm_bad) | (is3 & p.swstoc & ~fine3_ok))),
-            ]
-        return m
+        o = Signal(stoc_out_layout, name="s3_next")
+        m.d.comb += [
+            o.action.as_value().eq(action),
+            o.sw_fallback.eq(used & (is1 | is3) & (action == Action.ANYHIT.value) & swstoc),
+            o.used.eq(used),
+            o.state.eq(state),
+            o.level.eq(
+                Mux(used & is1, 1, Mux(used & is3, 3, Mux(used & isomm & lookup, lvl[0:4], 0)))
+            ),
+            o.index.eq(
+                Mux(
+                    used & is1,
+                    s2_idx1,
+                    Mux(used & is3, s2_idx3, Mux(used & isomm & lookup, s2_idxl, 0)),
+                )
+            ),
+            o.fine_level.eq(Mux(has_fine, lvl[0:4], 0)),
+            o.fine_index.eq(Mux(has_fine, s2_idxl, 0)),
+            o.fetch_addr.eq(Mux(has_fine, (p.addr + word_bytes)[0:64], 0)),
+            o.error.eq(live & ((isomm & omm_bad) | (is3 & p.swstoc & ~fine3_ok))),
+        ]
+        return o
+
+
+class STOCUnit(EnableCoreStream):
+    """:class:`STOCCore` in a valid/ready stream (block ``stoc``), II = 1.
+
+    Parameters
+    ----------
+    frac_bits, plane_order, both_planes
+        As :class:`STOCCore`.
+    """
+
+    def __new__(cls, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
+        # Refuse bad parameters before the component exists, so that a refused build leaves no
+        # "created but never used" object behind.
+        check_stoc_params(frac_bits, plane_order, both_planes)
+        return super().__new__(cls, src_loc_at=src_loc_at + 1)
+
+    def __init__(self, frac_bits=24, plane_order="omm", both_planes="uo", *, src_loc_at=0):
+        super().__init__(STOCCore(frac_bits, plane_order, both_planes))
+
+    @property
+    def frac_bits(self):
+        return self.core.frac_bits
+
+    @property
+    def plane_order(self):
+        return self.core.plane_order
+
+    @property
+    def both_planes(self):
+        return self.core.both_planes

@@ -187,35 +187,8 @@ class WaitCounters(wiring.Component):
             ]
         m.d.comb += self.o.issue_accepted.eq(accept)
 
-        # Wait decode: per counter, the threshold this word asks for (max = no constraint).
-        asked = {name: Signal(16, name=f"asked_{name}") for name in names}
-        known = Signal()
-        simm16 = wait.word[:16]
-        first = True
-        for form in prof.waits:
-            if form.fmt == "sopp":
-                hit = (wait.word[23:32] == 0x17F) & (wait.word[16:23] == form.opcode)
-            else:
-                hit = (wait.word[28:32] == 0xB) & (wait.word[23:28] == form.opcode)
-            with m.If(hit) if first else m.Elif(hit):
-                m.d.comb += known.eq(1)
-                for name in names:
-                    value = Const(maxima[name], 16)
-                    for wf in form.fields:
-                        if name in wf.counters:
-                            value = simm16[wf.lo_shift : wf.lo_shift + wf.lo_bits]
-                            if wf.hi_bits:
-                                value = Cat(value, simm16[wf.hi_shift : wf.hi_shift + wf.hi_bits])
-                    m.d.comb += asked[name].eq(value)
-            first = False
-        with m.Else():
-            m.d.comb += [asked[name].eq(maxima[name]) for name in names]
+        known, clamped = self._wait_thresholds(m, wait.word, maxima)
         m.d.comb += self.o.err.bad_wait.eq(wait.valid & ~known)
-        clamped = {name: Signal(widths[i], name=f"wait_thr_{name}") for i, name in enumerate(names)}
-        for name in names:
-            m.d.comb += clamped[name].eq(
-                Mux(asked[name] >= maxima[name], maxima[name], asked[name])
-            )
 
         for name in names:
             port = getattr(returns, name)
@@ -253,3 +226,38 @@ class WaitCounters(wiring.Component):
                 m.d.comb += getattr(self.o.cnt[w], name).eq(cnt[w][name])
         m.d.comb += self.o.stall.eq(stall)
         return m
+
+    def _wait_thresholds(self, m, word, maxima):
+        """Decode of a wait instruction word: whether it is one of the profile's wait forms,
+        and per counter the threshold it asks for (the maximum: no constraint), clamped to
+        the counter's width."""
+        prof = self._profile
+        names, widths = prof.counters, prof.widths
+        asked = {name: Signal(16, name=f"asked_{name}") for name in names}
+        known = Signal()
+        simm16 = word[:16]
+        first = True
+        for form in prof.waits:
+            if form.fmt == "sopp":
+                hit = (word[23:32] == 0x17F) & (word[16:23] == form.opcode)
+            else:
+                hit = (word[28:32] == 0xB) & (word[23:28] == form.opcode)
+            with m.If(hit) if first else m.Elif(hit):
+                m.d.comb += known.eq(1)
+                for name in names:
+                    value = Const(maxima[name], 16)
+                    for wf in form.fields:
+                        if name in wf.counters:
+                            value = simm16[wf.lo_shift : wf.lo_shift + wf.lo_bits]
+                            if wf.hi_bits:
+                                value = Cat(value, simm16[wf.hi_shift : wf.hi_shift + wf.hi_bits])
+                    m.d.comb += asked[name].eq(value)
+            first = False
+        with m.Else():
+            m.d.comb += [asked[name].eq(maxima[name]) for name in names]
+        clamped = {name: Signal(widths[i], name=f"wait_thr_{name}") for i, name in enumerate(names)}
+        for name in names:
+            m.d.comb += clamped[name].eq(
+                Mux(asked[name] >= maxima[name], maxima[name], asked[name])
+            )
+        return known, clamped

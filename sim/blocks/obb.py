@@ -3,8 +3,8 @@
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
-from gpurtl.golden.ray_accel import instance as instance_model
-from gpurtl.golden.ray_accel import obb as obb_model
+from gpurtl.golden.ray_accel.scalar import instance as instance_model
+from gpurtl.golden.ray_accel.scalar import obb as obb_model
 
 from ..core.registry import Block, Param, register
 

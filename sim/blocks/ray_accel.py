@@ -1,11 +1,11 @@
 """Registry entry of the ray accelerator top level: block ``ray_accel``.
 
-One transaction = one intersect instruction (``INSTR_LAYOUT`` of ``golden/ray_accel/ray.py``);
+One transaction = one intersect instruction (``INSTR_LAYOUT`` of ``golden/ray_accel/encode/ray.py``);
 the result is ``OUT_LAYOUT`` (10 dwords, the returned ray, a status). The golden model is
-:class:`~gpurtl.golden.ray_accel.intersect.IntersectModel` restricted to the node kinds the RTL
+:class:`~gpurtl.golden.ray_accel.scalar.intersect.IntersectModel` restricted to the node kinds the RTL
 build models (``RayAccel.paths``); other kinds give status 1 on both sides.
 
-The stimulus builds REAL nodes with the encoders of ``golden/ray_accel/box_node.py``: child boxes
+The stimulus builds REAL nodes with the encoders of ``golden/ray_accel/encode/box_node.py``: child boxes
 scattered along and around a random ray (so hits, misses and grazing boxes all occur), random
 child types, ranges (child reuse), cull flags and masks; legacy FP32/FP16 BVH4 node pairs for the
 dual form; plus IEEE corner cases on the ray (zero, -0, infinite, NaN, subnormal and huge
@@ -17,12 +17,19 @@ import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
-from gpurtl.golden.ray_accel import box_node
-from gpurtl.golden.ray_accel.intersect import IntersectModel
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode import box_node
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
+from gpurtl.hdl.ray_accel.presets import (
+    FP_PRESETS,
+    box_engine_stages,
+    ray_setup_stages,
+    sort_stages,
+)
 
 from ..core.registry import Block, Param, register
-from .ray_accel_words import golden_words, stimulus_words
+from . import ray_accel_words
+from .ray_accel_words import golden_words
 
 __all__ = ["stimulus"]
 
@@ -163,11 +170,11 @@ def _legacy_node(rng, o, d, fp16):
 
 
 def _instance_node(rng, o, d):
-    """An instance node (:func:`~gpurtl.golden.ray_accel.instance.encode_instance`) whose filter
+    """An instance node (:func:`~gpurtl.golden.ray_accel.scalar.instance.encode_instance`) whose filter
     box (this package's BVH8 encoder) surrounds
     the ray mapped into object space: world_to_object = a random rotation-ish matrix plus a
     translation."""
-    from gpurtl.golden.ray_accel import instance
+    from gpurtl.golden.ray_accel.scalar import instance
 
     q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     w = np.concatenate([q * float(rng.choice([1.0, 0.5, 2.0])), rng.normal(size=(3, 1)) * 4], 1)
@@ -224,10 +231,10 @@ def _triangle_txs(rng, count):
 
 def _legacy_triangles(rng, o, d):
     """A legacy 64 B triangle node
-    (:func:`~gpurtl.golden.ray_accel.primitive_node.encode_legacy_node`) with its 4 vertices around
+    (:func:`~gpurtl.golden.ray_accel.encode.primitive_node.encode_legacy_node`) with its 4 vertices around
     a point of the ray."""
-    from gpurtl.golden.ray_accel import primitive_node
-    from gpurtl.golden.ray_accel.ray import node_dwords
+    from gpurtl.golden.ray_accel.encode import primitive_node
+    from gpurtl.golden.ray_accel.encode.ray import node_dwords
 
     o = np.nan_to_num(np.clip(o, -1e6, 1e6))
     d = np.nan_to_num(np.clip(d, -1e6, 1e6), nan=1.0)
@@ -354,6 +361,11 @@ def _defaults(**params):
     }
 
 
+def _stimulus_words(rng, count, **params):
+    """:func:`.ray_accel_words.stimulus_words` on this block's :func:`stimulus`."""
+    return ray_accel_words.stimulus_words(stimulus, rng, count, **params)
+
+
 register(
     Block(
         name="ray_accel",
@@ -373,14 +385,14 @@ register(
                 "fp",
                 "fpga",
                 "FP32 core depths: fpga (deep) or shallow (one stage per core)",
-                choices=("fpga", "shallow"),
+                choices=tuple(FP_PRESETS),
             ),
         ),
         defaults=_defaults,
         validate=_validate,
         check_count=200,
         small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
-        stimulus_words=stimulus_words,
+        stimulus_words=_stimulus_words,
         golden_words=golden_words,
     )
 )
@@ -431,7 +443,7 @@ class _SortModel:
         self.ftz = ftz
 
     def __call__(self, tx):
-        from gpurtl.golden.ray_accel import sort
+        from gpurtl.golden.ray_accel.scalar import sort
 
         ptrs = [s["ptr"] for s in tx["slots"]]
         if tx["enable"]:
@@ -454,7 +466,7 @@ def _sort_layouts(ftz, fp="fpga"):
 def _sort_build(ftz, fp="fpga"):
     from gpurtl.hdl.ray_accel.sort_unit import SortPipe
 
-    return SortPipe(ftz=ftz, split_compares=_fp_stages(fp)["split_compares"])
+    return SortPipe(ftz=ftz, **sort_stages(fp))
 
 
 register(
@@ -472,7 +484,7 @@ register(
                 "fp",
                 "fpga",
                 "preset: fpga (compare and swap in two cycles per stage) or shallow (one)",
-                choices=("fpga", "shallow"),
+                choices=tuple(FP_PRESETS),
             ),
         ),
         check_count=2000,
@@ -483,12 +495,6 @@ register(
 # --- the top level's components, each alone (stimulus derived from real instructions) -----------
 
 
-def _fp_stages(fp):
-    from gpurtl.hdl.ray_accel.ray_accel import FP_PRESETS
-
-    return FP_PRESETS[fp]
-
-
 _COMPONENT_PARAMS = {
     "triangles": Param("triangles", True, "the build has the triangle paths"),
     "transforms": Param("transforms", True, "the build has the OBB and instance transforms"),
@@ -497,13 +503,13 @@ _COMPONENT_PARAMS = {
         "fp",
         "fpga",
         "FP32 core depths: fpga (deep) or shallow (one stage per core)",
-        choices=("fpga", "shallow"),
+        choices=tuple(FP_PRESETS),
     ),
 }
 
 
 def _decoded(rng, count, triangles=True, transforms=True):
-    from gpurtl.golden.ray_accel.decode import decode
+    from gpurtl.golden.ray_accel.scalar.decode import decode
 
     return [decode(tx, triangles=triangles, transforms=transforms) for tx in stimulus(rng, count)]
 
@@ -525,13 +531,13 @@ class _Func:
 
 
 def _decode_golden(triangles, transforms):
-    from gpurtl.golden.ray_accel.decode import decode
+    from gpurtl.golden.ray_accel.scalar.decode import decode
 
     return _Func(decode, triangles=triangles, transforms=transforms)
 
 
 def _decode_build(triangles, transforms):
-    from gpurtl.hdl.ray_accel._pipe import EnableCoreStream
+    from gpurtl.hdl.pipe import EnableCoreStream
     from gpurtl.hdl.ray_accel.node_decode import NodeDecode
 
     core = NodeDecode(triangles=triangles, transforms=transforms)
@@ -576,7 +582,7 @@ def _setup_stimulus(rng, count, transforms, ftz, fp):
 
 
 def _setup_golden(transforms, ftz, fp):
-    from gpurtl.golden.ray_accel.setup import ray_setup
+    from gpurtl.golden.ray_accel.scalar.setup import ray_setup
 
     return _Func(ray_setup, transforms=transforms, ftz=ftz)
 
@@ -584,10 +590,7 @@ def _setup_golden(transforms, ftz, fp):
 def _setup_build(transforms, ftz, fp):
     from gpurtl.hdl.ray_accel.ray_setup import RaySetupPipe
 
-    st = _fp_stages(fp)
-    return RaySetupPipe(
-        transforms=transforms, ftz=ftz, xf_fma_stages=st["xf_fma"], rcp_stages=st["rcp"]
-    )
+    return RaySetupPipe(transforms=transforms, ftz=ftz, **ray_setup_stages(fp))
 
 
 def _setup_layouts(transforms, ftz, fp):
@@ -615,7 +618,7 @@ register(
 
 
 def _engine_stimulus(rng, count, boxes, ftz, fp):
-    from gpurtl.golden.ray_accel.setup import ray_setup
+    from gpurtl.golden.ray_accel.scalar.setup import ray_setup
 
     out = []
     for d in _decoded(rng, count):
@@ -653,7 +656,7 @@ class _EngineModel(_Func):
 
 
 def _engine_golden(boxes, ftz, fp):
-    from gpurtl.golden.ray_accel.box_test import box_engine
+    from gpurtl.golden.ray_accel.scalar.box_test import box_engine
 
     return _EngineModel(box_engine, ftz=ftz)
 
@@ -661,15 +664,7 @@ def _engine_golden(boxes, ftz, fp):
 def _engine_build(boxes, ftz, fp):
     from gpurtl.hdl.ray_accel.box_engine import BoxEnginePipe
 
-    st = _fp_stages(fp)
-    return BoxEnginePipe(
-        boxes,
-        ftz=ftz,
-        add_stages=st["add"],
-        mul_stages=st["mul"],
-        fma_stages=st["fma"],
-        split_compares=st["split_compares"],
-    )
+    return BoxEnginePipe(boxes, ftz=ftz, **box_engine_stages(fp))
 
 
 def _engine_layouts(boxes, ftz, fp):
@@ -727,7 +722,7 @@ def _dedup_stimulus(rng, count):
 
 
 def _dedup_golden():
-    from gpurtl.golden.ray_accel.box_path import dedup_slots
+    from gpurtl.golden.ray_accel.scalar.box_path import dedup_slots
 
     return _Func(dedup_slots)
 
@@ -792,7 +787,7 @@ def _result_stimulus(rng, count, triangles, transforms):
 
 
 def _result_golden(triangles, transforms):
-    from gpurtl.golden.ray_accel.result import format_result
+    from gpurtl.golden.ray_accel.scalar.result import format_result
 
     return _Func(format_result, triangles=triangles, transforms=transforms)
 

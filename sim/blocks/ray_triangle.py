@@ -4,9 +4,9 @@ Input: a ray, the 32 dwords of a 128-byte primitive node, the node pointer, the 
 and the T# descriptor fields; output: the 10 result dwords of gpurt ``rtip3_opcode_emulation.hlsl``
 ``IntersectTriangle3_1`` and a misuse flag
 (:mod:`gpurtl.hdl.ray_accel.triangle_pair`, golden
-:func:`gpurtl.golden.ray_accel.triangle.triangle_pair_eval`).
+:func:`gpurtl.golden.ray_accel.scalar.triangle.triangle_pair_eval`).
 
-The stimulus builds REAL nodes with :func:`gpurtl.golden.ray_accel.primitive_node.encode_primitive_node`
+The stimulus builds REAL nodes with :func:`gpurtl.golden.ray_accel.encode.primitive_node.encode_primitive_node`
 (random shared-vertex pairs, procedural nodes), aims rays at the triangles (interiors, exact edge
 and vertex points of dyadic meshes, near misses), and mixes in IEEE corner cases (zero, infinite and
 NaN direction components and origins, degenerate, huge and subnormal triangles), random pointer
@@ -16,10 +16,10 @@ flags and descriptors, and a few arbitrary-bit (malformed) nodes.
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
-from gpurtl.golden.ray_accel import meshes
-from gpurtl.golden.ray_accel import primitive_node as pn
-from gpurtl.golden.ray_accel import triangle as tr
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode import meshes
+from gpurtl.golden.ray_accel.encode import primitive_node as pn
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.scalar import triangle as tr
 
 from ..core.registry import Block, Param, register
 

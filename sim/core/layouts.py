@@ -58,7 +58,9 @@ class Leaf:
 def _as_layout(shape):
     if isinstance(shape, data.Layout):
         return shape
-    if isinstance(shape, ShapeCastable) and not isinstance(shape, (Float32, enum.EnumType)):
+    if isinstance(shape, ShapeCastable) and not (
+        shape is Float32 or isinstance(shape, enum.EnumType)
+    ):
         try:
             return data.Layout.cast(shape)
         except TypeError:
@@ -75,7 +77,7 @@ def _walk(shape, path, offset, out):
     elif isinstance(layout, data.Layout):
         for name, field in layout:
             _walk(field.shape, f"{path}.{name}" if path else str(name), offset + field.offset, out)
-    elif isinstance(shape, Float32):
+    elif shape is Float32:
         out.append(Leaf(path, offset, 32, "f32"))
     elif isinstance(shape, enum.EnumType):
         out.append(Leaf(path, offset, Shape.cast(shape).width, "enum", shape))
@@ -231,7 +233,7 @@ def describe(shape):
         return f"{describe(layout.elem_shape)}[{layout.length}]"
     if isinstance(layout, data.Layout):
         return "{" + " ".join(f"{name}:{describe(field.shape)}" for name, field in layout) + "}"
-    if isinstance(shape, Float32):
+    if shape is Float32:
         return "f32"
     if isinstance(shape, enum.EnumType):
         return shape.__name__
@@ -248,7 +250,7 @@ def structure(shape):
         return {"array": structure(layout.elem_shape), "length": layout.length}
     if isinstance(layout, data.Layout):
         return {str(name): structure(field.shape) for name, field in layout}
-    if isinstance(shape, Float32):
+    if shape is Float32:
         return "f32"
     if isinstance(shape, enum.EnumType):
         return {

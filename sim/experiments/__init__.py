@@ -1,15 +1,32 @@
 """Experiments that reproduce, on the RTL, what the source articles describe.
 
-Each module here defines ``NAME`` (the CLI name), ``DESCRIPTION`` and
-``run(out_dir, *, quick=False, progress=None) -> dict`` returning
-``{"title": str, "rows": [(metric, value), ...], "files": [paths]}``; it writes its plots, CSV
-files and a ``summary.md`` into ``out_dir``. ``progress(done, total, what)`` reports progress.
+Each module here defines
+
+* ``NAME`` (the CLI name) and ``DESCRIPTION``;
+* ``measure(*, quick=False, progress=None, **params) -> data``: the simulation, returning plain
+  JSON data (dicts, lists, strings, numbers); ``progress(done, total, what)`` reports progress.
+  An experiment that ``gpurtl sweep`` can run point by point lists the parameters of a point in
+  ``PARAMS`` (name -> (default, meaning)) and what a point returns in ``METRICS``; called with a
+  point's parameters, ``measure`` returns that point's metrics;
+* ``report(data, out_dir) -> {"title": str, "rows": [(metric, value), ...], "files": [paths]}``:
+  tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
+  from ``data`` alone.
+
+:func:`run` is ``report(measure(...), out_dir)`` for every experiment and keeps the data as
+``data.json`` beside the report, so :func:`report` can write the report again without measuring.
+A module that defines only ``run(out_dir, *, quick=False, progress=None)`` is run as it is and
+keeps no data.
 """
 
 import importlib
+import json
 import pkgutil
+from pathlib import Path
 
-__all__ = ["experiments", "get"]
+__all__ = ["DATA", "experiments", "get", "run", "report", "dumps", "check_params"]
+
+#: The file, in an experiment's output folder, that holds what ``measure()`` returned.
+DATA = "data.json"
 
 
 def experiments():
@@ -17,7 +34,7 @@ def experiments():
     found = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "NAME") and hasattr(module, "run"):
+        if hasattr(module, "NAME") and (_has_data(module) or hasattr(module, "run")):
             found[module.NAME] = module
     return dict(sorted(found.items()))
 
@@ -31,3 +48,79 @@ def get(name):
             f"unknown experiment `{name}`; known experiments: {', '.join(found) or 'none'}"
         )
     return found[name]
+
+
+def _has_data(module):
+    return hasattr(module, "measure") and hasattr(module, "report")
+
+
+def run(module, out_dir, *, quick=False, progress=None):
+    """Measure ``module`` and write its report into ``out_dir``, with the data as ``data.json``.
+
+    The report is made from the data as read back from JSON, so a later :func:`report` of the same
+    folder writes the same tables."""
+    out_dir = Path(out_dir)
+    if not _has_data(module):
+        return module.run(out_dir, quick=quick, progress=progress)
+    text = dumps(module.measure(quick=quick, progress=progress))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / DATA).write_text(text + "\n")
+    return _with_data_file(module.report(json.loads(text), out_dir), out_dir)
+
+
+def report(module, out_dir, data_dir=None):
+    """Write ``module``'s report into ``out_dir`` from the ``data.json`` in ``data_dir`` (default:
+    ``out_dir``) without measuring; raises ``FileNotFoundError`` naming the missing file."""
+    out_dir = Path(out_dir)
+    source = Path(data_dir if data_dir is not None else out_dir) / DATA
+    if not _has_data(module):
+        raise FileNotFoundError(f"experiment `{module.NAME}` keeps no {DATA}; run it again")
+    text = source.read_text()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if source != out_dir / DATA:
+        (out_dir / DATA).write_text(text)
+    return _with_data_file(module.report(json.loads(text), out_dir), out_dir)
+
+
+def dumps(data):
+    """``data`` as JSON text: one key per line, a list of numbers or strings on one line (the
+    per-cycle series stay compact); numpy scalars and arrays as plain numbers and lists."""
+
+    def plain(value):
+        if hasattr(value, "tolist"):  # numpy scalars and arrays
+            return value.tolist()
+        raise TypeError(f"{type(value).__name__} is not plain data: {value!r}")
+
+    def write(value, indent):
+        if isinstance(value, dict):
+            if not value:
+                return "{}"
+            inner = " " * (indent + 1)
+            items = [
+                f"{inner}{json.dumps(str(k))}: {write(v, indent + 1)}" for k, v in value.items()
+            ]
+            return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+        if isinstance(value, (list, tuple)) and any(
+            isinstance(v, (dict, list, tuple)) for v in value
+        ):
+            inner = " " * (indent + 1)
+            items = [inner + write(v, indent + 1) for v in value]
+            return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+        return json.dumps(value, default=plain)
+
+    return write(json.loads(json.dumps(data, default=plain)), 0)
+
+
+def _with_data_file(result, out_dir):
+    result = dict(result)
+    result["files"] = [str(path) for path in result.get("files", [])] + [str(out_dir / DATA)]
+    return result
+
+
+def check_params(name, params, known=()):
+    """Raise ``ValueError`` if ``params`` names a parameter that experiment ``name`` does not
+    take (``known``)."""
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        takes = f"takes {', '.join(known)}" if known else "takes no parameters"
+        raise ValueError(f"experiment `{name}` {takes}; not {', '.join(unknown)}")

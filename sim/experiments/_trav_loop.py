@@ -6,7 +6,7 @@ sees) for every active lane:
 1. ``image_bvh8_intersect_ray`` (mode ``bvh8``) or ``image_bvh_dual_intersect_ray`` (modes
    ``bvh4x2`` and ``bvh4``) on the lane's node(s), with the closest hit so far as the ray extent;
    every lane of the wave goes through the golden model in one batched call
-   (:func:`gpurtl.golden.ray_accel.intersect_wave.intersect_wave`);
+   (:func:`gpurtl.golden.ray_accel.vector.intersect_wave.intersect_wave`);
 2. leaf handling: a triangle result closer than the closest hit becomes the closest hit; the
    primitive range continues through the stack's range update (BVH8) or the triangle's slots are
    replaced by ``INVALID_NODE`` (legacy nodes);
@@ -34,15 +34,17 @@ RT IP 3.1 walk-back rule (every triangle slot counts as visited) does not push i
 stack can miss a hit.
 
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
-fetch; the cycle model (:mod:`._cu_model`) times it.
+fetch. This loop is the independent reference of the wave-batched engine
+(:mod:`gpurtl.golden.bvh.wavefront`): one lane at a time through the golden ``intersect_wave`` and
+``ds_bvh_stack`` models, where the engine works on arrays (``tests/golden/test_wavefront.py``).
 """
 
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
 from gpurtl.facts.ray_accel import INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE
-from gpurtl.golden.ray_accel.intersect_wave import intersect_wave
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 
 from . import _trav_stack as S
 
@@ -86,7 +88,14 @@ class Scene:
             for box in bvh.boxes:
                 for c in box.children:
                     self._parent[(b, c.ptr)] = box.ptr
-                    if c.kind == "leaf":
+                    if c.kind == "leaf" and self.legacy:
+                        # a paired legacy node (type 1 = its triangle 1) is also reached as
+                        # type 0 for its triangle 0; its parent's slot holds the type-1 pointer
+                        for ptr in (c.ptr, c.ptr & ~7):
+                            self._parent[(b, ptr)] = box.ptr
+                            self._slot_ptr[(b, ptr)] = c.ptr
+                            self._leaf[(b, ptr)] = c
+                    elif c.kind == "leaf":
                         for k in range(len(getattr(c, "nodes", [None]))):
                             for pair in range(8):
                                 ptr = (c.ptr + 0x10 * k) | (pair & 3) | ((pair & 4) << 1)
@@ -257,6 +266,12 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                         half.append(None)
                     else:
                         c["tri_tests"][r] += 1
+                        leaf = scene.leaf(b, ptr)
+                        pair = getattr(leaf, "legacy_tris", None)
+                        partner = ptr & ~7
+                        if ptr & 7 == 1 and partner not in instr["node_ptr"]:
+                            # triangle 1 of a paired node: triangle 0 is the next node
+                            half.append([partner] + [INVALID_NODE] * 3)
                         t = _tri_t(dw[4 * s], dw[4 * s + 1])
                         if (
                             np.isfinite(t)
@@ -264,8 +279,9 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                             and np.float32(t) < np.uint32(t_hit[r]).view(np.float32)
                         ):
                             t_hit[r] = f32_bits(t)
-                            tr.prim[r] = int(scene.leaf(b, ptr).prims[0])
-                        half.append([INVALID_NODE] * 4)
+                            tr.prim[r] = int(pair[ptr & 1] if pair else leaf.prims[0])
+                        if len(half) == s:
+                            half.append([INVALID_NODE] * 4)
                 if half[0] is None and half[1] is None:
                     data = dw[:8]
                 else:
@@ -342,7 +358,7 @@ def _box8_count(dwords):
     key = tuple(dwords[:8])
     k = _COUNT_CACHE.get(key)
     if k is None:
-        from gpurtl.golden.ray_accel import box_node
+        from gpurtl.golden.ray_accel.encode import box_node
 
         k = box_node.decode_box8(dwords)["count"]
         _COUNT_CACHE[key] = k

@@ -9,9 +9,10 @@ against its golden model; a run is declared deadlocked when nothing has progress
 pending ``s_alloc_vgpr`` could succeed.
 """
 
-import csv
 import random
 
+from ..tables import Column, document, metrics, write_csv
+from . import check_params
 from ._vgpr_sched import Program, Simd, run_rtl
 
 NAME = "dynvgpr-deadlock"
@@ -98,6 +99,28 @@ def _describe(simd):
     )
 
 
+def _run(case, reserve, trial, simd, cycles, of, *, trace):
+    """One run as data; ``trace``: keep its per-cycle series (resident waves, waves waiting in
+    ``s_alloc_vgpr``, programs finished) for the plots."""
+    run = {
+        "case": case,
+        "reserve": reserve,
+        "trial": trial,
+        "cycles": cycles,
+        "finished_programs": len(simd.finished),
+        "of": of,
+        "deadlock": int(simd.stuck is not None),
+        "alloc_failures": simd.alloc_fail,
+        "lookup_errors": simd.lookup_errors,
+        "state": _describe(simd),
+        "last_progress": simd.last_progress,
+    }
+    if trace:
+        for name, column in (("resident", 0), ("waiting", 2), ("finished", 3)):
+            run[name] = [x[column] for x in simd.trace]
+    return run
+
+
 def _plot(path, runs, title):
     """One panel per run: resident waves, waves waiting in ``s_alloc_vgpr`` and finished programs
     over time; a deadlocked run marks the cycle of its last progress."""
@@ -108,25 +131,25 @@ def _plot(path, runs, title):
 
     fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.6 * len(runs) + 0.8), squeeze=False)
     series = (
-        ("resident waves", 0, "tab:blue"),
-        ("waves waiting in s_alloc_vgpr", 2, "tab:orange"),
-        ("programs finished", 3, "tab:green"),
+        ("resident waves", "resident", "tab:blue"),
+        ("waves waiting in s_alloc_vgpr", "waiting", "tab:orange"),
+        ("programs finished", "finished", "tab:green"),
     )
-    for ax, (label, simd) in zip(axes[:, 0], runs):
-        t = range(len(simd.trace))
-        for name, column, color in series:
-            ax.plot(t, [x[column] for x in simd.trace], label=name, color=color)
-        if simd.stuck is not None:
+    for ax, (label, run) in zip(axes[:, 0], runs):
+        t = range(len(run["resident"]))
+        for name, key, color in series:
+            ax.plot(t, run[key], label=name, color=color)
+        if run["deadlock"]:
             ax.axvline(
-                simd.last_progress,
+                run["last_progress"],
                 color="red",
                 ls="--",
                 lw=1,
                 label="last progress (deadlock after it)",
             )
-            state = f"DEADLOCK, no progress after cycle {simd.last_progress}"
+            state = f"DEADLOCK, no progress after cycle {run['last_progress']}"
         else:
-            state = f"finished in {len(simd.trace)} cycles"
+            state = f"finished in {len(run['resident'])} cycles"
         ax.set_title(f"{label}: {state}", fontsize=9)
         ax.set_xlabel("time (cycles)")
         ax.set_ylabel("waves / programs")
@@ -147,50 +170,78 @@ def _plot(path, runs, title):
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=90)
     plt.close(fig)
+    return str(path)
 
 
-def run(out_dir, *, quick=False, progress=None):
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _reserve_label(reserve):
+    return "reserve on (FWD_PROGRESS=1, 7 blocks)" if reserve else "reserve off"
+
+
+def measure(*, quick=False, progress=None, **params):
+    """All waves growing at once, ``trials`` seeds with and without the reserve, and the pair
+    case both ways, on the ``vgpr_dyn`` RTL; the first trial of each setting and the pair runs
+    keep their per-cycle series."""
+    check_params(NAME, params)
     trials = 1 if quick else 6
     programs = 16 if quick else 48
     total = 2 * trials + 2
-    step = 0
-    rows, csv_rows = [], []
-    results = {}
-    example = []
+    runs = []
     for fwd in (False, True):
-        label = "reserve on (FWD_PROGRESS=1, 7 blocks)" if fwd else "reserve off"
-        outcomes = []
         for trial in range(trials):
             simd, cycles = grow_at_once(fwd, seed=100 + trial, programs=programs)
-            outcomes.append((simd, cycles))
-            csv_rows.append(
-                {
-                    "case": "grow-at-once",
-                    "reserve": int(fwd),
-                    "trial": trial,
-                    "cycles": cycles,
-                    "finished_programs": len(simd.finished),
-                    "of": programs,
-                    "deadlock": int(simd.stuck is not None),
-                    "alloc_failures": simd.alloc_fail,
-                    "lookup_errors": simd.lookup_errors,
-                    "state": _describe(simd),
-                }
+            runs.append(
+                _run("grow-at-once", int(fwd), trial, simd, cycles, programs, trace=trial == 0)
             )
-            step += 1
             if progress:
-                progress(step, total, f"grow-at-once {label} trial {trial}")
-        results[fwd] = outcomes
-        dead = [s for s, _ in outcomes if s.stuck is not None]
-        example.append((f"{label} ({len(dead)} of {trials} runs deadlock; run 1)", outcomes[0][0]))
-        done = [c for s, c in outcomes if s.stuck is None]
+                progress(len(runs), total, f"grow-at-once {_reserve_label(fwd)} trial {trial}")
+    for high in (True, False):
+        simd, cycles = pair_case(high)
+        runs.append(
+            _run(f"pair-meet-{'high' if high else 'low'}", 1, 0, simd, cycles, SLOTS, trace=True)
+        )
+        if progress:
+            progress(len(runs), total, f"pair case ({_meet(high)})")
+    return {"trials": trials, "programs": programs, "runs": runs}
+
+
+def _meet(high):
+    return "inside their high-register sections" if high else "before growing"
+
+
+#: ``runs.csv``: every run without its per-cycle series.
+COLUMNS = tuple(
+    Column(key)
+    for key in (
+        "case",
+        "reserve",
+        "trial",
+        "cycles",
+        "finished_programs",
+        "of",
+        "deadlock",
+        "alloc_failures",
+        "lookup_errors",
+        "state",
+    )
+)
+
+
+def report(data, out_dir):
+    """Two plots, ``runs.csv`` and ``summary.md``."""
+    trials, programs, runs = data["trials"], data["programs"], data["runs"]
+    rows, example = [], []
+    for fwd in (0, 1):
+        label = _reserve_label(fwd)
+        outcomes = [r for r in runs if r["case"] == "grow-at-once" and r["reserve"] == fwd]
+        dead = [r for r in outcomes if r["deadlock"]]
+        example.append((f"{label} ({len(dead)} of {trials} runs deadlock; run 1)", outcomes[0]))
+        done = [r["cycles"] for r in outcomes if not r["deadlock"]]
         rows.append(
             (f"all waves grow at once, {label}: runs deadlocked", f"{len(dead)} of {trials}")
         )
         if dead:
-            rows.append((f"  first deadlock state ({label})", _describe(dead[0])))
-            rows.append((f"  cycle the last progress was made ({label})", dead[0].last_progress))
+            rows.append((f"  first deadlock state ({label})", dead[0]["state"]))
+            rows.append((f"  cycle the last progress was made ({label})", dead[0]["last_progress"]))
         if done:
             rows.append(
                 (
@@ -198,58 +249,30 @@ def run(out_dir, *, quick=False, progress=None):
                     round(sum(done) / len(done)),
                 )
             )
-        fails = sum(s.alloc_fail for s, _ in outcomes) / trials
+        fails = sum(r["alloc_failures"] for r in outcomes) / trials
         rows.append((f"  failed s_alloc_vgpr attempts per run ({label})", round(fails)))
     pair_runs = []
     for high in (True, False):
-        simd, cycles = pair_case(high)
-        where = "inside their high-register sections" if high else "before growing"
-        pair_runs.append((f"p0/p1 meet {where}", simd))
-        rows.append((f"two waves meet {where}, reserve on", _describe(simd)))
-        csv_rows.append(
-            {
-                "case": f"pair-meet-{'high' if high else 'low'}",
-                "reserve": 1,
-                "trial": 0,
-                "cycles": cycles,
-                "finished_programs": len(simd.finished),
-                "of": SLOTS,
-                "deadlock": int(simd.stuck is not None),
-                "alloc_failures": simd.alloc_fail,
-                "lookup_errors": simd.lookup_errors,
-                "state": _describe(simd),
-            }
-        )
-        step += 1
-        if progress:
-            progress(step, total, f"pair case ({where})")
-    files = []
-    path = out_dir / "deadlock_grow_at_once.png"
-    _plot(
-        path,
-        example,
-        "All 16 waves grow 4 -> 6 -> 8 blocks at once: deadlock without the "
-        "reserve, none with it\n(vgpr_dyn RTL, 16-VGPR blocks, 1536 VGPRs)",
-    )
-    files.append(path)
-    path = out_dir / "deadlock_pair.png"
-    _plot(
-        path,
-        pair_runs,
-        "Two waves waiting on each other (reserve on): the reserve cannot prevent this deadlock",
-    )
-    files.append(path)
-    path = out_dir / "runs.csv"
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(csv_rows[0]))
-        writer.writeheader()
-        writer.writerows(csv_rows)
-    files.append(path)
-    lookups = sum(r["lookup_errors"] for r in csv_rows)
+        run = next(r for r in runs if r["case"] == f"pair-meet-{'high' if high else 'low'}")
+        pair_runs.append((f"p0/p1 meet {_meet(high)}", run))
+        rows.append((f"two waves meet {_meet(high)}, reserve on", run["state"]))
+    files = [
+        _plot(
+            out_dir / "deadlock_grow_at_once.png",
+            example,
+            "All 16 waves grow 4 -> 6 -> 8 blocks at once: deadlock without the "
+            "reserve, none with it\n(vgpr_dyn RTL, 16-VGPR blocks, 1536 VGPRs)",
+        ),
+        _plot(
+            out_dir / "deadlock_pair.png",
+            pair_runs,
+            "Two waves waiting on each other (reserve on): the reserve cannot prevent this "
+            "deadlock",
+        ),
+        write_csv(out_dir / "runs.csv", runs, COLUMNS),
+    ]
+    lookups = sum(r["lookup_errors"] for r in runs)
     rows.append(("translation lookups of held registers that missed (must be 0)", lookups))
     title = "Dynamic VGPR deadlock and the deadlock-avoidance reserve (vgpr_dyn RTL)"
-    md = [f"# {title}", "", "| metric | value |", "|---|---|"]
-    md += [f"| {m} | {v} |" for m, v in rows]
-    (out_dir / "summary.md").write_text("\n".join(md) + "\n")
-    files.append(out_dir / "summary.md")
-    return {"title": title, "rows": rows, "files": [str(f) for f in files]}
+    files.append(document(out_dir / "summary.md", title, metrics(rows)))
+    return {"title": title, "rows": rows, "files": files}

@@ -7,14 +7,15 @@ first pipeline register would go unmeasured. The FF column subtracts that input 
 (payload width + valid), so it counts the unit's own flip-flops.
 """
 
-import csv
-
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.registry import Block
+from gpurtl.sim.tables import Column, document, markdown, write_csv
+
+from . import check_params
 
 NAME = "fp32-synth"
 DESCRIPTION = "FP32 units on ECP5-85k speed 8: LUT4, FF, DSP, Fmax at default stages"
@@ -31,7 +32,7 @@ UNITS = (
     "fp32_i2f",
 )
 
-__all__ = ["NAME", "DESCRIPTION", "InputRegistered", "measure", "run"]
+__all__ = ["NAME", "DESCRIPTION", "InputRegistered", "synth_unit", "measure", "report"]
 
 
 class InputRegistered(wiring.Component):
@@ -55,8 +56,9 @@ class InputRegistered(wiring.Component):
         return m
 
 
-def measure(name, overrides=None, freq=150.0):
-    """Synthesis result dictionary of one block (``ff`` without the input register)."""
+def synth_unit(name, overrides=None, freq=150.0):
+    """Synthesis result dictionary of one block (``ff_unit``: ``ff`` without the input
+    register)."""
     from gpurtl.sim.synth import synthesize
 
     block = registry.get(name)
@@ -78,43 +80,57 @@ def measure(name, overrides=None, freq=150.0):
     return result
 
 
-def run(out_dir, *, quick=False, progress=None):
-    out_dir.mkdir(parents=True, exist_ok=True)
+#: What the report keeps of a synthesis result (not the machine's cache folder).
+FIELDS = ("block", "latency", "lut4", "ff", "ff_unit", "dsp", "bram", "fmax_mhz", "target_mhz")
+
+#: The report's table; ``fp32_synth.csv`` has the columns with a CSV name.
+COLUMNS = (
+    Column("block", "unit"),
+    Column("latency", "stages (latency)"),
+    Column("ii", "II", get=lambda r: 1, csv=False),
+    Column("lut4", "LUT4"),
+    Column("ff_unit", "FF"),
+    Column("dsp", "DSP"),
+    Column("fmax_mhz", "Fmax", "MHz"),
+)
+
+
+def measure(*, quick=False, progress=None, **params):
+    """Every FP32 unit (``quick``: ``fp32_cmp``) placed and routed on ECP5-85k at 150 MHz."""
+    check_params(NAME, params)
     names = ("fp32_cmp",) if quick else UNITS
-    rows, results = [], []
+    units = []
     for index, name in enumerate(names):
         if progress:
             progress(index, len(names), name)
-        r = measure(name)
-        results.append(r)
-        rows.append(
-            (
-                name,
-                f"latency {r['latency']}, II 1, LUT4 {r['lut4']}, FF {r['ff_unit']}, "
-                f"DSP {r['dsp']}, Fmax {r['fmax_mhz']} MHz",
-            )
-        )
+        result = synth_unit(name)
+        units.append({field: result.get(field) for field in FIELDS})
     if progress:
         progress(len(names), len(names), "done")
-    fields = ["block", "latency", "lut4", "ff_unit", "dsp", "fmax_mhz"]
-    with open(out_dir / "fp32_synth.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(results)
-    lines = [
-        "| unit | stages (latency) | II | LUT4 | FF | DSP | Fmax (MHz) |",
-        "|---|---|---|---|---|---|---|",
+    return {"device": "ECP5-85k, speed 8", "units": units}
+
+
+def report(data, out_dir):
+    """``fp32_synth.csv`` and ``summary.md``."""
+    units = data["units"]
+    rows = [
+        (
+            r["block"],
+            f"latency {r['latency']}, II 1, LUT4 {r['lut4']}, FF {r['ff_unit']}, "
+            f"DSP {r['dsp']}, Fmax {r['fmax_mhz']} MHz",
+        )
+        for r in units
     ]
-    lines += [
-        f"| {r['block']} | {r['latency']} | 1 | {r['lut4']} | {r['ff_unit']} | {r['dsp']} | "
-        f"{r['fmax_mhz']} |"
-        for r in results
+    files = [
+        write_csv(out_dir / "fp32_synth.csv", units, COLUMNS),
+        document(
+            out_dir / "summary.md",
+            "FP32 units on ECP5-85k, speed 8",
+            markdown(units, COLUMNS),
+        ),
     ]
-    (out_dir / "summary.md").write_text(
-        "# FP32 units on ECP5-85k, speed 8\n\n" + "\n".join(lines) + "\n"
-    )
     return {
         "title": "FP32 units on ECP5-85k (speed 8), default stages",
         "rows": rows,
-        "files": ["fp32_synth.csv", "summary.md"],
+        "files": files,
     }

@@ -19,16 +19,19 @@ dozen of each on the Amaranth simulator instead (no C++ build).
 Set ``GPURTL_OBB_MESH=/path/to/mesh.obj`` (or .ply) to use your own mesh instead of the bunny.
 """
 
-import csv
 import os
 import time
+from pathlib import Path
 
 import numpy as np
+
+from ..tables import Column, document, markdown, metrics, write_csv
+from . import check_params
 
 NAME = "obb"
 DESCRIPTION = "OBB (rotated box) nodes vs axis-aligned BVH8/BVH4: box tests and nodes per ray"
 
-__all__ = ["NAME", "DESCRIPTION", "run", "make_rays", "scenes"]
+__all__ = ["NAME", "DESCRIPTION", "measure", "report", "make_rays", "scenes"]
 
 
 def make_rays(mesh, n, seed):
@@ -143,7 +146,7 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
 
 
 def _plot(path, scene_names, results, n_rays):
-    """Axis-aligned BVH8 against BVH8 with OBBs (the comparison the README reports): triangle
+    """Axis-aligned BVH8 against BVH8 with OBBs (the comparison docs/obb.md reports): triangle
     tests, child boxes hit and child-box tests per ray, with the change labelled on each pair."""
     import matplotlib
 
@@ -199,17 +202,23 @@ def _plot(path, scene_names, results, n_rays):
     return path
 
 
-def run(out_dir, *, quick=False, progress=None):
+def measure(*, quick=False, progress=None, **params):
+    """Per scene and configuration, the mean counts per ray; the exact-vs-fast sample; the RTL
+    replay of the recorded transforms (``quick``: fewer, smaller scenes, 48 rays, a dozen
+    transforms of each kind on pysim)."""
+    import tempfile
+
     from gpurtl.golden.bvh import traversal as T
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_params(NAME, params)
     n_rays = 48 if quick else 800
     n_sample = 3 if quick else 10
-    scene_list = scenes(quick, out_dir)
+    with tempfile.TemporaryDirectory(prefix="gpurtl-obb-") as folder:
+        scene_list = scenes(quick, Path(folder))  # the knot goes through the OBJ reader
     configs = _configs()
     if quick:
         configs = [c for c in configs if c[0] in ("bvh8", "bvh8+obb", "bvh4")]
-    rows_csv, results = [], {}
+    rows_csv, results = [], []
     records = {"obb_transform": [], "instance_transform": []}
     agree = total_sample = 0
     steps = len(scene_list) * len(configs)
@@ -245,7 +254,7 @@ def run(out_dir, *, quick=False, progress=None):
             mean = counts.mean()
             stats = bvh.stats()
             mean["tree_obb"], mean["tree_boxes"] = stats["obb_nodes"], stats["box_nodes"]
-            results[(scene_name, cfg_name)] = mean
+            results.append({"scene": scene_name, "config": cfg_name, **mean})
             rows_csv.append(
                 {
                     "scene": scene_name,
@@ -276,38 +285,45 @@ def run(out_dir, *, quick=False, progress=None):
     replay_started = time.monotonic()
     backend = "pysim" if quick else "fast"
     rtl = _rtl_replay(records, limit=12 if quick else None, backend=backend)
-    replay_time = time.monotonic() - replay_started
+    return {
+        "rays": n_rays,
+        "scenes": [name for name, _ in scene_list],
+        "results": results,
+        "counts": rows_csv,
+        "agree": [agree, total_sample],
+        "backend": backend,
+        "rtl": {
+            name: {"passed": passed, "failed": failed, "recorded": recorded}
+            for name, (passed, failed, recorded) in rtl.items()
+        },
+        "seconds": time.monotonic() - started,
+        "replay_seconds": time.monotonic() - replay_started,
+    }
 
-    # --- outputs ------------------------------------------------------------------------------
-    csv_path = out_dir / "obb_counts.csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows_csv[0]))
-        writer.writeheader()
-        writer.writerows(rows_csv)
 
-    scene_names = [s for s, _ in scene_list]
-    files = [str(csv_path)]
-    plot = _plot(out_dir / "obb_box_tests.png", scene_names, results, n_rays)
-    files.append(str(plot))
+#: The report's table of mean counts per ray.
+COLUMNS = (
+    Column("scene"),
+    Column("config"),
+    Column("box_nodes", "box nodes", digits=2),
+    Column("box_tests", "box tests", digits=2),
+    Column("box_hits", "box hits", digits=2),
+    Column("obb_nodes", "obb nodes", digits=2),
+    Column("leaves", digits=2),
+    Column("tri_tests", "tri tests", digits=2),
+    Column("tree", "OBB nodes in tree", get=lambda m: f"{m['tree_obb']}/{m['tree_boxes']}"),
+)
 
-    rows = []
-    lines = [
-        "# OBB experiment",
-        "",
-        f"{n_rays} rays per scene; closest hit; counts are means per "
-        "ray. box tests = valid child boxes of the visited box nodes; box hits = those that "
-        "passed; obb nodes = visited box nodes with a rotation.",
-        "",
-        "| scene | config | box nodes | box tests | box hits | obb nodes | leaves | tri tests |"
-        " OBB nodes in tree |",
-        "|---|---|---|---|---|---|---|---|---|",
+
+def report(data, out_dir):
+    """``obb_counts.csv``, ``obb_box_tests.png`` and ``summary.md``."""
+    n_rays, scene_names = data["rays"], data["scenes"]
+    results = {(m["scene"], m["config"]): m for m in data["results"]}
+    files = [
+        write_csv(out_dir / "obb_counts.csv", data["counts"]),
+        str(_plot(out_dir / "obb_box_tests.png", scene_names, results, n_rays)),
     ]
-    for (scene_name, cfg), m in results.items():
-        lines.append(
-            f"| {scene_name} | {cfg} | {m['box_nodes']:.2f} | {m['box_tests']:.2f} | "
-            f"{m['box_hits']:.2f} | {m['obb_nodes']:.2f} | {m['leaves']:.2f} | "
-            f"{m['tri_tests']:.2f} | {m['tree_obb']}/{m['tree_boxes']} |"
-        )
+    rows = []
     for scene_name in scene_names:
         base, with_obb = results.get((scene_name, "bvh8")), results.get((scene_name, "bvh8+obb"))
         if base and with_obb:
@@ -319,8 +335,11 @@ def run(out_dir, *, quick=False, progress=None):
                         f"{base[metric]:.2f} -> {with_obb[metric]:.2f} ({100 * red:+.1f}% saved)",
                     )
                 )
+    agree, total_sample = data["agree"]
     rows.append(("exact vs fast model agreement (sample rays)", f"{agree}/{total_sample}"))
-    for name, (passed, failed, recorded) in rtl.items():
+    backend = data["backend"]
+    for name, r in data["rtl"].items():
+        passed, failed, recorded = r["passed"], r["failed"], r["recorded"]
         what = (
             f"all {recorded} operations of all rays, fast backend"
             if passed + failed == recorded and backend == "fast"
@@ -330,18 +349,18 @@ def run(out_dir, *, quick=False, progress=None):
     rows.append(
         (
             "run time (s), of which RTL replay",
-            f"{time.monotonic() - started:.1f}, {replay_time:.1f}",
+            f"{data['seconds']:.1f}, {data['replay_seconds']:.1f}",
         )
     )
-    lines += ["", "| metric | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
-    summary = out_dir / "summary.md"
-    summary.write_text("\n".join(lines) + "\n")
-    files.append(str(summary))
-    return {
-        "title": "OBB nodes: box tests and nodes visited per ray",
-        "rows": rows,
-        "files": files,
-        "results": {f"{s}|{c}": m for (s, c), m in results.items()},
-        "agree": (agree, total_sample),
-        "rtl": {name: (passed, failed) for name, (passed, failed, _) in rtl.items()},
-    }
+    files.append(
+        document(
+            out_dir / "summary.md",
+            "OBB experiment",
+            f"{n_rays} rays per scene; closest hit; counts are means per "
+            "ray. box tests = valid child boxes of the visited box nodes; box hits = those that "
+            "passed; obb nodes = visited box nodes with a rotation.",
+            markdown(data["results"], COLUMNS),
+            metrics(rows),
+        )
+    )
+    return {"title": "OBB nodes: box tests and nodes visited per ray", "rows": rows, "files": files}

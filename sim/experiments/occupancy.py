@@ -13,10 +13,10 @@ each shading step one instruction and a ``SHADE_LAT``-cycle wait. Per-lane regis
 used on both vendors (``n`` VGPRs of a wave32 wave ~ ``n`` GRFs of a SIMD16 thread).
 """
 
-import csv
-
 from gpurtl.golden.vgpr_alloc import occupancy as occ
 
+from ..tables import Column, document, markdown, metrics, write_csv
+from . import check_params
 from ._vgpr_sched import Program, Simd, run_rtl
 
 NAME = "occupancy"
@@ -81,7 +81,7 @@ def occupancy_rows(counts):
     return rows
 
 
-def _plots(out_dir, results, table):
+def _plots(out_dir, runs, table):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -91,18 +91,20 @@ def _plots(out_dir, results, table):
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)
     window = 200
     base = None
-    for label, simd, cycles in results:
-        rate = 1000 * simd.work_done / cycles
+    for run in runs:
+        rate = run["work_per_kcycle"]
         base = base or rate
-        t = range(len(simd.trace))
-        res = [x[0] for x in simd.trace]
+        res = run["resident"]
+        t = range(len(res))
         smooth = [
             sum(res[max(0, i - window) : i + 1]) / (i + 1 - max(0, i - window))
             for i in range(len(res))
         ]
-        # the legend carries each configuration's throughput, the number the README compares
-        ax1.plot(t, smooth, label=f"{label}: {rate:.2f} rays / 1000 cycles ({rate / base:.2f}x)")
-        ax2.plot(t, [x[3] for x in simd.trace])
+        # the legend carries each configuration's throughput, the figure the docs compare
+        ax1.plot(
+            t, smooth, label=f"{run['config']}: {rate:.2f} rays / 1000 cycles ({rate / base:.2f}x)"
+        )
+        ax2.plot(t, run["finished"])
     ax1.set_ylabel(f"resident waves / threads\n({window}-cycle mean)")
     ax2.set_ylabel("wave programs finished")
     ax2.set_xlabel("time (cycles)")
@@ -144,60 +146,94 @@ def _plots(out_dir, results, table):
     return files
 
 
-def run(out_dir, *, quick=False, progress=None):
-    out_dir.mkdir(parents=True, exist_ok=True)
+def measure(*, quick=False, progress=None, **params):
+    """Every configuration of :data:`CONFIGS` on the allocator RTL (``quick``: 32 wave programs
+    instead of 160), with its per-cycle residency, and the occupancy table for 1-256 registers."""
+    check_params(NAME, params)
     count = 32 if quick else 160
-    results, rows, csv_rows = [], [], []
+    runs = []
     for index, config in enumerate(CONFIGS):
         simd, cycles = simulate(config, count)
-        label = config[0]
-        results.append((label, simd, cycles))
         if progress:
-            progress(index + 1, len(CONFIGS), label)
+            progress(index + 1, len(CONFIGS), config[0])
         n = max(len(simd.trace), 1)
-        resident = sum(x[0] for x in simd.trace) / n
-        util = simd.issued / n
-        state = "finished" if simd.finished_all else f"STUCK {simd.stuck}"
-        thr = 1000 * simd.work_done / cycles
-        csv_rows.append(
+        runs.append(
             {
-                "config": label,
+                "config": config[0],
                 "cycles": cycles,
                 "rays": simd.work_done,
-                "work_per_kcycle": round(thr, 2),
-                "mean_resident": round(resident, 2),
-                "issue_utilization": round(util, 3),
+                "work_per_kcycle": 1000 * simd.work_done / cycles,
+                "mean_resident": sum(x[0] for x in simd.trace) / n,
+                "issue_utilization": simd.issued / n,
                 "alloc_failures": simd.alloc_fail,
-                "state": state,
+                "state": "finished" if simd.finished_all else f"STUCK {simd.stuck}",
                 "lookup_errors": simd.lookup_errors,
+                "resident": [x[0] for x in simd.trace],
+                "finished": [x[3] for x in simd.trace],
             }
         )
-        rows.append((f"{label}: rays (wave programs) per 1000 cycles", round(thr, 2)))
+    workload = {
+        "programs": count,
+        "low": LOW,
+        "high": HIGH,
+        "trav_steps": TRAV_STEPS,
+        "trav_lat": TRAV_LAT,
+        "shade_steps": SHADE_STEPS,
+        "shade_lat": SHADE_LAT,
+    }
+    return {"workload": workload, "runs": runs, "occupancy": occupancy_rows(range(1, 257))}
+
+
+#: ``runs.csv``: the fields of a run, rounded as the report shows them.
+RUN_COLUMNS = (
+    Column("config"),
+    Column("cycles"),
+    Column("rays"),
+    Column("work_per_kcycle", get=lambda r: round(r["work_per_kcycle"], 2)),
+    Column("mean_resident", get=lambda r: round(r["mean_resident"], 2)),
+    Column("issue_utilization", get=lambda r: round(r["issue_utilization"], 3)),
+    Column("alloc_failures"),
+    Column("state"),
+    Column("lookup_errors"),
+)
+
+#: The occupancy table of the summary (a dash where the allocator cannot hold the wave).
+OCCUPANCY_COLUMNS = (
+    Column("registers"),
+    Column("rdna4_static_1536", "RDNA 4 static 1536"),
+    Column("rdna4_dynamic_b16", "RDNA 4 dyn B16", get=lambda r: r["rdna4_dynamic_b16"] or "-"),
+    Column("rdna4_dynamic_b32", "RDNA 4 dyn B32"),
+    Column("xe3", "Xe3"),
+    Column("xe2_fixed", "Xe2 fixed"),
+)
+
+#: The register counts the summary's occupancy table shows.
+SHOWN = (32, 64, 96, 97, 112, 128, 129, 160, 192, 193, 256)
+
+
+def report(data, out_dir):
+    """``runs.csv``, ``occupancy_table.csv``, two plots and ``summary.md``."""
+    runs, table, w = data["runs"], data["occupancy"], data["workload"]
+    rows = []
+    for run in runs:
+        label = run["config"]
         rows.append(
-            (f"{label}: mean resident waves, issue utilization", f"{resident:.2f}, {util:.1%}")
+            (f"{label}: rays (wave programs) per 1000 cycles", round(run["work_per_kcycle"], 2))
         )
-        if simd.alloc_fail:
-            rows.append((f"{label}: failed s_alloc_vgpr attempts", simd.alloc_fail))
-        if not simd.finished_all:
-            rows.append((f"{label}: state", state))
-    base = csv_rows[0]["work_per_kcycle"]
-    for r in csv_rows[1:]:
         rows.append(
-            (f"speed-up over RDNA static: {r['config']}", f"{r['work_per_kcycle'] / base:.2f}x")
-        )
-    table = occupancy_rows(range(1, 257))
-    show = [32, 64, 96, 97, 112, 128, 129, 160, 192, 193, 256]
-    md_table = [
-        "| registers | RDNA 4 static 1536 | RDNA 4 dyn B16 | RDNA 4 dyn B32 | Xe3 | Xe2 fixed |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in table:
-        if r["registers"] in show:
-            md_table.append(
-                f"| {r['registers']} | {r['rdna4_static_1536']} | "
-                f"{r['rdna4_dynamic_b16'] or '-'} | {r['rdna4_dynamic_b32']} | "
-                f"{r['xe3']} | {r['xe2_fixed']} |"
+            (
+                f"{label}: mean resident waves, issue utilization",
+                f"{run['mean_resident']:.2f}, {run['issue_utilization']:.1%}",
             )
+        )
+        if run["alloc_failures"]:
+            rows.append((f"{label}: failed s_alloc_vgpr attempts", run["alloc_failures"]))
+        if run["state"] != "finished":
+            rows.append((f"{label}: state", run["state"]))
+    base = round(runs[0]["work_per_kcycle"], 2)
+    for run in runs[1:]:
+        speedup = round(run["work_per_kcycle"], 2) / base
+        rows.append((f"speed-up over RDNA static: {run['config']}", f"{speedup:.2f}x"))
     for n in (64, 96, 128, 192, 256):
         r = table[n - 1]
         rows.append(
@@ -207,32 +243,22 @@ def run(out_dir, *, quick=False, progress=None):
                 f"{r['rdna4_dynamic_b32']} / {r['xe3']}",
             )
         )
-    files = _plots(out_dir, results, table)
-    for name, data in (("runs.csv", csv_rows), ("occupancy_table.csv", table)):
-        path = out_dir / name
-        with path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(data[0]))
-            writer.writeheader()
-            writer.writerows(data)
-        files.append(path)
+    files = _plots(out_dir, runs, table)
+    files.append(write_csv(out_dir / "runs.csv", runs, RUN_COLUMNS))
+    files.append(write_csv(out_dir / "occupancy_table.csv", table))
     title = "Occupancy under static, dynamic (RDNA 4) and Xe3 block register allocation"
-    md = [
-        f"# {title}",
-        "",
-        f"Workload: {count} wave programs; traversal {LOW} registers, {TRAV_STEPS} steps of "
-        f"1 issue + {TRAV_LAT} cycles; shading {HIGH} registers, {SHADE_STEPS} steps of 1 issue "
-        f"+ {SHADE_LAT} cycles; one instruction per cycle, s_alloc_vgpr retried every 8 cycles.",
-        "",
-        "| metric | value |",
-        "|---|---|",
-    ]
-    md += [f"| {m} | {v} |" for m, v in rows]
-    md += [
-        "",
-        "Occupancy (resident waves/threads when every wave holds n registers; dynamic "
-        "counts include the deadlock reserve of 7 blocks):",
-        "",
-    ] + md_table
-    (out_dir / "summary.md").write_text("\n".join(md) + "\n")
-    files.append(out_dir / "summary.md")
+    files.append(
+        document(
+            out_dir / "summary.md",
+            title,
+            f"Workload: {w['programs']} wave programs; traversal {w['low']} registers, "
+            f"{w['trav_steps']} steps of 1 issue + {w['trav_lat']} cycles; shading {w['high']} "
+            f"registers, {w['shade_steps']} steps of 1 issue + {w['shade_lat']} cycles; one "
+            "instruction per cycle, s_alloc_vgpr retried every 8 cycles.",
+            metrics(rows),
+            "Occupancy (resident waves/threads when every wave holds n registers; dynamic "
+            "counts include the deadlock reserve of 7 blocks):",
+            markdown([r for r in table if r["registers"] in SHOWN], OCCUPANCY_COLUMNS),
+        )
+    )
     return {"title": title, "rows": rows, "files": [str(f) for f in files]}

@@ -12,12 +12,12 @@ decision from the RTL's outputs; every cycle's outputs are also compared with th
 so the numbers are those of the RTL and of the model at once.
 """
 
-import csv
-
 from gpurtl.facts.waitcnt import InstClass, profile
 
 from ..backends import BACKENDS
 from ..core import registry
+from ..tables import Column, document, markdown, write_csv
+from . import check_params
 
 NAME = "ooo-memory"
 DESCRIPTION = (
@@ -163,73 +163,6 @@ def _plot(path, rows, unrolls, hit_latency, miss_latency):
     return str(path)
 
 
-def run(out_dir, *, quick=False, progress=None):
-    """Sweep U = 1..8 for both designs; write ``ooo_memory.csv``, ``ooo_memory.png``,
-    ``summary.md``."""
-    unrolls = (1, 2, 4, 8) if quick else tuple(range(1, 9))
-    y_accesses = 3 if quick else 9
-    hit_latency, miss_latency = (10, 60) if quick else (20, 200)
-    rows = []
-    total = len(unrolls) * len(DESIGNS)
-    done = 0
-    for label, generation, queue, word in DESIGNS:
-        for unroll in unrolls:
-            if progress:
-                progress(done, total, f"{queue} U={unroll}")
-            x_acc, y_acc, cycles = run_design(
-                generation,
-                queue,
-                word,
-                unroll,
-                y_accesses=y_accesses,
-                hit_latency=hit_latency,
-                miss_latency=miss_latency,
-            )
-            rows.append(
-                {
-                    "design": label,
-                    "queue": queue,
-                    "U": unroll,
-                    "x_accesses": x_acc,
-                    "y_accesses": y_acc,
-                    "ratio": x_acc / y_acc,
-                    "cycles": cycles,
-                }
-            )
-            done += 1
-    if progress:
-        progress(total, total, "done")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "ooo_memory.csv", "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    files = [str(out_dir / "ooo_memory.csv")]
-    files.append(_plot(out_dir / "ooo_memory.png", rows, unrolls, hit_latency, miss_latency))
-    lines = [
-        "| design | U | X accesses | Y accesses | X per Y | cycles |",
-        "|---|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r['design']} | {r['U']} | {r['x_accesses']} | {r['y_accesses']} | "
-        f"{r['ratio']:.2f} | {r['cycles']} |"
-        for r in rows
-    ]
-    (out_dir / "summary.md").write_text("\n".join(lines) + "\n")
-    files.append(str(out_dir / "summary.md"))
-    summary_rows = []
-    for label, _, queue, _ in DESIGNS:
-        ratios = ", ".join(f"U={r['U']}: {r['ratio']:.2f}" for r in rows if r["queue"] == queue)
-        summary_rows.append((f"{label} X/Y", ratios))
-    return {
-        "title": f"wave X accesses per wave Y access (hit {hit_latency}, miss "
-        f"{miss_latency} cycles, {y_accesses} Y accesses)",
-        "rows": summary_rows,
-        "files": files,
-        "data": rows,
-    }
-
-
 #: Parameters of one sweep point (:func:`measure`): name -> (default, meaning).
 PARAMS = {
     "queue": ("ooo", "return queues: `inorder` (RDNA 3, shared) or `ooo` (RDNA 4)"),
@@ -240,7 +173,7 @@ PARAMS = {
 }
 
 
-#: What :func:`measure` returns: name -> meaning (labels of the sweep report's plots).
+#: What :func:`measure` returns for one sweep point: name -> meaning (the sweep report's labels).
 METRICS = {
     "x_accesses": "wave X accesses while wave Y made its accesses",
     "y_accesses": "wave Y accesses measured",
@@ -248,35 +181,91 @@ METRICS = {
     "cycles": "cycles from wave Y's first to its last completed access",
 }
 
+#: The columns of the report's table (``ooo_memory.csv`` has every field of a row).
+COLUMNS = (
+    Column("design"),
+    Column("U"),
+    Column("x_accesses", "X accesses"),
+    Column("y_accesses", "Y accesses"),
+    Column("ratio", "X per Y", digits=2),
+    Column("cycles"),
+)
 
-def measure(**params):
-    """One point for ``gpurtl sweep``: wave X accesses per wave Y access on the RTL (checked
-    against the golden model every cycle) for one design and one set of latencies."""
-    unknown = set(params) - set(PARAMS)
-    if unknown:
-        raise ValueError(
-            f"unknown parameter(s) {', '.join(sorted(unknown))}; expected {', '.join(PARAMS)}"
-        )
+
+def _point(queue, unroll, *, hit_latency, miss_latency, y_accesses):
+    """Wave X and Y accesses and cycles of one design at one ``U``, on the RTL."""
+    generation, word = {queue: (gen, word) for _, gen, queue, word in DESIGNS}[queue]
+    x_acc, y_acc, cycles = run_design(
+        generation,
+        queue,
+        word,
+        unroll,
+        y_accesses=y_accesses,
+        hit_latency=hit_latency,
+        miss_latency=miss_latency,
+    )
+    return {"x_accesses": x_acc, "y_accesses": y_acc, "ratio": x_acc / y_acc, "cycles": cycles}
+
+
+def measure(*, quick=False, progress=None, **params):
+    """Both designs at U = 1..8 (``quick``: 1, 2, 4, 8 with shorter latencies): the rows of the
+    report. With a sweep point's parameters (:data:`PARAMS`): that point's :data:`METRICS`, each
+    compared with the golden model every cycle."""
+    if params:
+        return _sweep_point(params)
+    unrolls = (1, 2, 4, 8) if quick else tuple(range(1, 9))
+    settings = {
+        "y_accesses": 3 if quick else 9,
+        "hit_latency": 10 if quick else 20,
+        "miss_latency": 60 if quick else 200,
+    }
+    rows = []
+    total = len(unrolls) * len(DESIGNS)
+    for label, _, queue, _ in DESIGNS:
+        for unroll in unrolls:
+            if progress:
+                progress(len(rows), total, f"{queue} U={unroll}")
+            rows.append(
+                {"design": label, "queue": queue, "U": unroll, **_point(queue, unroll, **settings)}
+            )
+    if progress:
+        progress(total, total, "done")
+    return {**settings, "unrolls": list(unrolls), "rows": rows}
+
+
+def report(data, out_dir):
+    """``ooo_memory.csv``, ``ooo_memory.png`` and ``summary.md``."""
+    rows, hit, miss = data["rows"], data["hit_latency"], data["miss_latency"]
+    title = (
+        f"wave X accesses per wave Y access (hit {hit}, miss {miss} cycles, "
+        f"{data['y_accesses']} Y accesses)"
+    )
+    files = [
+        write_csv(out_dir / "ooo_memory.csv", rows),
+        _plot(out_dir / "ooo_memory.png", rows, data["unrolls"], hit, miss),
+        document(out_dir / "summary.md", title, markdown(rows, COLUMNS)),
+    ]
+    summary_rows = []
+    for label, _, queue, _ in DESIGNS:
+        ratios = ", ".join(f"U={r['U']}: {r['ratio']:.2f}" for r in rows if r["queue"] == queue)
+        summary_rows.append((f"{label} X/Y", ratios))
+    return {"title": title, "rows": summary_rows, "files": files}
+
+
+def _sweep_point(params):
+    check_params(NAME, params, PARAMS)
     values = {name: params.get(name, default) for name, (default, _) in PARAMS.items()}
-    designs = {queue: (generation, word) for _, generation, queue, word in DESIGNS}
-    if values["queue"] not in designs:
-        raise ValueError(f"`queue` must be one of {', '.join(designs)}, not {values['queue']!r}")
+    queues = [queue for _, _, queue, _ in DESIGNS]
+    if values["queue"] not in queues:
+        raise ValueError(f"`queue` must be one of {', '.join(queues)}, not {values['queue']!r}")
     for name in ("unroll", "hit_latency", "miss_latency", "y_accesses"):
         if not isinstance(values[name], int) or isinstance(values[name], bool) or values[name] < 1:
             raise ValueError(f"`{name}` must be a positive integer, not {values[name]!r}")
-    generation, word = designs[values["queue"]]
-    x_acc, y_acc, cycles = run_design(
-        generation,
+    point = _point(
         values["queue"],
-        word,
         values["unroll"],
         y_accesses=values["y_accesses"],
         hit_latency=values["hit_latency"],
         miss_latency=values["miss_latency"],
     )
-    return {
-        "x_accesses": x_acc,
-        "y_accesses": y_acc,
-        "ratio": round(x_acc / y_acc, 4),
-        "cycles": cycles,
-    }
+    return {**point, "ratio": round(point["ratio"], 4)}

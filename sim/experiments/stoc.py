@@ -25,10 +25,12 @@ the `stoc` block (Amaranth simulator) replays a sample of the lookups and is com
 golden model.
 """
 
-import csv
 import time
 
 import numpy as np
+
+from ..tables import Column, document, markdown, metrics, write_csv
+from . import check_params
 
 NAME = "stoc"
 DESCRIPTION = (
@@ -36,7 +38,7 @@ DESCRIPTION = (
     "invocations and alpha tests skipped on alpha-tested foliage, memory per scheme"
 )
 
-__all__ = ["NAME", "DESCRIPTION", "run", "make_texture", "bake_states", "CARD_UV"]
+__all__ = ["NAME", "DESCRIPTION", "measure", "report", "make_texture", "bake_states", "CARD_UV"]
 
 # triangle corner UVs of a card (V0, V1, V2 per triangle); u = weight of V1, v = weight of V2
 CARD_UV = np.array([[[0, 0], [1, 0], [0, 1]], [[1, 1], [0, 1], [1, 0]]], dtype=np.float64)
@@ -370,35 +372,19 @@ def _plots(out_dir, names, results, base_tests, per_variant, memory, textures, w
     return plot, tex_plot
 
 
-def run(out_dir, *, quick=False, progress=None):
-    from gpurtl.golden.stoc.classify import Action, Source, classify_arrays
-    from gpurtl.golden.stoc.index import bary_to_index
-    from gpurtl.sim.backends import BACKENDS
-    from gpurtl.sim.core import registry
-
-    started = time.monotonic()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    res = 128 if quick else 256
-    n_cards = 120 if quick else 800
-    grid = 40 if quick else 160
-    levels = list(range(1, 7))
-    fine_level = 6
-    rng = np.random.default_rng(2020)
-    steps = len(VARIANTS) + 3
-    done = 0
-
-    # ---- bake every (card type, triangle) at every level -----------------------------------
-    textures = {kind: make_texture(kind, res) for kind in VARIANTS}
-    states = {}  # (variant, tri, level) -> state array (curve order)
+def _bake(textures, levels, fine_level):
+    """``{(variant, triangle, level): states}`` of every card triangle at every level."""
+    states = {}
     for vi, kind in enumerate(VARIANTS):
         for tri in range(2):
             for level in sorted(set(levels) | {3, fine_level}):
                 states[(vi, tri, level)] = bake_states(textures[kind], CARD_UV[tri], level)
-        done += 1
-        if progress:
-            progress(done, steps, f"baked {kind}")
+    return states
 
-    # ---- scene, rays, candidate hits -------------------------------------------------------
+
+def _candidates(rng, n_cards, grid, textures, res):
+    """The candidate hits of parallel shadow rays through a volume of ``n_cards`` cards, front
+    to back per ray, with the alpha test at each hit (nearest texel of the interpolated UV)."""
     variant, verts = _scene(rng, n_cards)
     xs = np.linspace(-3, 13, grid)
     ox, oz = np.meshgrid(xs, xs)
@@ -408,11 +394,6 @@ def run(out_dir, *, quick=False, progress=None):
     ray, card, tri, t, ub, vb = _intersect(verts, origins, direction)
     n = len(ray)
     var = variant[card]
-    done += 1
-    if progress:
-        progress(done, steps, f"{n} candidate hits")
-
-    # ground truth: alpha test at the hit (nearest texel of the interpolated UV)
     u = ub.view(np.float32).astype(np.float64)
     v = vb.view(np.float32).astype(np.float64)
     uv = (
@@ -425,32 +406,39 @@ def run(out_dir, *, quick=False, progress=None):
     for vi, kind in enumerate(VARIANTS):
         sel = var == vi
         alpha[sel] = textures[kind][texel[sel, 0], texel[sel, 1]] == 1
+    return {"ray": ray, "tri": tri, "ub": ub, "vb": vb, "var": var, "alpha": alpha, "n": n}
 
-    # ---- per-scheme transactions for the golden `stoc` model ------------------------------
-    ub64, vb64 = ub.astype(np.int64), vb.astype(np.int64)
-    packed = {key: pack_states(st, 2) for key, st in states.items()}
-    packed2 = {
-        key: pack_states((st == O_) | (st == UO_), 1)
-        for key, st in states.items()
-        if key[2] == fine_level
-    }
 
-    def word_at(table, key_of, index, bits):
-        words = np.zeros(n, dtype=np.int64)
-        for key, data in table.items():
-            sel = key_of == key
-            if sel.any():
+class _Tables:
+    """Packed micromap words of every (card type, triangle) and the word each candidate reads."""
+
+    def __init__(self, states, hits, fine_level):
+        self.n = hits["n"]
+        self.hit_key = hits["var"] * 2 + hits["tri"]
+        self.packed = {key: pack_states(st, 2) for key, st in states.items()}
+        self.packed2 = {
+            key: pack_states((st == O_) | (st == UO_), 1)
+            for key, st in states.items()
+            if key[2] == fine_level
+        }
+
+    def word_at(self, table, level, index, bits):
+        """The 32-bit word holding state ``index`` of each candidate's triangle at ``level``."""
+        words = np.zeros(self.n, dtype=np.int64)
+        for (vi, tr, lv), data in table.items():
+            sel = self.hit_key == vi * 2 + tr
+            if lv == level and sel.any():
                 words[sel] = data[(index[sel] * bits) // 32]
         return words
 
-    def key_id(level):
-        return {(vi, tr, level): (vi * 2 + tr) for vi in range(3) for tr in range(2)}
 
-    hit_key = var * 2 + tri
+def _scheme_inputs(states, hits, tables, levels, fine_level):
+    """``{scheme: fields}``: the golden ``stoc`` block's input for every candidate per scheme."""
+    from gpurtl.golden.stoc.classify import Source
+    from gpurtl.golden.stoc.index import bary_to_index
 
-    def by_key(table, level):
-        return {key_id(level)[k]: d for k, d in table.items() if k[2] == level}
-
+    n, tri, var = hits["n"], hits["tri"], hits["var"]
+    ub64, vb64 = hits["ub"].astype(np.int64), hits["vb"].astype(np.int64)
     schemes = {}
     # STOC1: DW3 with both triangles' level-1 planes (tri0 opaque 11:8, transp 15:12; tri1
     # opaque 27:24, transp 31:28), IGC QuadLeaf<Xe3>
@@ -488,7 +476,7 @@ def run(out_dir, *, quick=False, progress=None):
             v=vb64,
             level=np.full(n, level),
             omm_format=np.full(n, 2),
-            omm_word=word_at(by_key(packed, level), hit_key, idx, 2),
+            omm_word=tables.word_at(tables.packed, level, idx, 2),
         )
     idx6 = bary_to_index(ub64, vb64, fine_level)
     schemes[f"OMM2 {fine_level}"] = _fields(
@@ -498,31 +486,38 @@ def run(out_dir, *, quick=False, progress=None):
         v=vb64,
         level=np.full(n, fine_level),
         omm_format=np.full(n, 1),
-        omm_word=word_at(by_key(packed2, fine_level), hit_key, idx6, 1),
+        omm_word=tables.word_at(tables.packed2, fine_level, idx6, 1),
     )
+    return schemes
 
-    # ---- walk each ray's candidates: stop at the first accepted opaque hit -----------------
+
+def _count(schemes, hits, tables, fine_level):
+    """Walk each ray's candidates per scheme, stopping at the first accepted opaque hit: any-hit
+    invocations, alpha tests, shadow results and wrong decisions per scheme, alpha tests per card
+    type, and the golden model's outputs."""
+    from gpurtl.golden.stoc.classify import Action, classify_arrays
+
+    n, ray, var, alpha = hits["n"], hits["ray"], hits["var"], hits["alpha"]
     first = np.r_[True, ray[1:] != ray[:-1]]
     starts = np.nonzero(first)[0]
     rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    rows_csv = []
-    results = {}
+    big = np.iinfo(np.int64).max
 
-    def walk(action, resolved_alpha_test):
-        """(any-hit count, alpha-test count, shadowed per ray) of one scheme; ``action`` per
-        candidate, ``resolved_alpha_test``: candidates whose any-hit reads the texture."""
-        accept = (action == Action.OPAQUE) | ((action == Action.ANYHIT) & alpha)
-        big = np.iinfo(np.int64).max
+    def walk(action, needs_test):
+        """(any-hit count, alpha-test count, shadowed per ray, alpha tests per candidate) of one
+        scheme; ``action`` per candidate (-1 / -2: the any-hit shader ignored / accepted the hit
+        from software opacity data), ``needs_test``: candidates whose any-hit reads the texture."""
+        accept = (action == -2) | (action == Action.OPAQUE) | ((action == Action.ANYHIT) & alpha)
         stop = np.minimum.reduceat(np.where(accept, rank, big), starts)
         live = rank <= np.repeat(stop, np.diff(np.r_[starts, n]))
-        anyhit = live & (action == Action.ANYHIT)
-        tests = anyhit & resolved_alpha_test
-        return int(anyhit.sum()), int(tests.sum()), stop < big, anyhit, tests
+        anyhit = live & ((action == Action.ANYHIT) | (action < 0))
+        tests = live & (action == Action.ANYHIT) & needs_test
+        return int(anyhit.sum()), int(tests.sum()), stop < big, tests
 
     base_action = np.full(n, Action.ANYHIT)
-    base_hits, base_tests, base_shadow, base_ah, base_t = walk(base_action, np.ones(n, bool))
-    results["none"] = dict(anyhit=base_hits, tests=base_tests, shadow_diff=0, wrong=0)
-    per_variant = {"none": {vi: int(base_t[var == vi].sum()) for vi in range(3)}}
+    base_hits, base_tests, base_shadow, base_t = walk(base_action, np.ones(n, bool))
+    results = {"none": dict(anyhit=base_hits, tests=base_tests, shadow_diff=0, wrong=0)}
+    per_variant = {"none": [int(base_t[var == vi].sum()) for vi in range(3)]}
     golden_out = {}
     for name, f in schemes.items():
         out = classify_arrays(f)
@@ -532,7 +527,7 @@ def run(out_dir, *, quick=False, progress=None):
         if name == "STOC3+SW6":
             # the any-hit shader's software STOC: read the level-6 state at fetch_addr
             fine = out["fine_index"]
-            word = word_at(by_key(packed, fine_level), hit_key, fine, 2)
+            word = tables.word_at(tables.packed, fine_level, fine, 2)
             fine_state = (word >> ((fine * 2) % 32)) & 3
             sw = out["sw_fallback"] == 1
             needs_test = ~sw | (fine_state >= UT_)
@@ -540,30 +535,19 @@ def run(out_dir, *, quick=False, progress=None):
             action = action.copy()
             action[sw & (fine_state == T_)] = -1  # any-hit ran, ignored the hit
             action[sw & (fine_state == O_)] = -2  # any-hit ran, accepted the hit
-        if name == "STOC3+SW6":
-            accept = (
-                (action == -2) | (action == Action.OPAQUE) | ((action == Action.ANYHIT) & alpha)
-            )
-            big = np.iinfo(np.int64).max
-            stop = np.minimum.reduceat(np.where(accept, rank, big), starts)
-            live = rank <= np.repeat(stop, np.diff(np.r_[starts, n]))
-            ah_mask = live & ((action == Action.ANYHIT) | (action < 0))
-            t_mask = live & (action == Action.ANYHIT) & needs_test
-            hits, tests, shadow = int(ah_mask.sum()), int(t_mask.sum()), stop < big
-        else:
-            hits, tests, shadow, ah_mask, t_mask = walk(action, needs_test)
+        hits_, tests, shadow, t_mask = walk(action, needs_test)
         wrong = int(
             ((action == Action.OPAQUE) & ~alpha).sum() + ((action == Action.IGNORE) & alpha).sum()
         )
         results[name] = dict(
-            anyhit=hits, tests=tests, shadow_diff=int((shadow != base_shadow).sum()), wrong=wrong
+            anyhit=hits_, tests=tests, shadow_diff=int((shadow != base_shadow).sum()), wrong=wrong
         )
-        per_variant[name] = {vi: int(t_mask[var == vi].sum()) for vi in range(3)}
-    done += 1
-    if progress:
-        progress(done, steps, "classified")
+        per_variant[name] = [int(t_mask[var == vi].sum()) for vi in range(3)]
+    return results, per_variant, golden_out, len(starts)
 
-    # ---- memory per triangle -----------------------------------------------------------------
+
+def _memory(levels, fine_level):
+    """Bytes per triangle of every scheme: leaf plus opacity data."""
     leaf = 32.0  # 64-byte quad leaf / 2 triangles (IGC QuadLeaf)
     memory = {
         "none": leaf,
@@ -574,11 +558,17 @@ def run(out_dir, *, quick=False, progress=None):
     for level in levels:  # data + VkMicromapTriangleKHR (8 B) + u32 index
         memory[f"OMM {level}"] = leaf + max(1, 2 * 4**level // 8) + 8 + 4
     memory[f"OMM2 {fine_level}"] = leaf + 4**fine_level // 8 + 8 + 4
+    return memory
 
-    # ---- RTL replay of a sample (Amaranth simulator) ---------------------------------------
+
+def _rtl_replay(rng, schemes, golden_out, n, sample_per, fine_level):
+    """A sample of the lookups of several schemes through the ``stoc`` RTL (Amaranth simulator),
+    compared with the golden model's outputs."""
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
+
     block = registry.get("stoc")
     params = block.resolve()
-    sample_per = 8 if quick else 40
     inputs, expected = [], []
     pick = rng.choice(n, min(n, sample_per), replace=False)
     for name in ("STOC1", "STOC3", "STOC3+SW6", "OMM 1", "OMM 3", "OMM 6", f"OMM2 {fine_level}"):
@@ -586,13 +576,63 @@ def run(out_dir, *, quick=False, progress=None):
         for k in pick:
             inputs.append({key: int(val[k]) for key, val in f.items()})
             expected.append({key: int(val[k]) for key, val in out.items()})
-    report = BACKENDS["pysim"].run(block, params, inputs, expected=expected)
-    done += 1
-    if progress:
-        progress(done, steps, "RTL replay")
+    return BACKENDS["pysim"].run(block, params, inputs, expected=expected)
 
-    # ---- outputs -----------------------------------------------------------------------------
+
+def measure(*, quick=False, progress=None, **params):
+    """Bake, intersect, classify every candidate under every scheme, replay a sample on the RTL
+    (``quick``: 120 cards, 40 x 40 rays, 128 x 128 textures)."""
+    check_params(NAME, params)
+    started = time.monotonic()
+    res = 128 if quick else 256
+    n_cards = 120 if quick else 800
+    grid = 40 if quick else 160
+    levels = list(range(1, 7))
+    fine_level = 6
+    rng = np.random.default_rng(2020)
+    steps = len(VARIANTS) + 3
+    done = 0
+
+    def step(what):
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, steps, what)
+
+    textures = {kind: make_texture(kind, res) for kind in VARIANTS}
+    states = _bake(textures, levels, fine_level)
+    for kind in VARIANTS:
+        step(f"baked {kind}")
+    hits = _candidates(rng, n_cards, grid, textures, res)
+    step(f"{hits['n']} candidate hits")
+    tables = _Tables(states, hits, fine_level)
+    schemes = _scheme_inputs(states, hits, tables, levels, fine_level)
+    results, per_variant, golden_out, rays = _count(schemes, hits, tables, fine_level)
+    step("classified")
+    replay = _rtl_replay(rng, schemes, golden_out, hits["n"], 8 if quick else 40, fine_level)
+    step("RTL replay")
+    return {
+        "texture_res": res,
+        "cards": n_cards,
+        "grid": grid,
+        "fine_level": fine_level,
+        "candidates": hits["n"],
+        "shadow_rays": rays,
+        "results": results,
+        "per_variant": per_variant,
+        "memory": _memory(levels, fine_level),
+        "rtl": {"passed": replay.passed, "failed": replay.failed, "line": replay.line()},
+        "seconds": time.monotonic() - started,
+    }
+
+
+def report(data, out_dir):
+    """``stoc_counts.csv``, two plots and ``summary.md``."""
+    results, per_variant, memory = data["results"], data["per_variant"], data["memory"]
+    fine_level, n_cards = data["fine_level"], data["cards"]
+    base_hits, base_tests = results["none"]["anyhit"], results["none"]["tests"]
     names = list(results)
+    rows_csv = []
     for name in names:
         r = results[name]
         rows_csv.append(
@@ -608,12 +648,8 @@ def run(out_dir, *, quick=False, progress=None):
                 **{f"alpha_tests_{VARIANTS[vi]}": per_variant[name][vi] for vi in range(3)},
             }
         )
-    csv_path = out_dir / "stoc_counts.csv"
-    with open(csv_path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows_csv[0]))
-        writer.writeheader()
-        writer.writerows(rows_csv)
-
+    csv_path = write_csv(out_dir / "stoc_counts.csv", rows_csv)
+    textures = {kind: make_texture(kind, data["texture_res"]) for kind in VARIANTS}
     plot, tex_plot = _plots(
         out_dir,
         names,
@@ -622,11 +658,13 @@ def run(out_dir, *, quick=False, progress=None):
         per_variant,
         memory,
         textures,
-        f"{n} candidate hits, {len(starts)} shadow rays, {n_cards} cards",
+        f"{data['candidates']} candidate hits, {data['shadow_rays']} shadow rays, {n_cards} cards",
     )
-
     rows = [
-        ("candidate hits / shadow rays with a hit", f"{n} / {len(starts)}"),
+        (
+            "candidate hits / shadow rays with a hit",
+            f"{data['candidates']} / {data['shadow_rays']}",
+        ),
         ("any-hit invocations = alpha tests without opacity data", str(base_tests)),
     ]
     for name in names[1:]:
@@ -647,45 +685,44 @@ def run(out_dir, *, quick=False, progress=None):
             f"{sum(results[k]['wrong'] for k in conservative)}",
         )
     )
+    lossy = results[f"OMM2 {fine_level}"]
     rows.append(
         (
             f"OMM2 {fine_level}: candidates decided against the alpha test / shadow rays changed",
-            f"{results[f'OMM2 {fine_level}']['wrong']} / "
-            f"{results[f'OMM2 {fine_level}']['shadow_diff']}",
+            f"{lossy['wrong']} / {lossy['shadow_diff']}",
         )
     )
-    rows.append(("RTL `stoc` replay (pysim) vs golden", report.line()))
+    rows.append(("RTL `stoc` replay (pysim) vs golden", data["rtl"]["line"]))
     rows.append(("paper (Gruen et al. HPG 2020)", "up to 86% of transparency tests skipped"))
-    rows.append(("run time (s)", f"{time.monotonic() - started:.1f}"))
-    lines = [
-        "# STOC / opacity micromap experiment",
-        "",
+    rows.append(("run time (s)", f"{data['seconds']:.1f}"))
+
+    def skipped(kind, vi):
+        return lambda row: 1 - row[f"alpha_tests_{kind}"] / max(1, per_variant["none"][vi])
+
+    columns = [
+        Column("scheme"),
+        Column("anyhit", "any-hit"),
+        Column("alpha_tests", "alpha tests"),
+        Column("skipped", get=lambda row: f"{row['alpha_tests_skipped_pct']}%"),
+        *(
+            Column(kind, f"skipped ({kind})", "%", 1, get=skipped(kind, vi))
+            for vi, kind in enumerate(VARIANTS)
+        ),
+        Column("shadow_rays_changed", "shadow changed"),
+        Column("wrong_decisions", "wrong"),
+        Column("bytes_per_triangle", "B/tri", get=lambda row: f"{row['bytes_per_triangle']:g}"),
+    ]
+    res, grid = data["texture_res"], data["grid"]
+    summary = document(
+        out_dir / "summary.md",
+        "STOC / opacity micromap experiment",
         f"{n_cards} leaf cards ({', '.join(VARIANTS)}), alpha textures {res}x{res}, "
         f"{grid * grid} parallel shadow rays (accept first opaque hit).",
-        "",
-        "| scheme | any-hit | alpha tests | skipped | "
-        + " | ".join(f"skipped ({kind})" for kind in VARIANTS)
-        + " | shadow changed | wrong | B/tri |",
-        "|---" * (7 + len(VARIANTS)) + "|",
-    ]
-    for row in rows_csv:
-        per = " | ".join(
-            f"{100 * (1 - row[f'alpha_tests_{kind}'] / max(1, per_variant['none'][vi])):.1f}%"
-            for vi, kind in enumerate(VARIANTS)
-        )
-        lines.append(
-            f"| {row['scheme']} | {row['anyhit']} | {row['alpha_tests']} | "
-            f"{row['alpha_tests_skipped_pct']}% | {per} | {row['shadow_rays_changed']} | "
-            f"{row['wrong_decisions']} | {row['bytes_per_triangle']:g} |"
-        )
-    lines += ["", "| metric | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
-    summary = out_dir / "summary.md"
-    summary.write_text("\n".join(lines) + "\n")
+        markdown(rows_csv, columns),
+        metrics(rows),
+    )
     return {
         "title": "Sub-triangle opacity culling: alpha tests skipped and memory",
         "rows": rows,
-        "files": [str(csv_path), str(plot), str(tex_plot), str(summary)],
-        "results": results,
-        "memory": memory,
-        "rtl": (report.passed, report.failed),
+        "files": [csv_path, str(plot), str(tex_plot), summary],
     }

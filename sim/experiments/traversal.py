@@ -1,813 +1,840 @@
-"""Experiment ``traversal``: the driver's BVH traversal loop on a cycle-level compute-unit model.
+"""Experiment ``traversal``: the driver's BVH traversal loop on real scenes at full resolution,
+timed on a compute-unit model built from the project's golden models.
 
-Functional part (:mod:`._trav_loop`): every ray runs the loop of gpurt ``TraceRay3_1.hlsl`` --
-intersect, ``s_wait_bvhcnt``, ``ds_bvh_stack_*``, ``s_wait_dscnt``, leaf handling, instance
-transitions, the stackless walk-back after a stack overflow -- in three modes: ``bvh8`` (RDNA 4:
-BVH8 + ``push8_pop1``), ``bvh4x2`` (dual intersect on a BVH4 + ``push8_pop2``) and ``bvh4``
-(RDNA 2/3 style: one BVH4 node per instruction + ``push4_pop1``). Every intersect goes through the
-golden ray-accelerator model (batched per wave) and every stack instruction through the golden
-``ds_bvh_stack`` model; the closest hits are checked against the project's float64 reference
-traversal.
+Functional part: every ray of every set runs the RT IP 3.1 loop of gpurt ``TraceRay3_1.hlsl``
+in the wave-batched golden model (:mod:`gpurtl.golden.bvh.wavefront`, bit exact with the
+instruction model step by step): camera rays at full resolution in 8x4 tiles, shadow rays to a
+point light and ambient-occlusion rays (both ending at their first hit, ``ACCEPT_FIRST_HIT_AND_
+END_SEARCH``), and two diffuse bounces. Scenes: the 56,172-triangle Stanford Bunny and the
+San Francisco city of ``sionna-rt`` (4,735 meshes, one instance each, two levels) from the
+optional extra ``gpurtl[scenes]``; without it, the packaged small bunny and an instanced scene
+of it.
 
-Timing part (:mod:`._cu_model`): the traces run on one CU (two SIMDs, one ray accelerator, the
-LDS, an L0 cache) with the accelerator's latency and initiation interval taken from the
-``RayAccel`` RTL component, resident waves from the register allocators' occupancy formulas
-(static vs RDNA 4 dynamic VGPRs) and the node-fetch latency swept.
+Timing part: whole waves sampled across the image (never replayed) run on
+:func:`gpurtl.golden.cu.simulate`: the golden wait counters and return queues, the dynamic VGPR
+allocator with ``s_alloc_vgpr`` at the switch to shading, the memory hierarchy of
+:mod:`gpurtl.golden.memory`, calibrated in :mod:`._trav_calib`. Utilization is reported three
+ways: the article's formula, engine-cycle utilization and issue-slot occupancy.
 
-RTL in the loop: a sample of the intersect instructions the loop issued is replayed through the
-``ray_accel`` RTL (Amaranth simulator) and compared with the results the loop used (not with
-``--quick``: the full build takes minutes); one wave's stack instructions per mode are replayed in
-program order through the ``ds_bvh_stack`` RTL (the LDS contents carry over between them).
+BVH comparison: BVH8 / BVH4 / BVH4x2 built over the same triangle pairs with the SAH-optimal
+collapse, at equal leaf content (one pair per leaf), with BVH8 leaves up to four pairs and with
+OBBs, every build on the same rays (up to :data:`BVH_RAYS` per set) in the wave-batched loop.
 
-The article compared: Chips and Cheese on RDNA 4's ray tracing (April 2025): BVH8 takes
-fewer steps than BVH4 but does more intersection tests; BVH4x2 needs more memory accesses and
-LDS traffic and two live paths; 3DMark's DXR feature test used about 24% of the ray
-accelerators' peak.
+RTL in the loop: one wave's stack instructions per mode replay through the ``ds_bvh_stack``
+RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray_accel`` RTL.
 """
 
 import csv
+import json
 import time
 
 import numpy as np
 
+from ._trav_scalar import build_scene, rtl_replay, stack_replay
+
 NAME = "traversal"
 DESCRIPTION = (
-    "BVH traversal loop (BVH8 / BVH4x2 / BVH4) on a cycle-level CU model: steps, "
-    "tests, LDS traffic, overflows, ray-accelerator utilization"
+    "BVH8 traversal on real scenes at 10^6 rays (golden wave-batched loop) timed on a CU model "
+    "of golden counters, VGPR allocator and cache hierarchy; BVH8/BVH4/BVH4x2 at equal leaves"
 )
 
 __all__ = [
+    "ARTICLE",
     "DESCRIPTION",
     "NAME",
-    "STACK_SIZES",
-    "VGPR_STATIC",
-    "VGPR_TRAVERSAL",
     "build_scene",
-    "camera_rays",
-    "diffuse_rays",
-    "run",
+    "measure",
+    "report",
+    "stack_replay",
+    "utilization_table",
 ]
 
-#: 8/16/31 (31 is the largest OFFSET0[4:0] stack size) and two smaller ones, where the small
-#: scenes of this experiment start to overflow
-STACK_SIZES = (2, 4, 8, 16, 31)
-#: VGPRs of a ray-tracing shader that keeps traversal and hit shading in one kernel (static
-#: allocation reserves the peak for the whole wave) and of its traversal loop alone (what a
-#: dynamic-VGPR wave holds while it traverses). Assumptions of this experiment, not measurements.
-VGPR_STATIC, VGPR_TRAVERSAL = 192, 64
-SIMDS = 2
+#: The article's counters (Chips and Cheese, "RDNA 4's Raytracing Improvements", 2025).
+ARTICLE = {
+    "RDNA 4 (RX 9070)": {"box": 111.76e9, "tri": 19.61e9, "cus": 56, "box_rate": 8, "quoted": 24.0},
+    "RDNA 2 (RX 6900 XT)": {
+        "box": 38.8e9,
+        "tri": 10.76e9,
+        "cus": 80,
+        "box_rate": 4,
+        "quoted": 10.23,
+    },
+}
+CLOCK = 2.5e9
+#: Timing samples per ray set: groups of waves, each group one CU run of this many waves (a
+#: steady state needs several times the CU's 32 wave slots).
+TIMING_GROUPS, TIMING_WAVES = 4, 64
+RAY_SETS = ("camera", "shadow", "ao", "diffuse1", "diffuse2")
+TIMED_SETS = ("camera", "shadow", "ao", "diffuse1")
+IMAGE_W, IMAGE_H = 1024, 768
 
 
-def camera_rays(mesh, width, height, *, seed=0):
-    """Pinhole-camera rays at the mesh, in 8x4 pixel tiles (one tile per wave, as a GPU
-    dispatches a 2-D ray-generation grid); ``(origins, dirs)`` float arrays (n, 3)."""
-    lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
-    center = (lo + hi) / 2
-    extent = float(np.linalg.norm(hi - lo))
-    rng = np.random.default_rng(seed)
-    view = np.array([0.3, 0.2, 1.0]) + rng.normal(0, 0.05, 3)
-    view /= np.linalg.norm(view)
-    eye = center + view * 1.6 * extent
-    forward = -view
-    right = np.cross(forward, [0.0, 1.0, 0.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, forward)
-    half = 0.35
-    pixels = []
-    for ty in range(0, height, 4):
-        for tx in range(0, width, 8):
-            for y in range(ty, min(ty + 4, height)):
-                for x in range(tx, min(tx + 8, width)):
-                    pixels.append(((x + 0.5) / width * 2 - 1, (y + 0.5) / height * 2 - 1))
-    p = np.array(pixels)
-    dirs = forward + half * (p[:, :1] * right + p[:, 1:] * up)
-    return np.repeat(eye[None, :], len(p), axis=0), dirs
+def utilization_table():
+    """The article's arithmetic: each GPU's utilization with a triangle rate of 1 per CU-cycle
+    (what reproduces the quoted figures) and with the documented 2 (RDNA 4)."""
+    from gpurtl.golden.cu import article_utilization
+
+    rows = []
+    for name, a in ARTICLE.items():
+        kw = dict(cus=a["cus"], clock_hz=CLOCK, box_per_cycle=a["box_rate"])
+        one = article_utilization(a["box"], a["tri"], tri_per_cycle=1, **kw)
+        two = article_utilization(a["box"], a["tri"], tri_per_cycle=2, **kw)
+        rows.append({"gpu": name, "quoted": a["quoted"], "tri_1": 100 * one, "tri_2": 100 * two})
+    return rows
 
 
-def diffuse_rays(mesh, origins, dirs, t, prim, *, seed=0):
-    """Cosine-weighted bounce rays from the primary hits (an incoherent set): origin at the hit
-    moved off the surface, direction around the normal facing the incoming ray."""
-    rng = np.random.default_rng(seed)
-    ok = np.isfinite(t) & (prim >= 0)
-    o, d, t, prim = origins[ok], dirs[ok], t[ok], prim[ok]
-    tri = mesh.triangles.astype(np.float64)[prim]
-    n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    n /= np.linalg.norm(n, axis=1, keepdims=True)
-    n *= -np.sign(np.einsum("ij,ij->i", n, d))[:, None]
-    hit = o + d * t[:, None]
-    scale = float(np.linalg.norm(mesh.vertices.max(axis=0) - mesh.vertices.min(axis=0)))
-    u = rng.normal(size=(len(n), 3))
-    u /= np.linalg.norm(u, axis=1, keepdims=True)
-    bounce = n + u  # cosine-weighted about n
-    return hit + n * 1e-4 * scale, bounce
+# --- scenes -------------------------------------------------------------------------------------
 
 
-def build_scene(name, geometry, mode):
-    """:class:`._trav_loop.Scene` of a mesh or an instance list ``[(mesh, 3x4)]`` for a mode."""
-    from gpurtl.golden.bvh import builder as B
-
-    from ._trav_loop import Scene
-
-    width = 8 if mode == "bvh8" else 4
-    if isinstance(geometry, list):
-        blas = {}
-        inst = []
-        for mesh, m in geometry:
-            if id(mesh) not in blas:
-                blas[id(mesh)] = B.build_bvh(mesh, width=8, obb_threshold=None)
-            inst.append((blas[id(mesh)], m))
-        return Scene(name, B.build_tlas(inst, obb_threshold=None), mode)
-    return Scene(name, B.build_bvh(geometry, width=width, obb_threshold=None), mode)
-
-
-def _world(geometry):
+def _scenes(quick, notes, warn=None):
+    """``[(name, kind, geometry, up axis)]``. Without the optional scenes (``gpurtl[scenes]``)
+    the default run uses the packaged ones and says so in one line (``notes`` and ``warn``)."""
     from gpurtl.golden.bvh import mesh as M
+    from gpurtl.golden.bvh import scenes as S
 
-    if isinstance(geometry, list):
-        return M.merge([mesh.transformed(m) for mesh, m in geometry])
-    return geometry
-
-
-def _scenes(quick):
-    from gpurtl.golden.bvh import mesh as M
-
-    bunny = M.bunny()
-    if quick:
-        return [("bunny", bunny)]
-    knot = M.knot_mesh(segments=160, sides=8)
-    inst = []
-    for k in range(6):
-        rot = M.rotation_matrix((np.cos(k), np.sin(k), 0.5), 0.5 * k)
-        inst.append(
-            (
-                bunny if k % 2 == 0 else knot,
-                np.hstack([rot, np.array([[0.25 * (k % 3)], [0.25 * (k // 3)], [0.0]])]),
-            )
-        )
-    return [("bunny", bunny), ("torus knot", knot), ("instanced", inst)]
-
-
-def _trace_all(scene, origins, dirs, stack_size, record=None):
-    from ._trav_loop import trace_wave
-
-    return [
-        trace_wave(
-            scene, origins[w : w + 32], dirs[w : w + 32], stack_size=stack_size, record=record
-        )
-        for w in range(0, len(origins), 32)
+    small = M.bunny()
+    small_inst = [
+        (small, np.hstack([M.rotation_matrix((0, 1, 0), 0.9 * k), [[0.17 * k], [0.0], [0.0]]]))
+        for k in range(3)
     ]
-
-
-def _per_ray(traces, ref=None):
-    """Per-ray means of the counters; ``same_hits``: fraction of rays whose closest hit equals
-    the reference traversal ``ref`` (when given)."""
-    from ._trav_loop import COUNTERS
-
-    rays = sum(len(tr.t) for tr in traces)
-    out = {name: sum(int(tr.counts[name].sum()) for tr in traces) / rays for name in COUNTERS}
-    out["lds_bytes"] = 4 * (out["pushes"] + out["pops"])
-    out["overflow_rays"] = sum(int((tr.counts["overflows"] > 0).sum()) for tr in traces) / rays
-    out["rays"] = rays
-    slots = sum(tr.dual_slots for tr in traces)
-    out["two_live"] = sum(tr.dual_live for tr in traces) / slots if slots else float("nan")
-    if ref is not None:
-        prim = np.concatenate([tr.prim for tr in traces])
-        inst = np.concatenate([tr.inst for tr in traces])
-        out["same_hits"] = float(((prim == ref.prim) & (inst == ref.inst)).mean())
+    if quick:
+        return [("bunny (907 tris)", "blas", small, 1), ("3 bunnies", "tlas", small_inst, 1)]
+    out, missing, instead = [], [], []
+    try:
+        out.append(("Stanford Bunny", "blas", S.stanford_bunny(), 1))
+    except S.SceneUnavailable as error:
+        missing.append(error)
+        instead.append("the packaged 907-triangle bunny")
+        out.append(("bunny (907 tris)", "blas", small, 1))
+    try:
+        out.append(("San Francisco", "tlas", S.sionna_city("san_francisco"), 2))
+    except S.SceneUnavailable as error:
+        missing.append(error)
+        instead.append("3 instanced copies of the packaged bunny")
+        out.append(("3 bunnies", "tlas", small_inst, 1))
+    if missing:
+        if all(e.package for e in missing):
+            why = f"need {' and '.join(f'`{e.package}`' for e in missing)}: {S.SCENES_EXTRA}"
+        else:
+            why = "; ".join(str(e) for e in missing)
+        note = f"the real scenes {why}; running on {' and '.join(instead)} instead"
+        notes.append(note)
+        if warn is not None:
+            warn(note)
     return out
 
 
-def _rtl_timing():
-    """Latency and initiation interval of the full ``RayAccel`` build and latency of the
-    ``BvhStack`` (one lane per cycle), read from the RTL components."""
-    from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
-    from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-    from gpurtl.sim.core.registry import component_facts
+def _warn(line):
+    from ..core.progress import progress
 
-    latency, interval = component_facts(RayAccel, lambda ra: (ra.latency, ra.initiation_interval))
-    return latency, interval, component_facts(BvhStack, lambda stack: stack.latency)
+    progress(line)
 
 
-def _occupancy():
-    from gpurtl.golden.vgpr_alloc.occupancy import rdna_dynamic_waves, rdna_static_waves
+def _build(kind, geometry):
+    from gpurtl.golden.bvh import wide as W
 
-    return (
-        SIMDS * rdna_static_waves(VGPR_STATIC),
-        SIMDS * rdna_dynamic_waves(VGPR_TRAVERSAL, block_size=16),
+    if kind == "blas":
+        return W.build_wide(geometry, width=8, leaf_pairs=4)
+    return W.build_wide_tlas(geometry, leaf_pairs=4)
+
+
+def _world_tris(kind, geometry, top):
+    """World triangles (n, 3, 3) and the base index of each instance (TLAS)."""
+    if kind == "blas":
+        return geometry.triangles.astype(np.float64), None
+    tris, base, k = [], [], 0
+    for mesh, m in geometry:
+        m = np.asarray(m, np.float64)
+        tris.append(mesh.triangles.astype(np.float64) @ m[:3, :3].T + m[:3, 3])
+        base.append(k)
+        k += len(mesh)
+    return np.concatenate(tris), np.array(base, np.int64)
+
+
+def _camera(world_tris, up_axis, quick):
+    from ._trav_rays import Camera
+
+    lo, hi = world_tris.reshape(-1, 3).min(axis=0), world_tris.reshape(-1, 3).max(axis=0)
+    center, ext = (lo + hi) / 2, float(np.linalg.norm(hi - lo))
+    up = np.eye(3)[up_axis]
+    if up_axis == 1:  # an object: from the front, a little above
+        eye = center + np.array([0.25, 0.2, 1.0]) / np.linalg.norm([0.25, 0.2, 1.0]) * 1.3 * ext
+        return Camera(eye, center, up, 0.42), center, ext
+    # a city: from above the south-west edge, looking at the centre
+    eye = center + np.array([-0.35, -0.35, 0.45]) * ext
+    return Camera(eye, center, up, 0.75), center, ext
+
+
+# --- measure ------------------------------------------------------------------------------------
+
+
+def _key(res, base):
+    if base is None:
+        return np.where(res.prim >= 0, res.prim, -1)
+    return np.where(res.prim >= 0, base[np.maximum(res.inst, 0)] + res.prim, -1)
+
+
+def _func_stats(res, seconds):
+    c = res.counts
+    n = len(res.prim)
+    return {
+        "rays": int(n),
+        "hit_fraction": float((res.prim >= 0).mean()) if n else 0.0,
+        "steps": float(c["steps"].mean()),
+        "box_tests": float(c["box_tests"].mean()),
+        "tri_tests": float(c["tri_tests"].mean()),
+        "instances": float(c["instances"].mean()),
+        "lds_bytes": float(4 * (c["pushes"] + c["pops"]).mean()),
+        "overflow_rays": float((c["overflows"] > 0).mean()),
+        "walkback_steps": float(c["walkback_steps"].mean()),
+        "cpu_s": seconds,
+        "rays_per_cpu_s": n / seconds if seconds else 0.0,
+    }
+
+
+def _steady(run):
+    """RA work and cycles in the steady-state window: from the first wave's end (every slot
+    has been busy) to the last wave's launch (no slot idles for want of work)."""
+    t0 = min(run.end_times) if run.end_times else 0
+    t1 = max(run.launch_times) if run.launch_times else run.cycles
+    if t1 <= t0:
+        t0, t1 = 0, run.cycles
+    ra = np.array(run.ra, np.int64).reshape(-1, 3)
+    sel = (ra[:, 0] >= t0) & (ra[:, 0] < t1)
+    return ra[sel], t1 - t0
+
+
+def _timing(waves, params, warm, reps):
+    """Mean and 95% t-interval over ``reps`` disjoint groups of waves (each group one CU run) of
+    the three utilization figures, hit rates per level and SIMD lane efficiency; ``groups``
+    keeps each group's figures for paired comparisons (:func:`_effect`)."""
+    from gpurtl.golden.cu import simulate
+
+    groups = [waves[k::reps] for k in range(reps)]
+    rows = []
+    for group in groups:
+        run = simulate(group, params, warm_lines=warm)
+        ra, cyc = _steady(run)
+        box, tri = ra[:, 1].sum(), ra[:, 2].sum()
+        nodes = len(ra)
+        pairs = int((ra[:, 2] > 0).sum())
+        rows.append(
+            {
+                "article": 100 * (box / 8 + pairs) / cyc,
+                "engine": 100 * (box / 8 + tri / 2) / cyc,
+                "issue": 100 * nodes / cyc,
+                "lane_eff": 100 * run.valu_lane_cycles / 32 / max(1, run.valu_cycles),
+                "alloc_waits": run.alloc_waits,
+                "cycles": run.cycles,
+                **{f"hit_{k}": 100 * v["hit_rate"] for k, v in run.memory.items() if k != "DRAM"},
+            }
+        )
+    out = {key: _interval([r[key] for r in rows]) for key in rows[0]}
+    out["waves"] = int(sum(len(g) for g in groups))
+    out["groups"] = rows
+    return out
+
+
+def _interval(values):
+    """``[mean, half width of the 95% t-interval]`` (half width 0 for one value)."""
+    vals = np.array(values, np.float64)
+    if len(vals) < 2:
+        return [float(vals.mean()), 0.0]
+    return [float(vals.mean()), float(_t95(len(vals)) * vals.std(ddof=1) / np.sqrt(len(vals)))]
+
+
+def _effect(variant, base, key):
+    """Paired effect of a variant on ``key``: mean and 95% interval of the per-group differences
+    (both timed on the same groups of waves, so the waves' own spread cancels)."""
+    return _interval([v[key] - b[key] for v, b in zip(variant["groups"], base["groups"])])
+
+
+def _t95(n):
+    """Two-sided 95% Student t quantile for ``n`` values (``n - 1`` degrees of freedom)."""
+    return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
+
+
+def measure(quick=False, progress=None):
+    """Everything the report shows, as plain data (lists, dicts, numbers, strings)."""
+    from gpurtl.golden.bvh import wavefront as WF
+    from gpurtl.golden.bvh import wide as W
+
+    from . import _trav_calib as K
+    from . import _trav_waves as TW
+    from ._trav_rays import bounce_rays, camera_rays, hit_frame, shadow_rays
+
+    started = time.monotonic()
+    cpu0 = time.process_time()
+    notes = []
+    data = {"quick": quick, "article": utilization_table(), "calibration": K.CALIBRATION}
+    width, height = (128, 96) if quick else (IMAGE_W, IMAGE_H)
+    reps, per_group = (2, 12) if quick else (TIMING_GROUPS, TIMING_WAVES)
+    n_waves = reps * per_group
+    scenes = _scenes(quick, notes, warn=lambda note: _warn(f"{NAME}: {note}"))
+    steps_total = len(scenes) * 4 + 3
+    done = 0
+
+    def tick(label):
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, steps_total, label)
+
+    data["scenes"] = []
+    bvh_rays = {}
+    for name, kind, geometry, up_axis in scenes:
+        t0 = time.process_time()
+        top = _build(kind, geometry)
+        tables = WF.Tables(top)
+        build_s = time.process_time() - t0
+        tick(f"{name}: built")
+        world_tris, base = _world_tris(kind, geometry, top)
+        cam, center, ext = _camera(world_tris, up_axis, quick)
+        light = center + np.eye(3)[up_axis] * 0.9 * ext + np.array([0.3, 0.3, 0.3]) * ext * 0.3
+        eps = 1e-4 * ext
+        rng = np.random.default_rng(7)
+        sets, func, waves_of = {}, {}, {}
+        o, d, pixel = camera_rays(cam, width, height)
+        src = {"camera": (o, d, None, False)}
+        for set_name in RAY_SETS:
+            if set_name not in src:
+                break
+            o, d, tmax, first = src[set_name]
+            pick = TW.sample_waves(len(o), n_waves, seed=len(set_name))
+            mask = np.zeros(len(o), bool)
+            for w in pick:
+                mask[32 * w : 32 * w + 32] = True
+            c0 = time.process_time()
+            res = WF.trace(tables, o, d, tmax=tmax, first_hit=first, record=mask)
+            func[set_name] = _func_stats(res, time.process_time() - c0)
+            waves_of[set_name] = TW.wave_traces(res, pick, inst_prim_base=base)
+            sets[set_name] = res
+            if not data["scenes"] and set_name in ("camera", "diffuse1"):
+                hit = res.prim >= 0 if set_name == "camera" else slice(None)
+                bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
+            ok, pts, nrm = hit_frame(world_tris, o, d, res.t, _key(res, base))
+            if set_name == "camera":
+                data_img = _images(res, ok, pts, nrm, pixel, cam, width, height, quick)
+                so, sd = shadow_rays(pts, nrm, light, eps)
+                src["shadow"] = (so, sd, np.ones(len(so)), True)
+                ao, ad = bounce_rays(pts, nrm, eps, rng)
+                src["ao"] = (ao, ad, np.full(len(ao), 0.1 * ext), True)
+                bo, bd = bounce_rays(pts, nrm, eps, rng)
+                src["diffuse1"] = (bo, bd, None, False)
+            elif set_name == "diffuse1":
+                bo, bd = bounce_rays(pts, nrm, eps, rng)
+                src["diffuse2"] = (bo, bd, None, False)
+        tick(f"{name}: {sum(f['rays'] for f in func.values())} rays traced")
+        warm = (tables.va >> 7).tolist()
+        params = K.rdna4_params()
+        timing = {}
+        for set_name in TIMED_SETS:
+            timing[set_name] = _timing(waves_of[set_name], params, warm, reps)
+        tick(f"{name}: timed")
+        sweep_set = "diffuse1"
+        w_sweep = (1, 2, 4, 8, 16) if not quick else (2, 8)
+        by_waves = {}
+        for slots in w_sweep:
+            if slots == params.slots_per_simd:
+                r = timing[sweep_set]
+            else:
+                r = _timing(waves_of[sweep_set], params.replace(slots_per_simd=slots), warm, reps)
+            by_waves[str(2 * slots)] = r
+        sens = {}
+        if not quick:
+            base_levels = params.levels
+            variants = {
+                "L0 16 KB": params.replace(levels=K._levels(16, 128, 8, 64)),
+                "L0 64 KB": params.replace(levels=K._levels(64, 128, 8, 64)),
+                "MALL and DRAM latency x2": params.replace(
+                    levels=base_levels[:3] + [_scaled(lv, 2.0) for lv in base_levels[3:]]
+                ),
+                "VALU work x2": params.replace(
+                    box_valu=2 * params.box_valu,
+                    pair_valu=2 * params.pair_valu,
+                    instance_valu=2 * params.instance_valu,
+                    shade_valu=2 * params.shade_valu,
+                ),
+                "static VGPRs (10 waves/SIMD at 128)": params.replace(vgpr_mode="static"),
+                "RDNA 2-like (16 KB L0, in-order returns, static VGPRs)": K.rdna2_params(),
+            }
+            for label, p in variants.items():
+                r = _timing(waves_of[sweep_set], p, warm, reps)
+                for key in ("article", "engine", "issue", "hit_L0"):
+                    r["effect_" + key] = _effect(r, timing[sweep_set], key)
+                sens[label] = r
+        tick(f"{name}: sweeps")
+        stats = W.tree_stats(top) if kind == "blas" else _tlas_stats(top)
+        data["scenes"].append(
+            {
+                "name": name,
+                "kind": kind,
+                "triangles": int(len(world_tris)),
+                "instances": 0 if kind == "blas" else len(geometry),
+                "blases": 0 if kind == "blas" else len(tables.bvhs) - 1,
+                "build_cpu_s": build_s,
+                "tree": stats,
+                "image": [width, height],
+                "func": func,
+                "timing": timing,
+                "by_waves": by_waves,
+                "sensitivity": sens,
+                "images": data_img,
+            }
+        )
+    data["bvh"] = _bvh_comparison(scenes[0], bvh_rays)
+    tick("BVH comparison")
+    data["rtl"] = _rtl(quick)
+    tick("RTL replay")
+    data["notes"] = notes
+    data["wall_s"] = time.monotonic() - started
+    data["cpu_s"] = time.process_time() - cpu0
+    data["params"] = K.rdna4_params().as_dict()
+    return data
+
+
+def _scaled(level, factor):
+    from gpurtl.golden.memory import Level
+
+    return Level(
+        level.name, level.size, level.ways, level.delta * factor, level.lines_per_cycle, level.mshrs
     )
 
 
-def _rtl_replay(buckets, limit):
-    """Replay about ``limit`` intersect instructions, evenly spaced within each bucket (one per
-    scene and mode), through the ``ray_accel`` RTL; ``(passed, failed, {kind: count})``."""
-    per = max(1, limit // max(1, len(buckets)))
-    records = [
-        recs[k * len(recs) // per] for recs in buckets.values() for k in range(min(per, len(recs)))
-    ]
-    return _replay_instructions(records)
+def _tlas_stats(top):
+    fill = [len(b.children) for b in top.boxes]
+    return {
+        "box_nodes": len(top.boxes),
+        "leaves": len(top.leaves),
+        "mean_children": float(np.mean(fill)),
+        "sah_cost": float(getattr(top, "sah_cost", float("nan"))),
+    }
 
 
-def _replay_instructions(records):
-    from gpurtl.sim.backends import BACKENDS
-    from gpurtl.sim.core import registry
+def _images(res, ok, pts, nrm, pixel, cam, width, height, quick):
+    """Depth, normal and traversal-step images (row-major lists, at most 256 wide)."""
+    depth = np.full(width * height, np.nan)
+    depth[pixel[ok]] = np.einsum("ij,j->i", pts - cam.eye, cam.forward)
+    normal = np.zeros((width * height, 3))
+    normal[pixel[ok]] = nrm
+    steps = np.zeros(width * height)
+    steps[pixel] = res.counts["steps"]
+    step = max(1, width // 256)
 
-    if not records:
-        return None
-    picks = records
-    block = registry.get("ray_accel")
-    params = block.resolve({})
-    report = BACKENDS["pysim"].run(
-        block, params, [i for i, _ in picks], expected=[o for _, o in picks]
-    )
-    kinds = {}
-    for instr, _ in picks:
-        if instr["dual"]:
-            key = "dual " + "+".join(
-                "empty" if p == 0x5 else "box" if p & 7 == 5 else "tri" for p in instr["node_ptr"]
+    def small(a):
+        return a.reshape(height, width, *a.shape[1:])[::step, ::step]
+
+    def rounded(a, k):
+        return np.round(a, k).tolist()
+
+    return {
+        "depth": rounded(np.nan_to_num(small(depth), nan=-1.0), 4),
+        "normal": rounded(small(normal), 3),
+        "steps": small(steps).astype(int).tolist(),
+        "steps_mean": float(res.counts["steps"].mean()),
+        "steps_max": int(res.counts["steps"].max()),
+    }
+
+
+#: The BVH comparison's ray sets: the first scene's camera rays that hit, its first bounce.
+_BVH_SETS = {"camera": "camera (hits)", "diffuse1": "diffuse bounce 1"}
+
+#: Rays per ray set of the BVH comparison (an even sample of the set when it is larger).
+BVH_RAYS = 1 << 17
+
+#: The builds of the BVH comparison, all over the same triangle pairs: (label, mode, arguments).
+BVH_BUILDS = (
+    ("BVH8, leaves up to 4 pairs", "bvh8", {"width": 8, "leaf_pairs": 4}),
+    ("BVH8, leaves up to 4 pairs, OBBs", "bvh8", {"width": 8, "leaf_pairs": 4, "obb": True}),
+    ("BVH8, leaves of 1 pair", "bvh8", {"width": 8, "leaf_pairs": 1}),
+    ("BVH4, leaves of 1 pair (paired legacy node)", "bvh4x2", {"width": 4}),
+    ("BVH4, leaves of 1 pair (paired legacy node)", "bvh4", {"width": 4}),
+)
+
+
+def _even_sample(n, count):
+    return np.unique(np.linspace(0, n - 1, min(n, count)).astype(np.int64))
+
+
+def _bvh_comparison(scene, ray_sets):
+    """BVH8 (4 pairs, with and without OBBs), BVH8 (1 pair), BVH4 (1 paired node, one node a
+    step and two) over the same triangle pairs of the first scene: tree statistics and
+    traversal work on the same rays (``ray_sets``: ``{name: (origins, dirs)}``) in the
+    wave-batched loop, with the closest hits compared against the first build's."""
+    from gpurtl.golden.bvh import builder as B
+    from gpurtl.golden.bvh import wavefront as WF
+    from gpurtl.golden.bvh import wide as W
+
+    name, _kind, mesh, _up = scene
+    pairs = W.pair_triangles(mesh)
+    builds, tables = {}, {}
+    for label, _mode, kw in BVH_BUILDS:
+        if label in builds:
+            continue
+        kw = dict(kw)
+        obb = B.OBB_THRESHOLD if kw.pop("obb", False) else None
+        t0 = time.process_time()
+        builds[label] = W.build_wide(mesh, pairs=pairs, obb_threshold=obb, **kw)
+        tables[label] = WF.Tables(builds[label])
+        builds[label].cpu_s = time.process_time() - t0
+    out = {"scene": name, "builds": {}, "work": [], "rays": {}}
+    for label, bvh in builds.items():
+        out["builds"][label] = {**W.tree_stats(bvh), "cpu_s": bvh.cpu_s}
+    for set_name, (o_all, d_all) in ray_sets.items():
+        pick = _even_sample(len(o_all), BVH_RAYS)
+        ro, rd = o_all[pick], d_all[pick]
+        out["rays"][set_name] = int(len(pick))
+        ref = None
+        for label, mode, _kw in BVH_BUILDS:
+            t0 = time.process_time()
+            res = WF.trace(tables[label], ro, rd, mode=mode)
+            cpu = time.process_time() - t0
+            if ref is None:
+                ref = res
+            c = res.counts
+            out["work"].append(
+                {
+                    "rays": set_name,
+                    "mode": mode,
+                    "build": label,
+                    "count": int(len(ro)),
+                    **{k: float(c[k].mean()) for k in ("steps", "box_tests", "tri_tests")},
+                    "fetches": float(c["fetches"].mean()),
+                    "lds_bytes": float(4 * (c["pushes"] + c["pops"]).mean()),
+                    "same_hit": float((res.prim == ref.prim).mean()),
+                    "rays_per_cpu_s": len(ro) / cpu if cpu else 0.0,
+                }
             )
-        else:
-            key = (
-                "bvh8 box"
-                if instr["node_ptr"][0] & 0xF == 5
-                else ("instance" if instr["node_ptr"][0] & 7 == 6 else "triangle pair")
-            )
-        kinds[key] = kinds.get(key, 0) + 1
-    return report.passed, report.failed, kinds
+    return out
 
 
-def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
-    """Replay the stack instructions of one wave per scene (in program order, the LDS carrying
-    over) through the ``ds_bvh_stack`` RTL (Amaranth simulator, one build for all), expecting
-    the results the loop used. ``limit``: at most that many instructions per scene (a prefix,
-    which keeps the LDS contents consistent). Returns ``(passed, failed, {opcode: count})``."""
-    from gpurtl.facts.ray_accel import INVALID_NODE
-    from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
-    from gpurtl.sim.backends import BACKENDS
-    from gpurtl.sim.core import registry
+def _rtl(quick):
+    """Stack replay (always) and intersect replay (not with --quick) on the small bunny."""
+    from gpurtl.golden.bvh import mesh as M
 
-    from ._trav_loop import trace_wave
+    from . import _trav_loop as L
+    from .obb import make_rays
 
-    requests, expected = [], []
-
-    def record(request, response):
-        new, dst = response
-        dst0, dst1 = dst if isinstance(dst, tuple) else (dst, INVALID_NODE)
-        requests.append(
-            dict(request, stack_addr=unpack_stack_addr(request["stack_addr"]), tri_size_opt=0)
-        )
-        expected.append(
-            {"stack_addr": unpack_stack_addr(new), "dst0": dst0, "dst1": dst1, "error": 0}
-        )
-
-    for scene in scenes:
-        start = len(requests)
-        trace_wave(scene, origins[:32], dirs[:32], stack_size=stack_size, stack_record=record)
-        if limit is not None:
-            del requests[start + limit :], expected[start + limit :]
-    ops = {}
-    for request in requests:
-        name = {224: "push4_pop1", 225: "push8_pop1", 226: "push8_pop2"}[request["op"]]
-        ops[name] = ops.get(name, 0) + 1
-    block = registry.get("ds_bvh_stack")
-    params = block.resolve({"stack_size": stack_size, "waves": 1, "lanes": 32})
-    report = BACKENDS["pysim"].run(block, params, requests, expected=expected)
-    return report.passed, report.failed, ops
+    bunny = M.bunny()
+    o, d = make_rays(bunny, 32, seed=3)
+    scenes = [build_scene("bunny", bunny, mode) for mode in ("bvh8", "bvh4x2")]
+    t0 = time.monotonic()
+    passed, failed, ops = stack_replay(scenes, o, d, limit=48 if quick else 128)
+    out = {"stack": [passed, failed, ops], "stack_s": time.monotonic() - t0}
+    if not quick:
+        records = []
+        L.trace_wave(scenes[0], o[:8], d[:8], record=lambda i, r: records.append((i, r)))
+        t0 = time.monotonic()
+        p, f, kinds = rtl_replay({"bunny": records}, 24)
+        out["intersect"] = [p, f, kinds]
+        out["intersect_s"] = time.monotonic() - t0
+    return out
 
 
-def run(out_dir, *, quick=False, progress=None):
+# --- report -------------------------------------------------------------------------------------
+
+
+def _pm(v, k=1):
+    return f"{v[0]:.{k}f} ± {v[1]:.{k}f}"
+
+
+def _signed(v, k=1):
+    return f"{v[0]:+.{k}f} ± {v[1]:.{k}f}"
+
+
+def _outside(v):
+    return abs(v[0]) > v[1]
+
+
+def _reading(r):
+    """Which of a sensitivity row's two effects stand out of their noise."""
+    util, l0 = _outside(r["effect_article"]), _outside(r["effect_hit_L0"])
+    if util and l0:
+        return "both effects beyond their interval"
+    if util:
+        return "utilization effect beyond its interval; L0 effect inside the noise"
+    if l0:
+        return "L0 effect beyond its interval; utilization effect inside the noise"
+    return "inside the noise"
+
+
+def report(data, out_dir):
+    """Summary page, CSV, JSON and pictures of :func:`measure`'s data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from gpurtl.golden.bvh import traversal as T
-
-    from . import _trav_stack
-    from ._cu_model import CuParams, simulate
-    from ._trav_loop import MODES
-
     out_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    res_w, res_h = (16, 4) if quick else (24, 16)
-    ra_latency, ra_ii, stack_latency = _rtl_timing()
-    static_slots, dynamic_slots = _occupancy()
-    base = CuParams(
-        ra_latency=ra_latency, ra_ii=ra_ii, stack_latency=stack_latency, slots=dynamic_slots
-    )
-    scene_list = _scenes(quick)
-    records = {}
-    results, traces_of, ray_sets, scenes_built = {}, {}, {}, {}
-    func_time = func_rays = 0.0
-    agree = total = 0
-    steps = len(scene_list) * len(MODES) * 2
-    done = 0
-    for scene_name, geometry in scene_list:
-        world = _world(geometry)
-        cam_o, cam_d = camera_rays(world, res_w, res_h, seed=len(scene_name))
-        sets = None
-        for mode in MODES:
-            if isinstance(geometry, list) and mode != "bvh8":
-                done += 2
-                continue
-            scene = build_scene(scene_name, geometry, mode)
-            if sets is None:
-                ref_bvh = scene.top if mode == "bvh8" else None
-                ref = T.traverse(ref_bvh, cam_o, cam_d)
-                dif_o, dif_d = diffuse_rays(
-                    world, cam_o, cam_d, ref.t, _world_prim(geometry, ref), seed=1
-                )
-                sets = {
-                    "camera": (cam_o, cam_d, ref),
-                    "diffuse": (dif_o, dif_d, T.traverse(ref_bvh, dif_o, dif_d)),
-                }
-                ray_sets[scene_name] = sets
-            scenes_built[(scene_name, mode)] = scene
-            for set_name, (o, d, ref) in sets.items():
-                t0 = time.monotonic()
-                bucket = records.setdefault((scene_name, mode), [])
-
-                def rec(i, out, bucket=bucket):
-                    return bucket.append((i, out))
-
-                traces = _trace_all(scene, o, d, 16, record=rec)
-                func_time += time.monotonic() - t0
-                func_rays += len(o)
-                prim = np.concatenate([tr.prim for tr in traces])
-                inst = np.concatenate([tr.inst for tr in traces])
-                agree += int(((prim == ref.prim) & (inst == ref.inst)).sum())
-                total += len(prim)
-                per = _per_ray(traces, ref)
-                timing = simulate(traces, base, waves=_waves(traces, base.slots))
-                per.update(
-                    rays_per_kcycle=timing.rays_per_kcycle,
-                    util=100 * timing.utilization,
-                    issue=100 * timing.issue_utilization,
-                )
-                results[(scene_name, mode, set_name)] = per
-                traces_of[(scene_name, mode, set_name)] = traces
-                done += 1
-                if progress:
-                    progress(done, steps, f"{scene_name} {mode} {set_name}")
-
-    # --- stack sizes (first scene, both ray sets) --------------------------------------------
-    stack_rows = {}
-    first_name = scene_list[0][0]
-    for mode in MODES:
-        scene = scenes_built[(first_name, mode)]
-        for set_name, (o, d, ref) in ray_sets[first_name].items():
-            for size in STACK_SIZES:
-                if size == 16:
-                    stack_rows[(mode, set_name, size)] = results[(first_name, mode, set_name)]
-                    continue
-                t0 = time.monotonic()
-                stack_rows[(mode, set_name, size)] = _per_ray(_trace_all(scene, o, d, size), ref)
-                func_time += time.monotonic() - t0
-                func_rays += len(o)
-        if progress:
-            progress(done, steps, f"stack sizes {mode}")
-
-    # --- utilization against resident waves and node-fetch latency -----------------------------
-    t0 = time.monotonic()
-    sim_cycles = 0
-    key = (first_name, "bvh8", "diffuse")
-    slot_sweep = sorted({1, 2, 4, 8, 12, static_slots, 20, 24, dynamic_slots})
-    util_waves = {}
-    for mode in MODES:
-        for slots in slot_sweep:
-            tr = traces_of[(first_name, mode, "diffuse")]
-            r = simulate(tr, base.replace(slots=slots), waves=_waves(tr, slots))
-            sim_cycles += r.cycles
-            util_waves[(mode, slots)] = r
-    miss_sweep = (100, 200, 400, 800)
-    util_lat = {}
-    for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
-        for miss in miss_sweep:
-            for l0_lines in (16, 256):
-                r = simulate(
-                    traces_of[key],
-                    base.replace(slots=slots, l0_miss=miss, l0_lines=l0_lines),
-                    waves=_waves(traces_of[key], slots),
-                )
-                sim_cycles += r.cycles
-                util_lat[(name, miss, l0_lines)] = r
-    alu_sweep = (12, 48, 96)
-    util_alu = {}
-    for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
-        for alu in alu_sweep:
-            r = simulate(
-                traces_of[key],
-                base.replace(slots=slots, alu_cycles=alu),
-                waves=_waves(traces_of[key], slots),
-            )
-            sim_cycles += r.cycles
-            util_alu[(name, alu)] = r
-    # the return queue matters when hits and misses mix: the 16-line L0 with 400-cycle misses
-    in_order = simulate(
-        traces_of[key],
-        base.replace(slots=static_slots, queue="in_order", l0_lines=16, l0_miss=400),
-        waves=_waves(traces_of[key], static_slots),
-    )
-    timing_time = time.monotonic() - t0
-
-    # --- RTL replay -----------------------------------------------------------------------------
-    if progress:
-        progress(done, steps, "RTL replay")
-    t0 = time.monotonic()
-    rtl, rtl_note = (
-        None,
-        ("not run with --quick (the full ray_accel build takes minutes to elaborate and simulate)"),
-    )
-    if not quick:
-        rtl = _rtl_replay(records, 300)
-    o, d, _ = ray_sets[first_name]["diffuse"]
-    stack_rtl = stack_replay(
-        [scenes_built[(first_name, m)] for m in MODES], o, d, limit=64 if quick else None
-    )
-    rtl_time = time.monotonic() - t0
-
-    # --- outputs --------------------------------------------------------------------------------
     files = []
-    csv_path = out_dir / "traversal_counts.csv"
-    fields = ["scene", "mode", "rays_set"] + list(next(iter(results.values())))
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        for (s, m, r), per in results.items():
-            writer.writerow({"scene": s, "mode": m, "rays_set": r, **per})
-    files.append(str(csv_path))
-
-    lines = [
-        "# Traversal loop on a cycle-level CU model",
-        "",
-        (
-            f"Rays: camera {res_w}x{res_h} pixels per scene (8x4 tiles per wave) and one diffuse "
-            "bounce from each primary hit. Stack size 16 unless stated. Per-ray means. "
-            f"Ray accelerator from the RTL: latency {ra_latency} cycles, II {ra_ii}. "
-            f"CU: {SIMDS} SIMDs, {base.slots} resident waves (dynamic VGPRs) unless stated, "
-            f"L0 {base.l0_lines} x 128 B lines, hit {base.l0_hit} / miss {base.l0_miss} "
-            f"cycles, stack unit from the RTL: one lane per cycle, latency {base.stack_latency}, "
-            f"plus {base.lds_path_cycles} cycles of LDS path, {base.alu_cycles} ALU cycles per "
-            "iteration. Utilization = (box tests / 8 + triangle tests / 2) per cycle."
-        ),
-        (
-            "Timing runs cycle through the traced waves until at least 4 waves per slot have "
-            "run (steady state of a full CU from a small ray sample)."
-        ),
-        f"Stack model: {_trav_stack.SOURCE}.",
-        "",
-        (
-            "| scene | mode | rays | steps | box tests | tri tests | stack ops | LDS bytes | "
-            "node fetches | two live paths | rays/1000 cyc | RA util % |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for (s, m, r), p in results.items():
-        live = f"{100 * p['two_live']:.0f}%" if m == "bvh4x2" else "-"
-        lines.append(
-            f"| {s} | {m} | {r} | {p['steps']:.1f} | {p['box_tests']:.1f} | "
-            f"{p['tri_tests']:.1f} | {p['stack_ops']:.1f} | {p['lds_bytes']:.0f} | "
-            f"{p['fetches']:.1f} | {live} | {p['rays_per_kcycle']:.1f} | "
-            f"{p['util']:.1f} |"
-        )
+    (out_dir / "traversal.json").write_text(json.dumps(data))
+    files.append(str(out_dir / "traversal.json"))
+    lines = ["# Traversal on real scenes, timed on a CU model of golden blocks", ""]
+    for note in data["notes"]:
+        lines.append(f"Note: {note}.")
     lines += [
+        "## The article's arithmetic",
         "",
-        f"## Stack size ({first_name})",
+        "Utilization = box tests / (CUs x 2.5 GHz x box rate) + triangle tests / (CUs x 2.5 GHz x "
+        'triangle rate) (Chips and Cheese, "RDNA 4\'s Raytracing Improvements", 2025).',
         "",
-        (
-            "| mode | rays | stack size | rays that overflow | walk-back steps | steps | "
-            "closest hit = reference |"
-        ),
-        "|---|---|---|---|---|---|---|",
-    ]
-    for (m, r, size), p in stack_rows.items():
-        lines.append(
-            f"| {m} | {r} | {size} | {100 * p['overflow_rays']:.1f}% | "
-            f"{p['walkback_steps']:.2f} | {p['steps']:.1f} | "
-            f"{100 * p['same_hits']:.1f}% |"
-        )
-    lines += [
-        "",
-        f"## Utilization against resident waves ({first_name}, diffuse rays)",
-        "",
-        (
-            f"Static VGPRs ({VGPR_STATIC} per wave for the whole shader): {static_slots} waves "
-            f"per CU; dynamic VGPRs ({VGPR_TRAVERSAL} while traversing, 16-VGPR blocks): "
-            f"{dynamic_slots} waves per CU (register allocators' occupancy formulas)."
-        ),
-        "",
-        "| waves per CU | " + " | ".join(f"{m} util % | {m} rays/1000 cyc" for m in MODES) + " |",
-        "|---|" + "---|---|" * len(MODES),
-    ]
-    for slots in slot_sweep:
-        tag = (
-            " (static)"
-            if slots == static_slots
-            else (" (dynamic)" if slots == dynamic_slots else "")
-        )
-        lines.append(
-            f"| {slots}{tag} | "
-            + " | ".join(
-                f"{100 * util_waves[(m, slots)].utilization:.1f} | "
-                f"{util_waves[(m, slots)].rays_per_kcycle:.1f}"
-                for m in MODES
-            )
-            + " |"
-        )
-    lines += [
-        "",
-        f"## Utilization against node-fetch latency (bvh8, {first_name}, diffuse)",
-        "",
-        "| waves | L0 miss (cycles) | L0 16 lines: util % | L0 256 lines: util % |",
+        "| GPU | quoted | triangle rate 1 | triangle rate 2 |",
         "|---|---|---|---|",
     ]
-    for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
-        for miss in miss_sweep:
-            lines.append(
-                f"| {name} ({slots}) | {miss} | "
-                f"{100 * util_lat[(name, miss, 16)].utilization:.1f} | "
-                f"{100 * util_lat[(name, miss, 256)].utilization:.1f} |"
+    for r in data["article"]:
+        lines.append(f"| {r['gpu']} | {r['quoted']}% | {r['tri_1']:.2f}% | {r['tri_2']:.2f}% |")
+    lines += [
+        "",
+        "Only a triangle rate of 1 per CU-cycle reproduces the quoted figures: a counted triangle "
+        "test costs the accelerator a whole cycle, i.e. the counter counts triangle nodes (an RDNA 4 "
+        "pair, an RDNA 2 triangle) as the accelerator takes them. So the article's figure is, up "
+        "to box nodes with fewer than 8 (4) children, the accelerator's issue-slot occupancy. The "
+        "model reports three figures: the article's formula on the model's counts (box tests / 8 + "
+        "pair nodes), engine-cycle utilization (box tests / 8 + triangles / 2: the fraction of the "
+        "peak test rate used) and issue-slot occupancy (nodes taken per cycle).",
+        "",
+    ]
+    rows = []
+    csv_rows = []
+    for sc in data["scenes"]:
+        t = sc["tree"]
+        lines += [
+            f"## {sc['name']}",
+            "",
+            f"{sc['triangles']} triangles"
+            + (
+                f", {sc['instances']} instances of {sc['blases']} BLASes"
+                if sc["kind"] == "tlas"
+                else ""
             )
+            + f"; BVH8 built in {sc['build_cpu_s']:.1f} s CPU: {t['box_nodes']} box nodes, "
+            f"{t['mean_children']:.2f} children per node, SAH cost {t['sah_cost']:.2f}"
+            + (
+                f", {t['leaves']} leaves of {t['mean_leaf_tris']:.2f} triangles on average"
+                if "mean_leaf_tris" in t
+                else ""
+            )
+            + f". Camera {sc['image'][0]}x{sc['image'][1]}.",
+            "",
+            "| rays | count | hit | steps | box tests | tri tests | instances | LDS bytes | "
+            "overflow rays | rays / CPU s |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for set_name, f in sc["func"].items():
+            lines.append(
+                f"| {set_name} | {f['rays']} | {100 * f['hit_fraction']:.1f}% | {f['steps']:.1f} | "
+                f"{f['box_tests']:.1f} | {f['tri_tests']:.2f} | {f['instances']:.2f} | "
+                f"{f['lds_bytes']:.0f} | {100 * f['overflow_rays']:.2f}% | {f['rays_per_cpu_s']:.0f} |"
+            )
+            csv_rows.append({"scene": sc["name"], "rays": set_name, **f})
+        total = sum(f["rays"] for f in sc["func"].values())
+        lines += [
+            "",
+            f"{total} rays in all.",
+            "",
+            "Default configuration (RDNA 4, dynamic VGPRs), mean ± 95% interval over disjoint groups of "
+            "sampled waves:",
+            "",
+            "| rays | waves | article formula % | engine-cycle % | issue-slot % | L0 hit % | L1 | L2 | "
+            "MALL | SIMD lane eff. % | s_alloc_vgpr retries |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for set_name, r in sc["timing"].items():
+            lines.append(
+                f"| {set_name} | {r['waves']} | {_pm(r['article'])} | {_pm(r['engine'])} | "
+                f"{_pm(r['issue'])} | {_pm(r['hit_L0'])} | {_pm(r['hit_L1'])} | {_pm(r['hit_L2'])} | "
+                f"{_pm(r['hit_MALL'])} | {_pm(r['lane_eff'])} | {r['alloc_waits'][0]:.0f} |"
+            )
+            rows.append(
+                (
+                    f"{sc['name']} {set_name}: article / engine / issue %, L0 hit %",
+                    (
+                        f"{r['article'][0]:.1f} / {r['engine'][0]:.1f} / {r['issue'][0]:.1f}, {r['hit_L0'][0]:.1f}"
+                    ),
+                )
+            )
+        lines += [
+            "",
+            "Utilization against resident waves (diffuse bounce 1; sensitivity; mean ± 95% "
+            "interval over the same groups of waves):",
+            "",
+            "| waves per CU | article formula % | engine % | issue % | L0 hit % |",
+            "|---|---|---|---|---|",
+        ]
+        for k, r in sc["by_waves"].items():
+            lines.append(
+                f"| {k} | {_pm(r['article'])} | {_pm(r['engine'])} | {_pm(r['issue'])} | "
+                f"{_pm(r['hit_L0'])} |"
+            )
+        if sc["sensitivity"]:
+            d = sc["timing"]["diffuse1"]
+            lines += [
+                "",
+                "Sensitivity (diffuse bounce 1; each row changes one assumption of the default; "
+                "sensitivity, not agreement). Every row runs the default's groups of waves, so its "
+                "effect is the mean of the per-group differences from the default, with that "
+                "mean's 95% interval (paired); an effect smaller than its interval is inside the "
+                "noise.",
+                "",
+                "| change | article formula % | effect (points) | engine % | issue % | L0 hit % | "
+                "L0 effect (points) | reading |",
+                "|---|---|---|---|---|---|---|---|",
+                f"| default | {_pm(d['article'])} | | {_pm(d['engine'])} | {_pm(d['issue'])} | "
+                f"{_pm(d['hit_L0'])} | | |",
+            ]
+            for label, r in sc["sensitivity"].items():
+                lines.append(
+                    f"| {label} | {_pm(r['article'])} | {_signed(r['effect_article'])} | "
+                    f"{_pm(r['engine'])} | {_pm(r['issue'])} | {_pm(r['hit_L0'])} | "
+                    f"{_signed(r['effect_hit_L0'])} | {_reading(r)} |"
+                )
+        lines.append("")
+        files += _scene_plots(plt, out_dir, sc)
+    b = data["bvh"]
     lines += [
+        f"## BVH8 / BVH4 / BVH4x2 at equal leaf content ({b['scene']})",
         "",
-        (
-            "Shader work per iteration (ALU cycles on the wave's SIMD; a stand-in for the "
-            "shading and bookkeeping a full ray-tracing shader adds):"
-        ),
+        "All built over the same triangle pairs with the SAH-optimal collapse; costs in "
+        "accelerator steps (box node 1, BVH8 pair 1, legacy triangle 1; SAH over the axis-aligned "
+        "boxes). Every ray set runs through the wave-batched loop in each mode "
+        f"({', '.join(f'{k}: {v} rays' for k, v in b['rays'].items())}).",
         "",
-        "| waves | " + " | ".join(f"{a} ALU cycles: util %" for a in alu_sweep) + " |",
-        "|---|" + "---|" * len(alu_sweep),
+        "| build | box nodes | children per node | full nodes | OBB nodes | leaves | "
+        "triangles per leaf (max) | primitive nodes | SAH cost | bytes | build CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
+    for label, t in b["builds"].items():
         lines.append(
-            f"| {name} ({slots}) | "
-            + " | ".join(f"{100 * util_alu[(name, a)].utilization:.1f}" for a in alu_sweep)
-            + " |"
+            f"| {label} | {t['box_nodes']} | {t['mean_children']:.2f} | {100 * t['full_nodes']:.0f}% | "
+            f"{t['obb_nodes']} | {t['leaves']} | {t['mean_leaf_tris']:.2f} ({t['max_leaf_tris']}) | "
+            f"{t['primitive_nodes']} | {t['sah_cost']:.2f} | {t['bytes']} | {t['cpu_s']:.1f} |"
         )
-    lines.append(
-        f"\nRDNA 3-style shared in-order return queue, static waves, 16-line L0, "
-        f"400-cycle misses: {100 * in_order.utilization:.1f}% (RDNA 4 out-of-order: "
-        f"{100 * util_lat[('static', 400, 16)].utilization:.1f}%)."
-    )
-
-    claims = _claims(results, util_waves, util_lat, util_alu, static_slots, dynamic_slots)
     lines += [
         "",
-        "## The article's statements",
-        "",
-        "| statement | measured | verdict |",
-        "|---|---|---|",
-    ] + [f"| {a} | {b} | {c} |" for a, b, c in claims]
-    rtl_line = rtl_note or "no instructions"
-    if rtl:
-        kinds = ", ".join(f"{k}: {v}" for k, v in rtl[2].items())
-        rtl_line = f"{rtl[0]} passed, {rtl[1]} failed ({kinds})"
-    total_time = time.monotonic() - started
-    rows = [
-        ("closest hits equal to the float64 reference traversal", f"{agree}/{total}"),
-        ("RTL ray_accel replay (pysim) of loop instructions vs the loop's results", rtl_line),
-        (
-            (
-                "RTL ds_bvh_stack replay (pysim) of one wave's stack instructions per mode, in "
-                "order, vs the loop's results"
-            ),
-            "; ".join(
-                [f"{stack_rtl[0]} passed, {stack_rtl[1]} failed"]
-                + [f"{k}: {v}" for k, v in stack_rtl[2].items()]
-            ),
-        ),
-        (
-            "ran on RTL",
-            (
-                "ray_accel and ds_bvh_stack (replays above); timing: RayAccel "
-                "latency/II from the RTL component; CU timing: the model"
-            ),
-        ),
-        (
-            "functional model speed (rays/s, golden intersect + stack)",
-            f"{func_rays / func_time:.0f}" if func_time else "-",
-        ),
-        (
-            "cycle model speed (simulated cycles/s)",
-            f"{sim_cycles / timing_time:.0f}" if timing_time else "-",
-        ),
-        ("run time (s), of which RTL replay", f"{total_time:.1f}, {rtl_time:.1f}"),
+        "| rays | mode | build | steps | box tests | tri tests | node fetches | LDS bytes | "
+        "closest hit as row 1 | rays / CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += ["", "| check | value |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
+    for w in b["work"]:
+        lines.append(
+            f"| {w['rays']} | {w['mode']} | {w['build']} | {w['steps']:.2f} | {w['box_tests']:.1f} | "
+            f"{w['tri_tests']:.2f} | {w['fetches']:.2f} | {w['lds_bytes']:.0f} | "
+            f"{100 * w['same_hit']:.2f}% | {w['rays_per_cpu_s']:.0f} |"
+        )
+    lines += ["", _bvh_reading(b), ""]
+    rtl = data["rtl"]
+    p, f, ops = rtl["stack"]
+    lines.append(f"RTL ds_bvh_stack replay (pysim): {p} passed, {f} failed ({ops}).")
+    if "intersect" in rtl:
+        p2, f2, kinds = rtl["intersect"]
+        lines.append(
+            f"RTL ray_accel replay (pysim) of loop instructions: {p2} passed, {f2} failed ({kinds})."
+        )
+    lines += [
+        "",
+        f"Run: {data['wall_s']:.0f} s wall, {data['cpu_s']:.0f} s CPU of this process.",
+        "",
+        "## Calibration",
+        "",
+        "| figure | value | source |",
+        "|---|---|---|",
+    ] + [f"| {a} | {v} | {s} |" for a, v, s in data["calibration"]]
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
     files.append(str(summary))
-
-    files += _plots(
-        plt,
-        out_dir,
-        results,
-        stack_rows,
-        util_waves,
-        util_lat,
-        slot_sweep,
-        miss_sweep,
-        static_slots,
-        dynamic_slots,
-        first_name,
-    )
+    csv_path = out_dir / "traversal_rays.csv"
+    with open(csv_path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(csv_rows[0]))
+        writer.writeheader()
+        writer.writerows(csv_rows)
+    files.append(str(csv_path))
+    rows += [
+        (
+            "article 24.0% / 10.23% reproduced (triangle rate 1)",
+            ", ".join(f"{r['tri_1']:.2f}%" for r in data["article"]),
+        ),
+        ("rays traced", sum(f["rays"] for sc in data["scenes"] for f in sc["func"].values())),
+        ("run time (s wall / CPU)", f"{data['wall_s']:.0f} / {data['cpu_s']:.0f}"),
+    ]
     return {
-        "title": "Traversal loop: steps, tests, LDS traffic and RA utilization",
-        "rows": [(a, b) for a, b, _ in claims] + rows,
+        "title": "Traversal on real scenes: utilization, hit rates, BVH widths",
+        "rows": rows,
         "files": files,
-        "results": {"|".join(k): v for k, v in results.items()},
-        "agree": (agree, total),
-        "rtl": rtl,
-        "claims": claims,
     }
 
 
-def _waves(traces, slots):
-    """Waves to launch for a steady-state figure: every trace, and at least 4 per slot."""
-    return max(len(traces), 4 * slots)
-
-
-def _world_prim(geometry, counts):
-    """Triangle index in the merged world mesh of a reference traversal's hits."""
-    if not isinstance(geometry, list):
-        return counts.prim
-    offsets = np.cumsum([0] + [len(mesh) for mesh, _ in geometry])
-    return np.where(counts.inst >= 0, counts.prim + offsets[np.maximum(counts.inst, 0)], -1)
-
-
-def _claims(results, util_waves, util_lat, util_alu, static_slots, dynamic_slots):
-    out = []
-    keys = sorted({(s, r) for s, m, r in results if (s, "bvh4", r) in results})
-    fewer = [results[(s, "bvh8", r)]["steps"] < results[(s, "bvh4", r)]["steps"] for s, r in keys]
-    more = [
-        results[(s, "bvh8", r)]["box_tests"] + results[(s, "bvh8", r)]["tri_tests"]
-        > results[(s, "bvh4", r)]["box_tests"] + results[(s, "bvh4", r)]["tri_tests"]
-        for s, r in keys
-    ]
-    detail = "; ".join(
-        f"{s}/{r}: steps {results[(s, 'bvh8', r)]['steps']:.1f} vs "
-        f"{results[(s, 'bvh4', r)]['steps']:.1f}, tests "
-        f"{results[(s, 'bvh8', r)]['box_tests'] + results[(s, 'bvh8', r)]['tri_tests']:.0f} vs "
-        f"{results[(s, 'bvh4', r)]['box_tests'] + results[(s, 'bvh4', r)]['tri_tests']:.0f}"
-        for s, r in keys
-    )
-    out.append(
-        (
-            "BVH8 takes fewer traversal steps than BVH4",
-            detail,
-            "reproduced" if all(fewer) else f"not reproduced ({sum(fewer)}/{len(fewer)})",
+def _bvh_reading(b):
+    work = {(w["rays"], w["mode"], w["build"]): w for w in b["work"]}
+    legacy = "BVH4, leaves of 1 pair (paired legacy node)"
+    parts = []
+    for rays in b["rays"]:
+        b8 = work[(rays, "bvh8", "BVH8, leaves of 1 pair")]
+        b8w = work[(rays, "bvh8", "BVH8, leaves up to 4 pairs")]
+        b8o = work[(rays, "bvh8", "BVH8, leaves up to 4 pairs, OBBs")]
+        b4 = work[(rays, "bvh4", legacy)]
+        b42 = work[(rays, "bvh4x2", legacy)]
+        parts.append(
+            f"{rays}: width (BVH4 -> BVH8 at one pair per leaf) changes steps {b4['steps']:.1f} -> "
+            f"{b8['steps']:.1f} and box tests {b4['box_tests']:.1f} -> {b8['box_tests']:.1f}; "
+            f"leaves (1 -> up to 4 pairs, BVH8) change steps {b8['steps']:.2f} -> "
+            f"{b8w['steps']:.2f}; OBBs change steps {b8w['steps']:.2f} -> {b8o['steps']:.2f} and "
+            f"box tests {b8w['box_tests']:.1f} -> {b8o['box_tests']:.1f}; BVH4x2 takes "
+            f"{b42['steps']:.1f} steps and {b42['fetches']:.1f} node fetches (BVH8: "
+            f"{b8['fetches']:.1f}) and {b42['lds_bytes']:.0f} LDS bytes (BVH8: {b8['lds_bytes']:.0f})"
         )
-    )
-    out.append(
-        (
-            "... while doing more intersection tests",
-            "(box + triangle tests, same rows)",
-            "reproduced" if all(more) else f"not reproduced ({sum(more)}/{len(more)})",
-        )
-    )
-    fetch = [
-        results[(s, "bvh4x2", r)]["fetches"] > results[(s, "bvh8", r)]["fetches"] for s, r in keys
-    ]
-    lds = [
-        results[(s, "bvh4x2", r)]["lds_bytes"] > results[(s, "bvh8", r)]["lds_bytes"]
-        for s, r in keys
-    ]
-    out.append(
-        (
-            "BVH4x2 costs more node fetches than BVH8 (same rays)",
-            "; ".join(
-                f"{s}/{r}: {results[(s, 'bvh4x2', r)]['fetches']:.1f} vs "
-                f"{results[(s, 'bvh8', r)]['fetches']:.1f}"
-                for s, r in keys
-            ),
-            "reproduced" if all(fetch) else f"not reproduced ({sum(fetch)}/{len(fetch)})",
-        )
-    )
-    out.append(
-        (
-            "BVH4x2 costs more LDS stack traffic than BVH8",
-            "; ".join(
-                f"{s}/{r}: {results[(s, 'bvh4x2', r)]['lds_bytes']:.0f} B vs "
-                f"{results[(s, 'bvh8', r)]['lds_bytes']:.0f} B"
-                for s, r in keys
-            ),
-            "reproduced" if all(lds) else f"not reproduced ({sum(lds)}/{len(lds)})",
-        )
-    )
-    out.append(
-        (
-            "BVH4x2 needs two live paths",
-            "; ".join(
-                f"{s}/{r}: {100 * results[(s, 'bvh4x2', r)]['two_live']:.0f}% of dual instructions"
-                for s, r in keys
-            ),
-            "measured (the article gives no figure)",
-        )
-    )
-    near = [(m, s) for (m, s), r in util_waves.items() if abs(100 * r.utilization - 24) <= 6]
-    st = util_waves[("bvh8", static_slots)].utilization
-    dy = util_waves[("bvh8", dynamic_slots)].utilization
-    slow = util_lat[("static", 800, 16)].utilization
-    busy = util_alu[("static", 96)].utilization
-    out.append(
-        (
-            "3DMark DXR test: ~24% of the ray accelerators' peak",
-            f"bvh8 static {100 * st:.1f}%, dynamic {100 * dy:.1f}%; static with 800-cycle "
-            f"misses and a 16-line L0 {100 * slow:.1f}%; static with 96 ALU cycles per "
-            f"iteration {100 * busy:.1f}%; within 24 +- 6% (waves sweep): "
-            + (", ".join(f"{m} at {s} waves" for m, s in near) or "none"),
-            "conditions shown (the article's workload includes shading, not modelled)",
-        )
-    )
-    return out
+    return "Reading: " + "; ".join(parts) + "."
 
 
-def _plots(
-    plt,
-    out_dir,
-    results,
-    stack_rows,
-    util_waves,
-    util_lat,
-    slot_sweep,
-    miss_sweep,
-    static_slots,
-    dynamic_slots,
-    first_name,
-):
-    from ._trav_loop import MODES
-
+def _scene_plots(plt, out_dir, sc):
     files = []
-    labels = [f"{s}\n{r}" for s, m, r in results if m == "bvh8"]
-    keys = [(s, r) for s, m, r in results if m == "bvh8"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    for ax, metric, ylabel in (
-        (axes[0], "steps", "traversal steps per ray"),
-        (axes[1], "fetches", "node fetches per ray"),
-        (axes[2], "lds_bytes", "LDS stack bytes per ray"),
-    ):
-        width = 0.8 / len(MODES)
-        for k, mode in enumerate(MODES):
-            vals = [results.get((s, mode, r), {}).get(metric, np.nan) for s, r in keys]
-            ax.bar(np.arange(len(keys)) + k * width, vals, width, label=mode)
-        ax.set_xticks(np.arange(len(keys)) + 0.4 - width / 2)
-        ax.set_xticklabels(labels, fontsize=8)
-        ax.set_ylabel(ylabel)
-        ax.set_xlabel("scene / ray set")
-        ax.legend(fontsize=8)
-    fig.suptitle("Traversal work per ray by mode (stack size 16)")
+    slug = "".join(ch if ch.isalnum() else "_" for ch in sc["name"].lower()).strip("_")
+    img = sc["images"]
+    depth = np.array(img["depth"], np.float64)
+    depth = np.where(depth < 0, np.nan, depth)
+    normal = np.array(img["normal"], np.float64)
+    steps = np.array(img["steps"], np.float64)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    axes[0].imshow(depth, cmap="viridis_r")
+    axes[0].set_title("depth (camera rays)")
+    axes[1].imshow(np.clip(0.5 + 0.5 * normal, 0, 1))
+    axes[1].set_title("geometric normal")
+    im = axes[2].imshow(steps, cmap="inferno")
+    axes[2].set_title(
+        f"traversal steps per pixel (mean {img['steps_mean']:.1f}, max {img['steps_max']})"
+    )
+    fig.colorbar(im, ax=axes[2], fraction=0.035)
+    for ax in axes:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"{sc['name']}: {sc['image'][0]}x{sc['image'][1]} camera rays")
     fig.tight_layout()
-    path = out_dir / "traversal_work.png"
-    fig.savefig(path, dpi=110)
+    path = out_dir / f"traversal_{slug}_images.png"
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     files.append(str(path))
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for mode in MODES:
-        for set_name, style in (("camera", "-o"), ("diffuse", "--s")):
-            ys = [stack_rows[(mode, set_name, size)]["walkback_steps"] for size in STACK_SIZES]
-            ax.plot(STACK_SIZES, ys, style, label=f"{mode} {set_name}")
-    ax.set_xlabel("stack size (entries per lane)")
-    ax.set_ylabel("walk-back steps per ray")
-    ax.set_title(f"Stack overflow cost ({first_name})")
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    xs = [int(k) for k in sc["by_waves"]]
+    for key, label, style in (
+        ("article", "article's formula", "-o"),
+        ("engine", "engine-cycle utilization", "--s"),
+        ("issue", "issue-slot occupancy", ":^"),
+    ):
+        ax.plot(xs, [r[key][0] for r in sc["by_waves"].values()], style, label=label)
+    ax.axhline(24.0, color="red", ls="--", lw=1)
+    ax.text(xs[0], 24.6, "article: RX 9070, 24% (3DMark DXR test)", color="red", fontsize=8)
+    ax.axhline(10.23, color="grey", ls="--", lw=1)
+    ax.text(xs[0], 10.8, "article: RX 6900 XT, 10.23%", color="grey", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.set_xlabel("resident waves per CU (slots, dynamic VGPRs)")
+    ax.set_ylabel("ray accelerator, % of peak")
+    ax.set_title(f"{sc['name']}, diffuse bounce rays: utilization against resident waves")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = out_dir / "traversal_stack.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    files.append(str(path))
-
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    for mode in MODES:
-        axes[0].plot(
-            slot_sweep,
-            [100 * util_waves[(mode, s)].utilization for s in slot_sweep],
-            "-o",
-            label=mode,
-        )
-    for slots, name in ((static_slots, "static VGPRs"), (dynamic_slots, "dynamic VGPRs")):
-        axes[0].axvline(slots, color="grey", ls=":")
-        axes[0].text(slots, 2, name, rotation=90, fontsize=8)
-    axes[0].axhline(24, color="red", ls="--", label="article: 24%")
-    axes[0].set_xlabel("resident waves per CU")
-    axes[0].set_ylabel("ray-accelerator utilization (% of peak)")
-    axes[0].set_title(f"Utilization vs resident waves ({first_name}, diffuse)")
-    axes[0].legend(fontsize=8)
-    for name, slots in (("static", static_slots), ("dynamic", dynamic_slots)):
-        for lines_, style in ((16, "--s"), (256, "-o")):
-            axes[1].plot(
-                miss_sweep,
-                [100 * util_lat[(name, m, lines_)].utilization for m in miss_sweep],
-                style,
-                label=f"{name} ({slots} waves), L0 {lines_} lines",
-            )
-    axes[1].axhline(24, color="red", ls="--", label="article: 24%")
-    axes[1].set_xlabel("L0 miss latency (cycles)")
-    axes[1].set_ylabel("ray-accelerator utilization (% of peak)")
-    axes[1].set_title("Utilization vs node-fetch latency (bvh8)")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    path = out_dir / "traversal_utilization.png"
-    fig.savefig(path, dpi=110)
+    path = out_dir / f"traversal_{slug}_waves.png"
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     files.append(str(path))
     return files

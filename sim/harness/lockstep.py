@@ -37,7 +37,9 @@ def free_run_of(count):
 
 def timing_facts(block, params):
     """``(latency, initiation_interval)`` a pipeline block's build declares (an initiation
-    interval of 1 when it declares none); ``(None, None)`` for a cycle-stepped block."""
+    interval of 1 when it declares none, ``None`` when it declares that the interval varies
+    from one transaction to the next: not checked); ``(None, None)`` for a cycle-stepped
+    block."""
     if block.kind != "pipeline":
         return None, None
     return registry.component_facts(

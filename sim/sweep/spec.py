@@ -176,11 +176,11 @@ def _experiment_target(reader, sweep):
     found = experiments.experiments()
     if target not in found:
         reader.fail(f"must be one of {', '.join(found)}, not {target!r}", "experiment")
-    if not hasattr(found[target], "PARAMS"):  # the parameters a point of it may set
-        sweepable = [n for n, m in found.items() if hasattr(m, "PARAMS")]
+    if not getattr(found[target], "PARAMS", None):  # the parameters a point of it may set
+        sweepable = [n for n, m in found.items() if getattr(m, "PARAMS", None)]
         reader.fail(
-            f"experiment `{target}` declares no per-point `PARAMS`; sweepable experiments: "
-            f"{', '.join(sweepable) or 'none'}",
+            f"experiment `{target}` has no per-point parameters (`PARAMS`); sweepable "
+            f"experiments: {', '.join(sweepable) or 'none'}",
             "experiment",
         )
     return (target,)

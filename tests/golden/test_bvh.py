@@ -135,7 +135,7 @@ def test_instanced_scene(scene):
 
 
 def test_leaf_nodes_decode_to_leaf_triangles(scene):
-    from gpurtl.golden.ray_accel import primitive_node as pn
+    from gpurtl.golden.ray_accel.encode import primitive_node as pn
 
     bvh = B.build_bvh(scene)
     tri_bits = scene.triangles.view(np.uint32)
@@ -150,7 +150,7 @@ def test_leaf_nodes_decode_to_leaf_triangles(scene):
                         found.append(tri.prim_id)
         assert sorted(found) == sorted(int(p) for p in leaf.prims)
     # the box node's leaf child carries the number of primitive nodes as its range
-    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel.encode import box_node
 
     for box in bvh.boxes:
         dec = box_node.decode_box8(box.dwords)
@@ -161,7 +161,7 @@ def test_leaf_nodes_decode_to_leaf_triangles(scene):
 
 
 def test_bvh4_legacy_leaves(scene):
-    from gpurtl.golden.ray_accel import primitive_node as pn
+    from gpurtl.golden.ray_accel.encode import primitive_node as pn
 
     bvh = B.build_bvh(scene, width=4, obb_threshold=None)
     leaf = bvh.leaves[0]

@@ -1,4 +1,4 @@
-"""Checks of the instance-node model (golden/ray_accel/instance.py) against the instance node of
+"""Checks of the instance-node model (golden/ray_accel/scalar/instance.py) against the instance node of
 gpurt ``IntersectHardwareInstanceNode``."""
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.facts.ray_accel import PF_FORCE_OPAQUE, PF_SKIP_PROCEDURAL, PF_SKIP_TRIANGLES
-from gpurtl.golden.ray_accel import instance
-from gpurtl.golden.ray_accel.ray import make_ray
+from gpurtl.golden.ray_accel.encode.ray import make_ray
+from gpurtl.golden.ray_accel.scalar import instance
 
 
 def rotation_z(deg):
@@ -89,7 +89,7 @@ def test_blas_pointer_flag_merge():
 
 
 def _filter_node(child_type=5, child_range=0, mask=0xFF):
-    from gpurtl.golden.ray_accel import box_node
+    from gpurtl.golden.ray_accel.encode import box_node
 
     enc = box_node.encode_box8(
         [
@@ -115,7 +115,7 @@ def _filter_node(child_type=5, child_range=0, mask=0xFF):
 
 
 def test_instance_result_filter_box():
-    from gpurtl.golden.ray_accel.ray import default_desc, node_bytes
+    from gpurtl.golden.ray_accel.encode.ray import default_desc, node_bytes
 
     desc = default_desc()
     node = node_bytes(_filter_node())

@@ -1,5 +1,5 @@
 """Independent checks of the OBB tables (facts/obb.py) and the OBB/instance ray transform
-(golden/ray_accel/obb.py).
+(golden/ray_accel/scalar/obb.py).
 
 References used here are independent of the code under test: the axis/angle structure of the
 tables (13 axes in the order of gpurt ``ObbAxesLut``, 4 angles of 22.5 degrees, 2 signs; Rodrigues
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpurtl.facts.fp32 import bits_f32, f32_bits
-from gpurtl.golden.ray_accel import obb
+from gpurtl.golden.ray_accel.scalar import obb
 
 LISTING = pathlib.Path(__file__).parent / "data" / "obb_matrices.txt"
 

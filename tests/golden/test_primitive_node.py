@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from gpurtl.golden.ray_accel import primitive_node as pn
+from gpurtl.golden.ray_accel.encode import primitive_node as pn
 
 
 def f32(x):

@@ -1,4 +1,4 @@
-"""Batch golden model of the ray accelerator (``golden/ray_accel/batch.py``) against the scalar
+"""Batch golden model of the ray accelerator (``golden/ray_accel/vector/batch.py``) against the scalar
 model, row for row on packed words; its FP32 shortcuts against ``golden/fp32``; the word-array
 helpers against ``sim/core/layouts``; and the fast word stimulus."""
 
@@ -7,9 +7,9 @@ import pytest
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.golden import fp32
-from gpurtl.golden.ray_accel import batch, batch_box, batch_fp, bitfields
-from gpurtl.golden.ray_accel import box_test as bt
-from gpurtl.golden.ray_accel.intersect import IntersectModel, available_paths
+from gpurtl.golden.ray_accel.scalar import box_test as bt
+from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel, available_paths
+from gpurtl.golden.ray_accel.vector import batch, batch_box, batch_fp, bitfields
 from gpurtl.sim.blocks import ray_accel_words
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.layouts import pack

@@ -1,14 +1,17 @@
 """The shared node formats of ``gpurtl.facts.ray_accel`` read real encoded nodes exactly as the
 golden decoders do (BVH8 box, instance, legacy FP32/FP16 boxes, compressed primitive header);
 the box grow constant is the exact rational; the published sorting network sorts every 0/1
-input (the 0-1 principle), its first three stages each half."""
+input (the 0-1 principle), its first three stages each half; the pointer flags' struct and masks
+name the same bits."""
 
 from fractions import Fraction
 from functools import lru_cache
 from itertools import product
 
 import numpy as np
+from amaranth.lib import data
 
+from gpurtl.facts import ray_accel as facts
 from gpurtl.facts.fp32 import bits_f32
 from gpurtl.facts.ray_accel import (
     BOX8_NODE_LAYOUT,
@@ -20,7 +23,8 @@ from gpurtl.facts.ray_accel import (
     SORT_STAGES,
     box_grow_constant,
 )
-from gpurtl.golden.ray_accel import box_node, instance, primitive_node
+from gpurtl.golden.ray_accel.encode import box_node, primitive_node
+from gpurtl.golden.ray_accel.scalar import instance
 from gpurtl.sim.blocks.ray_accel import stimulus
 from gpurtl.sim.core import layouts
 
@@ -156,3 +160,27 @@ def test_sort_networks_sort_every_01_input():
         assert narrow[:4] == sorted(bits[:4]) and narrow[4:] == sorted(bits[4:])
     broken = SORT_STAGES[:-1]
     assert any(_network_sorts(broken, b) != sorted(b) for b in product((0, 1), repeat=8))
+
+
+def test_pointer_flags_struct_and_masks_name_the_same_bits():
+    """Bit ``k`` of the pointer flags is BVH base bit ``54 + k``: the struct's fields, the
+    ``PF_*`` masks and the values they had as plain constants agree."""
+    layout = data.Layout.cast(facts.PointerFlags)
+    assert layout.size == facts.POINTER_FLAGS_SHAPE.width == 10
+    expected = {
+        "force_opaque": 0x001,
+        "force_non_opaque": 0x002,
+        "disable_tri_cull": 0x004,
+        "flip_facedness": 0x008,
+        "cull_back": 0x010,
+        "cull_front": 0x020,
+        "cull_opaque": 0x040,
+        "cull_non_opaque": 0x080,
+        "skip_triangles": 0x100,
+        "skip_procedural": 0x200,
+    }
+    assert [name for name, _ in layout] == list(expected)
+    for name, mask in expected.items():
+        assert 1 << layout[name].offset == mask
+        assert getattr(facts, f"PF_{name.upper()}") == mask
+    assert facts.PF_BOX_CULL_SHIFT == 6

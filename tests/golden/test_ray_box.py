@@ -10,9 +10,10 @@ import pytest
 from gpurtl.facts.fp32 import bits_f32, f32_bits
 from gpurtl.facts.ray_accel import INVALID_NODE
 from gpurtl.golden import fp32
-from gpurtl.golden.ray_accel import box_node, box_path, intersect, sort
-from gpurtl.golden.ray_accel import box_test as bt
-from gpurtl.golden.ray_accel.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.encode import box_node
+from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.scalar import box_path, intersect, sort
+from gpurtl.golden.ray_accel.scalar import box_test as bt
 
 INF = 0x7F800000
 
@@ -432,8 +433,8 @@ def test_heuristics_and_dual_form(heuristic):
 def test_intersect_instance_path_equals_instance_model():
     """The instance result of the dispatcher (filter box tested here, with ftz passed on) equals
     ``instance.instance_node_result`` (ftz off) on real instance nodes."""
-    from gpurtl.golden.ray_accel import instance
-    from gpurtl.golden.ray_accel.ray import node_bytes
+    from gpurtl.golden.ray_accel.encode.ray import node_bytes
+    from gpurtl.golden.ray_accel.scalar import instance
     from gpurtl.sim.blocks import ray_accel as block
 
     rng = np.random.default_rng(10)

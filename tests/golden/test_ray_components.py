@@ -1,82 +1,21 @@
-"""The golden references of the ray accelerator's components, composed stage by stage as the RTL
-top level wires them (decode, ray setup, box engine, de-duplication, sort, result format, with
-the triangle models), give exactly the instruction model :func:`intersect` on real encoded
-instructions of every kind; and a broken stage (no de-duplication, no ray transform) is caught."""
+"""The golden references of the ray accelerator's components, chained stage by stage as the RTL
+top level wires them (:mod:`gpurtl.golden.ray_accel.chain`), give exactly the instruction model
+:func:`intersect` on real encoded instructions of every kind, for the full build, the build
+without triangle and transform paths, and with ``ftz``; and a broken stage (no de-duplication,
+no ray transform) is caught. The node kinds of a build are the RTL top level's
+(:func:`~gpurtl.hdl.ray_accel.ray_accel.build_paths`)."""
 
 import numpy as np
 import pytest
 
-from gpurtl.golden.ray_accel import sort, triangle
-from gpurtl.golden.ray_accel.box_path import dedup_slots
-from gpurtl.golden.ray_accel.box_test import box_engine
-from gpurtl.golden.ray_accel.decode import decode
-from gpurtl.golden.ray_accel.intersect import intersect
-from gpurtl.golden.ray_accel.ray import node_bytes
-from gpurtl.golden.ray_accel.result import format_result
-from gpurtl.golden.ray_accel.setup import ray_setup
+from gpurtl.golden.ray_accel.chain import STAGES, intersect_chain
+from gpurtl.golden.ray_accel.scalar.box_path import dedup_slots
+from gpurtl.golden.ray_accel.scalar.intersect import intersect
+from gpurtl.golden.ray_accel.scalar.setup import ray_setup
+from gpurtl.hdl.ray_accel.ray_accel import build_paths
 from gpurtl.sim.blocks.ray_accel import stimulus
 
-PATHS = frozenset({"box", "obb", "instance", "triangle", "legacy_triangle"})
-
-
-def composed(instr, *, dedup=True, transform=True):
-    """The instruction's result from the component references alone."""
-    d = decode(instr)
-    ctl = d["control"]
-    setup_in = {
-        "origin": d["ray"]["origin"],
-        "dir": d["ray"]["dir"],
-        "obb_index": d["obb_index"],
-        "transform": d["transform"],
-    }
-    if not transform:
-        setup_in = dict(setup_in, obb_index=0x7F, transform=dict(d["transform"], use_matrix=0))
-    s = ray_setup(setup_in)
-    e = box_engine(
-        {
-            "base": d["base"],
-            "boxes": d["planes"],
-            "inv_dir": s["inv_dir"],
-            "ray": {
-                "origin": s["ray"]["origin"],
-                "extent": d["ray"]["extent"],
-                "box_grow": ctl["box_grow"],
-                "heuristic": ctl["heuristic"],
-            },
-        }
-    )
-    slots = [{"ptr": p, "hit": b["hit"], "key": b["key"]} for p, b in zip(d["ptrs"], e["boxes"])]
-    dd = dedup_slots({"slots": slots, "dedup": int(dedup and not ctl["dual"])})["slots"]
-    ptrs = [s_["ptr"] for s_ in dd]
-    if ctl["sort_enable"]:
-        ptrs = sort.sort_slots(
-            ptrs, [s_["key"] for s_ in dd], ctl["sort_tri_first"], wide=bool(ctl["sort_wide"])
-        )
-    args = (instr["ray"], instr["pointer_flags"], instr["desc"])
-    tri = {"result": [0] * 10, "error": 0}
-    if ctl["is_triangle"]:
-        res = triangle.triangle_pair_eval(node_bytes(instr["node"][0]), instr["node_ptr"][0], *args)
-        tri = {"result": res["dwords"], "error": int(res["error"])}
-    legacy = {"result": [[0] * 4, [0] * 4], "error": [0, 0]}
-    for k in range(2):
-        if (ctl["dual_triangle"] >> k) & 1:
-            legacy["result"][k] = list(
-                triangle.legacy_triangle_result(
-                    node_bytes(instr["node"][k]), instr["node_ptr"][k], *args
-                )
-            )[:4]
-    return format_result(
-        {
-            "ptrs": ptrs,
-            "control": ctl,
-            "ray": {"origin": d["ray"]["origin"], "dir": d["ray"]["dir"]},
-            "instance_ray": s["ray"],
-            "instance": d["instance"],
-            "triangle": tri,
-            "legacy": legacy,
-            "geometry_index": d["geometry_index"],
-        }
-    )
+ALL_PATHS = frozenset({"box", "obb", "instance", "triangle", "legacy_triangle"})
 
 
 @pytest.fixture(scope="module")
@@ -84,11 +23,41 @@ def instructions():
     return stimulus(np.random.default_rng(2024), 60)
 
 
-def test_components_compose_to_the_instruction_model(instructions):
+@pytest.mark.parametrize(
+    "build",
+    [
+        {},
+        {"triangles": False, "transforms": False},
+        {"triangles": True, "transforms": False},
+        {"ftz": True},
+    ],
+)
+def test_components_chain_to_the_instruction_model(instructions, build):
+    paths = build_paths(build.get("triangles", True), build.get("transforms", True))
+    ftz = build.get("ftz", False)
     for k, instr in enumerate(instructions):
-        assert composed(instr) == intersect(instr, paths=PATHS), f"instruction {k}: {instr}"
+        assert intersect_chain(instr, **build) == intersect(instr, ftz=ftz, paths=paths), (
+            f"instruction {k}: {instr}"
+        )
 
 
-@pytest.mark.parametrize("broken", [{"dedup": False}, {"transform": False}])
+def _no_dedup(tx):
+    return dedup_slots(dict(tx, dedup=0))
+
+
+def _no_transform(tx):
+    return ray_setup(dict(tx, obb_index=0x7F, transform=dict(tx["transform"], use_matrix=0)))
+
+
+@pytest.mark.parametrize("broken", [{"dedup": _no_dedup}, {"ray_setup": _no_transform}])
 def test_a_broken_stage_is_caught(instructions, broken):
-    assert any(composed(instr, **broken) != intersect(instr, paths=PATHS) for instr in instructions)
+    assert any(
+        intersect_chain(instr, stages=broken) != intersect(instr, paths=ALL_PATHS)
+        for instr in instructions
+    )
+
+
+def test_an_unknown_stage_is_refused(instructions):
+    with pytest.raises(ValueError, match="`stages` keys must be among decode"):
+        intersect_chain(instructions[0], stages={"dedupe": _no_dedup})
+    assert "dedup" in STAGES

@@ -1,4 +1,4 @@
-"""Watertight triangle test and triangle-pair result (golden/ray_accel/triangle.py).
+"""Watertight triangle test and triangle-pair result (golden/ray_accel/scalar/triangle.py).
 
 Independent references: a float64 Moeller-Trumbore test (away from edges), exact rays through the
 shared edges and vertices of closed meshes (watertightness), and hand-derived result dwords for
@@ -22,10 +22,10 @@ from gpurtl.facts.ray_accel import (
     PF_SKIP_PROCEDURAL,
     PF_SKIP_TRIANGLES,
 )
-from gpurtl.golden.ray_accel import meshes
-from gpurtl.golden.ray_accel import primitive_node as pn
-from gpurtl.golden.ray_accel import triangle as tr
-from gpurtl.golden.ray_accel.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.encode import meshes
+from gpurtl.golden.ray_accel.encode import primitive_node as pn
+from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
+from gpurtl.golden.ray_accel.scalar import triangle as tr
 
 
 def f32(x):

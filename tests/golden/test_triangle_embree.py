@@ -19,8 +19,8 @@ and the test cannot start reporting rounding differences as failures.
 import numpy as np
 import pytest
 
-from gpurtl.golden.ray_accel import meshes
-from gpurtl.golden.ray_accel import triangle as tr
+from gpurtl.golden.ray_accel.encode import meshes
+from gpurtl.golden.ray_accel.scalar import triangle as tr
 
 embree = pytest.importorskip(
     "embreex.rtcore_scene", reason="embreex is not installed (pip install embreex)"

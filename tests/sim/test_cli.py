@@ -131,7 +131,7 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     """`gpurtl run ray_accel --input`: one hand-written BVH8 intersect instruction (floats for the
     ray, node bytes from the package's encoder) through the box-path build; the expected order
     is worked out by hand, not by the models."""
-    from gpurtl.golden.ray_accel.box_node import encode_box8
+    from gpurtl.golden.ray_accel.encode.box_node import encode_box8
 
     boxes = [
         ((5, 0, 0), (6, 1, 1)),

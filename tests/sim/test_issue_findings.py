@@ -364,9 +364,8 @@ def _unused_elaboratable_warnings(action):
 
 def test_7_demo_and_bench_build_no_unused_components(tmp_path, monkeypatch):
     from gpurtl.sim.backends.fast import build
-    from gpurtl.sim.experiments import traversal
 
-    assert _unused_elaboratable_warnings(traversal._rtl_timing) == []  # the demo's traversal
+    # the demo's traversal experiment: tests/sim/test_traversal.py::test_quick_experiment
     block = registry.get("fp32_cmp")
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
     # bench's fast-stalled row: the block exported once, its latency read without a second copy
@@ -452,7 +451,7 @@ def test_7_interrupted_experiment_leaves_no_out_folder(tmp_path, capsys, monkeyp
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(obb, "run", interrupted)
+    monkeypatch.setattr(obb, "measure", interrupted)
     code, _, err = run(capsys, "experiment", "obb", "--out", tmp_path / "out" / "deeper")
     assert (
         code == 130
@@ -592,7 +591,7 @@ def test_9_bad_description_is_one_line_with_file_line_field(tmp_path, capsys, li
 
 
 def test_9_encode_triangles_and_instances_agree_with_the_golden_model(tmp_path, capsys):
-    from gpurtl.golden.ray_accel.intersect import intersect
+    from gpurtl.golden.ray_accel.scalar.intersect import intersect
     from gpurtl.sim.core.jsonio import read_jsonl
 
     lines = [

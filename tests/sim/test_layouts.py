@@ -10,7 +10,7 @@ LAYOUT = data.StructLayout(
     {
         "a": unsigned(3),
         "n": signed(5),
-        "f": Float32(),
+        "f": Float32,
         "cls": InstClass,
         "arr": data.ArrayLayout(data.StructLayout({"x": 2, "y": 1}), 3),
     }

@@ -1,19 +1,22 @@
 """The `obb` experiment in its quick form: runs, writes its files, exact and fast models agree."""
 
+import json
 import pathlib
 
+from gpurtl.sim import experiments
 from gpurtl.sim.experiments import obb
 
 
 def test_obb_experiment_quick(tmp_path):
-    result = obb.run(tmp_path, quick=True)
+    result = experiments.run(obb, tmp_path, quick=True)
     for path in result["files"]:
         assert pathlib.Path(path).exists()
-    agree, total = result["agree"]
+    data = json.loads((tmp_path / experiments.DATA).read_text())
+    agree, total = data["agree"]
     assert total > 0 and agree == total
-    for name, (passed, failed) in result["rtl"].items():
-        assert failed == 0 and passed > 0, name
-    base = result["results"]["chandelier|bvh8"]
-    with_obb = result["results"]["chandelier|bvh8+obb"]
+    for name, replay in data["rtl"].items():
+        assert replay["failed"] == 0 and replay["passed"] > 0, name
+    results = {(r["scene"], r["config"]): r for r in data["results"]}
+    base, with_obb = results["chandelier", "bvh8"], results["chandelier", "bvh8+obb"]
     # OBBs fit the rotated chain links better: fewer triangle tests on the chandelier
     assert with_obb["tri_tests"] < base["tri_tests"]

@@ -1,7 +1,10 @@
 """The `stoc` experiment in quick mode: runs, writes its files, and its numbers are consistent."""
 
+import json
+
 import numpy as np
 
+from gpurtl.sim import experiments
 from gpurtl.sim.experiments import stoc
 
 
@@ -29,11 +32,17 @@ def test_bake_is_conservative_against_point_samples():
 
 
 def test_quick_run(tmp_path):
-    result = stoc.run(tmp_path, quick=True)
+    result = experiments.run(stoc, tmp_path, quick=True)
     for path in result["files"]:
         assert (tmp_path / path.split("/")[-1]).exists()
-    res = result["results"]
-    assert result["rtl"][1] == 0 and result["rtl"][0] > 0
+    data = json.loads((tmp_path / experiments.DATA).read_text())
+    # the report again, from data.json alone: the same tables
+    summary = (tmp_path / "summary.md").read_text()
+    (tmp_path / "summary.md").unlink()
+    experiments.report(stoc, tmp_path)
+    assert (tmp_path / "summary.md").read_text() == summary
+    res = data["results"]
+    assert data["rtl"]["failed"] == 0 and data["rtl"]["passed"] > 0
     for name, r in res.items():
         if not name.startswith("OMM2"):
             assert r["shadow_diff"] == 0 and r["wrong"] == 0, name

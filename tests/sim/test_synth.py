@@ -1,5 +1,5 @@
 """`gpurtl synth` on a small unit: place-and-route figures, and the synthesis-only estimate
-agrees with them (the estimate is what the README gives for designs larger than the device)."""
+agrees with them (the estimate is what docs/fpga.md gives for designs larger than the device)."""
 
 import pytest
 from amaranth.hdl import Module

@@ -50,8 +50,8 @@ TOPS = ("stalled", "batch")
 #   table: huge straight-line functions) at -O0, where -O2 did not finish in 15 minutes on the
 #   full ray accelerator; Verilator's own runtime at -O1. fp32_fma batch top, 30000
 #   transactions, median of 5 runs, CPU time of the driver: -O0 0.048 s, -O1 0.016 s, -O2
-#   0.011 s, each build about 8 CPU-s. An earlier prototype measured -O2 10x faster than -O0 on
-#   the ray accelerator for about 2 CPU-minutes more compile time. The full ray accelerator
+#   0.011 s, each build about 8 CPU-s. On a ray accelerator build, -O2 ran 10x faster than -O0
+#   for about 2 CPU-minutes more compile time. The full ray accelerator
 #   (batch top) builds in about 210 CPU-s with these flags.
 # * --output-split keeps single C++ files small enough for a parallel `make -j 2`.
 # * --x-assign/--x-initial fast: Amaranth gives every register an initial value, so there are

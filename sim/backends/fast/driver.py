@@ -255,7 +255,7 @@ static int batch_main(int argc, char** argv) {{
                 if (latency_errors == 0) first_latency_error = index;
                 latency_errors++;
             }}
-            if (index < s.free_run && accept != first_accept + ii * index) {{
+            if (index < s.free_run && ii && accept != first_accept + ii * index) {{
                 if (ii_errors == 0) first_ii_error = index;
                 ii_errors++;
             }}

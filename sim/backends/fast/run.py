@@ -165,7 +165,7 @@ def run_rows(
             repr(float(p_ready)),
             str(slice_free),
             str(model.latency),
-            str(model.ii),
+            str(model.ii or 0),  # 0: the build declares no fixed interval
             str(max_idle),
         ]
         process = subprocess.Popen(

@@ -2,7 +2,7 @@
 
 from amaranth.sim import Simulator
 
-from gpurtl.golden.ray_accel import obb
+from gpurtl.golden.ray_accel.scalar import obb
 from gpurtl.hdl.ray_accel.obb_transform import ObbRom
 
 
@@ -20,7 +20,7 @@ def test_rom_all_indices_all_columns():
         for index in range(128):
             for rom in roms:
                 ctx.set(rom.index, index)
-            cols = [[ctx.get(rom.value[r]) for r in range(3)] for rom in roms]
+            cols = [[ctx.get(rom.value[r].as_value()) for r in range(3)] for rom in roms]
             seen.append((index, cols, [ctx.get(rom.rotate) for rom in roms]))
 
     sim.add_testbench(bench)

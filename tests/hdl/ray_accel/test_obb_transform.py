@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gpurtl.golden.ray_accel import obb as obb_model
+from gpurtl.golden.ray_accel.scalar import obb as obb_model
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
 

@@ -3,10 +3,10 @@
 the exact FP16 -> FP32
 widening of the legacy FP16 box node for every FP16 pattern."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.sim import Simulator
 
-from gpurtl.golden.ray_accel import box_node
+from gpurtl.golden.ray_accel.encode import box_node
 from gpurtl.hdl.ray_accel.node_decode import dequant_offset, f16_to_f32
 
 
@@ -21,7 +21,7 @@ def _run_comb(build, cases):
         for case in cases:
             for sig, value in zip(ins, case):
                 ctx.set(sig, value)
-            got.append(ctx.get(out))
+            got.append(ctx.get(Value.cast(out)))  # the bits, also of a Float32 view
 
     sim.add_testbench(bench)
     sim.run()

@@ -5,11 +5,12 @@ import random
 
 import numpy as np
 import pytest
+from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
-from gpurtl.golden.ray_accel import primitive_node as pn
-from gpurtl.golden.ray_accel import triangle as tr
-from gpurtl.golden.ray_accel.ray import default_desc
+from gpurtl.golden.ray_accel.encode import primitive_node as pn
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.scalar import triangle as tr
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
 from gpurtl.sim.harness import golden_io
@@ -93,7 +94,10 @@ def test_primitive_decode_matches_golden():
                 )
                 verts_ok = all(
                     d.tris[k].procedural
-                    or tuple(tuple(o.tri[k].v[a][c] for c in range(3)) for a in range(3))
+                    or tuple(
+                        tuple(Const.cast(o.tri[k].v[a][c]).value for c in range(3))
+                        for a in range(3)
+                    )
                     == d.tris[k].vertices
                     for k in range(2)
                 )
@@ -108,7 +112,7 @@ def test_primitive_decode_matches_golden():
 def _watertight_transactions(rng, rays):
     """Exact rays through shared edges/vertices of a closed dyadic mesh packed into real nodes,
     one transaction per (ray, adjacent triangle). Returns (transactions, owner (ray, tri))."""
-    from gpurtl.golden.ray_accel import meshes
+    from gpurtl.golden.ray_accel.encode import meshes
     from gpurtl.sim.blocks.ray_triangle import pair_pointer
 
     v, f = meshes.dyadic_box(2, 8, rng=rng, jitter=1)

@@ -3,13 +3,14 @@
 
 import pytest
 
+from gpurtl.sim import experiments
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
 from gpurtl.sim.experiments import dynvgpr_deadlock, occupancy
 
 
 def test_deadlock_experiment_quick(tmp_path):
-    result = dynvgpr_deadlock.run(tmp_path, quick=True)
+    result = experiments.run(dynvgpr_deadlock, tmp_path, quick=True)
     rows = dict(result["rows"])
     assert rows["all waves grow at once, reserve off: runs deadlocked"] == "1 of 1"
     assert (
@@ -27,7 +28,7 @@ def test_deadlock_experiment_quick(tmp_path):
 
 def test_occupancy_experiment_quick(tmp_path, monkeypatch):
     monkeypatch.setattr(occupancy, "TRAV_STEPS", 8)
-    result = occupancy.run(tmp_path, quick=True)
+    result = experiments.run(occupancy, tmp_path, quick=True)
     rows = dict(result["rows"])
     static = rows["RDNA static (1536 VGPRs, granule 24): rays (wave programs) per 1000 cycles"]
     dyn16 = rows["RDNA 4 dynamic, 16-VGPR blocks: rays (wave programs) per 1000 cycles"]
