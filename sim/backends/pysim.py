@@ -174,9 +174,15 @@ class PysimSession(Session):
 
     def __init__(self, block, params, *, golden, stalls, strict, vcd):
         self.dut = block.build(**params)
-        latency = getattr(self.dut, "latency", None) if block.kind == "pipeline" else None
+        pipeline = block.kind == "pipeline"
         super().__init__(
-            block, params, golden=golden, stalls=stalls, strict=strict, latency=latency
+            block,
+            params,
+            golden=golden,
+            stalls=stalls,
+            strict=strict,
+            latency=getattr(self.dut, "latency", None) if pipeline else None,
+            initiation_interval=getattr(self.dut, "initiation_interval", 1) if pipeline else None,
         )
         self.before_cycle = None
         self._stepper = Stepper(self.dut, vcd=vcd)

@@ -204,9 +204,15 @@ class VerilatorSession(Session):
     simulator process of its own; each request and answer is one JSON line on a Unix socket."""
 
     def __init__(self, block, params, *, golden, stalls, strict, vcd):
-        latency, _ = timing_facts(block, params)
+        latency, ii = timing_facts(block, params)
         super().__init__(
-            block, params, golden=golden, stalls=stalls, strict=strict, latency=latency
+            block,
+            params,
+            golden=golden,
+            stalls=stalls,
+            strict=strict,
+            latency=latency,
+            initiation_interval=ii,
         )
         self._vcd = vcd
         self._folder = build(block, params, waves=bool(vcd))

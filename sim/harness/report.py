@@ -175,9 +175,10 @@ class Comparator:
         self.report.failed += self.live
         self._mismatch(index, Mismatch(where, "(latency)", self.latency, took))
 
-    def ii_error(self, index, where, since_first, count):
-        """Transaction ``index`` was accepted ``since_first`` cycles after transaction 0, not
-        ``ii * index``."""
+    def ii_error(self, index, where, since_first, count, *, ii=None, after="transaction 0"):
+        """Transaction ``index`` was accepted ``since_first`` cycles after ``after``, not ``ii *
+        count`` (``ii``: by default the comparator's)."""
+        ii = self.ii if ii is None else ii
         self.report.ii_errors += 1
         self.report.failed += self.live
         self._mismatch(
@@ -185,7 +186,7 @@ class Comparator:
             Mismatch(
                 where,
                 "(initiation interval)",
-                f"accepted {self.ii * count} cycles after transaction 0",
+                f"accepted {ii * count} cycles after {after}",
                 f"{since_first} cycles",
             ),
         )

@@ -9,7 +9,9 @@ cycle's inputs and reads that cycle's outputs. Values are dictionaries (as in
 With ``golden=True`` every output is compared with the block's golden model as it is produced,
 and the first difference becomes ``session.report.first`` as in a lockstep check (``strict=True``
 raises :class:`MismatchError` at once). The latency of every transaction that saw no output
-stall is checked too. A session keeps only what is in flight, so it runs in constant memory for
+stall is checked too, and so is the initiation interval: a transaction that was waiting in the
+input queue when the one before it was accepted, with no stalls, must be accepted exactly
+``initiation_interval`` cycles after it. A session keeps only what is in flight, so it runs in constant memory for
 any number of transactions.
 
 A backend implements two primitives: :meth:`Session._exchange` (pipelines: push input rows, run
@@ -87,9 +89,22 @@ class Session(abc.ABC):
     latency : int, optional
         Cycles from an accepted input to its output without output stalls, as the backend's model
         has them; checked when given.
+    initiation_interval : int, optional
+        Cycles between the acceptance of back-to-back transactions, as the block's build declares
+        it; checked when given (module doc string).
     """
 
-    def __init__(self, block, params, *, golden=True, stalls=None, strict=False, latency=None):
+    def __init__(
+        self,
+        block,
+        params,
+        *,
+        golden=True,
+        stalls=None,
+        strict=False,
+        latency=None,
+        initiation_interval=None,
+    ):
         self.block, self.params, self.kind = block, params, block.kind
         self.in_layout, self.out_layout = block.layouts(**params)
         self._in_words, self._out_words = word_count(self.in_layout), word_count(self.out_layout)
@@ -99,6 +114,12 @@ class Session(abc.ABC):
         self.report = Report()
         self.report.free_run = self.stalls.free_run if self.stalls.p_ready < 1 else EVERY
         self._comparator = Comparator(self.report, self.out_layout, latency=latency, live=True)
+        self.initiation_interval = initiation_interval
+        # transactions sent with no stalls of either stream: their acceptance is checked
+        stalled = self.stalls.p_valid < 1 or self.stalls.p_ready < 1
+        self._ii_free = self.stalls.free_run if stalled else EVERY
+        self._pushed = collections.deque()  # (cycle, rows) pushed to the backend, not yet out
+        self._last_accept = None  # the cycle the previous output's input was accepted
         self.cycle = 0
         self.sent = 0  # transactions the caller sent
         self.accepted = 0  # ... that the RTL accepted
@@ -218,6 +239,8 @@ class Session(abc.ABC):
     def _run(self, outputs, cycles):
         rows = np.concatenate(self._inbox) if self._inbox else None
         self._inbox = []
+        if rows is not None:
+            self._pushed.append([self.cycle, len(rows)])
         result = self._exchange(rows, outputs=outputs, cycles=cycles)
         self.accepted, self.cycle = result.accepted, result.cycle
         self.report.cycles = self.cycle
@@ -250,9 +273,28 @@ class Session(abc.ABC):
             index = first + np.arange(n)
             for k in np.flatnonzero((took != latency) & (index < self.report.free_run)):
                 self._comparator.latency_error(first + int(k), where(first + int(k)), int(took[k]))
+        for k in range(n):
+            self._interval(first + k, int(result.accept[k]), where)
         self.produced += n
         if self.strict and self.report.first is not None:
             raise MismatchError(self.report.first)
+
+    def _interval(self, index, accept, where):
+        """Check that transaction ``index``, accepted in cycle ``accept``, came
+        ``initiation_interval`` cycles after the one before when it was already waiting."""
+        pushed = self._pushed[0]
+        pushed_cycle = pushed[0]
+        pushed[1] -= 1
+        if not pushed[1]:
+            self._pushed.popleft()
+        previous, self._last_accept = self._last_accept, accept
+        ii = self.initiation_interval
+        if ii is None or previous is None or index >= self._ii_free or pushed_cycle > previous:
+            return
+        if accept - previous != ii:
+            self._comparator.ii_error(
+                index, where(index), accept - previous, 1, ii=ii, after="the transaction before"
+            )
 
     # --- cycle-stepped blocks -------------------------------------------------------------------
 

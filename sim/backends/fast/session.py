@@ -33,7 +33,13 @@ class FastSession(Session):
     def __init__(self, block, params, *, golden, stalls, strict, top, seed=0, log=None):
         self.model = build_model(block, params, top=top, log=log)
         super().__init__(
-            block, params, golden=golden, stalls=stalls, strict=strict, latency=self.model.latency
+            block,
+            params,
+            golden=golden,
+            stalls=stalls,
+            strict=strict,
+            latency=self.model.latency,
+            initiation_interval=self.model.ii,
         )
         self._in_bytes = 4 * words_of(self.model.in_width)
         self._record_words = words_of(self.model.out_width) + 4
