@@ -1,12 +1,16 @@
 """The closest-hit traversal example of docs/session.md (``examples/closest_hit.py``): one wave of
 rays through ``ray_accel`` and ``ds_bvh_stack`` sessions, every decision taken from the RTL's
-outputs, finds the same closest hits as a float64 ray-triangle test of every triangle."""
+outputs, finds the same closest hits as the golden traversal
+(:func:`gpurtl.golden.bvh.traversal.traverse`, bit-exact box nodes) and as a float64 ray-triangle
+test of every triangle."""
 
 import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from gpurtl.golden.bvh.traversal import traverse
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,6 +47,19 @@ def brute_force(mesh, origins, directions):
     return np.array(t_best), np.array(prim), np.array(gap)
 
 
+def assert_golden_hits(bvh, origins, directions, t, prim):
+    """The example's hits are the golden traversal's: the same rays hit, at the same distance
+    (the RTL's triangle test is FP32, the golden leaf test float64), on the same triangle where
+    the second closest is not within rounding."""
+    golden = traverse(bvh, origins, directions, model="exact")
+    _, _, gap = brute_force(bvh.mesh, origins, directions)
+    assert np.array_equal(np.isfinite(t), np.isfinite(golden.t))
+    hit = np.isfinite(golden.t)
+    assert np.allclose(t[hit], golden.t[hit], rtol=1e-5)
+    unique = hit & (gap > 1e-4)
+    assert np.array_equal(prim[unique], golden.prim[unique])
+
+
 @pytest.mark.verilator
 def test_closest_hits_of_a_wave_on_the_fast_backend():
     closest_hit = example()
@@ -57,9 +74,11 @@ def test_closest_hits_of_a_wave_on_the_fast_backend():
     unique = hit & (gap > 1e-4)
     assert np.array_equal(prim[unique], want_prim[unique])
     assert iterations >= 3
+    assert_golden_hits(bvh, origins, directions, t, prim)
 
 
-def test_closest_hits_on_pysim_quick():
+@pytest.mark.slow  # about two minutes: pysim builds and runs the triangle paths slowly
+def test_closest_hits_on_pysim():
     """The same loop on Amaranth's simulator, for two rays into one box (its 12 triangles in
     three leaves) with one register per FP32 core (``fp=shallow``): the pysim model of the
     triangle paths runs at tens of cycles per second, so only a few hundred cycles fit here."""
@@ -79,3 +98,4 @@ def test_closest_hits_on_pysim_quick():
     assert np.isfinite(want_t).all()
     assert np.allclose(t, want_t, rtol=1e-5)
     assert iterations >= 2
+    assert_golden_hits(bvh, origins, directions, t, prim)
