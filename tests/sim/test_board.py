@@ -47,6 +47,7 @@ def _over_the_uart(name, overrides, count, seed):
         assert field is None, f"transaction {index}: {field}"
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_fp32_cmp_harness_on_verilator():
     _over_the_uart("fp32_cmp", {}, count=6, seed=1)

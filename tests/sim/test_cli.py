@@ -207,6 +207,7 @@ def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, modu
     assert "Traceback" not in err + out
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator  # the key names the C++ compiler
 def test_verilator_builds_are_kept_apart_per_environment(monkeypatch, tmp_path):
     """A cocotb model built from one virtual environment is not reused from another: its make

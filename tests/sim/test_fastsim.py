@@ -128,6 +128,7 @@ def test_fp32_add_agrees_with_golden(top):
     assert report.cycles > 30_000 + 2 * 9  # random stalls after the free-running tenth
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_stalled_and_batch_tops_give_identical_outputs():
     block, params = _fp32_add()
@@ -194,6 +195,7 @@ def test_latency_violation_is_reported(tmp_path):
     assert summary["latency_errors"] == 0
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_ray_sort_and_run_block():
     block = registry.get("ray_sort")
@@ -207,6 +209,7 @@ def test_ray_sort_and_run_block():
     assert report.outputs == [layouts.pack(out_layout, value) for value in expected]
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_smallest_ray_accel():
     block = registry.get("ray_accel")

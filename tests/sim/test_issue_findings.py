@@ -83,6 +83,7 @@ def test_1_fp32_synth_wrapper_and_plain_unit_have_their_own_cache_entries(
     assert (tmp_path / "again.v").read_text() == plain
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_1_check_after_fp32_synth_simulates_the_plain_unit(
     tmp_path, monkeypatch, capsys, fake_place_and_route

@@ -62,6 +62,7 @@ def test_add_default_ftz():
     check("fp32_add", ftz=True, count=3000, seed=4)
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_add_verilator_cross_product_and_random():
     """The one Verilator build of the FP32 family in the default run."""

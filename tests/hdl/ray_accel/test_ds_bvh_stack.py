@@ -202,6 +202,7 @@ def test_parameters():
             BvhStack(**bad)
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_lockstep_verilator():
     block = registry.get("ds_bvh_stack")

@@ -69,6 +69,7 @@ def test_bad_parameters():
         RayAccel(ftz=1)
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_lockstep_verilator_smallest_build():
     """The exported Verilog of the smallest build (1 engine x 1 box test, II 8) under cocotb on
@@ -113,6 +114,7 @@ def test_ray_sort_block_lockstep(ftz, fp):
     assert report.latency_errors == 0
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_ray_sort_verilator():
     """The default run's one Verilator build: the sort unit (the top level is too big, see the

@@ -220,6 +220,7 @@ def test_lockstep_verilator():
     assert report.passed == 1500
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_decode_lockstep_verilator():
     """The default run's one Verilator build of this path: the primitive-node decode (integer

@@ -103,6 +103,7 @@ def test_verilog_lint():
         assert codes <= set(_WIDTH_CODES), codes
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_stoc_lockstep_verilator():
     _check("stoc", 1500, backend="verilator", seed=2)

@@ -47,6 +47,7 @@ def pch_workaround(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_xe3_grf_verilator_short(pch_workaround):
     block = registry.get("xe3_grf")

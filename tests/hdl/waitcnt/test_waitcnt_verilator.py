@@ -6,6 +6,7 @@ from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import export, registry
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_waitcnt_mem_on_verilator():
     block = registry.get("waitcnt_mem")
