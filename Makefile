@@ -1,6 +1,10 @@
 # gpurtl: two commands on a fresh machine.
 #   make demo  - create .venv, install from PyPI, run every experiment on its built-in default
-#   make test  - create .venv, install from PyPI, run the default test suite
+#   make test  - create .venv, install from PyPI, run the default test suite (no C++ compiler
+#                needed: the tests that build a Verilator model are the next tier)
+#   make test-verilator - the tests that build Verilator models (cocotb and the fast backend),
+#                every registered block among them; needs a C++ compiler and make
+#   make test-slow - the long runs (million-vector checks, full sweeps)
 #   make lint  - ruff check and ruff format --check (run by .ci/run before the tests)
 #   make clean - remove this checkout's build products: .venv, gpurtl-out, test caches, and the
 #                build cache too when $GPURTL_CACHE names a folder inside the checkout
@@ -16,7 +20,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all demo test test-slow lint install scenes mmasim clean clean-cache
+.PHONY: all demo test test-verilator test-slow lint install scenes mmasim clean clean-cache
 
 all: test
 
@@ -40,7 +44,10 @@ demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -q
+	$(BIN)/python -m pytest -n $(JOBS) -q -m "not slow and not verilator"
+
+test-verilator: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -q -m "verilator and not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -56,6 +63,6 @@ clean:
 	rm -rf $(VENV) gpurtl-out .pytest_cache .hypothesis *.egg-info $(CACHE_HERE)
 
 clean-cache: $(STAMP)
-	$(BIN)/python -c 'import shutil; from gpurtl.sim.export import cache_dir; \
+	$(BIN)/python -c 'import shutil; from gpurtl.sim.core.export import cache_dir; \
 	path = cache_dir(); shutil.rmtree(path); print(f"removed {path}")'
 

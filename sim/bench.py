@@ -1,25 +1,56 @@
-"""``gpurtl bench``: simulation speed of every backend, side by side, on the same stimulus.
+"""``gpurtl bench``: simulation speed of every backend, side by side, on the same stimulus, and
+what a co-simulation session costs against a batch run.
 
-Each backend runs the first transactions of one stimulus under the same stall policy as
-``gpurtl check`` (the first tenth stall-free, then 70% valid / 70% ready), and every run is
-compared with the golden model. Build (elaboration, export, compilation) and golden-model times
-are reported apart from the simulation time; the fast backend runs its transactions in as many
-processes as ``gpurtl check`` would (one per core when the batch is large).
+Each backend (each model of it: ``fast-stalled``, ``fast-batch``) runs the first transactions of
+one stimulus under the same stall policy as ``gpurtl check`` (the first tenth stall-free, then
+70% valid / 70% ready), and every run is compared with the golden model. Build (elaboration,
+export, compilation) and golden-model times are reported apart from the simulation time; the
+fast backend runs its transactions in as many processes as ``gpurtl check`` would (one per core
+when the batch is large).
+
+With ``--session`` a session on one backend (by default the fast backend's batch top) runs the
+same transactions, sent in batches of 1, 32 and 1024, under the same stall policy and without
+golden checking, and the table compares its throughput with the batch run of the same model:
+
+``closed``
+    each batch waits for its own outputs before the next is sent, as a loop whose next inputs
+    depend on the outputs does (the pipeline drains between batches);
+``streamed``
+    the next batch is sent before the outputs of the previous one are read (the pipeline stays
+    full; only the session's transport costs).
 """
 
-import resource
-import tempfile
+import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .engine import StallPattern, drive_pipeline
-from .export import cache_dir
+from .backends import BACKENDS
+from .core.registry import RegistryError
+from .core.words import width_of, words_of
+from .harness.engine import StallPattern
+from .harness.lockstep import free_run_of
 
-__all__ = ["BACKENDS", "bench", "format_table", "default_slow_count"]
+__all__ = [
+    "BENCH_ROWS",
+    "SESSION_BATCHES",
+    "bench",
+    "bench_sessions",
+    "format_table",
+    "format_session_table",
+    "default_slow_count",
+]
 
-BACKENDS = ("pysim", "verilator", "fast-stalled", "fast-batch")
+#: The rows ``gpurtl bench`` can measure: every variant of every backend, by name.
+BENCH_ROWS = {
+    backend.variant_name(variant): (backend, variant)
+    for backend in BACKENDS.values()
+    for variant in backend.variants
+}
+
+#: Transactions per batch sent to a session by ``gpurtl bench --session``.
+SESSION_BATCHES = (1, 32, 1024)
 
 #: Box tests per instruction that ``ray_accel``'s figures count: one BVH8 node, eight children.
 BOX_TESTS_PER_INSTRUCTION = 8
@@ -28,64 +59,57 @@ P_VALID = P_READY = 0.7
 
 
 def default_slow_count(in_width):
-    """Transactions for pysim and cocotb: fewer for wide (large) designs, which run at a few
-    cycles per second there."""
+    """Transactions for the backends that run Python per cycle: fewer for wide (large) designs,
+    which run at a few cycles per second there."""
     return 2000 if in_width <= 256 else 40
 
 
-def _cpu_seconds():
-    """CPU time of this process and its finished children (the drivers, cocotb, compilers)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def _stalls(seed, count):
-    return StallPattern(seed=seed, p_valid=P_VALID, p_ready=P_READY, free_run=max(1, count // 10))
+    return StallPattern(seed=seed, p_valid=P_VALID, p_ready=P_READY, free_run=free_run_of(count))
 
 
-def _compare_python(block, params, count, inputs, expected, backend, seed):
-    """pysim or cocotb on the first ``count`` rows; build time measured apart from the run."""
-    from . import lockstep
+def _chosen(backends):
+    names = list(backends or BENCH_ROWS)
+    for name in names:
+        if name not in BENCH_ROWS:
+            raise RegistryError(f"backend must be one of {', '.join(BENCH_ROWS)}, not {name!r}")
+    return names
 
+
+def _compiled(name):
+    """Whether a row runs no Python per cycle."""
+    backend, _ = BENCH_ROWS[name]
+    return not backend.python_per_cycle
+
+
+class _Stimulus:
+    """The stimulus and golden outputs of a bench, written once as word rows to two files."""
+
+    def __init__(self, block, params, total, seed, work, log):
+        from .backends.fast.run import write_stimulus
+
+        in_layout, out_layout = block.layouts(**params)
+        in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
+        log(f"stimulus and golden outputs: {total} transactions")
+        self.seconds = write_stimulus(block, params, seed, total, in_path, expected_path)
+        self.total = total
+        self.inputs = np.memmap(
+            in_path, dtype="<u4", mode="r", shape=(total, words_of(width_of(in_layout)))
+        )
+        self.expected = np.memmap(
+            expected_path, dtype="<u4", mode="r", shape=(total, words_of(width_of(out_layout)))
+        )
+
+
+def _check_block(block, total, params):
+    from .backends.fast.run import check_disk
+
+    if block.kind != "pipeline":
+        raise RegistryError(
+            f"`gpurtl bench` measures pipeline blocks; `{block.name}` is cycle-stepped"
+        )
     in_layout, out_layout = block.layouts(**params)
-    input_bits = [int.from_bytes(row.tobytes(), "little") for row in inputs[:count]]
-    expected_bits = [int.from_bytes(row.tobytes(), "little") for row in expected[:count]]
-    started = time.monotonic()
-    if backend == "pysim":
-        from amaranth.sim import Simulator
-
-        from .pysim import AmaranthIO, port_map
-
-        dut = block.build(**params)
-        latency = dut.latency
-        sim = Simulator(dut)
-        sim.add_clock(1e-8)
-        ports = port_map(dut)
-        build_seconds = time.monotonic() - started
-        report, on_output = lockstep.compare_events(block, params, expected_bits, latency=latency)
-        stalls = _stalls(seed, count)
-        report.free_run = stalls.free_run
-        result = {}
-
-        async def testbench(ctx):
-            result["cycles"] = await drive_pipeline(
-                AmaranthIO(ctx, ports), input_bits, stalls, on_output
-            )
-
-        sim.add_testbench(testbench)
-        started, cpu = time.monotonic(), _cpu_seconds()
-        sim.run()
-        report.cycles = result["cycles"]
-        report.failed += report.latency_errors
-    else:
-        from .verilator import build, run_cocotb
-
-        build(block, params)
-        build_seconds = time.monotonic() - started
-        started, cpu = time.monotonic(), _cpu_seconds()
-        report = run_cocotb(block, params, input_bits, expected_bits, _stalls(seed, count))
-    return report, build_seconds, time.monotonic() - started, _cpu_seconds() - cpu
+    check_disk(total, width_of(in_layout), width_of(out_layout))
 
 
 def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=None, log=None):
@@ -97,72 +121,35 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
     all of them: a figure that a busy machine does not distort), ``passed``, ``failed`` and, for
     ``ray_accel``, ``box_tests_per_s``.
     """
-    from .fast.build import model as build_model
-    from .fast.run import FastReport, _compare, check_disk, run_rows
-    from .fast.words import batches
-    from .registry import RegistryError
+    from .backends.fast.run import work_dir
 
-    if block.kind != "pipeline":
-        raise RegistryError(
-            f"`gpurtl bench` measures pipeline blocks; `{block.name}` is cycle-stepped"
-        )
-    backends = list(backends or BACKENDS)
-    for name in backends:
-        if name not in BACKENDS:
-            raise RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {name!r}")
+    names = _chosen(backends)
     log = log or (lambda text: None)
-    in_layout, out_layout = block.layouts(**params)
-    from amaranth.hdl import Shape
-
-    slow = slow_count or default_slow_count(Shape.cast(in_layout).width)
+    in_layout, _ = block.layouts(**params)
+    slow = slow_count or default_slow_count(width_of(in_layout))
     total = max(
-        count if any(b.startswith("fast") for b in backends) else 0,
-        slow if {"pysim", "verilator"} & set(backends) else 0,
+        count if any(_compiled(n) for n in names) else 0,
+        slow if any(not _compiled(n) for n in names) else 0,
     )
-    check_disk(total, Shape.cast(in_layout).width, Shape.cast(out_layout).width)
+    _check_block(block, total, params)
     result = {"block": block.name, "params": params, "rows": []}
-    folder = cache_dir() / "fast" / "runs"
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as work:
-        in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
-        log(f"stimulus and golden outputs: {total} transactions")
-        started = time.monotonic()
-        with open(in_path, "wb") as inputs, open(expected_path, "wb") as expected:
-            for rows, golden in batches(block, params, np.random.default_rng(seed), total):
-                np.ascontiguousarray(rows, dtype="<u4").tofile(inputs)
-                np.ascontiguousarray(golden, dtype="<u4").tofile(expected)
-        result["golden_seconds"] = round(time.monotonic() - started, 3)
+    with work_dir() as work:
+        stimulus = _Stimulus(block, params, total, seed, work, log)
+        result["golden_seconds"] = round(stimulus.seconds, 3)
         result["golden_transactions"] = total
-        in_rows = np.memmap(in_path, dtype="<u4", mode="r", shape=(total, _words(in_layout)))
-        golden_rows = np.memmap(
-            expected_path, dtype="<u4", mode="r", shape=(total, _words(out_layout))
-        )
-        for name in backends:
+        for name in names:
+            backend, variant = BENCH_ROWS[name]
+            n = min(count if _compiled(name) else slow, total)
             log(f"{name} ...")
-            if name in ("pysim", "verilator"):
-                n = min(slow, total)
-                report, build_seconds, sim_seconds, cpu_seconds = _compare_python(
-                    block, params, n, in_rows, golden_rows, name, seed
-                )
-            else:
-                n = min(count, total)
-                top = name.split("-", 1)[1]
-                model = build_model(block, params, top=top, log=log)
-                build_seconds = model.build_seconds
-                report = FastReport()
-                started, cpu = time.monotonic(), _cpu_seconds()
-                slices = run_rows(
-                    model,
-                    in_path,
-                    n,
-                    seed=seed,
-                    p_valid=P_VALID,
-                    p_ready=P_READY,
-                    free_run=max(1, n // 10),
-                    work=work,
-                )
-                sim_seconds, cpu_seconds = time.monotonic() - started, _cpu_seconds() - cpu
-                _compare(report, model, out_layout, slices, golden_rows, keep_outputs=False)
+            report, build_seconds, sim_seconds, cpu_seconds = backend.timed_run(
+                block,
+                params,
+                stimulus.inputs[:n],
+                stimulus.expected[:n],
+                _stalls(seed, n),
+                variant=variant,
+                work=work,
+            )
             row = {
                 "backend": name,
                 "transactions": n,
@@ -183,16 +170,120 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
                 )
             result["rows"].append(row)
             log(f"{name}: {row['instructions_per_s']} instructions/s, {report.line()}")
-        del in_rows, golden_rows
+        del stimulus
     return result
 
 
-def _words(layout):
-    from amaranth.hdl import Shape
+def _session_run(backend, variant, block, params, rows, batch, stalls, streamed):
+    """Wall-clock seconds of one session through ``rows`` in batches of ``batch``; returns
+    ``(seconds, cycles, outputs)``."""
+    options = {"top": variant} if variant is not None else {}
+    with backend.session(block, params, golden=False, stalls=stalls, **options) as session:
+        started = time.monotonic()
+        received = 0
+        for first in range(0, len(rows), batch):
+            session.send_words(rows[first : first + batch])
+            ahead = batch if streamed else 0  # leave the batch just sent in flight
+            take = session.in_flight - min(ahead, session.in_flight)
+            if take:
+                received += len(session.receive_words(take))
+        received += len(session.receive_words())
+        seconds = time.monotonic() - started
+        return seconds, session.cycle, received
 
-    from .fast.driver import words_of
 
-    return words_of(Shape.cast(layout).width)
+def bench_sessions(
+    block,
+    params,
+    *,
+    count=20_000,
+    seed=0,
+    backend="fast-batch",
+    batches=SESSION_BATCHES,
+    repeat=3,
+    log=None,
+):
+    """A session of the backend row ``backend`` against its batch run on the same ``count``
+    transactions, for each batch size in ``batches``; returns ``{"block", "params", "backend",
+    "batch": {...}, "rows": [...]}``. A row: ``batch`` (transactions per batch), ``mode``
+    (``closed`` or ``streamed``, see the module doc string), ``transactions``, ``cycles``,
+    ``sim_seconds``, ``instructions_per_s`` and ``vs_batch`` (its throughput over the batch
+    run's). Every time is the median of ``repeat`` runs."""
+    from .backends.fast.run import work_dir
+
+    (name,) = _chosen([backend])
+    log = log or (lambda text: None)
+    _check_block(block, count, params)
+    chosen, variant = BENCH_ROWS[name]
+    result = {"block": block.name, "params": params, "backend": name, "repeat": repeat, "rows": []}
+    with work_dir() as work:
+        stimulus = _Stimulus(block, params, count, seed, work, log)
+        log(f"{name}: batch run of {count} transactions")
+        runs = [
+            chosen.timed_run(
+                block,
+                params,
+                stimulus.inputs,
+                stimulus.expected,
+                _stalls(seed, count),
+                variant=variant,
+                work=work,
+            )
+            for _ in range(repeat)
+        ]
+        report = runs[0][0]
+        sim_seconds = statistics.median(run[2] for run in runs)
+        batch_rate = count / max(sim_seconds, 1e-9)
+        result["batch"] = {
+            "transactions": count,
+            "cycles": report.cycles,
+            "sim_seconds": round(sim_seconds, 3),
+            "instructions_per_s": round(batch_rate, 1),
+            "failed": report.failed,
+        }
+        rows = np.ascontiguousarray(stimulus.inputs)
+        for size in batches:
+            for mode in ("closed", "streamed"):
+                log(f"{name}: session, batches of {size}, {mode}")
+                runs = [
+                    _session_run(
+                        chosen,
+                        variant,
+                        block,
+                        params,
+                        rows,
+                        size,
+                        _stalls(seed, count),
+                        mode == "streamed",
+                    )
+                    for _ in range(repeat)
+                ]
+                seconds = statistics.median(run[0] for run in runs)
+                _, cycles, received = runs[0]
+                rate = received / max(seconds, 1e-9)
+                result["rows"].append(
+                    {
+                        "batch": size,
+                        "mode": mode,
+                        "transactions": received,
+                        "cycles": cycles,
+                        "sim_seconds": round(seconds, 3),
+                        "instructions_per_s": round(rate, 1),
+                        "vs_batch": round(rate / batch_rate, 3),
+                    }
+                )
+        del stimulus
+    return result
+
+
+def _table(header, rows):
+    widths = [
+        max(len(h), *(len(row[k]) for row in rows)) if rows else len(h)
+        for k, h in enumerate(header)
+    ]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    return lines
 
 
 def format_table(result):
@@ -239,16 +330,38 @@ def format_table(result):
                 f"{r['passed']} passed, {r['failed']} failed",
             ]
         )
-    widths = [
-        max(len(h), *(len(row[k]) for row in rows)) if rows else len(h)
-        for k, h in enumerate(header)
-    ]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    lines += _table(header, rows)
     if box:
         lines.append(
             f"box tests/s counts {BOX_TESTS_PER_INSTRUCTION} per instruction (a BVH8 "
             f"node); the stimulus also holds triangle, instance and legacy nodes"
         )
     return "\n".join(lines)
+
+
+def format_session_table(result):
+    """The session bench as a plain-text table."""
+    batch = result["batch"]
+    lines = [
+        f"session vs batch run on {result['backend']}: {batch['transactions']} transactions, "
+        f"70% valid / 70% ready stalls, no golden checking in the session, medians of "
+        f"{result['repeat']} runs",
+        f"batch run: {batch['sim_seconds']:.2f} s, {batch['instructions_per_s']:.0f} "
+        f"instructions/s ({batch['cycles']} cycles)",
+        "closed: each batch waits for its outputs; streamed: the next batch is sent first",
+        "",
+    ]
+    header = ["batch", "mode", "transactions", "cycles", "s", "instructions/s", "vs batch run"]
+    rows = [
+        [
+            str(r["batch"]),
+            r["mode"],
+            str(r["transactions"]),
+            str(r["cycles"]),
+            f"{r['sim_seconds']:.2f}",
+            f"{r['instructions_per_s']:.0f}",
+            f"{r['vs_batch']:.2f}x",
+        ]
+        for r in result["rows"]
+    ]
+    return "\n".join(lines + _table(header, rows))

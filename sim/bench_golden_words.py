@@ -24,8 +24,8 @@ from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
 from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_field
 
-from . import registry
-from .words import dicts_from_words, words_from_dicts
+from .core import registry
+from .core.words import dicts_from_words, words_from_dicts
 
 __all__ = ["main"]
 

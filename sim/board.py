@@ -4,9 +4,10 @@
   :mod:`gpurtl.hdl.board.harness` for a registered pipeline block.
 * :func:`drive_uart`: a coroutine that plays the host on the ``rx``/``tx`` lines of a simulated
   harness bit by bit (the same code runs on the Amaranth simulator and on cocotb/Verilator through
-  :class:`gpurtl.sim.engine.PortIO`).
+  :class:`gpurtl.sim.harness.engine.PortIO`).
 * :func:`run_verilator`: exports a block inside the harness, builds it with Verilator and runs
-  :mod:`gpurtl.sim.cocotb_uart` on it.
+  :mod:`gpurtl.sim.cocotb_uart` on it
+  (:func:`gpurtl.sim.backends.verilator.run_test`).
 * :func:`exchange_serial`: the same protocol over a serial port (the board's FTDI UART), one
   request at a time.
 * :func:`build_ulx3s`: the bitstream of a block inside the harness for the ULX3S-85F, using
@@ -17,14 +18,13 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 import types
 from pathlib import Path
 
-from . import layouts
-from .cliutil import write_atomic
-from .export import cache_dir, verilator_env
+from .core import layouts
+from .core.export import cache_dir
+from .core.files import write_atomic
 from .synth import SynthError, critical_path, run_tool
 
 __all__ = [
@@ -139,45 +139,16 @@ def _harness_block(block, params, divisor):
 def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
     """Bytes received from the harness around ``block`` on cocotb/Verilator for ``chunks``
     (see :func:`drive_uart`)."""
-    from cocotb_tools.runner import get_runner
-
-    from .verilator import build
+    from .backends.verilator import build, run_test
 
     wrapped = _harness_block(block, params, divisor)
-    folder = build(wrapped, params)
-    with tempfile.TemporaryDirectory(dir=folder) as work:
-        job = {
-            "chunks": [[data.hex(), idle] for data, idle in chunks],
-            "divisor": divisor,
-            "expect": expect,
-            "max_cycles": max_cycles,
-            "result": str(Path(work) / "result.json"),
-        }
-        job_path = Path(work) / "job.json"
-        job_path.write_text(json.dumps(job))
-        saved = dict(os.environ)
-        os.environ.update(verilator_env())
-        try:
-            get_runner("verilator").test(
-                test_module="gpurtl.sim.cocotb_uart",
-                hdl_toplevel=wrapped.name,
-                hdl_toplevel_lang="verilog",
-                build_dir=str(folder / "build"),
-                test_dir=work,
-                extra_env={"GPURTL_JOB": str(job_path), "COCOTB_LOG_LEVEL": "WARNING"},
-                log_file=str(Path(work) / "sim.log"),
-            )
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        result_path = Path(job["result"])
-        if not result_path.exists():
-            log = Path(work) / "sim.log"
-            tail = log.read_text()[-3000:] if log.exists() else ""
-            raise RuntimeError(f"the cocotb UART run of `{block.name}` wrote no result\n{tail}")
-        result = json.loads(result_path.read_text())
-    if "error" in result:
-        raise RuntimeError(f"cocotb UART run of `{block.name}` failed: {result['error']}")
+    job = {
+        "chunks": [[data.hex(), idle] for data, idle in chunks],
+        "divisor": divisor,
+        "expect": expect,
+        "max_cycles": max_cycles,
+    }
+    result = run_test(wrapped.name, build(wrapped, params), job, module="gpurtl.sim.cocotb_uart")
     return bytes.fromhex(result["received"])
 
 

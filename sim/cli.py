@@ -15,12 +15,15 @@ import sys
 import time
 from pathlib import Path
 
-from . import cliutil, layouts, registry
-from .cliutil import UsageError
-from .export import ToolchainError
-from .fast.build import BuildError
-from .jsonio import InputError
-from .lockstep import BACKENDS
+from . import cliutil
+from .backends import BACKENDS
+from .backends.fast.build import BuildError
+from .bench import BENCH_ROWS
+from .core import files, layouts, registry
+from .core.export import ToolchainError
+from .core.files import UsageError
+from .core.jsonio import InputError
+from .core.progress import progress
 from .synth import SynthError
 
 __all__ = ["main"]
@@ -84,6 +87,50 @@ def _block_json(block, params, latency, in_layout, out_layout):
 
 def _width(layout):
     return sum(leaf.width for leaf in layouts.leaves(layout))
+
+
+def _block_argument(p, required=True):
+    p.add_argument(
+        "block",
+        metavar="BLOCK",
+        nargs=None if required else "?",
+        help="registered block name (see `gpurtl list`)",
+    )
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="build parameter (repeatable; `gpurtl list BLOCK` shows them)",
+    )
+
+
+def _backend_arguments(p):
+    p.add_argument(
+        "--backend",
+        choices=list(BACKENDS),
+        default="pysim",
+        help="; ".join(f"{name}: {backend.summary}" for name, backend in BACKENDS.items()),
+    )
+    p.add_argument("--vcd", metavar="FILE", help="write a VCD waveform")
+
+
+def _seed_argument(p):
+    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
+
+
+def _backend_tools(args):
+    """A backend that compiles a model needs a C++ compiler and make: say so before any work."""
+    BACKENDS[args.backend].require_tools()
+
+
+def _list_arguments(p):
+    _block_argument(p, required=False)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="as JSON: parameter ranges, layouts as structures, optional input fields",
+    )
 
 
 def cmd_list(args):
@@ -167,8 +214,14 @@ def _short(text, limit=160):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _export_arguments(p):
+    _block_argument(p)
+    p.add_argument("-o", "--output", required=True, help="output .v file ('-' for stdout)")
+    p.add_argument("--lint", action="store_true", help="also run verilator --lint-only -Wall")
+
+
 def cmd_export(args):
-    from .export import lint, to_verilog
+    from .core.export import lint, to_verilog
 
     block, params = _block_and_params(args)
     text = to_verilog(block, params)
@@ -184,14 +237,14 @@ def cmd_export(args):
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        cliutil.write_atomic(args.output, text)
+        files.write_atomic(args.output, text)
         print(f"wrote {args.output} (top module `{block.name}`, clk, rst)", file=sys.stderr)
     return 0
 
 
 def _emit_jsonl(path, shape, values):
     """JSON Lines to ``path`` (atomically), or to stdout when ``path`` is None or ``-``."""
-    from .jsonio import to_jsonable, write_jsonl
+    from .core.jsonio import to_jsonable, write_jsonl
 
     if path in (None, "-"):
         for value in values:
@@ -200,23 +253,31 @@ def _emit_jsonl(path, shape, values):
         write_jsonl(path, shape, values)
 
 
+def _run_arguments(p):
+    _block_argument(p)
+    p.add_argument("--input", required=True, help="JSON Lines input file")
+    p.add_argument("-o", "--output", help="JSON Lines output file (default: stdout)")
+    _backend_arguments(p)
+    p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
+
+
 def cmd_run(args):
-    from .engine import StallPattern
-    from .jsonio import read_jsonl
-    from .lockstep import golden_outputs, run_block
+    from .backends import get
+    from .core.jsonio import read_jsonl
+    from .harness.engine import StallPattern
+    from .harness.golden_io import golden_outputs
 
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
     inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
-    cliutil.progress(
+    progress(
         f"run: {cliutil.plural(len(inputs), 'input')} through `{block.name}` on {args.backend}"
     )
     expected = None if args.no_golden else golden_outputs(block, params, inputs)
-    report = run_block(
+    report = get(args.backend).run(
         block,
         params,
         inputs,
-        backend=args.backend,
         expected=expected,
         stalls=StallPattern(),
         vcd=args.vcd,
@@ -240,12 +301,17 @@ def cmd_run(args):
 
 
 def _cycle_progress(command, total):
-    def progress(cycles, report):
-        cliutil.progress(
-            f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} compared"
-        )
+    def report_cycles(cycles, report):
+        progress(f"{command}: cycle {cycles}, {report.passed + report.failed} of {total} compared")
 
-    return progress
+    return report_cycles
+
+
+def _stimulus_arguments(p):
+    _block_argument(p)
+    p.add_argument("--count", type=int, default=4, help="how many inputs")
+    _seed_argument(p)
+    p.add_argument("-o", "--output", required=True, help="output .jsonl file ('-' for stdout)")
 
 
 def cmd_stimulus(args):
@@ -253,7 +319,7 @@ def cmd_stimulus(args):
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
 
-    from .lockstep import CHUNK
+    from .harness.golden_io import CHUNK
 
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
@@ -277,6 +343,13 @@ def cmd_stimulus(args):
     return 0
 
 
+def _encode_arguments(p):
+    p.add_argument("--input", required=True, help="JSON Lines file: one node and ray a line")
+    p.add_argument(
+        "-o", "--output", help="JSON Lines for `gpurtl run ray_accel --input` (default: stdout)"
+    )
+
+
 def cmd_encode(args):
     """``ray_accel`` input lines from hand-written nodes and rays (see :mod:`.ray_encode`)."""
     from .ray_encode import encode_file
@@ -285,7 +358,7 @@ def cmd_encode(args):
     if args.output in (None, "-"):
         sys.stdout.writelines(lines)
     else:
-        cliutil.write_atomic(args.output, lines)
+        files.write_atomic(args.output, lines)
         print(
             f"{cliutil.plural(len(lines), 'ray_accel instruction')} written to {args.output}",
             file=sys.stderr,
@@ -293,29 +366,49 @@ def cmd_encode(args):
     return 0
 
 
+class _CheckCounts:
+    """Each block's default ``gpurtl check --count``, as help text (the registry is loaded only
+    when the help is printed)."""
+
+    def __str__(self):
+        return ", ".join(f"{b.name} {b.check_count}" for b in registry.blocks())
+
+
+def _check_arguments(p):
+    _block_argument(p)
+    count = p.add_argument(
+        "--count",
+        type=int,
+        help="transactions (pipelines) or cycles (default: the block's own `check_count`, "
+        "shown by `gpurtl list BLOCK`: %(check_counts)s)",
+    )
+    count.check_counts = _CheckCounts()
+    _seed_argument(p)
+    _backend_arguments(p)
+
+
 def cmd_check(args):
-    from .lockstep import check
+    from .backends import get
 
     block, params = _block_and_params(args)
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()
     count = block.check_count if args.count is None else args.count
-    report = check(
+    report = get(args.backend).check(
         block,
         params,
         count=count,
         seed=args.seed,
-        backend=args.backend,
         vcd=args.vcd,
         progress=_cycle_progress("check", count),
-        log=lambda text: cliutil.progress(f"check: {text}"),
+        log=lambda text: progress(f"check: {text}"),
     )
     # The Verilator build (minutes the first time, cached after) is not simulation speed.
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
     unit = "transaction" if block.kind == "pipeline" else "cycle"
     print(
-        f"{cliutil.plural(report.passed + report.failed - report.latency_errors, unit)}, "
+        f"{cliutil.plural(report.passed + report.failed - report.timing_errors, unit)}, "
         f"{cliutil.plural(report.cycles, 'clock cycle')}, {elapsed:.1f} s "
         f"({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)"
     )
@@ -325,21 +418,65 @@ def cmd_check(args):
             print("rerun with --vcd wave.vcd to record the waveform")
     if report.stream_error:
         print(f"stream rule broken: {report.stream_error}")
-    if args.backend == "fast":
-        print(
-            f"fast backend ({report.top} top, {report.processes} processes): build "
-            f"{report.build_seconds:.1f} s, golden {report.golden_seconds:.1f} s, simulation "
-            f"{report.sim_seconds:.1f} s ({report.cycles / max(report.sim_seconds, 1e-9):.0f} "
-            f"cycles/s), compare {report.compare_seconds:.1f} s"
-        )
+    if hasattr(report, "phases"):
+        print(report.phases())
     print(report.line())
     return EXIT_FAIL if report.failed else 0
 
 
+def _bench_arguments(p):
+    _block_argument(p)
+    p.add_argument("--count", type=int, default=100_000, help="transactions for the fast backend")
+    p.add_argument(
+        "--slow-count",
+        type=int,
+        help="transactions for pysim and cocotb, a positive integer (default: 2000 for blocks "
+        "whose input is at most 256 bits wide, 40 for wider ones)",
+    )
+    _seed_argument(p)
+    p.add_argument(
+        "--backends",
+        help=f"comma-separated subset of {','.join(BENCH_ROWS)} (default: all)",
+    )
+    p.add_argument(
+        "--session",
+        nargs="?",
+        const="fast-batch",
+        metavar="BACKEND",
+        help="instead: a co-simulation session against the batch run of the same model, in "
+        "batches of 1, 32 and 1024 transactions (BACKEND: a --backends name, by default "
+        "fast-batch)",
+    )
+    p.add_argument("--session-count", type=int, default=20_000, help="transactions for --session")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def _bench_tools(args):
+    from .core.export import cxx_toolchain
+
+    if args.session_count < 1:
+        raise UsageError(f"--session-count must be a positive integer, not {args.session_count}")
+    chosen = [args.session] if args.session else args.backends.split(",") if args.backends else []
+    chosen = chosen or list(BENCH_ROWS)
+    compiled = [name for name in chosen if name in BENCH_ROWS and BENCH_ROWS[name][0].tools]
+    if compiled:
+        cxx_toolchain(f"`gpurtl bench` (backends {', '.join(compiled)})")
+
+
 def cmd_bench(args):
-    from .bench import bench, format_table
+    from .bench import bench, bench_sessions, format_session_table, format_table
 
     block, params = _block_and_params(args)
+
+    def log(text):
+        print(text, file=sys.stderr)
+
+    if args.session:
+        result = bench_sessions(
+            block, params, count=args.session_count, seed=args.seed, backend=args.session, log=log
+        )
+        print(json.dumps(result, indent=1) if args.json else format_session_table(result))
+        return EXIT_FAIL if result["batch"]["failed"] else 0
     result = bench(
         block,
         params,
@@ -347,10 +484,35 @@ def cmd_bench(args):
         slow_count=args.slow_count,
         seed=args.seed,
         backends=args.backends.split(",") if args.backends else None,
-        log=lambda text: print(text, file=sys.stderr),
+        log=log,
     )
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0
+
+
+def _synth_arguments(p):
+    _block_argument(p)
+    p.add_argument(
+        "--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k", help="target FPGA"
+    )
+    p.add_argument("--freq", type=float, default=100.0, help="target clock, MHz")
+    p.add_argument("--nodsp", action="store_true", help="map multipliers to LUTs")
+    p.add_argument(
+        "--synth-only",
+        action="store_true",
+        help="ECP5: stop after yosys (designs larger than the device); no Fmax",
+    )
+    p.add_argument(
+        "--keep-hierarchy",
+        action="store_true",
+        help="with --synth-only: map each distinct module once (yosys -noflatten); faster for "
+        "large designs, an upper bound (no optimisation across module boundaries)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _synth_validate(args):
+    cliutil.check_positive(args.freq, "--freq")
 
 
 def cmd_synth(args):
@@ -362,7 +524,7 @@ def cmd_synth(args):
             "--keep-hierarchy needs --synth-only on ecp5-85k (place and route takes a flat netlist)"
         )
     if not args.json:
-        cliutil.progress(
+        progress(
             f"synthesizing {block.name} for {args.device} at {args.freq:g} MHz "
             f"(yosys, then nextpnr: a minute for small blocks, more for large ones)"
         )
@@ -393,8 +555,8 @@ def cmd_synth(args):
 def _board_exchange(args, block, params):
     """``--port``: the transactions of ``--input`` through a programmed board."""
     from .board import BoardError, exchange_serial
-    from .jsonio import read_jsonl
-    from .lockstep import golden_outputs
+    from .core.jsonio import read_jsonl
+    from .harness.golden_io import golden_outputs
 
     if not args.input:
         raise UsageError("--port needs --input (a JSON Lines file of transactions)")
@@ -423,8 +585,8 @@ def _board_exchange(args, block, params):
 
 
 def _progress_lines(command):
-    """``gpurtl: COMMAND: ...`` progress lines on stderr (see :func:`cliutil.progress`)."""
-    return lambda line: cliutil.progress(f"{command}: {line}")
+    """``gpurtl: COMMAND: ...`` progress lines on stderr (see :func:`~gpurtl.sim.core.progress.progress`)."""
+    return lambda line: progress(f"{command}: {line}")
 
 
 def _print_critical_path(path):
@@ -439,6 +601,39 @@ def _print_critical_path(path):
                 f"  through {', '.join(path['sources'][:8])}"
                 f"{' ...' if len(path['sources']) > 8 else ''}"
             )
+
+
+def _board_arguments(p):
+    p.add_argument(
+        "board_name",
+        metavar="BOARD",
+        choices=("ulx3s",),
+        help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)",
+    )
+    p.add_argument(
+        "block", metavar="BLOCK", nargs="?", default="ray_accel", help="registered pipeline block"
+    )
+    p.add_argument(
+        "-p", "--param", action="append", metavar="NAME=VALUE", help="build parameter (repeatable)"
+    )
+    p.add_argument("--baud", type=int, default=115200, help="UART bit rate")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    p.add_argument("-o", "--output", default="ulx3s.bit", help="bitstream file")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--port",
+        help="instead of building: send --input's transactions to the "
+        "programmed board on this serial port (e.g. /dev/ttyUSB0)",
+    )
+    p.add_argument("--input", help="with --port: JSON Lines transactions (as for `gpurtl run`)")
+    p.add_argument("--results", help="with --port: JSON Lines output file (default: stdout)")
+
+
+def _board_validate(args):
+    if args.port is None:
+        files.check_output_file(args.output, "--output")
+    elif args.results:
+        files.check_output_file(args.results, "--results")
 
 
 def cmd_board(args):
@@ -495,7 +690,7 @@ def cmd_experiment(args):
         return 0
     module = experiments.get(args.name)
     out = Path(args.out) / module.NAME
-    cliutil.progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> {out}")
+    progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> {out}")
     demo.print_result(module.NAME, demo.run_experiment(module, out, args.quick))
     return 0
 
@@ -506,20 +701,52 @@ def cmd_demo(args):
     return demo.demo(args.out, quick=args.quick, vcd_count=args.vcd_count)
 
 
+def _report_arguments(p):
+    p.add_argument(
+        "folder",
+        metavar="DIR",
+        help="a folder written by `gpurtl demo --out DIR`, or `gpurtl experiment`'s DIR/NAME",
+    )
+
+
 def cmd_report(args):
     from . import demo
 
     return demo.report(args.folder)
 
 
+def _sweep_arguments(p):
+    p.add_argument(
+        "spec",
+        metavar="SPEC.toml",
+        help="the sweep spec (see gpurtl.sim.sweep), or the name of a shipped "
+        "example: fp32-depth, ray-accel-builds, ooo-memory-latency",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://host:8786) (default: a local cluster)",
+    )
+    p.add_argument("--workers", type=int, default=2, help="local cluster workers")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: gpurtl-out/sweep/NAME)")
+    p.add_argument(
+        "--resume", action="store_true", help="skip the points that already have a result in DIR"
+    )
+
+
+def _sweep_validate(args):
+    if args.out:
+        files.check_output_folder(args.out, "--out")
+
+
 def cmd_sweep(args):
-    from .sweep import SpecError, load_spec, run_sweep
+    from .sweep import SpecError, load_spec, run_sweep, shipped
 
     if args.workers < 1:
         raise UsageError(f"--workers must be a positive integer, not {args.workers}")
     spec_path = Path(args.spec)
-    builtin = Path(__file__).parent / "sweeps" / f"{args.spec.replace('-', '_')}.toml"
-    if not spec_path.exists() and builtin.exists():
+    builtin = shipped(args.spec)
+    if not spec_path.exists() and builtin is not None:
         spec_path = builtin  # an example shipped with the package, by name
     try:
         spec = load_spec(spec_path)
@@ -566,14 +793,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-class _CheckCounts:
-    """Each block's default ``gpurtl check --count``, as help text (the registry is loaded only
-    when the help is printed)."""
-
-    def __str__(self):
-        return ", ".join(f"{b.name} {b.check_count}" for b in registry.blocks())
-
-
 def _version():
     from importlib.metadata import PackageNotFoundError, version
 
@@ -581,6 +800,129 @@ def _version():
         return version("gpurtl")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "unknown"
+
+
+def _experiment_arguments(p):
+    p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
+    p.add_argument("--list", action="store_true", help="list the experiments")
+    p.add_argument("--out", default="gpurtl-out", help="output folder")
+    p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+
+
+def _experiment_validate(args):
+    if args.name:
+        files.check_output_folder(args.out, "--out")
+
+
+def _demo_arguments(p):
+    p.add_argument("--out", default="gpurtl-out", help="output folder")
+    p.add_argument(
+        "--quick", action="store_true", help="small sizes and short waveforms (under a minute)"
+    )
+    p.add_argument("--vcd-count", type=int, help=argparse.SUPPRESS)
+
+
+def _demo_validate(args):
+    files.check_output_folder(args.out, "--out")
+
+
+def _output_file(args):
+    files.check_output_file(args.output, "--output")
+
+
+class Command:
+    """One ``gpurtl`` command: its name and help, ``arguments(parser)`` that declares its own
+    arguments, ``checks``: functions of the parsed arguments that refuse bad values before any
+    work starts (:class:`~gpurtl.sim.core.files.UsageError`), and ``run(args)``."""
+
+    def __init__(self, name, help, arguments, run, checks=()):
+        self.name, self.help, self.arguments, self.run = name, help, arguments, run
+        self.checks = checks
+
+
+#: The commands, in the order ``gpurtl --help`` lists them.
+COMMANDS = (
+    Command("list", "blocks, parameters, latency, interfaces", _list_arguments, cmd_list),
+    Command("export", "write Verilog of a block", _export_arguments, cmd_export, (_output_file,)),
+    Command(
+        "run",
+        "run your own transactions / per-cycle events through the RTL",
+        _run_arguments,
+        cmd_run,
+        (_output_file, _backend_tools),
+    ),
+    Command(
+        "stimulus",
+        "write random inputs of a block as JSON Lines (a template for `run --input`)",
+        _stimulus_arguments,
+        cmd_stimulus,
+        (_output_file,),
+    ),
+    Command(
+        "encode",
+        "`ray_accel` instructions from nodes and rays written by hand in JSON (boxes as floats, "
+        "triangles as vertices, instances with a matrix); see gpurtl.sim.ray_encode",
+        _encode_arguments,
+        cmd_encode,
+        (_output_file,),
+    ),
+    Command(
+        "check",
+        "random lockstep check against the golden model",
+        _check_arguments,
+        cmd_check,
+        (_backend_tools,),
+    ),
+    Command(
+        "bench",
+        "simulation speed of every backend on the same stimulus; --session: a co-simulation "
+        "session against the batch run",
+        _bench_arguments,
+        cmd_bench,
+        (_bench_tools,),
+    ),
+    Command(
+        "synth",
+        "out-of-context FPGA synthesis and place-and-route",
+        _synth_arguments,
+        cmd_synth,
+        (_synth_validate,),
+    ),
+    Command(
+        "board",
+        "bitstream: a pipeline block behind a UART harness on a board",
+        _board_arguments,
+        cmd_board,
+        (_board_validate,),
+    ),
+    Command(
+        "experiment",
+        "run one experiment",
+        _experiment_arguments,
+        cmd_experiment,
+        (_experiment_validate,),
+    ),
+    Command(
+        "sweep",
+        "run a parameter sweep (synth, check or an experiment) on Dask",
+        _sweep_arguments,
+        cmd_sweep,
+        (_sweep_validate,),
+    ),
+    Command(
+        "demo",
+        "every experiment on its default, summary, plots, VCDs",
+        _demo_arguments,
+        cmd_demo,
+        (_demo_validate,),
+    ),
+    Command(
+        "report",
+        "write the tables, plots and summaries again from saved data",
+        _report_arguments,
+        cmd_report,
+    ),
+)
 
 
 def build_parser():
@@ -591,239 +933,31 @@ def build_parser():
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name, help):
-        return sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
-
-    def with_block(p, required=True):
-        p.add_argument(
-            "block",
-            metavar="BLOCK",
-            nargs=None if required else "?",
-            help="registered block name (see `gpurtl list`)",
+    for command in COMMANDS:
+        p = sub.add_parser(
+            command.name,
+            help=command.help,
+            description=command.help,
+            formatter_class=_HelpFormatter,
         )
-        p.add_argument(
-            "-p",
-            "--param",
-            action="append",
-            metavar="NAME=VALUE",
-            help="build parameter (repeatable; `gpurtl list BLOCK` shows them)",
-        )
-
-    def with_backend(p):
-        p.add_argument(
-            "--backend",
-            choices=BACKENDS,
-            default="pysim",
-            help="Amaranth's Python simulator, cocotb on a Verilator model "
-            "(compiled once per design into the cache folder), or `fast`: the "
-            "Verilator model with a compiled batch driver (pipelines only)",
-        )
-        p.add_argument("--vcd", metavar="FILE", help="write a VCD waveform")
-
-    p = command("list", "blocks, parameters, latency, interfaces")
-    with_block(p, required=False)
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="as JSON: parameter ranges, layouts as structures, optional input fields",
-    )
-    p.set_defaults(func=cmd_list)
-
-    p = command("export", "write Verilog of a block")
-    with_block(p)
-    p.add_argument("-o", "--output", required=True, help="output .v file ('-' for stdout)")
-    p.add_argument("--lint", action="store_true", help="also run verilator --lint-only -Wall")
-    p.set_defaults(func=cmd_export)
-
-    p = command("run", "run your own transactions / per-cycle events through the RTL")
-    with_block(p)
-    p.add_argument("--input", required=True, help="JSON Lines input file")
-    p.add_argument("-o", "--output", help="JSON Lines output file (default: stdout)")
-    with_backend(p)
-    p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
-    p.set_defaults(func=cmd_run)
-
-    p = command(
-        "stimulus", "write random inputs of a block as JSON Lines (a template for `run --input`)"
-    )
-    with_block(p)
-    p.add_argument("--count", type=int, default=4, help="how many inputs")
-    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
-    p.add_argument("-o", "--output", required=True, help="output .jsonl file ('-' for stdout)")
-    p.set_defaults(func=cmd_stimulus)
-
-    p = command(
-        "encode",
-        "`ray_accel` instructions from nodes and rays written by hand in JSON (boxes as floats, "
-        "triangles as vertices, instances with a matrix); see gpurtl.sim.ray_encode",
-    )
-    p.add_argument("--input", required=True, help="JSON Lines file: one node and ray a line")
-    p.add_argument(
-        "-o", "--output", help="JSON Lines for `gpurtl run ray_accel --input` (default: stdout)"
-    )
-    p.set_defaults(func=cmd_encode)
-
-    p = command("check", "random lockstep check against the golden model")
-    with_block(p)
-    count = p.add_argument(
-        "--count",
-        type=int,
-        help="transactions (pipelines) or cycles (default: the block's own `check_count`, "
-        "shown by `gpurtl list BLOCK`: %(check_counts)s)",
-    )
-    count.check_counts = _CheckCounts()
-    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
-    with_backend(p)
-    p.set_defaults(func=cmd_check)
-
-    p = command("bench", "simulation speed of every backend on the same stimulus")
-    with_block(p)
-    p.add_argument("--count", type=int, default=100_000, help="transactions for the fast backend")
-    p.add_argument(
-        "--slow-count",
-        type=int,
-        help="transactions for pysim and cocotb, a positive integer (default: 2000 for blocks "
-        "whose input is at most 256 bits wide, 40 for wider ones)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="random seed (a non-negative integer)")
-    p.add_argument(
-        "--backends",
-        help="comma-separated subset of pysim,verilator,fast-stalled,fast-batch (default: all)",
-    )
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.set_defaults(func=cmd_bench)
-
-    p = command("synth", "out-of-context FPGA synthesis and place-and-route")
-    with_block(p)
-    p.add_argument(
-        "--device", choices=("ecp5-85k", "ice40-up5k"), default="ecp5-85k", help="target FPGA"
-    )
-    p.add_argument("--freq", type=float, default=100.0, help="target clock, MHz")
-    p.add_argument("--nodsp", action="store_true", help="map multipliers to LUTs")
-    p.add_argument(
-        "--synth-only",
-        action="store_true",
-        help="ECP5: stop after yosys (designs larger than the device); no Fmax",
-    )
-    p.add_argument(
-        "--keep-hierarchy",
-        action="store_true",
-        help="with --synth-only: map each distinct module once (yosys -noflatten); faster for "
-        "large designs, an upper bound (no optimisation across module boundaries)",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=cmd_synth)
-
-    p = command("board", "bitstream: a pipeline block behind a UART harness on a board")
-    p.add_argument(
-        "board_name",
-        metavar="BOARD",
-        choices=("ulx3s",),
-        help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)",
-    )
-    p.add_argument(
-        "block", metavar="BLOCK", nargs="?", default="ray_accel", help="registered pipeline block"
-    )
-    p.add_argument(
-        "-p", "--param", action="append", metavar="NAME=VALUE", help="build parameter (repeatable)"
-    )
-    p.add_argument("--baud", type=int, default=115200, help="UART bit rate")
-    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
-    p.add_argument("-o", "--output", default="ulx3s.bit", help="bitstream file")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument(
-        "--port",
-        help="instead of building: send --input's transactions to the "
-        "programmed board on this serial port (e.g. /dev/ttyUSB0)",
-    )
-    p.add_argument("--input", help="with --port: JSON Lines transactions (as for `gpurtl run`)")
-    p.add_argument("--results", help="with --port: JSON Lines output file (default: stdout)")
-    p.set_defaults(func=cmd_board)
-
-    p = command("experiment", "run one experiment")
-    p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
-    p.add_argument("--list", action="store_true", help="list the experiments")
-    p.add_argument("--out", default="gpurtl-out", help="output folder")
-    p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
-    p.set_defaults(func=cmd_experiment)
-
-    p = command("sweep", "run a parameter sweep (synth, check or an experiment) on Dask")
-    p.add_argument(
-        "spec",
-        metavar="SPEC.toml",
-        help="the sweep spec (see gpurtl.sim.sweep), or the name of a shipped "
-        "example: fp32-depth, ray-accel-builds, ooo-memory-latency",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="a Dask scheduler (tcp://host:8786) (default: a local cluster)",
-    )
-    p.add_argument("--workers", type=int, default=2, help="local cluster workers")
-    p.add_argument("--out", metavar="DIR", help="output folder (default: gpurtl-out/sweep/NAME)")
-    p.add_argument(
-        "--resume", action="store_true", help="skip the points that already have a result in DIR"
-    )
-    p.set_defaults(func=cmd_sweep)
-
-    p = command("demo", "every experiment on its default, summary, plots, VCDs")
-    p.add_argument("--out", default="gpurtl-out", help="output folder")
-    p.add_argument(
-        "--quick", action="store_true", help="small sizes and short waveforms (under a minute)"
-    )
-    p.add_argument("--vcd-count", type=int, help=argparse.SUPPRESS)
-    p.set_defaults(func=cmd_demo)
-
-    p = command("report", "write the tables, plots and summaries again from saved data")
-    p.add_argument(
-        "folder",
-        metavar="DIR",
-        help="a folder written by `gpurtl demo --out DIR`, or `gpurtl experiment`'s DIR/NAME",
-    )
-    p.set_defaults(func=cmd_report)
+        command.arguments(p)
+        p.set_defaults(command_object=command)
     return parser
 
 
 def _validate(args):
-    """Every check of the command line that needs no simulation, before any work starts."""
-    if getattr(args, "count", None) is not None and args.count < 1:
-        raise UsageError(f"--count must be a positive integer, not {args.count}")
-    if getattr(args, "slow_count", None) is not None and args.slow_count < 1:
-        raise UsageError(f"--slow-count must be a positive integer, not {args.slow_count}")
+    """Every check of the command line that needs no simulation, before any work starts: the
+    options several commands share, then the command's own checks."""
+    for option in ("count", "slow_count"):
+        value = getattr(args, option, None)
+        if value is not None and value < 1:
+            name = "--" + option.replace("_", "-")
+            raise UsageError(f"{name} must be a positive integer, not {value}")
     cliutil.check_seed(getattr(args, "seed", None))
-    if args.command == "synth":
-        cliutil.check_positive(args.freq, "--freq")
-    if args.command in ("export", "run", "stimulus", "encode"):
-        cliutil.check_output_file(args.output, "--output")
     if getattr(args, "vcd", None):
-        cliutil.check_output_file(args.vcd, "--vcd")
-    if args.command in ("experiment", "demo") and (args.command == "demo" or args.name):
-        cliutil.check_output_folder(args.out, "--out")
-    if args.command == "sweep" and args.out:
-        cliutil.check_output_folder(args.out, "--out")
-    _check_toolchain(args)
-    if args.command == "board":
-        if args.port is None:
-            cliutil.check_output_file(args.output, "--output")
-        elif args.results:
-            cliutil.check_output_file(args.results, "--results")
-
-
-def _check_toolchain(args):
-    """A backend that compiles a model needs a C++ compiler and make: say so before any work."""
-    from .export import cxx_toolchain
-
-    backend = getattr(args, "backend", None)
-    if backend in ("verilator", "fast"):
-        cxx_toolchain(f"the {backend} backend")
-    if args.command == "bench":
-        from .bench import BACKENDS as BENCH_BACKENDS
-
-        chosen = args.backends.split(",") if args.backends else BENCH_BACKENDS
-        compiled = [name for name in chosen if name == "verilator" or name.startswith("fast")]
-        if compiled:
-            cxx_toolchain(f"`gpurtl bench` (backends {', '.join(compiled)})")
+        files.check_output_file(args.vcd, "--vcd")
+    for check in args.command_object.checks:
+        check(args)
 
 
 def _first_sigint(signum, frame):
@@ -840,7 +974,7 @@ def main(argv=None):
     try:
         args = build_parser().parse_args(argv)
         _validate(args)
-        return args.func(args)
+        return args.command_object.run(args)
     except (registry.RegistryError, InputError, UsageError, ToolchainError) as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -13,8 +13,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
+from gpurtl.sim.backends.cocotb_io import CocotbIO
 from gpurtl.sim.board import drive_uart
-from gpurtl.sim.cocotb_lockstep import CocotbIO
 
 
 @cocotb.test()

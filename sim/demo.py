@@ -14,8 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import cliutil, experiments, registry, tables
-from .cliutil import UsageError
+from . import experiments, tables
+from .backends import BACKENDS
+from .core import files, registry
+from .core.files import UsageError
+from .core.progress import Progress, progress
 
 __all__ = ["DEMO_VCD_COUNT", "QUICK_VCD_BLOCKS", "run_experiment", "demo", "report"]
 
@@ -35,7 +38,7 @@ DEMO_DATA = "demo.json"
 def _staged(out_dir, write):
     """``write(staging)`` into a staging folder that replaces ``out_dir`` when it succeeds; the
     paths in its result name ``out_dir``."""
-    with cliutil.staged_folder(out_dir) as staging:
+    with files.staged_folder(out_dir) as staging:
         result = write(staging)
 
     def moved(value):
@@ -52,9 +55,9 @@ def _staged(out_dir, write):
 
 def run_experiment(module, out_dir, quick=False):
     """Measure ``module`` and write its report and data into ``out_dir`` (replaced when done)."""
-    progress = cliutil.Progress(module.NAME)
+    reporter = Progress(module.NAME)
     return _staged(
-        out_dir, lambda staging: experiments.run(module, staging, quick=quick, progress=progress)
+        out_dir, lambda staging: experiments.run(module, staging, quick=quick, progress=reporter)
     )
 
 
@@ -77,13 +80,13 @@ def demo(out, *, quick=False, vcd_count=None):
     out = Path(out)
     started_demo = time.monotonic()
     found = experiments.experiments()
-    cliutil.progress(
+    progress(
         f"demo{' (quick)' if quick else ''}: {len(found)} experiments and a "
         f"waveform of every block -> {out}/"
     )
     results, failed = {}, {}
     for index, (name, module) in enumerate(found.items(), 1):
-        cliutil.progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
+        progress(f"[{index}/{len(found)}] {name}: {module.DESCRIPTION}")
         started = time.monotonic()
         try:
             results[name] = run_experiment(module, out / name, quick)
@@ -92,17 +95,15 @@ def demo(out, *, quick=False, vcd_count=None):
             print(f"gpurtl: experiment `{name}` failed: {error}", file=sys.stderr)
             continue
         print_result(name, results[name])
-        cliutil.progress(
-            f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s"
-        )
+        progress(f"[{index}/{len(found)}] {name} done in {time.monotonic() - started:.0f} s")
     count = vcd_count or DEMO_VCD_COUNT[quick]
     started_vcd = time.monotonic()
     waves = _waveforms(out / "vcd", count, quick)
     saved = {"quick": quick, "vcd_count": count, "vcd": waves, "failed": failed}
-    cliutil.write_atomic(out / DEMO_DATA, json.dumps(saved, indent=1) + "\n")
-    cliutil.write_atomic(out / "summary.md", _summary(out, saved, results))
+    files.write_atomic(out / DEMO_DATA, json.dumps(saved, indent=1) + "\n")
+    files.write_atomic(out / "summary.md", _summary(out, saved, results))
     vcd_s, total_s = time.monotonic() - started_vcd, time.monotonic() - started_demo
-    cliutil.progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
+    progress(f"demo done in {total_s:.0f} s ({vcd_s:.0f} s of it writing waveforms)")
     print(f"\nsummary: {out / 'summary.md'}")
     return 1 if failed else 0
 
@@ -110,10 +111,8 @@ def demo(out, *, quick=False, vcd_count=None):
 def _waveforms(folder, count, quick):
     """A short lockstep run of every block with its VCD, for a first look in a viewer:
     ``[{"block", "result", "vcd"}]``."""
-    from .lockstep import check
-
     rows = []
-    with cliutil.staged_folder(folder) as vcd_dir:
+    with files.staged_folder(folder) as vcd_dir:
         for block in registry.blocks():
             if quick and block.name not in QUICK_VCD_BLOCKS:
                 rows.append({"block": block.name, "result": None, "vcd": None})
@@ -121,12 +120,16 @@ def _waveforms(folder, count, quick):
             path = vcd_dir / f"{block.name}.vcd"
             started = time.monotonic()
             try:
-                line = check(block, block.resolve(), count=count, seed=1, vcd=str(path)).line()
+                line = (
+                    BACKENDS["pysim"]
+                    .check(block, block.resolve(), count=count, seed=1, vcd=str(path))
+                    .line()
+                )
                 rows.append({"block": block.name, "result": line, "vcd": f"vcd/{path.name}"})
-                cliutil.progress(f"vcd {block.name}: {line} ({time.monotonic() - started:.1f} s)")
+                progress(f"vcd {block.name}: {line} ({time.monotonic() - started:.1f} s)")
             except Exception as error:
                 rows.append({"block": block.name, "result": f"error: {error}", "vcd": None})
-                cliutil.progress(f"vcd {block.name}: error: {error}")
+                progress(f"vcd {block.name}: error: {error}")
     return rows
 
 
@@ -212,6 +215,6 @@ def report(folder):
             for name in found
             if name not in results and name not in saved["failed"]
         }
-        cliutil.write_atomic(folder / "summary.md", _summary(folder, saved, results))
+        files.write_atomic(folder / "summary.md", _summary(folder, saved, results))
         print(f"\nsummary: {folder / 'summary.md'}")
     return 0

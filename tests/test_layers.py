@@ -1,8 +1,9 @@
-"""The layers of the package point one way: facts <- {hdl, golden} <- sim <- tests.
+"""The layers of the package point one way: facts <- {hdl, golden} <- sim <- tests, and inside
+``sim``: core <- harness <- backends <- tools. No import loop anywhere in the package.
 
 Every module's imports are read with :mod:`ast` (imports inside functions too, relative imports
-resolved against the module's own package), so a forbidden direction fails here before it can hide
-in a lazy import.
+resolved against the module's own package), so a forbidden direction or a loop fails here before
+it can hide in a lazy import.
 """
 
 import ast
@@ -83,6 +84,156 @@ def all_violations():
         for path in sorted((ROOT / layer).rglob("*.py")):
             bad.extend(violations(path.read_text(), module_name(path), path.name == "__init__.py"))
     return bad
+
+
+#: The layers inside ``gpurtl.sim``, lowest first: a module may import its own layer and those
+#: below it. ``core``: the registry, its entries (``blocks``), layouts, words, files, export;
+#: ``harness``: drivers, reports, golden I/O, lockstep, the Backend interface and sessions;
+#: ``backends``: pysim, verilator (cocotb), fast; ``tools``: everything else (cli, bench, sweep,
+#: synth, board, experiments).
+SIM_LAYERS = ("core", "harness", "backends", "tools")
+
+#: Subpackages of ``gpurtl.sim`` and the layer each one is in.
+SIM_PACKAGES = {"core": "core", "blocks": "core", "harness": "harness", "backends": "backends"}
+
+
+def sim_layer(module):
+    """The layer (:data:`SIM_LAYERS`) of a ``gpurtl.sim`` module, or ``None`` outside ``sim``."""
+    parts = module.split(".")
+    if parts[:2] != ["gpurtl", "sim"]:
+        return None
+    return SIM_PACKAGES.get(parts[2], "tools") if len(parts) > 2 else "tools"
+
+
+def import_graph(sources):
+    """``{module: set of modules it imports}`` for ``{module: (source, is_package)}``, among the
+    modules of ``sources`` only. ``from X import y`` reads ``X.y`` when that is a module, else
+    ``X``."""
+    graph = {}
+    for name, (source, is_package) in sources.items():
+        edges = set()
+        for base, *members in imported_modules(source, name, is_package):
+            found = [member for member in members if member in sources]
+            if found:
+                edges.update(found)
+            elif base in sources:
+                edges.add(base)
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def import_loops(graph):
+    """The import loops of ``graph``: each a sorted list of the modules of one strongly connected
+    component with more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, loops = {}, {}, set(), [], []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    loops.append(sorted(component))
+    return loops
+
+
+def sim_layer_violations(graph):
+    """``(importer, imported)`` pairs of ``graph`` where a ``sim`` module imports a higher layer."""
+    bad = []
+    for name, edges in sorted(graph.items()):
+        layer = sim_layer(name)
+        if layer is None:
+            continue
+        for imported in sorted(edges):
+            other = sim_layer(imported)
+            if other is not None and SIM_LAYERS.index(other) > SIM_LAYERS.index(layer):
+                bad.append((name, imported))
+    return bad
+
+
+def package_sources():
+    sources = {}
+    for layer in LAYERS:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            sources[module_name(path)] = (path.read_text(), path.name == "__init__.py")
+    return sources
+
+
+def test_no_import_loop_in_the_package():
+    loops = import_loops(import_graph(package_sources()))
+    assert loops == [], "import loops:\n" + "\n".join(" <-> ".join(loop) for loop in loops)
+
+
+def test_sim_layers_point_one_way():
+    bad = sim_layer_violations(import_graph(package_sources()))
+    assert bad == [], "imports against the sim layers:\n" + "\n".join(
+        f"{a} ({sim_layer(a)}) imports {b} ({sim_layer(b)})" for a, b in bad
+    )
+
+
+def _graph(**modules):
+    """An import graph of made-up modules: ``a_b="source"`` is module ``gpurtl.sim.a.b``."""
+    return import_graph(
+        {
+            "gpurtl.sim." + name.replace("_", "."): (source, False)
+            for name, source in modules.items()
+        }
+    )
+
+
+def test_loop_checker_finds_a_loop_through_a_lazy_import():
+    graph = _graph(
+        harness_lockstep="from ..backends import pysim\n",
+        backends_pysim="from ..core import words\n",
+        core_words="def f():\n    from ..harness.lockstep import check\n",
+        core_layouts="from . import words\n",
+    )
+    assert import_loops(graph) == [
+        ["gpurtl.sim.backends.pysim", "gpurtl.sim.core.words", "gpurtl.sim.harness.lockstep"]
+    ]
+    assert import_loops(_graph(core_a="from . import b\n", core_b="x = 1\n")) == []
+
+
+def test_sim_layer_checker_flags_upward_imports():
+    graph = _graph(
+        harness_lockstep="def f():\n    from ..backends.pysim import simulate\n",
+        backends_pysim="from ..harness import lockstep\nfrom ..core import words\n",
+        core_words="from gpurtl.sim import cli\n",
+        cli="from .backends import pysim\n",
+        blocks_fp32="from ..core import words\n",
+    )
+    assert sim_layer_violations(graph) == [
+        ("gpurtl.sim.core.words", "gpurtl.sim.cli"),
+        ("gpurtl.sim.harness.lockstep", "gpurtl.sim.backends.pysim"),
+    ]
 
 
 def test_layers_point_one_way():

@@ -1,1 +1,1 @@
-"""Registry entries: one module per block family; each calls :func:`gpurtl.sim.registry.register`."""
+"""Registry entries: one module per block family; each calls :func:`gpurtl.sim.core.registry.register`."""

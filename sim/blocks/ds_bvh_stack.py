@@ -22,7 +22,7 @@ from gpurtl.facts.ds_bvh_stack import (
 )
 from gpurtl.golden.ray_accel.ds_bvh_stack import BvhStackModel, unpack_stack_addr
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 _TRI_TYPES = (0, 1, 2, 3, 8, 9, 10, 11)
 
@@ -167,7 +167,6 @@ register(
         doc="RDNA 4 LDS BVH stack instructions ds_bvh_stack_push8_pop1/push8_pop2/push4_pop1, "
         "one lane per cycle, stacks in 8 LDS banks",
         kind="pipeline",
-        group="ray_accel",
         params=(
             Param("stack_size", 16, "ring entries per lane (OFFSET0)", choices=(8, 16, 24)),
             Param("waves", 2, "waves with a stack region in the LDS", range=(1, 64)),

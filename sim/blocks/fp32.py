@@ -25,7 +25,7 @@ import numpy as np
 from gpurtl.golden import fp32 as golden
 from gpurtl.hdl.fp32.stream import UNITS, FPStreamUnit, unit_layouts
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = [
     "special_inputs",
@@ -330,7 +330,6 @@ def _register(unit):
             ),
             defaults=defaults,
             check_count=special + 2000,
-            group="fp32",
         )
     )
 

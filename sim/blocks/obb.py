@@ -6,7 +6,7 @@ from gpurtl.facts.fp32 import f32_bits
 from gpurtl.golden.ray_accel.scalar import instance as instance_model
 from gpurtl.golden.ray_accel.scalar import obb as obb_model
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 _FMA = Param(
     "fma_stages", 2, "register stages of each FP32 FMA unit (latency = 3x this)", range=(1, 6)
@@ -133,7 +133,6 @@ register(
         name="obb_transform",
         doc="RDNA 4 OBB ray transform: 104-entry two-level rotation ROM, o'=M*o, d'=M*d on FP32 FMAs",
         kind="pipeline",
-        group="ray_accel",
         params=(
             _FMA,
             Param("lanes", 1, "transforms per cycle (2 = dual BVH4x2 form)", choices=(1, 2)),
@@ -233,7 +232,6 @@ register(
         name="instance_transform",
         doc="RDNA 4 instance node: mask/type cull, BLAS pointer flag merge, user data, 3x4 ray transform",
         kind="pipeline",
-        group="ray_accel",
         params=(_FMA,),
         build=_instance_build,
         golden=lambda fma_stages: InstanceTransformModel(),

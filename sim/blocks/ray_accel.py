@@ -13,6 +13,8 @@ direction components, zero/NaN/infinite extents), every heuristic and descriptor
 pointer flags, other node types and garbage node bytes.
 """
 
+import importlib
+
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
@@ -27,8 +29,9 @@ from gpurtl.hdl.ray_accel.presets import (
     sort_stages,
 )
 
-from ..registry import Block, Param, register
-from .ray_accel_words import golden_words, stimulus_words
+from ..core.registry import Block, Param, register
+from . import ray_accel_words
+from .ray_accel_words import golden_words
 
 __all__ = ["stimulus"]
 
@@ -360,6 +363,11 @@ def _defaults(**params):
     }
 
 
+def _stimulus_words(rng, count, **params):
+    """:func:`.ray_accel_words.stimulus_words` on this block's :func:`stimulus`."""
+    return ray_accel_words.stimulus_words(stimulus, rng, count, **params)
+
+
 register(
     Block(
         name="ray_accel",
@@ -386,8 +394,7 @@ register(
         validate=_validate,
         check_count=200,
         small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
-        group="ray_accel",
-        stimulus_words=stimulus_words,
+        stimulus_words=_stimulus_words,
         golden_words=golden_words,
     )
 )
@@ -458,36 +465,6 @@ def _sort_layouts(ftz, fp="fpga"):
     return SORT_IN_LAYOUT, SORT_OUT_LAYOUT
 
 
-def _sort_build(ftz, fp="fpga"):
-    from gpurtl.hdl.ray_accel.sort_unit import SortPipe
-
-    return SortPipe(ftz=ftz, **sort_stages(fp))
-
-
-register(
-    Block(
-        name="ray_sort",
-        doc="ray accelerator sort unit: 19-comparator 8-wide network (class key, then FP key)",
-        kind="pipeline",
-        build=_sort_build,
-        golden=lambda ftz, fp: _SortModel(ftz),
-        layouts=_sort_layouts,
-        stimulus=_sort_stimulus,
-        params=(
-            Param("ftz", False, "subnormal keys compare as zero"),
-            Param(
-                "fp",
-                "fpga",
-                "preset: fpga (compare and swap in two cycles per stage) or shallow (one)",
-                choices=tuple(FP_PRESETS),
-            ),
-        ),
-        check_count=2000,
-        group="ray_accel",
-    )
-)
-
-
 # --- the top level's components, each alone (stimulus derived from real instructions) -----------
 
 
@@ -504,12 +481,6 @@ _COMPONENT_PARAMS = {
 }
 
 
-def _decoded(rng, count, triangles=True, transforms=True):
-    from gpurtl.golden.ray_accel.scalar.decode import decode
-
-    return [decode(tx, triangles=triangles, transforms=transforms) for tx in stimulus(rng, count)]
-
-
 class _Func:
     """A golden model object from a function of one transaction."""
 
@@ -523,13 +494,80 @@ class _Func:
         return [self(tx) for tx in txs]
 
 
-# ray_decode -----------------------------------------------------------------------------------
+def _imported(path):
+    """The object ``module:name`` names (imported when a block is first built or checked, so
+    that listing the registry loads no RTL)."""
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def _decode_golden(triangles, transforms):
+def _golden_function(path, *names, model=_Func):
+    """A block's ``golden(**params)``: ``model`` around the golden function ``path`` of one
+    transaction, given the build parameters ``names``."""
+
+    def golden(**params):
+        return model(_imported(path), **{name: params[name] for name in names})
+
+    return golden
+
+
+def _pipe(path, *names, stages=None):
+    """A block's ``build(**params)``: the stream component ``path`` built with the parameters
+    ``names`` and, with ``stages``, the FP32 core depths of preset ``fp``."""
+
+    def build(**params):
+        depths = stages(params["fp"]) if stages else {}
+        return _imported(path)(**{name: params[name] for name in names}, **depths)
+
+    return build
+
+
+def _component(name, doc, *, params, build, golden, layouts, stimulus, check_count, **options):
+    """Register one component of the ray accelerator as a pipeline block: ``params`` are keys of
+    :data:`_COMPONENT_PARAMS` or :class:`~gpurtl.sim.core.registry.Param` objects."""
+    register(
+        Block(
+            name=name,
+            doc=doc,
+            kind="pipeline",
+            build=build,
+            golden=golden,
+            layouts=layouts,
+            stimulus=stimulus,
+            params=tuple(_COMPONENT_PARAMS.get(p, p) if isinstance(p, str) else p for p in params),
+            check_count=check_count,
+            **options,
+        )
+    )
+
+
+_component(
+    "ray_sort",
+    "ray accelerator sort unit: 19-comparator 8-wide network (class key, then FP key)",
+    params=(
+        Param("ftz", False, "subnormal keys compare as zero"),
+        Param(
+            "fp",
+            "fpga",
+            "preset: fpga (compare and swap in two cycles per stage) or shallow (one)",
+            choices=tuple(FP_PRESETS),
+        ),
+    ),
+    build=_pipe("gpurtl.hdl.ray_accel.sort_unit:SortPipe", "ftz", stages=sort_stages),
+    golden=lambda ftz, fp: _SortModel(ftz),
+    layouts=_sort_layouts,
+    stimulus=_sort_stimulus,
+    check_count=2000,
+)
+
+
+def _decoded(rng, count, triangles=True, transforms=True):
     from gpurtl.golden.ray_accel.scalar.decode import decode
 
-    return _Func(decode, triangles=triangles, transforms=transforms)
+    return [decode(tx, triangles=triangles, transforms=transforms) for tx in stimulus(rng, count)]
+
+
+# ray_decode -----------------------------------------------------------------------------------
 
 
 def _decode_build(triangles, transforms):
@@ -546,20 +584,18 @@ def _decode_layouts(triangles, transforms):
     return INSTR_LAYOUT, decoded_layout(triangles=triangles, transforms=transforms)
 
 
-register(
-    Block(
-        name="ray_decode",
-        doc="ray accelerator entry stage: an instruction's node bytes decoded once",
-        kind="pipeline",
-        build=_decode_build,
-        golden=_decode_golden,
-        layouts=_decode_layouts,
-        stimulus=lambda rng, count, **params: stimulus(rng, count),
-        params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
-        defaults=_defaults,
-        check_count=300,
-        group="ray_accel",
-    )
+_component(
+    "ray_decode",
+    "ray accelerator entry stage: an instruction's node bytes decoded once",
+    params=("triangles", "transforms"),
+    build=_decode_build,
+    golden=_golden_function(
+        "gpurtl.golden.ray_accel.scalar.decode:decode", "triangles", "transforms"
+    ),
+    layouts=_decode_layouts,
+    stimulus=lambda rng, count, **params: stimulus(rng, count),
+    check_count=300,
+    defaults=_defaults,
 )
 
 
@@ -578,37 +614,23 @@ def _setup_stimulus(rng, count, transforms, ftz, fp):
     return out
 
 
-def _setup_golden(transforms, ftz, fp):
-    from gpurtl.golden.ray_accel.scalar.setup import ray_setup
-
-    return _Func(ray_setup, transforms=transforms, ftz=ftz)
-
-
-def _setup_build(transforms, ftz, fp):
-    from gpurtl.hdl.ray_accel.ray_setup import RaySetupPipe
-
-    return RaySetupPipe(transforms=transforms, ftz=ftz, **ray_setup_stages(fp))
-
-
 def _setup_layouts(transforms, ftz, fp):
     from gpurtl.hdl.ray_accel.ray_setup import SETUP_OUT_LAYOUT, setup_in_layout
 
     return setup_in_layout(transforms), SETUP_OUT_LAYOUT
 
 
-register(
-    Block(
-        name="ray_setup",
-        doc="ray accelerator ray setup: OBB / instance transform, then rcp(dir)",
-        kind="pipeline",
-        build=_setup_build,
-        golden=_setup_golden,
-        layouts=_setup_layouts,
-        stimulus=_setup_stimulus,
-        params=(_COMPONENT_PARAMS["transforms"], _COMPONENT_PARAMS["ftz"], _COMPONENT_PARAMS["fp"]),
-        check_count=300,
-        group="ray_accel",
-    )
+_component(
+    "ray_setup",
+    "ray accelerator ray setup: OBB / instance transform, then rcp(dir)",
+    params=("transforms", "ftz", "fp"),
+    build=_pipe(
+        "gpurtl.hdl.ray_accel.ray_setup:RaySetupPipe", "transforms", "ftz", stages=ray_setup_stages
+    ),
+    golden=_golden_function("gpurtl.golden.ray_accel.scalar.setup:ray_setup", "transforms", "ftz"),
+    layouts=_setup_layouts,
+    stimulus=_setup_stimulus,
+    check_count=300,
 )
 
 
@@ -653,18 +675,6 @@ class _EngineModel(_Func):
         return self._func(dict(tx["box"], inv_dir=tx["inv_dir"]), **self._kwargs)
 
 
-def _engine_golden(boxes, ftz, fp):
-    from gpurtl.golden.ray_accel.scalar.box_test import box_engine
-
-    return _EngineModel(box_engine, ftz=ftz)
-
-
-def _engine_build(boxes, ftz, fp):
-    from gpurtl.hdl.ray_accel.box_engine import BoxEnginePipe
-
-    return BoxEnginePipe(boxes, ftz=ftz, **box_engine_stages(fp))
-
-
 def _engine_layouts(boxes, ftz, fp):
     from amaranth.lib import data
 
@@ -679,23 +689,19 @@ def _engine_layouts(boxes, ftz, fp):
     )
 
 
-register(
-    Block(
-        name="ray_box_engine",
-        doc="ray accelerator box engine: dequantized planes, slab test, hit and sort key",
-        kind="pipeline",
-        build=_engine_build,
-        golden=_engine_golden,
-        layouts=_engine_layouts,
-        stimulus=_engine_stimulus,
-        params=(
-            Param("boxes", 1, "box tests per cycle", choices=(1, 2, 4, 8)),
-            _COMPONENT_PARAMS["ftz"],
-            _COMPONENT_PARAMS["fp"],
-        ),
-        check_count=300,
-        group="ray_accel",
-    )
+_component(
+    "ray_box_engine",
+    "ray accelerator box engine: dequantized planes, slab test, hit and sort key",
+    params=(Param("boxes", 1, "box tests per cycle", choices=(1, 2, 4, 8)), "ftz", "fp"),
+    build=_pipe(
+        "gpurtl.hdl.ray_accel.box_engine:BoxEnginePipe", "boxes", "ftz", stages=box_engine_stages
+    ),
+    golden=_golden_function(
+        "gpurtl.golden.ray_accel.scalar.box_test:box_engine", "ftz", model=_EngineModel
+    ),
+    layouts=_engine_layouts,
+    stimulus=_engine_stimulus,
+    check_count=300,
 )
 
 
@@ -720,37 +726,21 @@ def _dedup_stimulus(rng, count):
     return txs
 
 
-def _dedup_golden():
-    from gpurtl.golden.ray_accel.scalar.box_path import dedup_slots
-
-    return _Func(dedup_slots)
-
-
 def _dedup_layouts():
     from gpurtl.hdl.ray_accel.dedup import DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT
 
     return DEDUP_IN_LAYOUT, DEDUP_OUT_LAYOUT
 
 
-def _dedup_build():
-    from gpurtl.hdl.ray_accel.dedup import DedupPipe
-
-    return DedupPipe()
-
-
-register(
-    Block(
-        name="ray_dedup",
-        doc="ray accelerator hit select and child-reuse de-duplication of the 8 box slots",
-        kind="pipeline",
-        build=_dedup_build,
-        golden=_dedup_golden,
-        layouts=_dedup_layouts,
-        stimulus=_dedup_stimulus,
-        params=(),
-        check_count=2000,
-        group="ray_accel",
-    )
+_component(
+    "ray_dedup",
+    "ray accelerator hit select and child-reuse de-duplication of the 8 box slots",
+    params=(),
+    build=_pipe("gpurtl.hdl.ray_accel.dedup:DedupPipe"),
+    golden=_golden_function("gpurtl.golden.ray_accel.scalar.box_path:dedup_slots"),
+    layouts=_dedup_layouts,
+    stimulus=_dedup_stimulus,
+    check_count=2000,
 )
 
 
@@ -786,35 +776,21 @@ def _result_stimulus(rng, count, triangles, transforms):
     return out
 
 
-def _result_golden(triangles, transforms):
-    from gpurtl.golden.ray_accel.scalar.result import format_result
-
-    return _Func(format_result, triangles=triangles, transforms=transforms)
-
-
 def _result_layouts(triangles, transforms):
     from gpurtl.hdl.ray_accel.result_format import format_in_layout
 
     return format_in_layout(triangles=triangles, transforms=transforms), OUT_LAYOUT
 
 
-def _result_build(triangles, transforms):
-    from gpurtl.hdl.ray_accel.result_format import ResultFormatPipe
-
-    return ResultFormatPipe(triangles=triangles, transforms=transforms)
-
-
-register(
-    Block(
-        name="ray_result",
-        doc="ray accelerator result format: 10 dwords, returned ray and status of every path",
-        kind="pipeline",
-        build=_result_build,
-        golden=_result_golden,
-        layouts=_result_layouts,
-        stimulus=_result_stimulus,
-        params=(_COMPONENT_PARAMS["triangles"], _COMPONENT_PARAMS["transforms"]),
-        check_count=500,
-        group="ray_accel",
-    )
+_component(
+    "ray_result",
+    "ray accelerator result format: 10 dwords, returned ray and status of every path",
+    params=("triangles", "transforms"),
+    build=_pipe("gpurtl.hdl.ray_accel.result_format:ResultFormatPipe", "triangles", "transforms"),
+    golden=_golden_function(
+        "gpurtl.golden.ray_accel.scalar.result:format_result", "triangles", "transforms"
+    ),
+    layouts=_result_layouts,
+    stimulus=_result_stimulus,
+    check_count=500,
 )

@@ -26,7 +26,7 @@ from gpurtl.facts.ray_accel import INSTR_LAYOUT
 from gpurtl.golden.ray_accel.vector.batch import intersect_words
 from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields, write_fields
 
-from ..words import words_from_dicts
+from ..core.words import words_from_dicts
 
 __all__ = ["POOL", "golden_words", "stimulus_words"]
 
@@ -159,12 +159,10 @@ def _vary_desc(rng, words, vary):
         field.set(np.where(redraw, values.astype(np.int64), field.get()[:, 0]))
 
 
-def stimulus_words(rng, count, **params):
+def stimulus_words(stimulus, rng, count, **params):
     """``(count, W_in)`` uint32 word array of random ``INSTR_LAYOUT`` instructions (module doc
     string); ``params`` are the block's build parameters. Up to :data:`POOL` rows are exactly
-    the block's ``stimulus(rng, count)``, packed."""
-    from .ray_accel import stimulus
-
+    ``stimulus(rng, count, **params)`` (the block's own stimulus), packed."""
     if count < 0:
         raise ValueError(f"`count` must be a non-negative integer, not {count}")
     pool = words_from_dicts(INSTR_LAYOUT, stimulus(rng, min(count, POOL), **params))

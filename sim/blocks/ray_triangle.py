@@ -21,7 +21,7 @@ from gpurtl.golden.ray_accel.encode import primitive_node as pn
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.scalar import triangle as tr
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = [
     "RayTriangleModel",
@@ -289,7 +289,6 @@ register(
         name="ray_triangle",
         doc="RT IP 3.1 triangle-pair test: compressed node decode + 2 watertight FP32 triangle tests/cycle",
         kind="pipeline",
-        group="ray_accel",
         params=_STAGE_PARAMS,
         build=_build,
         golden=lambda **params: RayTriangleModel(),
@@ -392,7 +391,6 @@ register(
         name="ray_triangle_legacy",
         doc="Legacy 64 B triangle nodes of the dual instruction: 2 watertight FP32 tests/cycle, 4-dword results",
         kind="pipeline",
-        group="ray_accel",
         params=_STAGE_PARAMS,
         build=_legacy_build,
         golden=lambda **params: RayTriangleLegacyModel(),
@@ -474,7 +472,6 @@ register(
         name="ray_primitive_decode",
         doc="RT IP 3.1 compressed primitive node: one triangle pair decoded (vertices, IDs, flags, nav)",
         kind="pipeline",
-        group="ray_accel",
         params=(),
         build=_decode_build,
         golden=lambda **params: PrimitiveDecodeModel(),

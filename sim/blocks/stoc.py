@@ -12,7 +12,7 @@ from gpurtl.facts.stoc import (
 from gpurtl.golden.stoc.classify import classify_arrays
 from gpurtl.golden.stoc.index import bary_to_index
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = ["random_barycentrics"]
 
@@ -187,7 +187,6 @@ register(
             "internal_flags": 0,
         },
         check_count=1000,
-        group="stoc",
     )
 )
 
@@ -236,6 +235,5 @@ register(
         params=(_FRAC,),
         defaults=lambda **params: {"level": 12},
         check_count=1000,
-        group="stoc",
     )
 )

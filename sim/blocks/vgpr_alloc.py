@@ -10,11 +10,10 @@ from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
 from gpurtl.hdl.vgpr_alloc.dynamic import DynVgprAllocator, dyn_layouts
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 __all__ = ["dyn_stimulus", "contig_stimulus"]
 
-GROUP = "vgpr_alloc"
 ASSERTIONS = Param("assertions", True, "emit the invariant Assert statements in the RTL")
 
 
@@ -148,7 +147,6 @@ register(
         validate=_dyn_validate,
         check_count=5000,
         small={"rf_vgprs": 1024, "block_size": 32, "wave_limit": 4, "max_blocks": 4, "reserve": 3},
-        group=GROUP,
     )
 )
 
@@ -246,7 +244,6 @@ register(
         ),
         defaults=_input_defaults,
         check_count=5000,
-        group=GROUP,
     )
 )
 
@@ -274,6 +271,5 @@ register(
         ),
         defaults=_input_defaults,
         check_count=5000,
-        group=GROUP,
     )
 )

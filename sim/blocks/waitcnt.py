@@ -6,7 +6,7 @@ from gpurtl.hdl.waitcnt import WaitcntMemory, WaitCounters, counter_layouts, mem
 from gpurtl.hdl.waitcnt.counters import FULL_POLICIES
 from gpurtl.hdl.waitcnt.return_queue import QUEUE_ORDERS
 
-from ..registry import Block, Param, register
+from ..core.registry import Block, Param, register
 
 _COMMON = (
     Param("generation", "gfx12", "counter set and wait encodings", choices=tuple(PROFILES)),
@@ -113,7 +113,6 @@ register(
         name="waitcnt",
         doc="RDNA 4 split wait counters (GFX9-GFX12 profiles): per-wave counters, waits, stalls",
         kind="cycle",
-        group="waitcnt",
         params=_COMMON,
         build=lambda generation, waves, full_policy: WaitCounters(generation, waves, full_policy),
         golden=lambda generation, waves, full_policy: WaitCountersModel(
@@ -169,7 +168,6 @@ register(
         doc="wait counters behind a hit/miss latency model and RDNA 3 (inorder) or RDNA 4 (ooo) "
         "return queues",
         kind="cycle",
-        group="waitcnt",
         params=_COMMON + _MEMORY,
         build=lambda **p: WaitcntMemory(**p),
         golden=lambda **p: WaitcntMemoryModel(**p),

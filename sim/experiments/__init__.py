@@ -42,7 +42,7 @@ def experiments():
 def get(name):
     found = experiments()
     if name not in found:
-        from ..registry import RegistryError
+        from ..core.registry import RegistryError
 
         raise RegistryError(
             f"unknown experiment `{name}`; known experiments: {', '.join(found) or 'none'}"

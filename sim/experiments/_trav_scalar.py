@@ -66,15 +66,16 @@ def rtl_replay(buckets, limit):
 
 
 def _replay_instructions(records):
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
 
     if not records:
         return None
     picks = records
     block = registry.get("ray_accel")
     params = block.resolve({})
-    report = lockstep.run_block(
-        block, params, [i for i, _ in picks], expected=[o for _, o in picks], backend="pysim"
+    report = BACKENDS["pysim"].run(
+        block, params, [i for i, _ in picks], expected=[o for _, o in picks]
     )
     kinds = {}
     for instr, _ in picks:
@@ -99,7 +100,8 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
     which keeps the LDS contents consistent). Returns ``(passed, failed, {opcode: count})``."""
     from gpurtl.facts.ray_accel import INVALID_NODE
     from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
 
     from ._trav_loop import trace_wave
 
@@ -126,5 +128,5 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
         ops[name] = ops.get(name, 0) + 1
     block = registry.get("ds_bvh_stack")
     params = block.resolve({"stack_size": stack_size, "waves": 1, "lanes": 32})
-    report = lockstep.run_block(block, params, requests, expected=expected, backend="pysim")
+    report = BACKENDS["pysim"].run(block, params, requests, expected=expected)
     return report.passed, report.failed, ops

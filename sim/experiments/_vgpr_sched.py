@@ -1,7 +1,7 @@
 """Shared machinery of the register-allocator experiments (no ``NAME``: not an experiment).
 
-* :func:`run_rtl` drives a registered allocator's RTL in the Amaranth simulator cycle by cycle
-  from a Python controller, and checks every cycle against the block's golden model.
+* :func:`run_rtl` drives a registered allocator's RTL cycle by cycle from a Python controller in
+  a pysim session, and checks every cycle against the block's golden model.
 * :class:`Simd` is that controller: a small wave scheduler for one SIMD (or one Xe3 vector
   engine) running wave programs made of actions:
 
@@ -19,10 +19,9 @@
   then the issuing wave's ``ALLOC``, then a ``LAUNCH`` from the dispatch queue.
 """
 
-from amaranth.sim import Simulator
-
 from gpurtl.golden.vgpr_alloc.common import OP
-from gpurtl.sim import layouts, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 
 __all__ = ["Program", "Simd", "run_rtl", "grantable"]
 
@@ -254,30 +253,16 @@ class Simd:
 
 def run_rtl(block_name, params, controller, max_cycles):
     """Drive the RTL of ``block_name`` from ``controller`` (``inputs(cycle)`` /
-    ``observe(cycle, tx, out)`` / ``over``), comparing every cycle with the golden model.
-    Returns the number of cycles run; raises AssertionError on an RTL/golden mismatch."""
+    ``observe(cycle, tx, out)`` / ``over``) in a pysim session, comparing every cycle with the
+    golden model. Returns the number of cycles run; raises
+    :class:`~gpurtl.sim.harness.session.MismatchError` (an AssertionError) on an RTL/golden
+    mismatch."""
     block = registry.get(block_name)
     params = block.resolve(params)
-    dut = block.build(**params)
-    in_l, out_l = block.layouts(**params)
-    model = block.golden(**params)
-    ran = {"cycles": 0}
-
-    async def bench(ctx):
+    with BACKENDS["pysim"].session(block, params, golden=True, strict=True) as session:
         for cycle in range(max_cycles):
             tx = controller.inputs(cycle)
-            ctx.set(dut.i.as_value(), layouts.pack(in_l, tx))
-            out = layouts.unpack(out_l, ctx.get(dut.o.as_value()))
-            gold = model.step(tx)
-            assert out == gold, f"cycle {cycle}: RTL {out} != golden {gold}"
-            controller.observe(cycle, tx, out)
-            await ctx.tick()
-            ran["cycles"] = cycle + 1
+            controller.observe(cycle, tx, session.apply(tx))
             if controller.over:
-                break
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return ran["cycles"]
+                return cycle + 1
+    return max_cycles

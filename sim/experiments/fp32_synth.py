@@ -11,8 +11,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.sim import registry
-from gpurtl.sim.registry import Block
+from gpurtl.sim.core import registry
+from gpurtl.sim.core.registry import Block
 from gpurtl.sim.tables import Column, document, markdown, write_csv
 
 from . import check_params

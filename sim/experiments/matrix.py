@@ -79,8 +79,10 @@ _CLASS = {"f16": "f16", "bf16": "bf16", "fp8": "fp8", "bf8": "fp8", "iu8": "iu8"
 def _measure_rate(family, rate, count=2):
     """Cycles per instruction of every op of one build: ``count`` instructions per op, no
     stalls; the interval between consecutive outputs of one op (its median)."""
-    from gpurtl.sim import lockstep, registry
-    from gpurtl.sim.engine import StallPattern
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.harness import golden_io
+    from gpurtl.sim.harness.engine import StallPattern
 
     block = registry.get("matrix_core")
     params = block.resolve({"family": family, "rate": rate})
@@ -91,8 +93,8 @@ def _measure_rate(family, rate, count=2):
     for op in range(len(family_variants(family))):
         batch = block.stimulus(rng, count * 6, **params)
         txs += [tx for tx in batch if tx["op"] == op][:count]
-    expected = lockstep.golden_outputs(block, params, txs)
-    report = lockstep.run_block(
+    expected = golden_io.golden_outputs(block, params, txs)
+    report = BACKENDS["pysim"].run(
         block, params, txs, expected=expected, stalls=StallPattern(free_run=len(txs))
     )
     # with no stalls the last of N back-to-back instructions is accepted N - 1 intervals after
@@ -124,7 +126,7 @@ def _dot_unit_block():
     """A registry-style block of one dot unit; its parameters name the build (the Verilog
     export is cached by block name and parameters)."""
     from gpurtl.hdl.matrix.unit import DotUnit
-    from gpurtl.sim.registry import Block, Param
+    from gpurtl.sim.core.registry import Block, Param
 
     return Block(
         name="matrix_dot_unit",
@@ -140,7 +142,7 @@ def _dot_unit_block():
 
 def _synth(family, preset, progress=None):
     """Synthesis-only ECP5 figures of one dot unit, cached by the Verilog's hash."""
-    from gpurtl.sim.export import cache_dir, to_verilog
+    from gpurtl.sim.core.export import cache_dir, to_verilog
     from gpurtl.sim.synth import SynthError, synthesize
 
     block = _dot_unit_block()
@@ -184,7 +186,7 @@ def _synth(family, preset, progress=None):
 
 
 def _cached_synth(family, preset):
-    from gpurtl.sim.export import cache_dir
+    from gpurtl.sim.core.export import cache_dir
 
     folder = cache_dir() / "matrix-synth"
     found = folder.glob(f"{family}-{preset}-*.json") if folder.exists() else []

@@ -13,7 +13,7 @@ Accelerator in the loop: a sample of rays is traced with the bit-exact instructi
 OBB and instance transforms) and must give the same counts as the fast model used at scale. Every
 OBB rotation and instance transform that all the rays of the OBB configuration ask for is replayed
 through the RTL blocks ``obb_transform`` / ``instance_transform`` on the compiled fast backend
-(:mod:`gpurtl.sim.fast`) and compared bit for bit with the golden model; ``quick`` replays a
+(:mod:`gpurtl.sim.backends.fast`) and compared bit for bit with the golden model; ``quick`` replays a
 dozen of each on the Amaranth simulator instead (no C++ build).
 
 Set ``GPURTL_OBB_MESH=/path/to/mesh.obj`` (or .ply) to use your own mesh instead of the bunny.
@@ -126,7 +126,9 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
     """Replay recorded OBB rotations / instance transforms through the RTL blocks on
     ``backend``; at most ``limit`` transactions per block (evenly spaced). Returns
     ``{block: (passed, failed, recorded)}``."""
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.harness.golden_io import golden_outputs
 
     result = {}
     for block_name, txs in records.items():
@@ -137,8 +139,8 @@ def _rtl_replay(records, fma_stages=1, limit=None, backend="pysim"):
             txs = [txs[k * len(txs) // limit] for k in range(limit)]
         block = registry.get(block_name)
         params = block.resolve({"fma_stages": fma_stages})
-        expected = lockstep.golden_outputs(block, params, txs)
-        report = lockstep.run_block(block, params, txs, backend=backend, expected=expected)
+        expected = golden_outputs(block, params, txs)
+        report = BACKENDS[backend].run(block, params, txs, expected=expected)
         result[block_name] = (report.passed, report.failed, recorded)
     return result
 

@@ -7,18 +7,15 @@ of wave X accesses per wave Y access when Y has finished. Chips and Cheese measu
 RDNA 4 ("RDNA 4's 'Out-of-Order' Memory Accesses", 2025; "Examining AMD's RDNA 4 Changes in LLVM",
 2024).
 
-Both designs run on the RTL in Amaranth's simulator; every cycle's outputs are also compared with
-the golden model, so the numbers are those of the RTL and of the model at once.
+Both designs run on the RTL (block ``waitcnt_mem``) in a pysim session whose loop takes every
+decision from the RTL's outputs; every cycle's outputs are also compared with the golden model,
+so the numbers are those of the RTL and of the model at once.
 """
 
-from amaranth.sim import Simulator
-
 from gpurtl.facts.waitcnt import InstClass, profile
-from gpurtl.golden.waitcnt import WaitcntMemoryModel
-from gpurtl.hdl.waitcnt import WaitcntMemory, memory_layouts
 
-from .. import layouts
-from ..pysim import port_map
+from ..backends import BACKENDS
+from ..core import registry
 from ..tables import Column, document, markdown, write_csv
 from . import check_params
 
@@ -72,26 +69,24 @@ def run_design(
     check_golden=True,
 ):
     """Run one design; returns ``(x_accesses, y_accesses, cycles)`` counted between wave Y's first
-    and last completed access."""
-    params = dict(
-        generation=generation,
-        waves=2,
-        full_policy="stall",
-        queue=queue,
-        queue_depth=16,
-        hit_latency=hit_latency,
-        miss_latency=miss_latency,
+    and last completed access. The loop is driven by the RTL's outputs in a pysim session of
+    block ``waitcnt_mem``; with ``check_golden`` every cycle is compared with the golden model."""
+    block = registry.get("waitcnt_mem")
+    params = block.resolve(
+        dict(
+            generation=generation,
+            waves=2,
+            full_policy="stall",
+            queue=queue,
+            queue_depth=16,
+            hit_latency=hit_latency,
+            miss_latency=miss_latency,
+        )
     )
-    dut = WaitcntMemory(**params)
-    golden = WaitcntMemoryModel(**params) if check_golden else None
-    in_layout, out_layout = memory_layouts(generation, 2)
-    ports = port_map(dut)
     x, y = Wave(0, unroll, hit=1), Wave(1, 1, hit=0)
-    result = {}
-
-    async def testbench(ctx):
-        cycle = 0
-        rr = 0
+    x_at_first = None
+    rr = 0
+    with BACKENDS["pysim"].session(block, params, golden=check_golden, strict=True) as session:
         while y.completed < y_accesses:
             order = (x, y) if rr == 0 else (y, x)
             rr ^= 1
@@ -108,19 +103,7 @@ def run_design(
             waiter = next((w for w in order if w.wants_wait()), None)
             if waiter is not None:
                 wait = {"valid": 1, "wave": waiter.index, "word": wait_word}
-            inputs = {"issue": issue, "wait": wait}
-            ctx.set(ports["i"], layouts.pack(in_layout, inputs))
-            got = ctx.get(ports["o"])
-            if golden is not None:
-                expected = layouts.pack(out_layout, golden.step(inputs))
-                difference = layouts.diff(out_layout, expected, got)
-                if difference is not None:
-                    leaf, e, g = difference
-                    raise AssertionError(
-                        f"cycle {cycle}: RTL and golden model differ in "
-                        f"`{leaf.path}`: expected {e}, got {g}"
-                    )
-            out = layouts.unpack(out_layout, got)
+            out = session.apply({"issue": issue, "wait": wait})
             stall = out["stall"]
             # A wave whose wait was issued in an earlier cycle and no longer stalls is done.
             for wave in (x, y):
@@ -128,23 +111,16 @@ def run_design(
                     wave.waiting = False
                     wave.completed += wave.loads
                     wave.issued = 0
-            if y.completed == 1 and "x_at_first" not in result:
-                result["x_at_first"] = x.completed
+            if y.completed == 1 and x_at_first is None:
+                x_at_first = x.completed
             if loader is not None and out["issue_accepted"]:
                 loader.issued += 1
             if waiter is not None:
                 waiter.waiting = True
-            await ctx.tick()
-            cycle += 1
-        result["cycles"] = cycle
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(testbench)
-    sim.run()
+        cycles = session.cycle
     # Measured between Y's first and last completion, so start-up and the last, unfinished X
     # round do not bias the ratio.
-    return x.completed - result["x_at_first"], y.completed - 1, result["cycles"]
+    return x.completed - x_at_first, y.completed - 1, cycles
 
 
 def _plot(path, rows, unrolls, hit_latency, miss_latency):

@@ -564,7 +564,8 @@ def _memory(levels, fine_level):
 def _rtl_replay(rng, schemes, golden_out, n, sample_per, fine_level):
     """A sample of the lookups of several schemes through the ``stoc`` RTL (Amaranth simulator),
     compared with the golden model's outputs."""
-    from gpurtl.sim import lockstep, registry
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
 
     block = registry.get("stoc")
     params = block.resolve()
@@ -575,7 +576,7 @@ def _rtl_replay(rng, schemes, golden_out, n, sample_per, fine_level):
         for k in pick:
             inputs.append({key: int(val[k]) for key, val in f.items()})
             expected.append({key: int(val[k]) for key, val in out.items()})
-    return lockstep.run_block(block, params, inputs, expected=expected)
+    return BACKENDS["pysim"].run(block, params, inputs, expected=expected)
 
 
 def measure(*, quick=False, progress=None, **params):

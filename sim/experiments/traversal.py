@@ -125,7 +125,7 @@ def _scenes(quick, notes, warn=None):
 
 
 def _warn(line):
-    from ..cliutil import progress
+    from ..core.progress import progress
 
     progress(line)
 

@@ -1,6 +1,6 @@
 """Batch golden model of the ray accelerator (``golden/ray_accel/vector/batch.py``) against the scalar
 model, row for row on packed words; its FP32 shortcuts against ``golden/fp32``; the word-array
-helpers against ``sim/layouts``; and the fast word stimulus."""
+helpers against ``sim/core/layouts``; and the fast word stimulus."""
 
 import numpy as np
 import pytest
@@ -10,10 +10,10 @@ from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel.scalar import box_test as bt
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel, available_paths
 from gpurtl.golden.ray_accel.vector import batch, batch_box, batch_fp, bitfields
-from gpurtl.sim import registry
 from gpurtl.sim.blocks import ray_accel_words
-from gpurtl.sim.layouts import pack
-from gpurtl.sim.words import dicts_from_words, words_from_dicts
+from gpurtl.sim.core import registry
+from gpurtl.sim.core.layouts import pack
+from gpurtl.sim.core.words import dicts_from_words, words_from_dicts
 
 COUNT = 2000
 

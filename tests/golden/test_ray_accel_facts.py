@@ -25,8 +25,8 @@ from gpurtl.facts.ray_accel import (
 )
 from gpurtl.golden.ray_accel.encode import box_node, primitive_node
 from gpurtl.golden.ray_accel.scalar import instance
-from gpurtl.sim import layouts
 from gpurtl.sim.blocks.ray_accel import stimulus
+from gpurtl.sim.core import layouts
 
 
 def _fields(layout, dwords):

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from gpurtl.sim import registry
 from gpurtl.sim.bench import bench, format_table
 from gpurtl.sim.cli import main
+from gpurtl.sim.core import registry
 
 
 @pytest.mark.verilator
@@ -43,3 +43,19 @@ def test_bench_refuses_unknown_backend_and_cycle_blocks(capsys):
     assert "backend must be one of" in capsys.readouterr().err
     assert main(["bench", "waitcnt"]) == 2
     assert "pipeline blocks" in capsys.readouterr().err
+
+
+@pytest.mark.verilator
+def test_session_bench_rows():
+    from gpurtl.sim.bench import bench_sessions, format_session_table
+
+    block = registry.get("fp32_add")
+    result = bench_sessions(block, block.resolve(), count=600, batches=(1, 32), repeat=1)
+    assert result["batch"]["failed"] == 0
+    rows = [(row["batch"], row["mode"]) for row in result["rows"]]
+    assert rows == [(1, "closed"), (1, "streamed"), (32, "closed"), (32, "streamed")]
+    for row in result["rows"]:
+        assert row["transactions"] == 600 and row["vs_batch"] > 0
+    # a closed loop of single transactions waits out the latency each time
+    assert result["rows"][0]["cycles"] > 600 * 9
+    assert "vs batch run" in format_session_table(result)

@@ -11,10 +11,10 @@ import pytest
 from amaranth.hdl import Shape
 
 from gpurtl.hdl.board.harness import ERR_COMMAND, RESPONSE
-from gpurtl.sim import layouts, registry
 from gpurtl.sim.board import parse_responses, request_bytes, run_verilator
 from gpurtl.sim.cli import main
-from gpurtl.sim.lockstep import golden_outputs
+from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.harness.golden_io import golden_outputs
 
 SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
 
@@ -47,6 +47,7 @@ def _over_the_uart(name, overrides, count, seed):
         assert field is None, f"transaction {index}: {field}"
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_fp32_cmp_harness_on_verilator():
     _over_the_uart("fp32_cmp", {}, count=6, seed=1)

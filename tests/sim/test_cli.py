@@ -103,7 +103,7 @@ def test_user_mistakes_exit_2(capsys, argv, message):
 
 
 def test_missing_input_file_for_missing_field_without_default(tmp_path, capsys):
-    from gpurtl.sim.jsonio import InputError, read_jsonl
+    from gpurtl.sim.core.jsonio import InputError, read_jsonl
 
     from .toy import IN
 
@@ -187,7 +187,7 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
 @pytest.mark.parametrize(
     "module, function, argv",
     [
-        ("gpurtl.sim.fast.run", "build_model", ["check", "fp32_add", "--backend", "fast"]),
+        ("gpurtl.sim.backends.fast.run", "build_model", ["check", "fp32_add", "--backend", "fast"]),
         ("gpurtl.sim.synth", "synthesize", ["synth", "fp32_add"]),
     ],
 )
@@ -196,7 +196,7 @@ def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, modu
     of its log, exits 1, and shows no Python traceback."""
     import importlib
 
-    from gpurtl.sim.fast.build import BuildError
+    from gpurtl.sim.backends.fast.build import BuildError
     from gpurtl.sim.synth import SynthError
 
     error = BuildError if function == "build_model" else SynthError
@@ -211,10 +211,12 @@ def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, modu
     assert "Traceback" not in err + out
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
+@pytest.mark.verilator  # the key names the C++ compiler
 def test_verilator_builds_are_kept_apart_per_environment(monkeypatch, tmp_path):
     """A cocotb model built from one virtual environment is not reused from another: its make
     dependency files name the first environment's files, and make fails once those are gone."""
-    from gpurtl.sim import verilator
+    from gpurtl.sim.backends import verilator
 
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
     here = verilator._build_folder("fp32_add", "module fp32_add; endmodule\n", False)

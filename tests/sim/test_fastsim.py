@@ -4,12 +4,15 @@ batch top against the block itself, and that wrong outputs and wrong latencies a
 import numpy as np
 import pytest
 
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern
-from gpurtl.sim.fast import BatchTop, check, run_transactions
-from gpurtl.sim.fast.build import model
-from gpurtl.sim.fast.run import run_rows
-from gpurtl.sim.fast.words import batches, from_words, to_words
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.backends.fast import BatchTop, check, run_transactions
+from gpurtl.sim.backends.fast.build import model
+from gpurtl.sim.backends.fast.run import run_rows
+from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.core.words import ints_from_words, words_from_ints
+from gpurtl.sim.harness import golden_io
+from gpurtl.sim.harness.engine import StallPattern
+from gpurtl.sim.harness.golden_io import batches
 
 from .toy import IN, OUT, ToyAdder, toy_block
 
@@ -39,15 +42,15 @@ def test_batch_top_is_the_block_plus_one_cycle_under_stalls():
     )
     assert BatchTop(ToyAdder(4), IN, OUT).latency == 5
     assert BatchTop(ToyAdder(4), IN, OUT).depth == 6
-    report = lockstep.check(wrapped, params, count=800, seed=3)
+    report = BACKENDS["pysim"].check(wrapped, params, count=800, seed=3)
     assert (report.passed, report.failed, report.latency_errors) == (800, 0, 0)
     # No stalls: one transaction per cycle through the wrapper, exactly one cycle later.
     inputs = block.stimulus(np.random.default_rng(0), 100, **params)
-    report = lockstep.run_block(
+    report = BACKENDS["pysim"].run(
         wrapped,
         params,
         inputs,
-        expected=lockstep.golden_outputs(block, params, inputs),
+        expected=golden_io.golden_outputs(block, params, inputs),
         stalls=StallPattern(free_run=100),
     )
     assert report.failed == 0
@@ -64,17 +67,17 @@ def test_batch_top_refuses_a_block_without_latency():
 
 def test_words_round_trip_and_fallback_matches_the_scalar_stimulus():
     values = [0, 1, (1 << 70) - 1, 0x1234_5678_9ABC_DEF0_1357]
-    rows = to_words(71, values)
+    rows = words_from_ints(71, values)
     assert rows.shape == (4, 3) and rows.dtype == np.uint32
     assert rows[3, 0] == 0xDEF0_1357 and rows[3, 2] == 0x1234  # word 0 = bits 0..31
-    assert from_words(rows) == values
+    assert ints_from_words(rows) == values
     block, params = _fp32_add()
     in_layout, out_layout = block.layouts(**params)
     ((rows, golden),) = batches(block, params, np.random.default_rng(5), 300)
     dicts = block.stimulus(np.random.default_rng(5), 300, **params)
-    assert from_words(rows) == [layouts.pack(in_layout, d) for d in dicts]
-    assert from_words(golden) == [
-        layouts.pack(out_layout, d) for d in lockstep.golden_outputs(block, params, dicts)
+    assert ints_from_words(rows) == [layouts.pack(in_layout, d) for d in dicts]
+    assert ints_from_words(golden) == [
+        layouts.pack(out_layout, d) for d in golden_io.golden_outputs(block, params, dicts)
     ]
 
 
@@ -125,11 +128,12 @@ def test_fp32_add_agrees_with_golden(top):
     assert report.cycles > 30_000 + 2 * 9  # random stalls after the free-running tenth
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_stalled_and_batch_tops_give_identical_outputs():
     block, params = _fp32_add()
     ((rows, _),) = batches(block, params, np.random.default_rng(7), 2000)
-    bits = from_words(rows)
+    bits = ints_from_words(rows)
     got = {
         top: run_transactions(
             block,
@@ -154,10 +158,17 @@ def test_wrong_expectation_is_reported_with_field_and_cycles():
     block, params = _fp32_add()
     in_layout, out_layout = block.layouts(**params)
     ((rows, golden),) = batches(block, params, np.random.default_rng(3), 500)
-    expected = from_words(golden)
+    expected = ints_from_words(golden)
     expected[123] ^= 1 << 31  # the sign of one result
     report = run_transactions(
-        block, params, from_words(rows), expected, seed=1, p_valid=0.7, p_ready=0.7, free_run=50
+        block,
+        params,
+        ints_from_words(rows),
+        expected,
+        seed=1,
+        p_valid=0.7,
+        p_ready=0.7,
+        free_run=50,
     )
     assert (report.passed, report.failed) == (499, 1)
     assert report.first.field == layouts.leaves(out_layout)[0].path
@@ -184,26 +195,26 @@ def test_latency_violation_is_reported(tmp_path):
     assert summary["latency_errors"] == 0
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_ray_sort_and_run_block():
     block = registry.get("ray_sort")
     params = block.resolve()
-    report = lockstep.check(block, params, count=3000, seed=1, backend="fast")
+    report = BACKENDS["fast"].check(block, params, count=3000, seed=1)
     assert (report.passed, report.failed) == (3000, 0), str(report.first)
     inputs = block.stimulus(np.random.default_rng(2), 20, **params)
-    expected = lockstep.golden_outputs(block, params, inputs)
-    report = lockstep.run_block(
-        block, params, inputs, backend="fast", expected=expected, keep_outputs=True
-    )
+    expected = golden_io.golden_outputs(block, params, inputs)
+    report = BACKENDS["fast"].run(block, params, inputs, expected=expected, keep_outputs=True)
     _, out_layout = block.layouts(**params)
     assert report.outputs == [layouts.pack(out_layout, value) for value in expected]
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_smallest_ray_accel():
     block = registry.get("ray_accel")
     params = block.resolve(SMALLEST_RAY_ACCEL)
-    report = lockstep.check(block, params, count=400, seed=1, backend="fast")
+    report = BACKENDS["fast"].check(block, params, count=400, seed=1)
     assert (report.passed, report.failed, report.latency_errors) == (400, 0, 0), str(report.first)
 
 
@@ -237,7 +248,7 @@ def test_cli_check_and_run_on_fast(tmp_path, capsys):
 
 
 def test_dedupe_modules_merges_identical_instances():
-    from gpurtl.sim.export import dedupe_modules
+    from gpurtl.sim.core.export import dedupe_modules
 
     leaf = (
         '(* generator = "Amaranth" *)\nmodule \\\\top.{name} (a, y);\n  input a;\n'
@@ -265,7 +276,7 @@ def test_dedupe_modules_merges_identical_instances():
 
 
 def test_dedupe_modules_ignores_tool_numbering_and_port_order():
-    from gpurtl.sim.export import dedupe_modules
+    from gpurtl.sim.core.export import dedupe_modules
 
     # Two copies of one unit as Yosys writes them: its made-up names are numbered design-wide
     # and the header lists the ports in order of first use.

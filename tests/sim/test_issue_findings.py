@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import export, registry
 from gpurtl.sim.cli import build_parser, main
+from gpurtl.sim.core import export, registry
 
 from .test_papercuts import one_line_error
 
@@ -83,6 +83,7 @@ def test_1_fp32_synth_wrapper_and_plain_unit_have_their_own_cache_entries(
     assert (tmp_path / "again.v").read_text() == plain
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_1_check_after_fp32_synth_simulates_the_plain_unit(
     tmp_path, monkeypatch, capsys, fake_place_and_route
@@ -220,8 +221,8 @@ def test_3_missing_compiler_is_one_line_naming_what_to_install(capsys, no_compil
 
 
 def test_3_missing_compiler_refused_by_the_backends_themselves(no_compiler):
-    from gpurtl.sim import verilator
-    from gpurtl.sim.fast import build
+    from gpurtl.sim.backends import verilator
+    from gpurtl.sim.backends.fast import build
 
     block = registry.get("fp32_cmp")
     for make in (lambda: verilator.build(block, block.resolve()), lambda: build.model(block, {})):
@@ -232,8 +233,9 @@ def test_3_missing_compiler_refused_by_the_backends_themselves(no_compiler):
 # 4. a huge --count on the fast backend ------------------------------------------------------------
 
 
+@pytest.mark.verilator
 def test_4_fast_run_prints_its_phases(capsys, monkeypatch):
-    from gpurtl.sim.fast import run as fast_run
+    from gpurtl.sim.backends.fast import run as fast_run
 
     monkeypatch.setattr(fast_run, "PROGRESS_EVERY", 0.0)
     code, out, err = run(capsys, "check", "fp32_cmp", "--backend", "fast", "--count", "30000")
@@ -243,7 +245,7 @@ def test_4_fast_run_prints_its_phases(capsys, monkeypatch):
 
 
 def test_4_fast_run_too_large_for_the_disk_is_refused_before_any_work(capsys, monkeypatch):
-    from gpurtl.sim.fast import run as fast_run
+    from gpurtl.sim.backends.fast import run as fast_run
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was built before the run's size was checked")
@@ -346,7 +348,7 @@ def test_7_every_package_folder_is_configured_so_setuptools_does_not_warn():
             if sub.is_dir() and sub.name != "__pycache__" and not sub.name.startswith("."):
                 # setuptools warns about a folder Python could import but the list leaves out
                 assert f"{package}.{sub.name}" in config["packages"], sub
-    assert config["package-data"]["gpurtl.sim.sweeps"] == ["*.toml"]
+    assert config["package-data"]["gpurtl.sim.sweep.specs"] == ["*.toml"]
 
 
 def _unused_elaboratable_warnings(action):
@@ -362,7 +364,7 @@ def _unused_elaboratable_warnings(action):
 
 
 def test_7_demo_and_bench_build_no_unused_components(tmp_path, monkeypatch):
-    from gpurtl.sim.fast import build
+    from gpurtl.sim.backends.fast import build
 
     # the demo's traversal experiment: tests/sim/test_traversal.py::test_quick_experiment
     block = registry.get("fp32_cmp")
@@ -435,7 +437,7 @@ def test_7_misspelt_sweep_parameter_is_found_when_the_spec_loads(tmp_path):
     ],
 )
 def test_7_quoted_infinity_and_nan_are_accepted(tmp_path, text, bits):
-    from gpurtl.sim.jsonio import read_jsonl
+    from gpurtl.sim.core.jsonio import read_jsonl
 
     from .toy import IN
 
@@ -476,7 +478,7 @@ def test_8_pareto_plot_leaves_out_points_whose_fmax_times_no_datapath(tmp_path, 
 
     from gpurtl.sim.sweep import load_spec, write_report
 
-    spec = load_spec(ROOT / "sim" / "sweeps" / "fp32_depth.toml")
+    spec = load_spec(ROOT / "sim" / "sweep" / "specs" / "fp32_depth.toml")
     rows = [
         {
             "target": target,
@@ -591,7 +593,7 @@ def test_9_bad_description_is_one_line_with_file_line_field(tmp_path, capsys, li
 
 def test_9_encode_triangles_and_instances_agree_with_the_golden_model(tmp_path, capsys):
     from gpurtl.golden.ray_accel.scalar.intersect import intersect
-    from gpurtl.sim.jsonio import read_jsonl
+    from gpurtl.sim.core.jsonio import read_jsonl
 
     lines = [
         {

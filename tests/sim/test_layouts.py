@@ -4,7 +4,7 @@ from amaranth.lib import data
 
 from gpurtl.facts.fp32 import Float32, bits_f32, f32_bits
 from gpurtl.facts.waitcnt import InstClass
-from gpurtl.sim import layouts
+from gpurtl.sim.core import layouts
 
 LAYOUT = data.StructLayout(
     {

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import cliutil, lockstep
+from gpurtl.sim.backends import BACKENDS, pysim
 from gpurtl.sim.cli import main
+from gpurtl.sim.core.progress import Progress
+from gpurtl.sim.harness import golden_io, lockstep
+from gpurtl.sim.harness.report import Report
 
 from .toy import toy_block
 
@@ -44,7 +47,7 @@ def test_fp32_number_out_of_range_is_one_line(tmp_path, capsys, value):
 
 
 def test_largest_float_and_infinity_are_accepted(tmp_path):
-    from gpurtl.sim.jsonio import read_jsonl
+    from gpurtl.sim.core.jsonio import read_jsonl
 
     from .toy import IN
 
@@ -61,8 +64,9 @@ def no_simulation(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a simulation started before the command line was checked")
 
-    monkeypatch.setattr(lockstep, "check", refuse)
-    monkeypatch.setattr(lockstep, "run_block", refuse)
+    for backend in BACKENDS.values():
+        monkeypatch.setattr(backend, "check", refuse)
+        monkeypatch.setattr(backend, "run", refuse)
 
 
 @pytest.mark.parametrize("option", ["--output", "-o", "--vcd"])
@@ -126,7 +130,7 @@ def test_bad_numbers_are_refused(capsys, no_simulation, argv, message):
 
 
 def test_synthesize_refuses_a_bad_frequency():
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
     from gpurtl.sim.synth import synthesize
 
     block = registry.get("fp32_cmp")
@@ -155,7 +159,7 @@ def test_output_files_respect_the_umask(tmp_path, capsys, umask, mode):
 def test_check_streams_stimulus_and_golden_outputs(monkeypatch):
     """A large count runs in chunks: the stimulus is never asked for more than one chunk, and the
     inputs generated but not yet compared never exceed a chunk plus the pipeline's contents."""
-    monkeypatch.setattr(lockstep, "CHUNK", 64)
+    monkeypatch.setattr(golden_io, "CHUNK", 64)
     block = toy_block()
     state = {"generated": 0, "compared": 0, "largest_request": 0, "most_pending": 0}
 
@@ -174,7 +178,7 @@ def test_check_streams_stimulus_and_golden_outputs(monkeypatch):
     counting = block.__class__(
         **{**block.__dict__, "stimulus": stimulus, "golden": golden, "check_count": 10}
     )
-    compare = lockstep.compare_events
+    compare = pysim.compare_events
 
     def counting_compare(*args, **kwargs):
         report, on_output = compare(*args, **kwargs)
@@ -185,17 +189,17 @@ def test_check_streams_stimulus_and_golden_outputs(monkeypatch):
 
         return report, on_counted
 
-    monkeypatch.setattr(lockstep, "compare_events", counting_compare)
-    report = lockstep.check(counting, counting.resolve(), count=2000, seed=3)
+    monkeypatch.setattr(pysim, "compare_events", counting_compare)
+    report = BACKENDS["pysim"].check(counting, counting.resolve(), count=2000, seed=3)
     assert (report.passed, report.failed) == (2000, 0)
     assert state["generated"] == 2000 and state["largest_request"] == 64
     assert state["most_pending"] <= 64 + 8
 
 
 def test_stimulus_is_written_in_chunks(capsys, monkeypatch):
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
 
-    monkeypatch.setattr(lockstep, "CHUNK", 16)
+    monkeypatch.setattr(golden_io, "CHUNK", 16)
     block = registry.get("waitcnt")
     requests = []
 
@@ -215,16 +219,16 @@ def test_stimulus_is_written_in_chunks(capsys, monkeypatch):
 
 def test_default_check_is_one_stimulus_call(monkeypatch):
     """The FP32 units' default run keeps its whole special-value cross product."""
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
 
     block = registry.get("fp32_add")
-    assert block.check_count > lockstep.CHUNK
+    assert block.check_count > golden_io.CHUNK
     params = block.resolve()
-    inputs, _ = lockstep.random_stream(block, params, block.check_count, seed=0)
+    inputs, _ = golden_io.random_stream(block, params, block.check_count, seed=0)
     expected = block.stimulus(
         __import__("numpy").random.default_rng(0), block.check_count, **params
     )
-    from gpurtl.sim import layouts
+    from gpurtl.sim.core import layouts
 
     in_layout, _ = block.layouts(**params)
     assert list(inputs) == [layouts.pack(in_layout, value) for value in expected]
@@ -235,11 +239,11 @@ def test_peak_memory_does_not_grow_with_count():
     """Peak RSS of a subprocess: 20x the transactions, about the same memory."""
     script = (
         "import resource, sys\n"
-        "from gpurtl.sim import lockstep\n"
+        "from gpurtl.sim.backends import BACKENDS\n"
         "sys.path.insert(0, %r)\n"
         "from tests.sim.toy import toy_block\n"
         "block = toy_block()\n"
-        "lockstep.check(block, block.resolve(), count=int(sys.argv[1]))\n"
+        "BACKENDS['pysim'].check(block, block.resolve(), count=int(sys.argv[1]))\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     ) % str(ROOT)
     peaks = [
@@ -392,7 +396,7 @@ def test_version_defaults_in_help_and_run_o(tmp_path, capsys):
 def test_cache_folder_is_per_user_unless_gpurtl_cache(monkeypatch, tmp_path):
     from platformdirs import user_cache_dir
 
-    from gpurtl.sim.export import cache_dir
+    from gpurtl.sim.core.export import cache_dir
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPURTL_CACHE", raising=False)
@@ -406,7 +410,7 @@ def test_cache_folder_is_per_user_unless_gpurtl_cache(monkeypatch, tmp_path):
 
 
 def test_progress_lines_when_not_a_terminal(capsys):
-    progress = cliutil.Progress("sweep", interval=3600)
+    progress = Progress("sweep", interval=3600)
     for done in range(5):
         progress(done, 4, f"step {done}")
     err = capsys.readouterr().err.splitlines()
@@ -416,11 +420,11 @@ def test_progress_lines_when_not_a_terminal(capsys):
 def test_check_rate_leaves_out_the_build(capsys, monkeypatch):
     def slow_build_check(block, params, **kwargs):
         time.sleep(0.5)
-        report = lockstep.Report()
+        report = Report()
         report.passed, report.cycles, report.build_s = 10, 10_000, 0.45
         return report
 
-    monkeypatch.setattr(lockstep, "check", slow_build_check)
+    monkeypatch.setattr(BACKENDS["pysim"], "check", slow_build_check)
     code, out, _ = run(capsys, "check", "waitcnt")
     rate = int(re.search(r"\((\d+) cycles/s\)", out).group(1))
     assert rate > 50_000, out  # 10000 cycles in ~0.05 s of simulation, not 0.5 s
@@ -438,11 +442,11 @@ def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
     def fake_check(block, params, *, count, seed, vcd):
         counts.append(count)
         Path(vcd).write_text("$enddefinitions $end\n")
-        report = lockstep.Report()
+        report = Report()
         report.passed = count
         return report
 
-    monkeypatch.setattr(lockstep, "check", fake_check)
+    monkeypatch.setattr(BACKENDS["pysim"], "check", fake_check)
     code, _, err = run(capsys, "demo", "--quick", "--out", str(tmp_path / "demo"))
     assert code == 0, err
     assert set(counts) == {demo.DEMO_VCD_COUNT[True]} and demo.DEMO_VCD_COUNT[True] <= 10
@@ -459,7 +463,7 @@ def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
 
 
 def test_readme_block_table_lists_every_block():
-    from gpurtl.sim import registry
+    from gpurtl.sim.core import registry
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("## Blocks", 1)[1].split("\n## ", 1)[0]

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import experiments, lockstep
+from gpurtl.sim import experiments
+from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.cli import main
+from gpurtl.sim.harness.report import Report
 from gpurtl.sim.tables import Column, document, markdown, write_csv
 
 
@@ -40,11 +42,11 @@ def toy(monkeypatch):
 
     def fake_check(block, params, *, count, seed, vcd):
         Path(vcd).write_text("$enddefinitions $end\n")
-        report = lockstep.Report()
+        report = Report()
         report.passed = count
         return report
 
-    monkeypatch.setattr(lockstep, "check", fake_check)
+    monkeypatch.setattr(BACKENDS["pysim"], "check", fake_check)
     return calls
 
 

@@ -8,8 +8,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.sim import lockstep
-from gpurtl.sim.engine import PortIO, StallPattern, StreamRuleError, drive_pipeline
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.harness.engine import PortIO, StallPattern, StreamRuleError, drive_pipeline
 
 from .toy import IN, OUT, ToyAdder, toy_block
 
@@ -98,7 +98,7 @@ def _block_of(component_class):
 
 def test_output_rule_violation_fails_with_its_cycle():
     block = _block_of(DropsValid)
-    report = lockstep.check(block, block.resolve(), count=200, seed=2)
+    report = BACKENDS["pysim"].check(block, block.resolve(), count=200, seed=2)
     assert report.failed > 0
     assert report.first.field in ("o.valid", "o.payload")
     assert report.first.where.startswith("cycle ") and "stream rule" in report.first.where
@@ -108,13 +108,15 @@ def test_output_rule_violation_fails_with_its_cycle():
 def test_the_same_block_passes_without_back_pressure():
     # DropsValid is a correct pipeline while o.ready stays high: the check above is about the rule.
     block = _block_of(DropsValid)
-    report = lockstep.check(block, block.resolve(), count=200, seed=2, p_ready=1.0)
+    report = BACKENDS["pysim"].check(block, block.resolve(), count=200, seed=2, p_ready=1.0)
     assert (report.passed, report.failed, report.stream_error) == (200, 0, None)
 
 
 def test_a_correct_pipeline_keeps_the_rule_under_stalls():
     block = _block_of(lambda: ToyAdder(2))
-    report = lockstep.check(block, block.resolve(), count=300, seed=7, p_valid=0.5, p_ready=0.3)
+    report = BACKENDS["pysim"].check(
+        block, block.resolve(), count=300, seed=7, p_valid=0.5, p_ready=0.3
+    )
     assert (report.failed, report.stream_error) == (0, None)
 
 

@@ -189,7 +189,7 @@ def test_shipped_example_specs_parse(name):
 
     import gpurtl.sim
 
-    path = Path(gpurtl.sim.__file__).parent / "sweeps" / f"{name.replace('-', '_')}.toml"
+    path = Path(gpurtl.sim.__file__).parent / "sweep" / "specs" / f"{name.replace('-', '_')}.toml"
     spec = load_spec(path)
     assert spec.name == name and spec.tasks()
 

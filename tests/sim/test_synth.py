@@ -7,8 +7,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.hdl.fp32.cmp import FPCmpCore
-from gpurtl.sim import registry
-from gpurtl.sim.registry import Block, Param
+from gpurtl.sim.core import registry
+from gpurtl.sim.core.registry import Block, Param
 from gpurtl.sim.synth import _last_step, critical_path, synthesize
 
 

@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
-from gpurtl.sim.registry import Block, Param
+from gpurtl.sim.core.registry import Block, Param
 
 IN = data.StructLayout({"a": unsigned(8), "b": unsigned(8), "f": Float32})
 OUT = data.StructLayout({"s": unsigned(9), "f": Float32})

@@ -51,7 +51,6 @@ __all__ = [
     "grow_max",
     "box_test",
     "box_engine",
-    "filter_box_pointers",
     "GROW_UNIT",
 ]
 
@@ -127,13 +126,6 @@ def box_test(origin, inv_dir, extent, bmin, bmax, box_grow, *, ftz=False):
             np.uint32
         ),
     }
-
-
-def filter_box_pointers(origin, exp, children, ray, desc, *, ftz=False):
-    """Instance filter box pointers; see :func:`gpurtl.golden.ray_accel.scalar.box_path.filter_box_pointers`."""
-    from .box_path import filter_box_pointers as impl
-
-    return impl(origin, exp, children, ray, desc, ftz=ftz)
 
 
 def box_engine(tx, *, ftz=False):

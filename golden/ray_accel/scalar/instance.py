@@ -257,7 +257,7 @@ def instance_node_result(node_bytes, ray, pointer_flags, desc):
 
     Returns ``(dwords, new_origin, new_dir)``: 10 result dwords (gpurt
     ``rtip3_opcode_emulation.hlsl`` ``IntersectHardwareInstanceNode``) and the returned ray.
-    The filter box is tested by the ray accelerator's box test (:mod:`.box_test`) against the
+    The filter box is tested by the ray accelerator's box test (:mod:`.box_path`) against the
     transformed ray.
     """
     t = instance_transform(node_bytes, ray, pointer_flags, desc)
@@ -282,10 +282,10 @@ def instance_node_result(node_bytes, ray, pointer_flags, desc):
 
 def _filter_sorted_pointers(fields, t, ray, desc):
     """Sorted pointers of the filter box: decoded here, tested and sorted by the box path."""
-    from . import box_test
+    from . import box_path
 
     children = filter_children(fields)
     new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
-    return box_test.filter_box_pointers(
+    return box_path.filter_box_pointers(
         fields["filter_origin"], fields["filter_exp"], children, new_ray, desc
     )

@@ -2,8 +2,10 @@
 
 import numpy as np
 
-from gpurtl.sim import lockstep, registry
-from gpurtl.sim.engine import StallPattern
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import golden_io
+from gpurtl.sim.harness.engine import StallPattern
 
 __all__ = ["check", "latency_and_ii", "million"]
 
@@ -13,7 +15,7 @@ def check(name, *, count=None, seed=0, **params):
     first tenth without stalls (exact latency), the rest with random valid/ready stalls."""
     block = registry.get(name)
     resolved = block.resolve({k: str(v) for k, v in params.items()})
-    report = lockstep.check(block, resolved, count=count, seed=seed)
+    report = BACKENDS["pysim"].check(block, resolved, count=count, seed=seed)
     assert report.failed == 0, f"{name} {resolved}: {report.line()}; first: {report.first}"
     expected = block.check_count if count is None else count
     assert report.passed == expected
@@ -26,8 +28,8 @@ def latency_and_ii(name, ops=40, **params):
     resolved = block.resolve({k: str(v) for k, v in params.items()})
     dut = block.build(**resolved)
     inputs = block.stimulus(np.random.default_rng(3), ops, **resolved)
-    expected = lockstep.golden_outputs(block, resolved, inputs)
-    report = lockstep.run_block(
+    expected = golden_io.golden_outputs(block, resolved, inputs)
+    report = BACKENDS["pysim"].run(
         block, resolved, inputs, expected=expected, stalls=StallPattern(free_run=ops)
     )
     assert report.failed == 0, str(report.first)
@@ -40,7 +42,7 @@ def million(name, count=1_000_000, **params):
     """The >= 1M-vector cocotb-on-Verilator run of one unit (slow tests)."""
     block = registry.get(name)
     resolved = block.resolve({k: str(v) for k, v in params.items()})
-    report = lockstep.check(block, resolved, count=count, seed=7, backend="verilator")
+    report = BACKENDS["verilator"].check(block, resolved, count=count, seed=7)
     assert report.failed == 0, f"{name}: {report.line()}; first: {report.first}"
     assert report.passed == count
     return report

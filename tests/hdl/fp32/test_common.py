@@ -90,8 +90,8 @@ def test_combinational(cls, fn):
 @pytest.mark.parametrize("name", ["fp32_add", "fp32_fma", "fp32_div", "fp32_cmp", "fp32_minmax"])
 def test_verilog_lint(name):
     """The exported Verilog passes `verilator --lint-only -Wall` (documented waivers only)."""
-    from gpurtl.sim import registry
-    from gpurtl.sim.export import lint, to_verilog
+    from gpurtl.sim.core import registry
+    from gpurtl.sim.core.export import lint, to_verilog
 
     block = registry.get(name)
     ok, messages = lint(to_verilog(block, block.resolve({})), name)

@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from gpurtl.facts import fp32
 from gpurtl.facts.fp32 import Float32, f32_bits
-from gpurtl.sim import layouts
+from gpurtl.sim.core import layouts
 
 
 def test_fields_are_where_the_format_puts_them():

@@ -9,7 +9,8 @@ import gc
 import pytest
 
 from gpurtl.hdl.fp32 import FPToIntCore, IntToFPCore
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 
 from ._lockstep import check, latency_and_ii, million
 
@@ -61,12 +62,13 @@ def test_add_default_ftz():
     check("fp32_add", ftz=True, count=3000, seed=4)
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_add_verilator_cross_product_and_random():
     """The one Verilator build of the FP32 family in the default run."""
     block = registry.get("fp32_add")
     params = block.resolve({})
-    report = lockstep.check(block, params, count=10_000, seed=9, backend="verilator")
+    report = BACKENDS["verilator"].check(block, params, count=10000, seed=9)
     assert report.failed == 0, str(report.first)
     assert report.passed == 10_000
 

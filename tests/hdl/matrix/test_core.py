@@ -19,14 +19,16 @@ from gpurtl.golden.matrix.samples import random_elements, targeted
 from gpurtl.hdl.matrix.core import MatrixCore, dots_for
 from gpurtl.hdl.matrix.dot import FLOAT_WEIGHTS, float_step
 from gpurtl.hdl.pipe import Stager, place_registers
-from gpurtl.sim import lockstep, registry
-from gpurtl.sim.engine import StallPattern
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import golden_io
+from gpurtl.sim.harness.engine import StallPattern
 
 
 def _check(count, seed=1, **params):
     block = registry.get("matrix_core")
     resolved = block.resolve({k: str(v) for k, v in params.items()})
-    report = lockstep.check(block, resolved, count=count, seed=seed)
+    report = BACKENDS["pysim"].check(block, resolved, count=count, seed=seed)
     assert report.failed == 0, f"{report.line()}; first: {report.first}"
     assert report.passed == count
     return report
@@ -161,10 +163,10 @@ def test_small_build_lockstep_can_fail():
     params = block.small_params()
     rng = np.random.default_rng(2)
     txs = block.stimulus(rng, 6, **params)
-    expected = lockstep.golden_outputs(block, params, txs)
+    expected = golden_io.golden_outputs(block, params, txs)
     expected[4]["d"][3][5] ^= 1
     stalls = StallPattern(seed=2, p_valid=0.7, p_ready=0.7, free_run=1)
-    report = lockstep.run_block(block, params, txs, expected=expected, stalls=stalls)
+    report = BACKENDS["pysim"].run(block, params, txs, expected=expected, stalls=stalls)
     assert report.passed == 5 and report.failed == 1, report.line()
     assert report.first.where.startswith("transaction 4 ") and "d[3][5]" in report.first.field
 
@@ -193,14 +195,14 @@ def test_float_cores_lockstep(params):
 def test_small_build_verilator():
     block = registry.get("matrix_core")
     params = block.small_params()
-    report = lockstep.check(block, params, count=20, seed=3, backend="verilator")
+    report = BACKENDS["verilator"].check(block, params, count=20, seed=3)
     assert report.failed == 0, str(report.first)
     assert report.passed == 20
 
 
 @pytest.mark.slow
 def test_export_ports_and_no_assert():
-    from gpurtl.sim.export import to_verilog
+    from gpurtl.sim.core.export import to_verilog
 
     block = registry.get("matrix_core")
     text = to_verilog(block, block.small_params())

@@ -13,8 +13,10 @@ from gpurtl.facts.ds_bvh_stack import (
 )
 from gpurtl.golden.ray_accel.ds_bvh_stack import BvhStackModel
 from gpurtl.hdl.ray_accel.ds_bvh_stack import BvhStack
-from gpurtl.sim import layouts, lockstep, registry
-from gpurtl.sim.engine import StallPattern
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.harness import golden_io
+from gpurtl.sim.harness.engine import StallPattern
 
 PARAMS = {"stack_size": 8, "waves": 2, "lanes": 4}
 BOX = [0x1005 + 0x100 * k for k in range(16)]
@@ -113,7 +115,7 @@ def test_harness_keeps_one_stateful_model_in_order():
     block = registry.get("ds_bvh_stack")
     expected = [e for _, e in SEQUENCE]
     assert (
-        lockstep.golden_outputs(block, block.resolve(PARAMS), [r for r, _ in SEQUENCE]) == expected
+        golden_io.golden_outputs(block, block.resolve(PARAMS), [r for r, _ in SEQUENCE]) == expected
     )
 
 
@@ -122,7 +124,7 @@ def test_stimulus_covers_the_rules():
     params = block.resolve({})
     inputs = block.stimulus(np.random.default_rng(0), 2000, **params)
     seen = {}
-    for request, response in zip(inputs, lockstep.golden_outputs(block, params, inputs)):
+    for request, response in zip(inputs, golden_io.golden_outputs(block, params, inputs)):
         last, op, reg = request["last_node_ptr"], int(request["op"]), response["stack_addr"]
         for rule, hit in [
             ("error", response["error"]),
@@ -158,7 +160,7 @@ def test_stimulus_covers_the_rules():
 def test_rtl_follows_the_worked_sequence(stalls):
     block = registry.get("ds_bvh_stack")
     params = block.resolve(PARAMS)
-    report = lockstep.run_block(
+    report = BACKENDS["pysim"].run(
         block, params, [r for r, _ in SEQUENCE], stalls=stalls, keep_outputs=True
     )
     got = [layouts.unpack(STACK_RESPONSE_LAYOUT, bits) for bits in report.outputs]
@@ -170,7 +172,7 @@ def test_rtl_follows_the_worked_sequence(stalls):
 
 def _check(count, seed, **params):
     block = registry.get("ds_bvh_stack")
-    report = lockstep.check(block, block.resolve(params), count=count, seed=seed)
+    report = BACKENDS["pysim"].check(block, block.resolve(params), count=count, seed=seed)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
 
@@ -189,7 +191,7 @@ def test_lockstep_lds_state_matters():
     params = block.resolve({})
     inputs = block.stimulus(np.random.default_rng(5), 300, **params)
     forgetful = [BvhStackModel(**params)(request) for request in inputs]
-    report = lockstep.run_block(block, params, inputs, expected=forgetful)
+    report = BACKENDS["pysim"].run(block, params, inputs, expected=forgetful)
     assert report.failed > 10
 
 
@@ -200,9 +202,10 @@ def test_parameters():
             BvhStack(**bad)
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_lockstep_verilator():
     block = registry.get("ds_bvh_stack")
-    report = lockstep.check(block, block.resolve(PARAMS), count=300, seed=9, backend="verilator")
+    report = BACKENDS["verilator"].check(block, block.resolve(PARAMS), count=300, seed=9)
     assert report.failed == 0, str(report.first)
     assert report.passed == 300

@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 
 from gpurtl.golden.ray_accel.scalar import obb as obb_model
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 
 
 def _check(name, count, **params):
     block = registry.get(name)
-    report = lockstep.check(block, block.resolve(params), count=count, seed=7)
+    report = BACKENDS["pysim"].check(block, block.resolve(params), count=count, seed=7)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
     return report
@@ -55,8 +56,6 @@ def test_obb_transform_verilator():
     """obb_transform (lanes=1, 18 FMA units) on Verilator. Marked slow: the Verilator build of
     18 FP32 FMA cores takes several minutes on the shared 2-core machine."""
     block = registry.get("obb_transform")
-    report = lockstep.check(
-        block, block.resolve({"fma_stages": 1}), count=400, seed=3, backend="verilator"
-    )
+    report = BACKENDS["verilator"].check(block, block.resolve({"fma_stages": 1}), count=400, seed=3)
     assert report.failed == 0, str(report.first)
     assert report.passed == 400

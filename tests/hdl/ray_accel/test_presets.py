@@ -6,7 +6,7 @@ import pytest
 
 from gpurtl.hdl.ray_accel.presets import FP_PRESETS, check_preset
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-from gpurtl.sim import registry
+from gpurtl.sim.core import registry
 
 
 @pytest.mark.parametrize("fp", sorted(FP_PRESETS))

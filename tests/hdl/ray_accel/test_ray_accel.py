@@ -12,7 +12,8 @@ the pysim counts are modest; the Verilator test carries the volume."""
 import pytest
 
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 
 from .drive import run_lockstep
 
@@ -68,6 +69,7 @@ def test_bad_parameters():
         RayAccel(ftz=1)
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_lockstep_verilator_smallest_build():
     """The exported Verilog of the smallest build (1 engine x 1 box test, II 8) under cocotb on
@@ -76,7 +78,7 @@ def test_lockstep_verilator_smallest_build():
     params = BLOCK.resolve(
         {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
     )
-    report = lockstep.check(BLOCK, params, count=120, seed=23, backend="verilator")
+    report = BACKENDS["verilator"].check(BLOCK, params, count=120, seed=23)
     assert report.failed == 0, str(report.first)
     assert report.passed == 120
 
@@ -87,7 +89,7 @@ def test_lockstep_verilator_box_build():
     """The box paths (BVH8, dual legacy boxes, corner cases) with volume, on Verilator (the
     Verilog export alone takes ~8 minutes on a loaded 2-core machine, hence slow)."""
     params = BLOCK.resolve({"triangles": "0", "transforms": "0"})
-    report = lockstep.check(BLOCK, params, count=600, seed=21, backend="verilator")
+    report = BACKENDS["verilator"].check(BLOCK, params, count=600, seed=21)
     assert report.failed == 0, str(report.first)
     assert report.passed == 600
 
@@ -97,7 +99,7 @@ def test_lockstep_verilator_box_build():
 def test_lockstep_verilator_full_build():
     """Every path on Verilator (the export and compile of the full design take many minutes)."""
     params = BLOCK.resolve({})
-    report = lockstep.check(BLOCK, params, count=1000, seed=22, backend="verilator")
+    report = BACKENDS["verilator"].check(BLOCK, params, count=1000, seed=22)
     assert report.failed == 0, str(report.first)
     assert report.passed == 1000
 
@@ -105,15 +107,18 @@ def test_lockstep_verilator_full_build():
 @pytest.mark.parametrize("ftz, fp", [("0", "fpga"), ("1", "fpga"), ("0", "shallow")])
 def test_ray_sort_block_lockstep(ftz, fp):
     block = registry.get("ray_sort")
-    report = lockstep.check(block, block.resolve({"ftz": ftz, "fp": fp}), count=300, seed=4)
+    report = BACKENDS["pysim"].check(
+        block, block.resolve({"ftz": ftz, "fp": fp}), count=300, seed=4
+    )
     assert report.failed == 0, str(report.first)
     assert report.latency_errors == 0
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_ray_sort_verilator():
     """The default run's one Verilator build: the sort unit (the top level is too big, see the
     slow tests above)."""
     block = registry.get("ray_sort")
-    report = lockstep.check(block, block.resolve({}), count=2000, seed=5, backend="verilator")
+    report = BACKENDS["verilator"].check(block, block.resolve({}), count=2000, seed=5)
     assert report.failed == 0, str(report.first)

@@ -11,7 +11,9 @@ from amaranth.sim import Simulator
 from gpurtl.golden.ray_accel.encode import primitive_node as pn
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.scalar import triangle as tr
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import golden_io
 
 # The Amaranth simulator compiles this large design (about 75 FP32 cores) slowly; the default
 # pysim tests use shallow FP32 cores (fewer registers, same logic), the Verilator test and the slow
@@ -154,8 +156,8 @@ def test_lockstep_pysim_and_watertight_on_rtl(random_count, edge_rays):
     through shared edges and vertices; every output must equal the golden model, with random
     valid/ready stalls after the first tenth, and the RTL's own results must hit at least one
     triangle adjacent to each edge/vertex ray (watertightness measured on the RTL)."""
-    from gpurtl.sim import layouts
-    from gpurtl.sim.engine import StallPattern
+    from gpurtl.sim.core import layouts
+    from gpurtl.sim.harness.engine import StallPattern
 
     block = registry.get("ray_triangle")
     params = block.resolve(LIGHT)
@@ -163,9 +165,9 @@ def test_lockstep_pysim_and_watertight_on_rtl(random_count, edge_rays):
     random_txs = block.stimulus(rng, random_count, **params)
     edge_txs, owner = _watertight_transactions(rng, edge_rays)
     txs = random_txs + edge_txs
-    expected = lockstep.golden_outputs(block, params, txs)
+    expected = golden_io.golden_outputs(block, params, txs)
     stalls = StallPattern(seed=1, p_valid=0.7, p_ready=0.7, free_run=len(txs) // 10)
-    report = lockstep.run_block(
+    report = BACKENDS["pysim"].run(
         block, params, txs, expected=expected, stalls=stalls, keep_outputs=True
     )
     assert report.failed == 0, str(report.first)
@@ -183,13 +185,13 @@ def test_legacy_lockstep_pysim():
     """Legacy nodes, two lanes, with no stalls at all: every transaction takes exactly
     ``latency`` cycles and one is accepted per cycle (II = 1: N transactions in N + latency
     cycles)."""
-    from gpurtl.sim.engine import StallPattern
+    from gpurtl.sim.harness.engine import StallPattern
 
     block = registry.get("ray_triangle_legacy")
     params = block.resolve(LIGHT)
     txs = block.stimulus(np.random.default_rng(2), 100, **params)
-    expected = lockstep.golden_outputs(block, params, txs)
-    report = lockstep.run_block(
+    expected = golden_io.golden_outputs(block, params, txs)
+    report = BACKENDS["pysim"].run(
         block, params, txs, expected=expected, stalls=StallPattern(free_run=len(txs))
     )
     assert report.failed == 0, str(report.first)
@@ -205,7 +207,7 @@ def test_lockstep_default_core_latencies_pysim():
     """The default FP32 core depths (long delay lines) on the Amaranth simulator too."""
     block = registry.get("ray_triangle")
     params = block.resolve()
-    report = lockstep.check(block, params, count=40, seed=3, backend="pysim")
+    report = BACKENDS["pysim"].check(block, params, count=40, seed=3)
     assert report.failed == 0, str(report.first)
 
 
@@ -216,23 +218,24 @@ def test_lockstep_verilator():
     default run checks the Amaranth simulator only. Uses the shallow FP32 configuration."""
     block = registry.get("ray_triangle")
     params = block.resolve(LIGHT)
-    report = lockstep.check(block, params, count=1500, seed=7, backend="verilator")
+    report = BACKENDS["verilator"].check(block, params, count=1500, seed=7)
     assert report.failed == 0, str(report.first)
     assert report.passed == 1500
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_decode_lockstep_verilator():
     """The default run's one Verilator build of this path: the primitive-node decode (integer
     RTL) on Verilator/cocotb, real and malformed nodes, random stalls. The FP32 cores have their
     own Verilator tests; the whole triangle path on Verilator is the slow test above."""
     block = registry.get("ray_primitive_decode")
-    report = lockstep.check(block, block.resolve(), count=1000, seed=5, backend="verilator")
+    report = BACKENDS["verilator"].check(block, block.resolve(), count=1000, seed=5)
     assert report.failed == 0, str(report.first)
     assert report.passed == 1000
 
 
 def test_decode_block_lockstep_pysim():
     block = registry.get("ray_primitive_decode")
-    report = lockstep.check(block, block.resolve(), count=300, seed=1, backend="pysim")
+    report = BACKENDS["pysim"].check(block, block.resolve(), count=300, seed=1)
     assert report.failed == 0, str(report.first)

@@ -10,13 +10,15 @@ from amaranth.hdl import Fragment, UnusedElaboratable
 
 from gpurtl.hdl.stoc.omm_index import OMMIndex
 from gpurtl.hdl.stoc.stoc import STOCUnit
-from gpurtl.sim import export, lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import export, registry
+from gpurtl.sim.harness import golden_io
 
 
 def _check(name, count, backend="pysim", seed=0, **overrides):
     block = registry.get(name)
     params = block.resolve(overrides)
-    report = lockstep.check(block, params, count=count, seed=seed, backend=backend)
+    report = BACKENDS[backend].check(block, params, count=count, seed=seed)
     assert report.failed == 0 and report.passed == count, f"{report.line()}: {report.first}"
     return report
 
@@ -51,8 +53,8 @@ def test_initiation_interval_is_one(name):
     block = registry.get(name)
     params = block.resolve()
     inputs = block.stimulus(np.random.default_rng(4), 200, **params)
-    expected = lockstep.golden_outputs(block, params, inputs)
-    report = lockstep.run_block(block, params, inputs, expected=expected)
+    expected = golden_io.golden_outputs(block, params, inputs)
+    report = BACKENDS["pysim"].run(block, params, inputs, expected=expected)
     assert report.failed == 0 and report.passed == 200
     dut = block.build(**params)
     Fragment.get(dut, None)  # (marks the component used)
@@ -101,6 +103,7 @@ def test_verilog_lint():
         assert codes <= set(_WIDTH_CODES), codes
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_stoc_lockstep_verilator():
     _check("stoc", 1500, backend="verilator", seed=2)

@@ -1,8 +1,7 @@
-"""Drive a register allocator's RTL cycle by cycle in the Amaranth simulator (test helper)."""
+"""Drive a register allocator's RTL cycle by cycle in a pysim session (test helper)."""
 
-from amaranth.sim import Simulator
-
-from gpurtl.sim import layouts
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core.registry import Block
 
 
 def idle(**fields):
@@ -17,18 +16,16 @@ def run_rtl(dut, in_layout, out_layout, steps, inject=None):
     ``inject(ctx, cycle, dut)`` (optional) runs before the inputs of each cycle are applied, e.g.
     to corrupt a state register.
     """
-    outs = []
-
-    async def bench(ctx):
-        for cycle, tx in enumerate(steps):
-            if inject is not None:
-                inject(ctx, cycle, dut)
-            ctx.set(dut.i.as_value(), layouts.pack(in_layout, tx))
-            outs.append(layouts.unpack(out_layout, ctx.get(dut.o.as_value())))
-            await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return outs
+    block = Block(
+        name="dut",
+        doc="an allocator built by a test",
+        kind="cycle",
+        build=lambda: dut,
+        golden=None,
+        layouts=lambda: (in_layout, out_layout),
+        stimulus=None,
+    )
+    with BACKENDS["pysim"].session(block, {}, golden=False) as session:
+        if inject is not None:
+            session.before_cycle = lambda ctx, cycle: inject(ctx, cycle, dut)
+        return session.apply_all(steps)

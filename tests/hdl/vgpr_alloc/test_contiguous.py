@@ -9,7 +9,8 @@ from gpurtl.golden.vgpr_alloc import occupancy
 from gpurtl.golden.vgpr_alloc.common import ERR, OP
 from gpurtl.golden.vgpr_alloc.contiguous import ContigModel
 from gpurtl.hdl.vgpr_alloc.contiguous import ContigAllocator, contig_layouts
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 
 from .helpers import idle, run_rtl
 
@@ -17,7 +18,7 @@ from .helpers import idle, run_rtl
 def check(name, count, seed=0, **overrides):
     block = registry.get(name)
     params = block.resolve(overrides)
-    report = lockstep.check(block, params, count=count, seed=seed)
+    report = BACKENDS["pysim"].check(block, params, count=count, seed=seed)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
 

@@ -3,7 +3,9 @@
 
 import pytest
 
-from gpurtl.sim import experiments, lockstep, registry
+from gpurtl.sim import experiments
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 from gpurtl.sim.experiments import dynvgpr_deadlock, occupancy
 
 
@@ -45,10 +47,11 @@ def pch_workaround(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_xe3_grf_verilator_short(pch_workaround):
     block = registry.get("xe3_grf")
-    report = lockstep.check(block, block.resolve({}), count=2000, seed=21, backend="verilator")
+    report = BACKENDS["verilator"].check(block, block.resolve({}), count=2000, seed=21)
     assert report.failed == 0, str(report.first)
     assert report.passed == 2000
 
@@ -68,9 +71,7 @@ def test_xe3_grf_verilator_short(pch_workaround):
 )
 def test_verilator_long(pch_workaround, name, params):
     block = registry.get(name)
-    report = lockstep.check(
-        block, block.resolve(params), count=100_000, seed=31, backend="verilator"
-    )
+    report = BACKENDS["verilator"].check(block, block.resolve(params), count=100000, seed=31)
     assert report.failed == 0, str(report.first)
 
 
@@ -78,5 +79,5 @@ def test_verilator_long(pch_workaround, name, params):
 @pytest.mark.parametrize("name", ["vgpr_dyn", "vgpr_static", "xe3_grf"])
 def test_pysim_long(name):
     block = registry.get(name)
-    report = lockstep.check(block, block.resolve({}), count=200_000, seed=41)
+    report = BACKENDS["pysim"].check(block, block.resolve({}), count=200000, seed=41)
     assert report.failed == 0, str(report.first)

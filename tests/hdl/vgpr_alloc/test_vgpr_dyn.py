@@ -8,7 +8,8 @@ import pytest
 from gpurtl.golden.vgpr_alloc.common import ERR, OP
 from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.hdl.vgpr_alloc.dynamic import DynVgprAllocator, dyn_layouts
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
 
 from .helpers import idle, run_rtl
 
@@ -17,7 +18,7 @@ BLOCK = registry.get("vgpr_dyn")
 
 def check(count, seed=0, **overrides):
     params = BLOCK.resolve(overrides)
-    report = lockstep.check(BLOCK, params, count=count, seed=seed)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=count, seed=seed)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
 

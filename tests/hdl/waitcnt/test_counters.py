@@ -9,8 +9,10 @@ import pytest
 
 from gpurtl.facts.waitcnt import InstClass, profile
 from gpurtl.golden.waitcnt import WaitCountersModel, decode_wait
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.blocks.waitcnt import _counter_defaults
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import golden_io
 
 BLOCK = registry.get("waitcnt")
 
@@ -40,7 +42,7 @@ def sopk(op, simm16, sdst=0x7C):
 def test_lockstep_random(params):
     params = BLOCK.resolve(params)
     count = 600 if params["waves"] == 16 else 2500
-    report = lockstep.check(BLOCK, params, count=count, seed=11)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=count, seed=11)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
 
@@ -50,7 +52,7 @@ def test_stimulus_reaches_every_corner(policy):
     """The random stimulus really exercises stalls, full counters, underflow and bad waits."""
     params = BLOCK.resolve({"waves": 3, "full_policy": policy})
     inputs = BLOCK.stimulus(np.random.default_rng(11), 2500, **params)
-    outputs = lockstep.golden_outputs(BLOCK, params, inputs)
+    outputs = golden_io.golden_outputs(BLOCK, params, inputs)
     prof = profile("gfx12")
     seen = {
         "stall": sum(o["stall"] != 0 for o in outputs),
@@ -84,7 +86,7 @@ def test_lockstep_detects_a_wrong_model():
     model.prof = Broken()
     inputs = BLOCK.stimulus(np.random.default_rng(3), 400, **params)
     expected = [model.step(i) for i in inputs]
-    report = lockstep.run_block(BLOCK, params, inputs, expected=expected)
+    report = BACKENDS["pysim"].run(BLOCK, params, inputs, expected=expected)
     assert report.failed > 0
     assert report.first.field.endswith(".ds")
 
@@ -106,8 +108,8 @@ def cycle(generation="gfx12", waves=4, issue=None, wait=None, ret=None):
 
 def run_rtl(cycles, generation="gfx12", waves=4, policy="stall"):
     params = BLOCK.resolve({"generation": generation, "waves": waves, "full_policy": policy})
-    golden = lockstep.golden_outputs(BLOCK, params, cycles)
-    report = lockstep.run_block(BLOCK, params, cycles, expected=golden, keep_outputs=True)
+    golden = golden_io.golden_outputs(BLOCK, params, cycles)
+    report = BACKENDS["pysim"].run(BLOCK, params, cycles, expected=golden, keep_outputs=True)
     assert report.failed == 0, str(report.first)
     return golden
 

@@ -4,7 +4,9 @@ import pytest
 
 from gpurtl.facts.waitcnt import InstClass
 from gpurtl.golden.waitcnt import ReturnQueueModel
-from gpurtl.sim import lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness import golden_io
 
 BLOCK = registry.get("waitcnt_mem")
 
@@ -22,13 +24,13 @@ def test_lockstep_random(queue, generation):
             "miss_latency": 11,
         }
     )
-    report = lockstep.check(BLOCK, params, count=2500, seed=7)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=2500, seed=7)
     assert report.failed == 0, str(report.first)
 
 
 def test_lockstep_default_size():
     params = BLOCK.resolve({"queue": "inorder"})
-    report = lockstep.check(BLOCK, params, count=400, seed=2)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=400, seed=2)
     assert report.failed == 0, str(report.first)
 
 
@@ -62,7 +64,7 @@ def test_full_queue_refuses_the_issue():
     load = {"valid": 1, "wave": 0, "cls": int(InstClass.VMEM_LOAD.value), "hit": 0}
     idle_wait = {"valid": 0, "wave": 0, "word": 0}
     inputs = [{"issue": load, "wait": idle_wait} for _ in range(4)]
-    expected = lockstep.golden_outputs(BLOCK, params, inputs)
+    expected = golden_io.golden_outputs(BLOCK, params, inputs)
     assert [o["issue_accepted"] for o in expected] == [1, 1, 0, 0]
-    report = lockstep.run_block(BLOCK, params, inputs, expected=expected)
+    report = BACKENDS["pysim"].run(BLOCK, params, inputs, expected=expected)
     assert report.failed == 0, str(report.first)

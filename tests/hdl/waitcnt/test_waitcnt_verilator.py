@@ -2,16 +2,18 @@
 
 import pytest
 
-from gpurtl.sim import export, lockstep, registry
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.core import export, registry
 
 
+@pytest.mark.slow  # another Verilator build; `make test-verilator` runs every block once
 @pytest.mark.verilator
 def test_waitcnt_mem_on_verilator():
     block = registry.get("waitcnt_mem")
     params = block.resolve(
         {"waves": 4, "queue": "inorder", "queue_depth": 4, "hit_latency": 3, "miss_latency": 11}
     )
-    report = lockstep.check(block, params, count=3000, seed=5, backend="verilator")
+    report = BACKENDS["verilator"].check(block, params, count=3000, seed=5)
     assert report.failed == 0, str(report.first)
     assert report.passed == 3000
 

@@ -143,7 +143,7 @@ class Block:
         smoke test uses them); empty when the defaults are already small.
     stimulus_words : callable, optional
         ``stimulus_words(rng, count, **params) -> (count, W_in) uint32`` word array (rows packed
-        as :func:`gpurtl.sim.layouts.pack` does, little-endian 32-bit words): fast stimulus for
+        as :func:`gpurtl.sim.core.layouts.pack` does, little-endian 32-bit words): fast stimulus for
         long runs.
     golden_words : callable, optional
         ``golden_words(words, **params) -> (count, W_out) uint32``: the golden model on a whole
@@ -161,7 +161,6 @@ class Block:
     defaults: object = None
     validate: object = None
     check_count: int = 1000
-    group: str = ""
     small: dict = field(default_factory=dict)
     stimulus_words: object = None
     golden_words: object = None
@@ -214,7 +213,7 @@ def _load():
     if _loaded:
         return
     _loaded = True
-    from . import blocks as package
+    from .. import blocks as package
 
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         importlib.import_module(f"{package.__name__}.{info.name}")

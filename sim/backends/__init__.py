@@ -1,0 +1,28 @@
+"""The simulation backends, each one object behind the harness's
+:class:`~gpurtl.sim.harness.backend.Backend` interface.
+
+:data:`BACKENDS` is the one list of them, by name; the command line, the sweeps and the bench
+read it. :func:`get` looks one up by a name a user gave.
+"""
+
+from ..core.registry import RegistryError
+from .fast import FastBackend
+from .pysim import PysimBackend
+from .verilator import VerilatorBackend
+
+__all__ = ["BACKENDS", "get"]
+
+#: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, and the compiled
+#: driver (pipeline blocks only).
+BACKENDS = {
+    backend.name: backend for backend in (PysimBackend(), VerilatorBackend(), FastBackend())
+}
+
+
+def get(name):
+    """The backend called ``name``; raises :class:`~gpurtl.sim.core.registry.RegistryError`
+    naming the known ones otherwise."""
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise RegistryError(f"backend must be one of {', '.join(BACKENDS)}, not {name!r}") from None

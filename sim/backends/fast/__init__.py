@@ -1,0 +1,140 @@
+"""The ``fast`` backend: a pipeline block's Verilog compiled by Verilator with a generated C++
+driver, so that no Python runs per cycle.
+
+* :mod:`.top`: :class:`BatchTop`, the simulation wrapper that keeps ``o.ready`` out of the
+  block's registers;
+* :mod:`.driver`: the generated C++ driver (batch mode from files, session mode over pipes);
+* :mod:`.build`: export, Verilator build and the build cache;
+* :mod:`.run`: running the model on a file of transactions and comparing with the golden model;
+* :mod:`.session`: a session on the driver's session mode.
+
+Which model runs -- ``batch`` (the block inside :class:`BatchTop`) or ``stalled`` (the block
+itself) -- is ``$GPURTL_FAST_TOP`` (:func:`default_top`).
+"""
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ...core.registry import RegistryError
+from ...harness.backend import Backend, cpu_seconds
+from .build import TOPS, BuildError
+from .build import model as build_model
+from .run import FastReport, check, compare_slices, run_rows, run_transactions
+from .session import FastSession
+from .top import BatchTop
+
+__all__ = [
+    "TOPS",
+    "TOP_ENV",
+    "BatchTop",
+    "BuildError",
+    "FastBackend",
+    "FastReport",
+    "FastSession",
+    "default_top",
+]
+
+#: Environment variable choosing the top of ``--backend fast`` (``batch`` or ``stalled``).
+TOP_ENV = "GPURTL_FAST_TOP"
+
+
+def default_top():
+    """``$GPURTL_FAST_TOP`` or ``batch`` (the faster top; see :class:`~.top.BatchTop`)."""
+    top = os.environ.get(TOP_ENV, "batch")
+    if top not in TOPS:
+        raise RegistryError(f"${TOP_ENV} must be one of {', '.join(TOPS)}, not {top!r}")
+    return top
+
+
+class FastBackend(Backend):
+    name = "fast"
+    summary = "the Verilator model with a compiled C++ driver (pipelines only)"
+    kinds = ("pipeline",)
+    waveforms = False
+    tools = ("c++", "make")
+    variants = TOPS
+    python_per_cycle = False
+
+    def run_bits(
+        self,
+        block,
+        params,
+        input_bits,
+        expected_bits,
+        stalls,
+        *,
+        vcd=None,
+        keep_outputs=False,
+        progress=None,
+        top=None,
+    ):
+        return run_transactions(
+            block,
+            params,
+            list(input_bits),
+            None if expected_bits is None else list(expected_bits),
+            seed=stalls.rng.getrandbits(31),
+            p_valid=stalls.p_valid,
+            p_ready=stalls.p_ready,
+            free_run=stalls.free_run,
+            top=top or default_top(),
+            keep_outputs=keep_outputs,
+        )
+
+    def check_stream(
+        self, block, params, count, seed, stalls, *, vcd=None, progress=None, log=None, top=None
+    ):
+        return check(
+            block,
+            params,
+            count=count,
+            seed=seed,
+            top=top or default_top(),
+            p_valid=stalls.p_valid,
+            p_ready=stalls.p_ready,
+            free_run=stalls.free_run,
+            log=log,
+        )
+
+    def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant=None, work=None):
+        """The batch driver on ``in_rows`` with the model ``variant`` (a top, see :data:`TOPS`);
+        the simulation time is that of the driver processes, the comparison is not timed."""
+        model = build_model(block, params, top=variant or default_top())
+        count = len(in_rows)
+        in_path = Path(work) / f"in-{model.top}.bin"
+        np.ascontiguousarray(in_rows, dtype="<u4").tofile(in_path)
+        report = FastReport()
+        report.top = model.top
+        started, cpu = time.monotonic(), cpu_seconds()
+        slices = run_rows(
+            model,
+            in_path,
+            count,
+            seed=stalls.rng.getrandbits(31),
+            p_valid=stalls.p_valid,
+            p_ready=stalls.p_ready,
+            free_run=stalls.free_run,
+            work=work,
+        )
+        sim_seconds, cpu = time.monotonic() - started, cpu_seconds() - cpu
+        _, out_layout = block.layouts(**params)
+        compare_slices(report, model, out_layout, slices, expected_rows)
+        return report, model.build_seconds, sim_seconds, cpu
+
+    def session(
+        self, block, params, *, golden=True, stalls=None, vcd=None, strict=False, top=None, log=None
+    ):
+        self.require(block, vcd=vcd)
+        return FastSession(
+            block,
+            params,
+            golden=golden,
+            stalls=stalls,
+            strict=strict,
+            top=top or default_top(),
+            seed=stalls.rng.getrandbits(31) if stalls is not None else 0,
+            log=log,
+        )
