@@ -36,7 +36,7 @@ from ...core.export import (
 )
 from ...core.files import write_atomic
 from ...core.registry import component_facts
-from .driver import driver_source
+from .driver import both_edges, driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
@@ -100,13 +100,23 @@ class BuildError(RuntimeError):
     """Verilator or the C++ compiler failed; the message ends with the log's tail."""
 
 
+def default_evals(top):
+    """Evaluations per cycle of the driver of a ``top`` model: one for ``batch``, whose outputs
+    come only from registers (see :mod:`.driver`), two for ``stalled`` (its ``i.ready`` and
+    ``o.valid`` follow ``o.ready`` through the stall enable)."""
+    return 1 if top == "batch" else 2
+
+
 class Model:
     """A compiled model: the executable and the design facts the runner needs."""
 
-    def __init__(self, executable, top, latency, ii, in_width, out_width, build_seconds, cached):
+    def __init__(
+        self, executable, top, latency, ii, in_width, out_width, build_seconds, cached, evals=2
+    ):
         self.executable, self.top, self.latency, self.ii = Path(executable), top, latency, ii
         self.in_width, self.out_width = in_width, out_width
         self.build_seconds, self.cached = build_seconds, cached
+        self.evals = evals
 
 
 def _tools():
@@ -147,11 +157,16 @@ def _design(block, params, top_kind):
     return text, record
 
 
-def model(block, params, *, top="batch", log=None):
+def model(block, params, *, top="batch", log=None, evals=None):
     """The compiled model of ``block`` with ``params`` and the given top (see :data:`TOPS`),
-    built when missing. ``log(text)`` receives progress lines."""
+    built when missing. ``evals``: evaluations per cycle of its driver, by default
+    :func:`default_evals` (two for ``stalled``: it has no one-evaluation model).
+    ``log(text)`` receives progress lines."""
     if top not in TOPS:
         raise ValueError(f"`top` must be one of {', '.join(TOPS)}, not {top!r}")
+    evals = default_evals(top) if evals is None else evals
+    if evals != 2 and top != "batch":
+        raise ValueError(f"the `{top}` top runs with two evaluations per cycle, not {evals!r}")
     if block.kind != "pipeline":
         raise ValueError(
             f"the fast backend runs pipeline blocks only; `{block.name}` is cycle-stepped"
@@ -184,10 +199,11 @@ def model(block, params, *, top="batch", log=None):
     else:
         log(f"exporting {block.name} ({top} top)")
         text, record = _design(block, params, top)
-    driver = driver_source(record["top"], record["in_width"], record["out_width"])
+    driver = driver_source(record["top"], record["in_width"], record["out_width"], evals)
     build_key = json.dumps(
         {
             "verilog": record["verilog"],
+            "evals": evals,  # one evaluation: the Verilog is clocked on both edges
             "driver": hashlib.sha256(driver.encode()).hexdigest(),
             "dedupe": DEDUPE_VERSION,
             "verilator": VERILATOR_FLAGS,
@@ -210,7 +226,7 @@ def model(block, params, *, top="batch", log=None):
         if text is None:  # the Verilog was removed but the index kept: export again
             log(f"exporting {block.name} ({top} top)")
             text, record = _design(block, params, top)
-        _compile(folder, text, record, log)
+        _compile(folder, text, record, evals, log)
     if design is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(index, json.dumps(record))
@@ -223,16 +239,21 @@ def model(block, params, *, top="batch", log=None):
         record["out_width"],
         time.monotonic() - started,
         cached,
+        evals,
     )
 
 
-def _compile(folder, text, record, log):
+def _compile(folder, text, record, evals, log):
     top = record["top"]
+    if evals == 1:
+        text = both_edges(text)
     scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     (scratch / f"{top}.v").write_text(text)
-    (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"], record["out_width"]))
+    (scratch / "driver.cpp").write_text(
+        driver_source(top, record["in_width"], record["out_width"], evals)
+    )
     command = [
         "verilator",
         *VERILATOR_FLAGS,
