@@ -8,6 +8,10 @@ export, compilation) and golden-model times are reported apart from the simulati
 fast backend runs its transactions in as many processes as ``gpurtl check`` would (one per core
 when the batch is large).
 
+For ``ray_accel`` the compiled rows run twice: on the build asked for and on the box-only build a
+box-throughput study would use (the same parameters with ``triangles=0 transforms=0``, see
+:func:`box_only_params`), each with its box tests per second and per CPU second.
+
 With ``--session`` a session on one backend (by default the fast backend's batch top) runs the
 same transactions, sent in batches of 1, 32 and 1024, under the same stall policy and without
 golden checking, and the table compares its throughput with the batch run of the same model:
@@ -34,6 +38,7 @@ from .harness.lockstep import free_run_of
 
 __all__ = [
     "BENCH_ROWS",
+    "box_only_params",
     "SESSION_BATCHES",
     "bench",
     "bench_sessions",
@@ -74,6 +79,14 @@ def _chosen(backends):
         if name not in BENCH_ROWS:
             raise RegistryError(f"backend must be one of {', '.join(BENCH_ROWS)}, not {name!r}")
     return names
+
+
+def box_only_params(block, params):
+    """The box-only build of ``ray_accel`` beside ``params`` (no triangle paths, no ray
+    transforms), or ``None`` when ``block`` is another block or ``params`` is box-only already."""
+    if block.name != "ray_accel" or not (params["triangles"] or params["transforms"]):
+        return None
+    return {**params, "triangles": False, "transforms": False}
 
 
 def _compiled(name):
@@ -119,7 +132,9 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
     ``cycles_per_s``, ``instructions_per_s`` (transactions per wall-clock second),
     ``sim_cpu_seconds`` and ``instructions_per_cpu_s`` (CPU time of the simulating processes,
     all of them: a figure that a busy machine does not distort), ``passed``, ``failed`` and, for
-    ``ray_accel``, ``box_tests_per_s``.
+    ``ray_accel``, ``build`` (``asked`` or ``box-only``), ``box_tests_per_s`` and
+    ``box_tests_per_cpu_s``; the box-only rows follow (compiled backends only, see
+    :func:`box_only_params`).
     """
     from .backends.fast.run import work_dir
 
@@ -133,45 +148,62 @@ def bench(block, params, *, count=100_000, slow_count=None, seed=0, backends=Non
     )
     _check_block(block, total, params)
     result = {"block": block.name, "params": params, "rows": []}
+    box_only = box_only_params(block, params)
+    box_names = [name for name in names if _compiled(name)] if box_only else []
+    if box_names:
+        result["box_only_params"] = box_only
     with work_dir() as work:
         stimulus = _Stimulus(block, params, total, seed, work, log)
         result["golden_seconds"] = round(stimulus.seconds, 3)
         result["golden_transactions"] = total
         for name in names:
-            backend, variant = BENCH_ROWS[name]
             n = min(count if _compiled(name) else slow, total)
-            log(f"{name} ...")
-            report, build_seconds, sim_seconds, cpu_seconds = backend.timed_run(
-                block,
-                params,
-                stimulus.inputs[:n],
-                stimulus.expected[:n],
-                _stalls(seed, n),
-                variant=variant,
-                work=work,
-            )
-            row = {
-                "backend": name,
-                "transactions": n,
-                "cycles": report.cycles,
-                "build_seconds": round(build_seconds, 2),
-                "sim_seconds": round(sim_seconds, 3),
-                "cycles_per_s": round(report.cycles / max(sim_seconds, 1e-9)),
-                "instructions_per_s": round(n / max(sim_seconds, 1e-9), 1),
-                "sim_cpu_seconds": round(cpu_seconds, 3),
-                "instructions_per_cpu_s": round(n / max(cpu_seconds, 1e-9), 1),
-                "passed": report.passed,
-                "failed": report.failed,
-                "first_mismatch": str(report.first) if report.first else None,
-            }
-            if block.name == "ray_accel":
-                row["box_tests_per_s"] = round(
-                    BOX_TESTS_PER_INSTRUCTION * n / max(sim_seconds, 1e-9)
-                )
-            result["rows"].append(row)
-            log(f"{name}: {row['instructions_per_s']} instructions/s, {report.line()}")
+            result["rows"].append(_bench_row(name, block, params, stimulus, n, seed, work, log))
         del stimulus
+        if box_names:
+            box_work = Path(work) / "box-only"
+            box_work.mkdir()
+            stimulus = _Stimulus(block, box_only, count, seed, box_work, log)
+            for name in box_names:
+                row = _bench_row(name, block, box_only, stimulus, count, seed, box_work, log)
+                result["rows"].append({**row, "build": "box-only"})
+            del stimulus
     return result
+
+
+def _bench_row(name, block, params, stimulus, n, seed, work, log):
+    """One row of :func:`bench`: backend row ``name`` on the first ``n`` transactions."""
+    backend, variant = BENCH_ROWS[name]
+    log(f"{name} ...")
+    report, build_seconds, sim_seconds, cpu_seconds = backend.timed_run(
+        block,
+        params,
+        stimulus.inputs[:n],
+        stimulus.expected[:n],
+        _stalls(seed, n),
+        variant=variant,
+        work=work,
+    )
+    row = {
+        "backend": name,
+        "transactions": n,
+        "cycles": report.cycles,
+        "build_seconds": round(build_seconds, 2),
+        "sim_seconds": round(sim_seconds, 3),
+        "cycles_per_s": round(report.cycles / max(sim_seconds, 1e-9)),
+        "instructions_per_s": round(n / max(sim_seconds, 1e-9), 1),
+        "sim_cpu_seconds": round(cpu_seconds, 3),
+        "instructions_per_cpu_s": round(n / max(cpu_seconds, 1e-9), 1),
+        "passed": report.passed,
+        "failed": report.failed,
+        "first_mismatch": str(report.first) if report.first else None,
+    }
+    if block.name == "ray_accel":
+        row["build"] = "asked"
+        row["box_tests_per_s"] = round(BOX_TESTS_PER_INSTRUCTION * n / max(sim_seconds, 1e-9))
+        row["box_tests_per_cpu_s"] = round(BOX_TESTS_PER_INSTRUCTION * n / max(cpu_seconds, 1e-9))
+    log(f"{name}: {row['instructions_per_s']} instructions/s, {report.line()}")
+    return row
 
 
 def _session_run(backend, variant, block, params, rows, batch, stalls, streamed):
@@ -298,9 +330,13 @@ def format_table(result):
     ]
     box = result["block"] == "ray_accel"
     header = (
-        ["backend", "transactions", "cycles", "build s", "sim s", "cycles/s", "instructions/s"]
+        ["backend"]
+        + (["build"] if box else [])
+        + ["transactions", "cycles", "build s", "sim s", "cycles/s", "instructions/s"]
         + (["box tests/s"] if box else [])
-        + ["sim CPU s", "instr/CPU-s", "vs cocotb", "result"]
+        + ["sim CPU s", "instr/CPU-s"]
+        + (["box tests/CPU-s"] if box else [])
+        + ["vs cocotb", "result"]
     )
     cocotb = next(
         (r["instructions_per_s"] for r in result["rows"] if r["backend"] == "verilator"), None
@@ -313,8 +349,9 @@ def format_table(result):
     for r in result["rows"]:
         ratio = f"{r['instructions_per_s'] / cocotb:.1f}x" if cocotb else "-"
         rows.append(
-            [
-                r["backend"],
+            [r["backend"]]
+            + ([r["build"]] if box else [])
+            + [
                 str(r["transactions"]),
                 str(r["cycles"]),
                 f"{r['build_seconds']:.1f}",
@@ -326,6 +363,9 @@ def format_table(result):
             + [
                 f"{r['sim_cpu_seconds']:.2f}",
                 f"{r['instructions_per_cpu_s']:.0f}",
+            ]
+            + ([f"{r['box_tests_per_cpu_s']}"] if box else [])
+            + [
                 ratio,
                 f"{r['passed']} passed, {r['failed']} failed",
             ]
@@ -336,6 +376,13 @@ def format_table(result):
             f"box tests/s counts {BOX_TESTS_PER_INSTRUCTION} per instruction (a BVH8 "
             f"node); the stimulus also holds triangle, instance and legacy nodes"
         )
+        if "box_only_params" in result:
+            shown = " ".join(f"{k}={v}" for k, v in result["box_only_params"].items())
+            lines.append(
+                f"build asked: the parameters above; box-only: the build a box-throughput study "
+                f"uses [{shown}] (the nodes it has no path for are answered as the golden model "
+                f"answers them)"
+            )
     return "\n".join(lines)
 
 

@@ -56,7 +56,7 @@ class FPAddCore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__({"a": In(32), "b": In(32), "sub": In(1), "z": Out(32)}, stages, ftz)
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         st = self._stager(m)
         a = unpack(self.a, self.ftz)

@@ -52,7 +52,7 @@ class FPCmpCore(FPCore):
             ftz,
         )
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         st = self._stager(m)
         a = unpack(self.a, self.ftz)

@@ -123,9 +123,15 @@ class FPCore(wiring.Component):
     """Base of the FP32 cores: validated ``stages`` and ``ftz``, ``latency`` property.
 
     Subclasses set ``WEIGHTS`` (delay weight of each segment; ``len(WEIGHTS)`` is the largest
-    ``stages``) and ``DEFAULT_STAGES``, and give their operand and result ports as ``ports``
-    (``{name: In(32) or Out(32)}``); the clock enable ``en`` (:mod:`gpurtl.hdl.pipe`) is added
-    here.
+    ``stages``) and ``DEFAULT_STAGES``, give their operand and result ports as ``ports``
+    (``{name: In(32) or Out(32)}``) and their datapath as ``elaborate_rtl``; the clock enable
+    ``en`` (:mod:`gpurtl.hdl.pipe`) is added here.
+
+    A platform may stand in for the datapath: when the platform that elaborates a core with at
+    least one stage has a callable ``fp32_core(core)`` that returns an elaboratable (not
+    ``None``), that is the core's implementation. Simulators use it to put a behavioural model of
+    the same latency, enable and results in its place (``gpurtl.sim.backends.fast.behavioural``);
+    the RTL is the default.
     """
 
     WEIGHTS = ()
@@ -165,6 +171,17 @@ class FPCore(wiring.Component):
 
     def _stager(self, m):
         return Stager(m, self.en, self.WEIGHTS, self._stages)
+
+    def elaborate(self, platform):
+        stand_in = getattr(platform, "fp32_core", None)
+        if stand_in is not None and self._stages >= 1:
+            implementation = stand_in(self)
+            if implementation is not None:
+                return implementation
+        return self.elaborate_rtl(platform)
+
+    def elaborate_rtl(self, platform):
+        raise NotImplementedError(f"{type(self).__name__} must define `elaborate_rtl`")
 
 
 class Operand:

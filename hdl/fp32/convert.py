@@ -68,7 +68,7 @@ class FPToIntCore(FPCore):
             ftz,
         )
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         st = self._stager(m)
         a = Float32(self.a)
@@ -137,7 +137,7 @@ class IntToFPCore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__({"a": In(32), "signed": In(1), "z": Out(32)}, stages, ftz)
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         st = self._stager(m)
         # segment 1: sign, magnitude (INT32_MIN's 2**31 fits the 32 bits) and, in parallel

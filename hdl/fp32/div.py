@@ -119,7 +119,7 @@ class FPDivCore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__({"a": In(32), "b": In(32), "z": Out(32)}, stages, ftz)
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         m.d.comb += self.z.eq(_divide(m, self._stager(m), self.a, self.b, self.ftz))
         return m
@@ -153,7 +153,7 @@ class FPRcpCore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__({"a": In(32), "z": Out(32)}, stages, ftz)
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         m.d.comb += self.z.eq(_divide(m, self._stager(m), Const(ONE, 32), self.a, self.ftz))
         return m

@@ -65,7 +65,7 @@ class FPFMACore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__({"a": In(32), "b": In(32), "c": In(32), "z": Out(32)}, stages, ftz)
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         st = self._stager(m)
         a, b, c = (unpack(x, self.ftz) for x in (self.a, self.b, self.c))

@@ -45,7 +45,7 @@ class FPMinMaxCore(FPCore):
     def __init__(self, stages=None, ftz=False):
         super().__init__({"a": In(32), "b": In(32), "min": Out(32), "max": Out(32)}, stages, ftz)
 
-    def elaborate(self, platform):
+    def elaborate_rtl(self, platform):
         m = Module()
         st = self._stager(m)
         a = unpack(self.a, self.ftz)

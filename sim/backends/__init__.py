@@ -6,16 +6,17 @@ read it. :func:`get` looks one up by a name a user gave.
 """
 
 from ..core.registry import RegistryError
-from .fast import FastBackend
+from .fast import FastBackend, FastBehaviouralBackend
 from .pysim import PysimBackend
 from .verilator import VerilatorBackend
 
 __all__ = ["BACKENDS", "get"]
 
 #: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, and the compiled
-#: driver (pipeline blocks only).
+#: driver (pipeline blocks only) with the RTL FP32 cores or with behavioural ones.
 BACKENDS = {
-    backend.name: backend for backend in (PysimBackend(), VerilatorBackend(), FastBackend())
+    backend.name: backend
+    for backend in (PysimBackend(), VerilatorBackend(), FastBackend(), FastBehaviouralBackend())
 }
 
 

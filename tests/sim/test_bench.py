@@ -59,3 +59,50 @@ def test_session_bench_rows():
     # a closed loop of single transactions waits out the latency each time
     assert result["rows"][0]["cycles"] > 600 * 9
     assert "vs batch run" in format_session_table(result)
+
+
+def test_ray_accel_bench_adds_the_box_only_build(monkeypatch):
+    """The compiled rows run again on the box-only build (``triangles=0 transforms=0``), each
+    with its golden outputs; the Python-per-cycle rows do not. A stand-in backend records what it
+    was asked to run (no model is built)."""
+    import numpy as np
+
+    from gpurtl.sim import bench as bench_module
+    from gpurtl.sim.bench import box_only_params
+    from gpurtl.sim.harness.report import Report
+
+    calls = []
+
+    class Recording:
+        python_per_cycle = False
+
+        def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant, work):
+            calls.append((variant, dict(params), np.array(in_rows), np.array(expected_rows)))
+            report = Report()
+            report.passed, report.cycles = len(in_rows), 3 * len(in_rows)
+            return report, 0.0, 0.5, 0.25
+
+    class Python(Recording):
+        python_per_cycle = True
+
+    monkeypatch.setattr(
+        bench_module, "BENCH_ROWS", {"compiled": (Recording(), "a"), "python": (Python(), None)}
+    )
+    block = registry.get("ray_accel")
+    params = block.resolve({"engines": "1", "boxes_per_engine": "1", "transforms": "0"})
+    assert box_only_params(block, block.resolve(block.small)) is None
+    assert box_only_params(registry.get("fp32_add"), registry.get("fp32_add").resolve()) is None
+    result = bench(block, params, count=60, slow_count=20, backends=["python", "compiled"])
+    rows = [(r["backend"], r["build"], r["transactions"]) for r in result["rows"]]
+    assert rows == [
+        ("python", "asked", 20),
+        ("compiled", "asked", 60),
+        ("compiled", "box-only", 60),
+    ]
+    assert [call[1]["triangles"] for call in calls] == [True, True, False]
+    assert calls[2][1] == {**params, "triangles": False}
+    # the same instructions, the golden outputs of each build (triangle nodes differ)
+    assert (calls[1][2] == calls[2][2]).all() and not (calls[1][3] == calls[2][3]).all()
+    assert result["rows"][2]["box_tests_per_cpu_s"] == 8 * 60 / 0.25
+    table = format_table(result)
+    assert "box tests/CPU-s" in table and "box-only" in table and "triangles=False" in table

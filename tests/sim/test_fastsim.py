@@ -154,6 +154,49 @@ def test_stalled_and_batch_tops_give_identical_outputs():
 
 
 @pytest.mark.verilator
+def test_one_evaluation_per_cycle_matches_the_two_evaluation_driver(tmp_path):
+    """The batch top's one-evaluation driver (the default) against the two-evaluation driver of
+    the same design: the same outputs, accept and emit cycles, under stalls and free running."""
+    block, params = _fp32_add()
+    ((rows, _),) = batches(block, params, np.random.default_rng(11), 3000)
+    in_path = tmp_path / "in.bin"
+    rows.astype("<u4").tofile(in_path)
+    runs = {}
+    for evals in (1, 2):
+        built = model(block, params, top="batch", evals=evals)
+        assert built.evals == evals
+        work = tmp_path / f"evals{evals}"
+        work.mkdir()
+        ((_, _, out_path, summary),) = run_rows(
+            built,
+            in_path,
+            3000,
+            seed=9,
+            p_valid=0.6,
+            p_ready=0.5,
+            free_run=300,
+            processes=1,
+            work=work,
+        )
+        runs[evals] = (out_path.read_bytes(), summary)
+    assert len(runs[1][0]) == 3000 * 4 * (1 + 4)  # one output word, two 64-bit cycle numbers
+    assert runs[1][0] == runs[2][0]
+    assert runs[1][1] == runs[2][1]
+    assert runs[1][1]["latency_errors"] == 0 and runs[1][1]["cycles"] > 3000
+    assert model(block, params, top="batch").evals == 1  # the default of the batch top
+    with pytest.raises(ValueError, match="two evaluations"):
+        model(block, params, top="stalled", evals=1)
+
+
+def test_both_edges_refuses_a_design_it_cannot_clock():
+    from gpurtl.sim.backends.fast.driver import both_edges
+
+    assert both_edges("always @(posedge clk) x <= y;") == "always @(edge clk) x <= y;"
+    with pytest.raises(ValueError, match="posedge clk"):
+        both_edges("always @(negedge clk) x <= y;")
+
+
+@pytest.mark.verilator
 def test_wrong_expectation_is_reported_with_field_and_cycles():
     block, params = _fp32_add()
     in_layout, out_layout = block.layouts(**params)

@@ -6,7 +6,8 @@ driver, so that no Python runs per cycle.
 * :mod:`.driver`: the generated C++ driver (batch mode from files, session mode over pipes);
 * :mod:`.build`: export, Verilator build and the build cache;
 * :mod:`.run`: running the model on a file of transactions and comparing with the golden model;
-* :mod:`.session`: a session on the driver's session mode.
+* :mod:`.session`: a session on the driver's session mode;
+* :mod:`.behavioural`: the behavioural FP32 cores of the ``fast-behavioural`` backend.
 
 Which model runs -- ``batch`` (the block inside :class:`BatchTop`) or ``stalled`` (the block
 itself) -- is ``$GPURTL_FAST_TOP`` (:func:`default_top`).
@@ -32,6 +33,7 @@ __all__ = [
     "BatchTop",
     "BuildError",
     "FastBackend",
+    "FastBehaviouralBackend",
     "FastReport",
     "FastSession",
     "default_top",
@@ -57,6 +59,8 @@ class FastBackend(Backend):
     tools = ("c++", "make")
     variants = TOPS
     python_per_cycle = False
+    #: How the model's FP32 cores are built (see :mod:`.behavioural`).
+    fp_cores = "rtl"
 
     def run_bits(
         self,
@@ -82,6 +86,7 @@ class FastBackend(Backend):
             free_run=stalls.free_run,
             top=top or default_top(),
             keep_outputs=keep_outputs,
+            fp_cores=self.fp_cores,
         )
 
     def check_stream(
@@ -97,17 +102,18 @@ class FastBackend(Backend):
             p_ready=stalls.p_ready,
             free_run=stalls.free_run,
             log=log,
+            fp_cores=self.fp_cores,
         )
 
     def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant=None, work=None):
         """The batch driver on ``in_rows`` with the model ``variant`` (a top, see :data:`TOPS`);
         the simulation time is that of the driver processes, the comparison is not timed."""
-        model = build_model(block, params, top=variant or default_top())
+        model = build_model(block, params, top=variant or default_top(), fp_cores=self.fp_cores)
         count = len(in_rows)
         in_path = Path(work) / f"in-{model.top}.bin"
         np.ascontiguousarray(in_rows, dtype="<u4").tofile(in_path)
         report = FastReport()
-        report.top = model.top
+        report.top, report.fp_cores = model.top, model.fp_cores
         started, cpu = time.monotonic(), cpu_seconds()
         slices = run_rows(
             model,
@@ -137,4 +143,15 @@ class FastBackend(Backend):
             top=top or default_top(),
             seed=stalls.rng.getrandbits(31) if stalls is not None else 0,
             log=log,
+            fp_cores=self.fp_cores,
         )
+
+
+class FastBehaviouralBackend(FastBackend):
+    """The fast backend with behavioural FP32 cores: every FP32 core with at least one stage is
+    a C++ operation behind a delay line of its latency (:mod:`.behavioural`), bit-exact with
+    the golden model and tested against the RTL cores."""
+
+    name = "fast-behavioural"
+    summary = "the fast backend with behavioural (C++) FP32 cores of the RTL's latency"
+    fp_cores = "behavioural"

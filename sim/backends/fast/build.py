@@ -36,7 +36,8 @@ from ...core.export import (
 )
 from ...core.files import write_atomic
 from ...core.registry import component_facts
-from .driver import driver_source
+from . import behavioural
+from .driver import both_edges, driver_source
 
 __all__ = ["TOPS", "Model", "BuildError", "model", "VERILATOR_FLAGS", "MAKE_FLAGS"]
 
@@ -92,21 +93,45 @@ RECORD_VERSION = 2
 
 @functools.cache
 def _wrapper_digest():
-    """Hash of :mod:`.top`, the simulation wrapper a batch design is exported with."""
-    return hashlib.sha256((Path(__file__).parent / "top.py").read_bytes()).hexdigest()
+    """Hash of :mod:`.top`, the simulation wrapper a batch design is exported with, and of
+    :mod:`.behavioural`, the FP32 cores' stand-ins."""
+    folder = Path(__file__).parent
+    return hashlib.sha256(
+        (folder / "top.py").read_bytes() + (folder / "behavioural.py").read_bytes()
+    ).hexdigest()
 
 
 class BuildError(RuntimeError):
     """Verilator or the C++ compiler failed; the message ends with the log's tail."""
 
 
+def default_evals(top):
+    """Evaluations per cycle of the driver of a ``top`` model: one for ``batch``, whose outputs
+    come only from registers (see :mod:`.driver`), two for ``stalled`` (its ``i.ready`` and
+    ``o.valid`` follow ``o.ready`` through the stall enable)."""
+    return 1 if top == "batch" else 2
+
+
 class Model:
     """A compiled model: the executable and the design facts the runner needs."""
 
-    def __init__(self, executable, top, latency, ii, in_width, out_width, build_seconds, cached):
+    def __init__(
+        self,
+        executable,
+        top,
+        latency,
+        ii,
+        in_width,
+        out_width,
+        build_seconds,
+        cached,
+        evals=2,
+        fp_cores="rtl",
+    ):
         self.executable, self.top, self.latency, self.ii = Path(executable), top, latency, ii
         self.in_width, self.out_width = in_width, out_width
         self.build_seconds, self.cached = build_seconds, cached
+        self.evals, self.fp_cores = evals, fp_cores
 
 
 def _tools():
@@ -117,18 +142,28 @@ def _tools():
     }
 
 
-def _design(block, params, top_kind):
-    """Elaborate and export; returns ``(verilog_text, record)``."""
+def _design(block, params, top_kind, fp_cores="rtl"):
+    """Elaborate and export; returns ``(verilog_text, record)``. With behavioural FP32 cores
+    the text ends with their black boxes (:mod:`.behavioural`)."""
     from amaranth.back import verilog
 
     from .top import BatchTop
 
     in_layout, out_layout = block.layouts(**params)
-    if top_kind == "batch":
-        dut = BatchTop(block.build(**params), in_layout, out_layout)
-        name = f"{block.name}_batch"
-        text, _ = dedupe_modules(verilog.convert(dut, name=name, **VERILOG_OPTIONS))
-        latency, ii = dut.latency, dut.initiation_interval
+    platform = behavioural.PLATFORM if fp_cores == "behavioural" else None
+    if top_kind == "batch" or platform is not None:
+        dut = block.build(**params)
+        name = block.name
+        if top_kind == "batch":
+            dut = BatchTop(dut, in_layout, out_layout)
+            name += "_batch"
+        if platform is not None:
+            name += "_bfp"  # another top name: the executables of both kinds of core differ
+        text = verilog.convert(dut, name=name, platform=platform, **VERILOG_OPTIONS)
+        text, _ = dedupe_modules(text)
+        if platform is not None:
+            text += "\n" + behavioural.verilog_library()
+        latency, ii = dut.latency, getattr(dut, "initiation_interval", 1)
     else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
@@ -143,15 +178,26 @@ def _design(block, params, top_kind):
         "in_width": Shape.cast(in_layout).width,
         "out_width": Shape.cast(out_layout).width,
         "verilog": hashlib.sha256(text.encode()).hexdigest(),
+        "fp_cores": fp_cores,
     }
     return text, record
 
 
-def model(block, params, *, top="batch", log=None):
+def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
     """The compiled model of ``block`` with ``params`` and the given top (see :data:`TOPS`),
-    built when missing. ``log(text)`` receives progress lines."""
+    built when missing. ``evals``: evaluations per cycle of its driver, by default
+    :func:`default_evals` (two for ``stalled``: it has no one-evaluation model). ``fp_cores``:
+    ``"rtl"`` or ``"behavioural"`` (:mod:`.behavioural`).
+    ``log(text)`` receives progress lines."""
     if top not in TOPS:
         raise ValueError(f"`top` must be one of {', '.join(TOPS)}, not {top!r}")
+    if fp_cores not in behavioural.FP_CORES:
+        raise ValueError(
+            f"`fp_cores` must be one of {', '.join(behavioural.FP_CORES)}, not {fp_cores!r}"
+        )
+    evals = default_evals(top) if evals is None else evals
+    if evals != 2 and top != "batch":
+        raise ValueError(f"the `{top}` top runs with two evaluations per cycle, not {evals!r}")
     if block.kind != "pipeline":
         raise ValueError(
             f"the fast backend runs pipeline blocks only; `{block.name}` is cycle-stepped"
@@ -166,6 +212,7 @@ def model(block, params, *, top="batch", log=None):
             "block": block.name,
             "params": params,
             "top": top,
+            "fp_cores": fp_cores,
             "design": design,
             "sources": source_digest(),
             "tools": tool_versions(),
@@ -182,13 +229,15 @@ def model(block, params, *, top="batch", log=None):
     if design is not None and index.exists():
         record = json.loads(index.read_text())
     else:
-        log(f"exporting {block.name} ({top} top)")
-        text, record = _design(block, params, top)
-    driver = driver_source(record["top"], record["in_width"], record["out_width"])
+        log(f"exporting {block.name} ({top} top, {fp_cores} FP32 cores)")
+        text, record = _design(block, params, top, fp_cores)
+    driver = driver_source(record["top"], record["in_width"], record["out_width"], evals)
     build_key = json.dumps(
         {
             "verilog": record["verilog"],
+            "evals": evals,  # one evaluation: the Verilog is clocked on both edges
             "driver": hashlib.sha256(driver.encode()).hexdigest(),
+            "dpi": _dpi_digest(record),
             "dedupe": DEDUPE_VERSION,
             "verilator": VERILATOR_FLAGS,
             "make": MAKE_FLAGS,
@@ -208,9 +257,9 @@ def model(block, params, *, top="batch", log=None):
         if text is None and stored.exists():
             text = stored.read_text()
         if text is None:  # the Verilog was removed but the index kept: export again
-            log(f"exporting {block.name} ({top} top)")
-            text, record = _design(block, params, top)
-        _compile(folder, text, record, log)
+            log(f"exporting {block.name} ({top} top, {fp_cores} FP32 cores)")
+            text, record = _design(block, params, top, fp_cores)
+        _compile(folder, text, record, evals, log)
     if design is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(index, json.dumps(record))
@@ -223,16 +272,37 @@ def model(block, params, *, top="batch", log=None):
         record["out_width"],
         time.monotonic() - started,
         cached,
+        evals,
+        fp_cores,
     )
 
 
-def _compile(folder, text, record, log):
+def _dpi_digest(record):
+    """Hash of the C++ and flags of the behavioural cores of a build (``None``: RTL cores)."""
+    if record.get("fp_cores", "rtl") != "behavioural":
+        return None
+    source = behavioural.cxx_source(record["top"]) + behavioural.CXX_FLAGS
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def _compile(folder, text, record, evals, log):
     top = record["top"]
+    if evals == 1:
+        text = both_edges(text)
+    sources = ["driver.cpp"]
+    flags = []
+    if record.get("fp_cores", "rtl") == "behavioural":
+        sources.append("fp32_dpi.cpp")
+        flags = ["-CFLAGS", behavioural.CXX_FLAGS]
     scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     (scratch / f"{top}.v").write_text(text)
-    (scratch / "driver.cpp").write_text(driver_source(top, record["in_width"], record["out_width"]))
+    (scratch / "driver.cpp").write_text(
+        driver_source(top, record["in_width"], record["out_width"], evals)
+    )
+    if "fp32_dpi.cpp" in sources:
+        (scratch / "fp32_dpi.cpp").write_text(behavioural.cxx_source(top))
     command = [
         "verilator",
         *VERILATOR_FLAGS,
@@ -246,7 +316,8 @@ def _compile(folder, text, record, log):
         f"sim_{top}",
         "-MAKEFLAGS",
         " ".join(MAKE_FLAGS),
-        "driver.cpp",
+        *flags,
+        *sources,
         f"{top}.v",
     ]
     log(f"verilating and compiling {top} ({len(text) // 1024} KiB of Verilog)")

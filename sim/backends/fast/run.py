@@ -52,6 +52,10 @@ PROGRESS_EVERY = 10.0
 DISK_SHARE = 0.5
 
 
+#: How :meth:`FastReport.phases` names the FP32 cores of a model.
+_CORES = {"rtl": "RTL", "behavioural": "behavioural"}
+
+
 class FastReport(Report):
     """A :class:`~gpurtl.sim.harness.report.Report` with the times of the phases, in seconds."""
 
@@ -60,12 +64,14 @@ class FastReport(Report):
         self.build_seconds = self.golden_seconds = self.sim_seconds = self.compare_seconds = 0.0
         self.processes = 1
         self.top = None
+        self.fp_cores = "rtl"
 
     def phases(self):
         """One line: the top, the processes and the time of each phase."""
         rate = self.cycles / max(self.sim_seconds, 1e-9)
         return (
-            f"fast backend ({self.top} top, {self.processes} processes): build "
+            f"fast backend ({self.top} top, {_CORES[self.fp_cores]} FP32 cores, {self.processes} "
+            f"processes): build "
             f"{self.build_seconds:.1f} s, golden {self.golden_seconds:.1f} s, simulation "
             f"{self.sim_seconds:.1f} s ({rate:.0f} cycles/s), compare {self.compare_seconds:.1f} s"
         )
@@ -304,6 +310,7 @@ def check(
     p_ready=0.7,
     free_run=None,
     log=None,
+    fp_cores="rtl",
 ):
     """Random lockstep check of a pipeline block on the compiled model; a :class:`FastReport`.
 
@@ -311,15 +318,16 @@ def check(
     ``free_run`` (by default a tenth) of the transactions, shared out among the processes, run
     with no stalls and must take exactly the model's latency (the block's, plus one for the
     batch top's output FIFO) and be accepted every ``initiation_interval`` cycles.
+    ``fp_cores``: the model's FP32 cores, ``"rtl"`` or ``"behavioural"``.
     """
     count = block.check_count if count is None else count
     if count < 1:
         raise ValueError(f"`count` must be a positive integer, not {count}")
     report = FastReport()
-    report.top = top
+    report.top, report.fp_cores = top, fp_cores
     in_layout, out_layout = block.layouts(**params)
     check_disk(count, width_of(in_layout), width_of(out_layout))
-    model = build_model(block, params, top=top, log=log)
+    model = build_model(block, params, top=top, log=log, fp_cores=fp_cores)
     report.build_seconds = model.build_seconds
     with work_dir() as work:
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
@@ -365,12 +373,13 @@ def run_transactions(
     processes=None,
     keep_outputs=False,
     log=None,
+    fp_cores="rtl",
 ):
     """Drive the bit patterns ``input_bits`` through the compiled model (for ``gpurtl run`` and
     the backend's ``run``); compares with ``expected_bits`` when given."""
     report = FastReport()
-    report.top = top
-    model = build_model(block, params, top=top, log=log)
+    report.top, report.fp_cores = top, fp_cores
+    model = build_model(block, params, top=top, log=log, fp_cores=fp_cores)
     report.build_seconds = model.build_seconds
     _, out_layout = block.layouts(**params)
     count = len(input_bits)

@@ -28,10 +28,13 @@ class FastSession(Session):
 
     ``top`` chooses the model (``"batch"``: the block behind
     :class:`~gpurtl.sim.backends.fast.top.BatchTop`, whose latency is the block's plus one;
-    ``"stalled"``: the block itself)."""
+    ``"stalled"``: the block itself); ``fp_cores`` its FP32 cores (``"rtl"`` or
+    ``"behavioural"``)."""
 
-    def __init__(self, block, params, *, golden, stalls, strict, top, seed=0, log=None):
-        self.model = build_model(block, params, top=top, log=log)
+    def __init__(
+        self, block, params, *, golden, stalls, strict, top, seed=0, log=None, fp_cores="rtl"
+    ):
+        self.model = build_model(block, params, top=top, log=log, fp_cores=fp_cores)
         super().__init__(
             block,
             params,
