@@ -28,14 +28,18 @@ __all__ = ["main"]
 EXIT_FAIL, EXIT_USAGE = 1, 2
 
 
-def _params(block, pairs):
+def _overrides(pairs):
     overrides = {}
     for pair in pairs or ():
         if "=" not in pair:
             raise UsageError(f"parameter `{pair}` must be written name=value")
         name, value = pair.split("=", 1)
         overrides[name.strip()] = value.strip()
-    return block.resolve(overrides)
+    return overrides
+
+
+def _params(block, pairs):
+    return block.resolve(_overrides(pairs))
 
 
 def _block_and_params(args):
@@ -296,7 +300,8 @@ def cmd_encode(args):
 def cmd_check(args):
     from .lockstep import check
 
-    block, params = _block_and_params(args)
+    block = registry.get(args.block)
+    params = block.check_params(_overrides(args.param))
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()

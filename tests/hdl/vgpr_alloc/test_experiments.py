@@ -48,7 +48,7 @@ def pch_workaround(monkeypatch):
 @pytest.mark.verilator
 def test_xe3_grf_verilator_short(pch_workaround):
     block = registry.get("xe3_grf")
-    report = lockstep.check(block, block.resolve({}), count=2000, seed=21, backend="verilator")
+    report = lockstep.check(block, block.check_params(), count=2000, seed=21, backend="verilator")
     assert report.failed == 0, str(report.first)
     assert report.passed == 2000
 
@@ -69,7 +69,7 @@ def test_xe3_grf_verilator_short(pch_workaround):
 def test_verilator_long(pch_workaround, name, params):
     block = registry.get(name)
     report = lockstep.check(
-        block, block.resolve(params), count=100_000, seed=31, backend="verilator"
+        block, block.check_params(params), count=100_000, seed=31, backend="verilator"
     )
     assert report.failed == 0, str(report.first)
 
@@ -78,5 +78,5 @@ def test_verilator_long(pch_workaround, name, params):
 @pytest.mark.parametrize("name", ["vgpr_dyn", "vgpr_static", "xe3_grf"])
 def test_pysim_long(name):
     block = registry.get(name)
-    report = lockstep.check(block, block.resolve({}), count=200_000, seed=41)
+    report = lockstep.check(block, block.check_params(), count=200_000, seed=41)
     assert report.failed == 0, str(report.first)
