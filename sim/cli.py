@@ -171,10 +171,50 @@ def _short(text, limit=160):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _export_port_arguments(p):
+    from .ports import DEFAULT_TIMESCALE
+
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--ports",
+        action="store_true",
+        help="write the port description as JSON instead of the Verilog: every payload field "
+        "with its bit offset and width, clock, reset, latency and II or the sampling rule",
+    )
+    what.add_argument("--ports-md", action="store_true", help="the same as a Markdown table")
+    p.add_argument(
+        "--wrapper",
+        action="store_true",
+        help="also write a module BLOCK_fields with one port per payload field (i_a, o_z, ...)",
+    )
+    p.add_argument(
+        "--timescale",
+        default=DEFAULT_TIMESCALE,
+        help=f"the file's `timescale unit/precision, or `none` (default: {DEFAULT_TIMESCALE})",
+    )
+
+
+def _export_ports(args, block, params):
+    """``gpurtl export --ports`` / ``--ports-md``: the port description instead of the Verilog."""
+    from . import ports
+
+    description = ports.describe(block, params, timescale=args.timescale)
+    text = ports.markdown(description) if args.ports_md else json.dumps(description, indent=1)
+    if args.output in (None, "-"):
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        cliutil.write_atomic(args.output, text if text.endswith("\n") else text + "\n")
+        print(f"wrote {args.output} (ports of `{block.name}`)", file=sys.stderr)
+    return 0
+
+
 def cmd_export(args):
+    from . import ports
     from .export import lint, to_verilog
 
     block, params = _block_and_params(args)
+    if args.ports or args.ports_md:
+        return _export_ports(args, block, params)
     text = to_verilog(block, params)
     if args.lint:
         ok, messages = lint(text, block.name)
@@ -185,11 +225,15 @@ def cmd_export(args):
         print(
             f"verilator --lint-only -Wall: clean ({len(text.splitlines())} lines)", file=sys.stderr
         )
+    text = ports.verilog_file(
+        text, block, params, timescale=args.timescale, with_wrapper=args.wrapper
+    )
     if args.output == "-":
         sys.stdout.write(text)
     else:
         cliutil.write_atomic(args.output, text)
-        print(f"wrote {args.output} (top module `{block.name}`, clk, rst)", file=sys.stderr)
+        also = f", wrapper `{ports.wrapper_name(block)}`" if args.wrapper else ""
+        print(f"wrote {args.output} (top module `{block.name}`, clk, rst{also})", file=sys.stderr)
     return 0
 
 
@@ -637,8 +681,14 @@ def build_parser():
 
     p = command("export", "write Verilog of a block")
     with_block(p)
-    p.add_argument("-o", "--output", required=True, help="output .v file ('-' for stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="output .v file ('-' for stdout); with --ports/--ports-md the description "
+        "(default: stdout)",
+    )
     p.add_argument("--lint", action="store_true", help="also run verilator --lint-only -Wall")
+    _export_port_arguments(p)
     p.set_defaults(func=cmd_export)
 
     p = command("run", "run your own transactions / per-cycle events through the RTL")
@@ -799,7 +849,9 @@ def _validate(args):
     cliutil.check_seed(getattr(args, "seed", None))
     if args.command == "synth":
         cliutil.check_positive(args.freq, "--freq")
-    if args.command in ("export", "run", "stimulus", "encode"):
+    if args.command == "export":
+        _validate_export(args)
+    if args.command in ("export", "run", "stimulus", "encode") and args.output is not None:
         cliutil.check_output_file(args.output, "--output")
     if getattr(args, "vcd", None):
         cliutil.check_output_file(args.vcd, "--vcd")
@@ -813,6 +865,19 @@ def _validate(args):
             cliutil.check_output_file(args.output, "--output")
         elif args.results:
             cliutil.check_output_file(args.results, "--results")
+
+
+def _validate_export(args):
+    from .ports import PortsError, check_timescale
+
+    if args.output is None and not (args.ports or args.ports_md):
+        raise UsageError("export needs -o/--output (a .v file, or '-' for stdout)")
+    if (args.ports or args.ports_md) and (args.wrapper or args.lint):
+        raise UsageError("--wrapper and --lint go with the Verilog, not with --ports/--ports-md")
+    try:
+        args.timescale = check_timescale(args.timescale)
+    except PortsError as error:
+        raise UsageError(f"--timescale: {error}") from None
 
 
 def _check_toolchain(args):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from amaranth.hdl import Shape
 
-from gpurtl.sim import export, registry
+from gpurtl.sim import export, ports, registry
 
 #: Blocks whose export takes about a second or less, the allocators and wait counters among them
 #: (the blocks that had an undescribed port or `assert` statements): the default tier.
@@ -134,8 +134,9 @@ def _yosys():
 
 
 def _write(tmp_path, block, params):
+    """The file ``gpurtl export`` writes (with its `` `timescale `` line)."""
     path = tmp_path / f"{block.name}.v"
-    path.write_text(export.to_verilog(block, params))
+    path.write_text(ports.verilog_file(export.to_verilog(block, params), block, params))
     return path
 
 
