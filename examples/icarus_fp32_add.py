@@ -11,6 +11,7 @@ outputs with the ones ``gpurtl run`` wrote::
     python icarus_fp32_add.py fp32_add.v in.jsonl expected.jsonl
 
 Needs ``pip install cocotb`` (2.x) and Icarus Verilog (Debian: ``apt-get install iverilog``).
+``SIM=verilator python icarus_fp32_add.py ...`` runs the same test on Verilator instead.
 """
 
 import json
@@ -86,13 +87,16 @@ def main(verilog, inputs, expected):
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
-    build = Path("sim_build").resolve()
-    runner = get_runner("icarus")
+    simulator = os.environ.get("SIM", "icarus")
+    build = Path(f"sim_build_{simulator}").resolve()
+    runner = get_runner(simulator)
     runner.build(
         sources=[Path(verilog).resolve()],
         hdl_toplevel="fp32_add",
         build_dir=build,
         timescale=("1ns", "1ps"),
+        # Verilator's -Wall style warnings about generated code are not errors.
+        build_args=["-Wno-fatal"] if simulator == "verilator" else [],
     )
     results = runner.test(
         test_module=Path(__file__).stem,
