@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_TIMESCALE",
     "PortsError",
     "check_timescale",
+    "time_zero_trigger",
     "describe",
     "markdown",
     "verilog_file",
@@ -265,9 +266,25 @@ def wrapper(block, params):
     return "\n".join(lines) + "\n"
 
 
+#: Yosys's Verilog writer makes every ``always @*`` block read a register declared ``reg t = 0;``
+#: so that the block runs once at time 0. In SystemVerilog a declaration's initial value is set
+#: before time 0 without an event (Icarus Verilog with ``-g2012``, cocotb's default for Icarus),
+#: so the blocks do not run and their outputs stay x until an input they read changes.
+_TIME_ZERO = re.compile(
+    r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$", re.M
+)
+
+
+def time_zero_trigger(verilog):
+    """``verilog`` with Yosys's time-0 trigger registers set by an ``initial`` statement, which
+    is an event at time 0 in Verilog-2005 and SystemVerilog alike."""
+    return _TIME_ZERO.sub(lambda m: f"{m[1]}reg {m[2]};\n{m[1]}initial {m[2]} = 1'b0;", verilog)
+
+
 def verilog_file(verilog, block, params, *, timescale=DEFAULT_TIMESCALE, with_wrapper=False):
     """The text ``gpurtl export`` writes: the `` `timescale `` line (unless ``"none"``), the
-    exported ``verilog`` and, with ``with_wrapper``, the :func:`wrapper` module."""
+    exported ``verilog`` (with :func:`time_zero_trigger`) and, with ``with_wrapper``, the
+    :func:`wrapper` module."""
     head = "" if timescale == "none" else f"`timescale {timescale}\n"
     tail = "\n" + wrapper(block, params) if with_wrapper else ""
-    return head + verilog + tail
+    return head + time_zero_trigger(verilog) + tail
