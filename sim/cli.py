@@ -31,14 +31,18 @@ __all__ = ["main"]
 EXIT_FAIL, EXIT_USAGE = 1, 2
 
 
-def _params(block, pairs):
+def _overrides(pairs):
     overrides = {}
     for pair in pairs or ():
         if "=" not in pair:
             raise UsageError(f"parameter `{pair}` must be written name=value")
         name, value = pair.split("=", 1)
         overrides[name.strip()] = value.strip()
-    return block.resolve(overrides)
+    return overrides
+
+
+def _params(block, pairs):
+    return block.resolve(_overrides(pairs))
 
 
 def _block_and_params(args):
@@ -215,15 +219,73 @@ def _short(text, limit=160):
 
 
 def _export_arguments(p):
+    from .core.ports import DEFAULT_TIMESCALE
+
     _block_argument(p)
-    p.add_argument("-o", "--output", required=True, help="output .v file ('-' for stdout)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="output .v file ('-' for stdout); with --ports/--ports-md the description "
+        "(default: stdout)",
+    )
     p.add_argument("--lint", action="store_true", help="also run verilator --lint-only -Wall")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--ports",
+        action="store_true",
+        help="write the port description as JSON instead of the Verilog: every payload field "
+        "with its bit offset and width, clock, reset, latency and II or the sampling rule",
+    )
+    what.add_argument("--ports-md", action="store_true", help="the same as a Markdown table")
+    p.add_argument(
+        "--wrapper",
+        action="store_true",
+        help="also write a module BLOCK_fields with one port per payload field (i_a, o_z, ...)",
+    )
+    p.add_argument(
+        "--timescale",
+        default=DEFAULT_TIMESCALE,
+        help=f"the file's `timescale unit/precision, or `none` (default: {DEFAULT_TIMESCALE})",
+    )
+
+
+def _export_validate(args):
+    from .core.ports import PortsError, check_timescale
+
+    if args.output is None and not (args.ports or args.ports_md):
+        raise UsageError("export needs -o/--output (a .v file, or '-' for stdout)")
+    if (args.ports or args.ports_md) and (args.wrapper or args.lint):
+        raise UsageError("--wrapper and --lint go with the Verilog, not with --ports/--ports-md")
+    try:
+        args.timescale = check_timescale(args.timescale)
+    except PortsError as error:
+        raise UsageError(f"--timescale: {error}") from None
+    if args.output is not None:
+        files.check_output_file(args.output, "--output")
+
+
+def _export_ports(args, block, params):
+    """``gpurtl export --ports`` / ``--ports-md``: the port description instead of the Verilog."""
+    from .core import ports
+
+    description = ports.describe(block, params, timescale=args.timescale)
+    text = ports.markdown(description) if args.ports_md else json.dumps(description, indent=1)
+    text = text if text.endswith("\n") else text + "\n"
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        files.write_atomic(args.output, text)
+        print(f"wrote {args.output} (ports of `{block.name}`)", file=sys.stderr)
+    return 0
 
 
 def cmd_export(args):
+    from .core import ports
     from .core.export import lint, to_verilog
 
     block, params = _block_and_params(args)
+    if args.ports or args.ports_md:
+        return _export_ports(args, block, params)
     text = to_verilog(block, params)
     if args.lint:
         ok, messages = lint(text, block.name)
@@ -234,11 +296,15 @@ def cmd_export(args):
         print(
             f"verilator --lint-only -Wall: clean ({len(text.splitlines())} lines)", file=sys.stderr
         )
+    text = ports.verilog_file(
+        text, block, params, timescale=args.timescale, with_wrapper=args.wrapper
+    )
     if args.output == "-":
         sys.stdout.write(text)
     else:
         files.write_atomic(args.output, text)
-        print(f"wrote {args.output} (top module `{block.name}`, clk, rst)", file=sys.stderr)
+        also = f", wrapper `{ports.wrapper_name(block)}`" if args.wrapper else ""
+        print(f"wrote {args.output} (top module `{block.name}`, clk, rst{also})", file=sys.stderr)
     return 0
 
 
@@ -390,7 +456,8 @@ def _check_arguments(p):
 def cmd_check(args):
     from .backends import get
 
-    block, params = _block_and_params(args)
+    block = registry.get(args.block)
+    params = block.check_params(_overrides(args.param))
     shown = " ".join(f"{k}={v}" for k, v in params.items())
     print(f"check {block.name} [{shown}] on {args.backend}, seed {args.seed}", file=sys.stderr)
     started = time.monotonic()
@@ -843,7 +910,9 @@ class Command:
 #: The commands, in the order ``gpurtl --help`` lists them.
 COMMANDS = (
     Command("list", "blocks, parameters, latency, interfaces", _list_arguments, cmd_list),
-    Command("export", "write Verilog of a block", _export_arguments, cmd_export, (_output_file,)),
+    Command(
+        "export", "write Verilog of a block", _export_arguments, cmd_export, (_export_validate,)
+    ),
     Command(
         "run",
         "run your own transactions / per-cycle events through the RTL",

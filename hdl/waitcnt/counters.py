@@ -80,18 +80,19 @@ class WaitCounters(wiring.Component):
         ``"stall"`` or ``"saturate"``: issue into a counter that is at its maximum.
     external_returns : bool
         With ``True`` (the registered block) returns arrive on the ``i.ret`` ports; with ``False``
-        the ``ret`` member of the signature carries them (used by :class:`WaitcntMemory`, whose
-        return queues drive it) and there is no underflow error (queues cannot underflow).
-    extra_block : Signal, optional
-        Not a parameter: see ``block`` port below. When the enclosing design must refuse an issue
-        for its own reasons (a full return queue) it drives ``block`` high.
+        the ``ret`` and ``block`` members of the signature carry them (used by
+        :class:`WaitcntMemory`, whose return queues drive them) and there is no underflow error
+        (queues cannot underflow).
 
     Ports
     -----
     i : In(in_layout), o : Out(out_layout)
         See :func:`counter_layouts`.
     block : In(1)
-        Refuses this cycle's issue (``issue_accepted`` low) without an error.
+        Only with ``external_returns=False``: refuses this cycle's issue (``issue_accepted`` low)
+        without an error, when the enclosing design must (a full return queue). The registered
+        block has no such port: an input that no interface names would be left floating by an
+        outside testbench (X on Icarus).
     ret : In(...)
         Only with ``external_returns=False``: the return of each counter type.
     """
@@ -109,8 +110,9 @@ class WaitCounters(wiring.Component):
         in_layout, out_layout = counter_layouts(
             generation, waves, external_returns=external_returns
         )
-        members = {"i": In(in_layout), "o": Out(out_layout), "block": In(1)}
+        members = {"i": In(in_layout), "o": Out(out_layout)}
         if not external_returns:
+            members["block"] = In(1)
             ret = data.StructLayout({"valid": 1, "wave": _wave_shape(waves)})
             members["ret"] = In(data.StructLayout({name: ret for name in self._profile.counters}))
         super().__init__(members)
@@ -178,11 +180,12 @@ class WaitCounters(wiring.Component):
             Cat(bumps[n] & (issuing[n] == maxima[n]) & ~returned_here[n] for n in names).any()
         )
         accept = Signal()
+        blocked = Const(0, 1) if self._external else self.block
         if self._full_policy == "stall":
-            m.d.comb += accept.eq(issue.valid & ~self.block & ~at_max)
+            m.d.comb += accept.eq(issue.valid & ~blocked & ~at_max)
         else:
             m.d.comb += [
-                accept.eq(issue.valid & ~self.block),
+                accept.eq(issue.valid & ~blocked),
                 self.o.err.overflow.eq(accept & overflow),
             ]
         m.d.comb += self.o.issue_accepted.eq(accept)

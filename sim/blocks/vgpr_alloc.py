@@ -14,7 +14,15 @@ from ..core.registry import Block, Param, register
 
 __all__ = ["dyn_stimulus", "contig_stimulus"]
 
-ASSERTIONS = Param("assertions", True, "emit the invariant Assert statements in the RTL")
+ASSERTIONS = Param(
+    "assertions",
+    False,
+    "emit the invariant Assert statements (simulation only; `gpurtl check` turns them on)",
+)
+#: ``gpurtl check`` and the lockstep tests run with the invariant checks; an export or a synthesis
+#: run leaves them out (SystemVerilog immediate `assert`, which plain Yosys `read_verilog` and
+#: Verilog-2005 tools reject).
+_CHECK = {"assertions": True}
 
 
 def _input_defaults(**_):
@@ -146,6 +154,7 @@ register(
         defaults=_input_defaults,
         validate=_dyn_validate,
         check_count=5000,
+        check=_CHECK,
         small={"rf_vgprs": 1024, "block_size": 32, "wave_limit": 4, "max_blocks": 4, "reserve": 3},
     )
 )
@@ -222,10 +231,10 @@ register(
         name="vgpr_static",
         doc="RDNA static VGPR allocation at wave launch (granule 24/16 wave32, 12/8 wave64), first fit",
         kind="cycle",
-        build=lambda rf_vgprs=1536, wave64=False, assertions=True: ContigAllocator(
+        build=lambda rf_vgprs=1536, wave64=False, assertions=False: ContigAllocator(
             rdna_static_config(rf_vgprs, wave64), assertions=assertions
         ),
-        golden=lambda rf_vgprs=1536, wave64=False, assertions=True: ContigModel(
+        golden=lambda rf_vgprs=1536, wave64=False, assertions=False: ContigModel(
             rdna_static_config(rf_vgprs, wave64), assertions=assertions
         ),
         layouts=lambda rf_vgprs=1536, wave64=False, **_: contig_layouts(
@@ -244,6 +253,7 @@ register(
         ),
         defaults=_input_defaults,
         check_count=5000,
+        check=_CHECK,
     )
 )
 
@@ -252,10 +262,10 @@ register(
         name="xe3_grf",
         doc="Intel Xe3 per-thread GRF blocks (32..192, 256) of one vector engine; older fixed modes",
         kind="cycle",
-        build=lambda mode="xe3", assertions=True: ContigAllocator(
+        build=lambda mode="xe3", assertions=False: ContigAllocator(
             xe_config(mode), assertions=assertions
         ),
-        golden=lambda mode="xe3", assertions=True: ContigModel(
+        golden=lambda mode="xe3", assertions=False: ContigModel(
             xe_config(mode), assertions=assertions
         ),
         layouts=lambda mode="xe3", **_: contig_layouts(xe_config(mode)),
@@ -271,5 +281,6 @@ register(
         ),
         defaults=_input_defaults,
         check_count=5000,
+        check=_CHECK,
     )
 )

@@ -141,6 +141,10 @@ class Block:
     small : dict, optional
         Parameter overrides that give a small, quickly built and simulated variant (the registry
         smoke test uses them); empty when the defaults are already small.
+    check : dict, optional
+        Parameter overrides that ``gpurtl check`` and the lockstep tests apply unless the user
+        sets the parameter: simulation-only checks (``assertions=True``) that the defaults, which
+        are what ``export`` and ``synth`` build, leave out.
     stimulus_words : callable, optional
         ``stimulus_words(rng, count, **params) -> (count, W_in) uint32`` word array (rows packed
         as :func:`gpurtl.sim.core.layouts.pack` does, little-endian 32-bit words): fast stimulus for
@@ -162,6 +166,7 @@ class Block:
     validate: object = None
     check_count: int = 1000
     small: dict = field(default_factory=dict)
+    check: dict = field(default_factory=dict)
     stimulus_words: object = None
     golden_words: object = None
 
@@ -191,6 +196,11 @@ class Block:
     def small_params(self):
         """Full parameter dictionary of the small variant (see ``small``)."""
         return self.resolve(self.small)
+
+    def check_params(self, overrides=None):
+        """Full parameter dictionary for a lockstep check: :meth:`resolve` of ``check`` updated
+        with ``overrides``."""
+        return self.resolve({**self.check, **(overrides or {})})
 
     def input_defaults(self, params):
         return dict(self.defaults(**params)) if self.defaults is not None else {}

@@ -8,7 +8,7 @@ import pytest
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.golden import fp32
 from gpurtl.golden.ray_accel.scalar import box_test as bt
-from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel, available_paths
+from gpurtl.golden.ray_accel.scalar.intersect import PATHS, IntersectModel
 from gpurtl.golden.ray_accel.vector import batch, batch_box, batch_fp, bitfields
 from gpurtl.sim.blocks import ray_accel_words
 from gpurtl.sim.core import registry
@@ -241,7 +241,7 @@ def test_hooks_use_build_paths(block):
     words = block.stimulus_words(np.random.default_rng(3), 200, **params)
     expected = scalar_words(
         dicts_from_words(INSTR_LAYOUT, words),
-        paths=available_paths() - {"triangle", "legacy_triangle", "obb", "instance"},
+        paths=PATHS - {"triangle", "legacy_triangle", "obb", "instance"},
     )
     assert mismatched_rows(expected, block.golden_words(words, **params)) == []
 

@@ -39,8 +39,6 @@ Dual form (legacy 3-bit types of both pointers, gpurt ``gfx10/BoxNode1_0.hlsli``
 When ``status != 0`` every result dword is ``0xFFFFFFFF`` and the ray is returned unchanged.
 """
 
-import importlib
-
 from gpurtl.facts.ray_accel import (
     INVALID_NODE,
     INVALID_OBB,
@@ -58,41 +56,20 @@ from gpurtl.facts.ray_accel import (
 
 from ..encode import box_node, primitive_node
 from ..encode.ray import node_bytes
-from . import box_path, sort
+from . import box_path, instance, obb, sort, triangle
 from . import box_test as bt
 
 __all__ = [
     "intersect",
     "image_bvh8_intersect_ray",
     "image_bvh_dual_intersect_ray",
-    "available_paths",
+    "PATHS",
     "IntersectModel",
 ]
 
 
-def _optional(name):
-    try:
-        return importlib.import_module(f"{__package__}.{name}")
-    except ImportError:
-        return None
-
-
-def available_paths():
-    """Which node kinds this checkout models: a subset of ``{"box", "obb", "triangle",
-    "legacy_triangle", "instance"}``."""
-    paths = {"box"}
-    tri = _optional("triangle")
-    if tri is not None and hasattr(tri, "triangle_pair_eval"):
-        paths.add("triangle")
-    if tri is not None and hasattr(tri, "legacy_triangle_result"):
-        paths.add("legacy_triangle")
-    obb = _optional("obb")
-    if obb is not None and hasattr(obb, "obb_transform_ray"):
-        paths.add("obb")
-    inst = _optional("instance")
-    if inst is not None and hasattr(inst, "instance_node_result"):
-        paths.add("instance")
-    return paths
+#: the node kinds the model covers; ``paths=`` restricts a call to a subset of them
+PATHS = frozenset({"box", "obb", "triangle", "legacy_triangle", "instance"})
 
 
 def _fail(ray, status):
@@ -115,7 +92,7 @@ def _ok(ray, dwords, origin=None, direction=None):
 
 def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=False, paths=None):
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh8_intersect_ray`` on one fetched node."""
-    paths = available_paths() if paths is None else paths
+    paths = PATHS if paths is None else paths
     ntype = node_ptr & 0xF
     if ntype == NODE_TYPE_BOX8:
         obb_index = node[7] & INVALID_OBB
@@ -123,7 +100,6 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
         if obb_index != INVALID_OBB:
             if "obb" not in paths:
                 return _fail(ray, STATUS_NOT_MODELLED)
-            obb = _optional("obb")
             o, d, bad = obb.obb_transform_ray(obb_index, ray["origin"], ray["dir"])
             if bool(bad):
                 return _fail(ray, STATUS_BAD_NODE)
@@ -133,8 +109,7 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
     if (ntype & 7) <= 3:
         if "triangle" not in paths:
             return _fail(ray, STATUS_NOT_MODELLED)
-        tri = _optional("triangle")
-        res = tri.triangle_pair_eval(node_bytes(node), node_ptr, ray, pointer_flags, desc)
+        res = triangle.triangle_pair_eval(node_bytes(node), node_ptr, ray, pointer_flags, desc)
         if res["error"]:
             return _fail(ray, STATUS_BAD_NODE)
         return _ok(ray, res["dwords"])
@@ -148,22 +123,21 @@ def image_bvh8_intersect_ray(node_ptr, node, ray, pointer_flags, desc, *, ftz=Fa
 def _instance(node, ray, pointer_flags, desc, ftz):
     """The instance model (``instance.instance_transform``) with the filter box tested here, so
     that ``ftz`` reaches the filter's box test (identical to ``instance_node_result`` otherwise)."""
-    inst = _optional("instance")
-    t = inst.instance_transform(node, ray, pointer_flags, desc)
+    t = instance.instance_transform(node, ray, pointer_flags, desc)
     dw7 = INVALID_NODE
     if not t["culled"]:
-        fields = inst.decode_instance(node)
+        fields = instance.decode_instance(node)
         new_ray = dict(ray, origin=t["origin"], dir=t["dir"])
         ptrs = box_path.filter_box_pointers(
             fields["filter_origin"],
             fields["filter_exp"],
-            inst.filter_children(fields),
+            instance.filter_children(fields),
             new_ray,
             desc,
             ftz=ftz,
         )
         dw7 = sum((p & 0xFF) << (8 * k) for k, p in enumerate(ptrs[:4]))
-    u = inst.UNDEFINED_DW
+    u = instance.UNDEFINED_DW
     dwords = [
         u,
         u,
@@ -183,7 +157,7 @@ def image_bvh_dual_intersect_ray(
     node_ptrs, nodes, ray, pointer_flags, desc, *, ftz=False, paths=None
 ):
     """Result dictionary (``OUT_LAYOUT``) of ``image_bvh_dual_intersect_ray`` (two legacy nodes)."""
-    paths = available_paths() if paths is None else paths
+    paths = PATHS if paths is None else paths
     types = [p & 7 for p in node_ptrs]
     if LEGACY_TYPE_INSTANCE in types:
         return _ok(ray, [INVALID_NODE] * 10)
@@ -216,8 +190,9 @@ def image_bvh_dual_intersect_ray(
             )
             kinds.append("box")
         else:
-            tri = _optional("triangle")
-            res = list(tri.legacy_triangle_result(node_bytes(node), ptr, ray, pointer_flags, desc))
+            res = list(
+                triangle.legacy_triangle_result(node_bytes(node), ptr, ray, pointer_flags, desc)
+            )
             geo_id = primitive_node.decode_legacy_node(node).geometry_index
             slots.append(res[:4] + [geo_id])
             kinds.append("tri")
@@ -273,7 +248,7 @@ class IntersectModel:
 
     def __init__(self, *, ftz=False, paths=None):
         self.ftz = ftz
-        self.paths = available_paths() if paths is None else set(paths)
+        self.paths = set(PATHS) if paths is None else set(paths)
 
     def __call__(self, instr):
         return intersect(instr, ftz=self.ftz, paths=self.paths)

@@ -36,7 +36,7 @@ from gpurtl.facts.ray_accel import (
 
 from ..scalar import obb
 from ..scalar.instance import ADDRESS_MASK, UNDEFINED_DW
-from ..scalar.intersect import available_paths
+from ..scalar.intersect import PATHS
 from . import batch_box as B
 from . import batch_fp as F
 from . import batch_nodes as N
@@ -363,7 +363,7 @@ def intersect_words(words, *, ftz=False, paths=None):
     numpy.ndarray of uint32, shape (N, W_out)
         Row ``n`` is ``IntersectModel(ftz=ftz, paths=paths)`` of row ``n``, packed.
     """
-    paths = available_paths() if paths is None else set(paths)
+    paths = set(PATHS) if paths is None else set(paths)
     words = np.asarray(words)
     if words.ndim != 2 or words.dtype != np.uint32 or words.shape[1] != word_count(INSTR_LAYOUT):
         raise ValueError(

@@ -17,7 +17,7 @@ from .helpers import idle, run_rtl
 
 def check(name, count, seed=0, **overrides):
     block = registry.get(name)
-    params = block.resolve(overrides)
+    params = block.check_params(overrides)
     report = BACKENDS["pysim"].check(block, params, count=count, seed=seed)
     assert report.failed == 0, str(report.first)
     assert report.passed == count

@@ -51,7 +51,7 @@ def pch_workaround(monkeypatch):
 @pytest.mark.verilator
 def test_xe3_grf_verilator_short(pch_workaround):
     block = registry.get("xe3_grf")
-    report = BACKENDS["verilator"].check(block, block.resolve({}), count=2000, seed=21)
+    report = BACKENDS["verilator"].check(block, block.check_params(), count=2000, seed=21)
     assert report.failed == 0, str(report.first)
     assert report.passed == 2000
 
@@ -71,7 +71,7 @@ def test_xe3_grf_verilator_short(pch_workaround):
 )
 def test_verilator_long(pch_workaround, name, params):
     block = registry.get(name)
-    report = BACKENDS["verilator"].check(block, block.resolve(params), count=100000, seed=31)
+    report = BACKENDS["verilator"].check(block, block.check_params(params), count=100000, seed=31)
     assert report.failed == 0, str(report.first)
 
 
@@ -79,5 +79,5 @@ def test_verilator_long(pch_workaround, name, params):
 @pytest.mark.parametrize("name", ["vgpr_dyn", "vgpr_static", "xe3_grf"])
 def test_pysim_long(name):
     block = registry.get(name)
-    report = BACKENDS["pysim"].check(block, block.resolve({}), count=200000, seed=41)
+    report = BACKENDS["pysim"].check(block, block.check_params(), count=200000, seed=41)
     assert report.failed == 0, str(report.first)

@@ -17,7 +17,7 @@ BLOCK = registry.get("vgpr_dyn")
 
 
 def check(count, seed=0, **overrides):
-    params = BLOCK.resolve(overrides)
+    params = BLOCK.check_params(overrides)
     report = BACKENDS["pysim"].check(BLOCK, params, count=count, seed=seed)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
