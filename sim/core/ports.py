@@ -13,7 +13,7 @@ import re
 from amaranth.hdl import Shape
 
 from . import layouts as L
-from .registry import component_facts
+from .registry import timing_facts
 
 __all__ = [
     "DEFAULT_TIMESCALE",
@@ -96,21 +96,6 @@ def _fields(shape):
     ]
 
 
-def _timing(block, params):
-    """Latency and initiation interval of a pipeline, as its build declares them."""
-
-    def read(dut):
-        # The harness's reading: a build that declares no interval takes one transaction per
-        # cycle; ``initiation_interval = None`` says the interval varies per transaction.
-        if hasattr(dut, "initiation_interval"):
-            ii = dut.initiation_interval
-        else:
-            ii = getattr(dut, "ii", 1)
-        return int(dut.latency), None if ii is None else int(ii)
-
-    return component_facts(lambda: block.build(**params), read)
-
-
 def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
     """The JSON-ready port description of ``block`` built with ``params``."""
     in_layout, out_layout = block.layouts(**params)
@@ -132,7 +117,7 @@ def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
         "in its natural order (an f32 field holds the IEEE 754 bits)",
     }
     if block.kind == "pipeline":
-        latency, ii = _timing(block, params)
+        latency, ii = timing_facts(block, params)
         result |= {
             "latency": latency,
             "ii": ii,

@@ -27,7 +27,16 @@ import pkgutil
 import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["Param", "Block", "RegistryError", "register", "get", "blocks", "component_facts"]
+__all__ = [
+    "Param",
+    "Block",
+    "RegistryError",
+    "register",
+    "get",
+    "blocks",
+    "component_facts",
+    "timing_facts",
+]
 
 
 class RegistryError(Exception):
@@ -268,3 +277,16 @@ def component_facts(build, read):
         finally:
             del component
             gc.collect()  # the tree holds reference cycles: drop it while the filter holds
+
+
+def timing_facts(block, params):
+    """``(latency, initiation_interval)`` a pipeline block's build declares (an initiation
+    interval of 1 when it declares none, ``None`` when it declares that the interval varies
+    from one transaction to the next: not checked); ``(None, None)`` for a cycle-stepped
+    block."""
+    if block.kind != "pipeline":
+        return None, None
+    return component_facts(
+        lambda: block.build(**params),
+        lambda dut: (dut.latency, getattr(dut, "initiation_interval", 1)),
+    )

@@ -7,8 +7,8 @@ completes the report. The backends (:mod:`gpurtl.sim.backends`) call these; the 
 through :class:`~.backend.Backend` objects.
 """
 
-from ..core import registry
 from ..core.progress import Every
+from ..core.registry import timing_facts
 from .engine import (
     CycleDriver,
     PipelineDriver,
@@ -33,19 +33,6 @@ PROGRESS_INTERVAL = 10.0
 def free_run_of(count):
     """Stall-free leading transactions of a random check of ``count``: the first tenth."""
     return max(1, count // 10)
-
-
-def timing_facts(block, params):
-    """``(latency, initiation_interval)`` a pipeline block's build declares (an initiation
-    interval of 1 when it declares none, ``None`` when it declares that the interval varies
-    from one transaction to the next: not checked); ``(None, None)`` for a cycle-stepped
-    block."""
-    if block.kind != "pipeline":
-        return None, None
-    return registry.component_facts(
-        lambda: block.build(**params),
-        lambda dut: (dut.latency, getattr(dut, "initiation_interval", 1)),
-    )
 
 
 def compare_events(
