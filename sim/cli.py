@@ -615,6 +615,9 @@ def cmd_synth(args):
     )
     if result.get("timed"):
         print(f"Fmax timed: {result['timed']}")
+    if result.get("note"):
+        print(f"Note: {result['note']}")
+    print(f"Yosys flow: {result['flow']}")
     _print_critical_path(result.get("critical_path"))
     return 0
 

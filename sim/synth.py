@@ -17,6 +17,13 @@ as ``TRELLIS_FF``, and Fmax is ``None``. With ``keep_hierarchy=True`` as well, `
 the counts include every instance: much faster and smaller for designs with many copies of a unit,
 but nothing is optimised across module boundaries, so the figures are an upper bound (``ray_accel``
 1 x 1: LUT4 +10.6 %, FF +0.6 % against the flattened run).
+
+Yosys's default ECP5 LUT mapper, ``abc9``, stops on an internal assertion for some designs
+(``matrix_core`` at its defaults, Yosys 0.70: ``ABC_OPS_REINTEGRATE`` fails
+``GetSize(conn.first) == GetSize(conn.second)``). When a ``synth_ecp5`` run fails inside an abc9
+pass, it is run again with ``-noabc9`` (the older ``abc`` mapper, which does not use the timing
+boxes of the carry and DSP cells); the result's ``flow`` names the command that produced the
+figures and ``note`` says why (the failed run's log is kept as ``yosys.abc9.log``).
 """
 
 import hashlib
@@ -30,7 +37,15 @@ from pathlib import Path, PurePath
 
 from .core.export import cache_dir, to_verilog
 
-__all__ = ["DEVICES", "TIMED", "synthesize", "SynthError", "critical_path", "run_tool"]
+__all__ = [
+    "DEVICES",
+    "TIMED",
+    "synthesize",
+    "SynthError",
+    "critical_path",
+    "run_tool",
+    "abc9_failed",
+]
 
 DEVICES = ("ecp5-85k", "ice40-up5k")
 
@@ -109,6 +124,18 @@ def run_tool(command, log, cwd, *, label=None, progress=None, watch=None):
     return elapsed
 
 
+#: The Yosys passes of the abc9 mapping (``ABC9_OPS``, ``ABC9_EXE``, ``ABC9``, and
+#: ``ABC_OPS_REINTEGRATE``, which puts abc9's netlist back into the module).
+_ABC9_STEP = re.compile(r"^(ABC9(_OPS|_EXE)?|ABC_OPS_REINTEGRATE)\b")
+
+
+def abc9_failed(log):
+    """The abc9 pass that a failed Yosys run stopped in (from its full log ``log``), or
+    ``None`` when it stopped elsewhere."""
+    step = _last_step(log)
+    return step if step and _ABC9_STEP.match(step) else None
+
+
 _SOURCE_ROOTS = ("hdl", "sim", "facts", "golden")
 
 
@@ -168,6 +195,7 @@ class _Run:
         self.block, self.params, self.folder = block, params, folder
         self.top, self.freq, self.nodsp, self.progress = block.name, freq, nodsp, progress
         self.times = {}
+        self.flow, self.fallback = None, None
 
     def tool(self, name, command, log, watch=None):
         self.times[f"{name}_s"] = run_tool(
@@ -194,17 +222,40 @@ class _Run:
             watch="yosys.full.log",
         )
 
-    def yosys_stat(self, script):
-        """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log short
-        and complete); the statistics text."""
-        self.yosys(f"{script}; tee -o stat.txt stat -top {self.top}")
+    def synth_ecp5(self, flags, then=""):
+        """``synth_ecp5 -top TOP flags`` followed by the commands ``then``; once more with
+        ``-noabc9`` when abc9 fails (see the module's doc string)."""
+        command = f"synth_ecp5 -top {self.top}{flags}"
+        started = time.monotonic()
+        try:
+            self.yosys(command + then)
+        except SynthError:
+            failed = abc9_failed(self.folder / "yosys.full.log")
+            if failed is None:
+                raise
+            (self.folder / "yosys.full.log").replace(self.folder / "yosys.abc9.log")
+            self.times["yosys_abc9_failed_s"] = time.monotonic() - started
+            self.fallback = f"abc9 failed in {failed.split()[0]}; mapped with -noabc9"
+            if self.progress:
+                self.progress(f"yosys: {self.fallback.split(';')[0]}; again with -noabc9")
+            command += " -noabc9"
+            self.yosys(command + then)
+        self.flow = command
+
+    def yosys_stat(self, flags):
+        """``synth_ecp5`` with ``flags``, then ``stat`` (written to ``stat.txt``: a quiet run
+        keeps the log short and complete); the statistics text."""
+        self.synth_ecp5(flags, f"; tee -o stat.txt stat -top {self.top}")
         return (self.folder / "stat.txt").read_text()
 
     def result(self, **figures):
+        notes = [text for text in (figures.pop("note", None), self.fallback) if text]
         return {
             "block": self.block.name,
             "params": self.params,
             **figures,
+            **({"note": "; ".join(notes)} if notes else {}),
+            "flow": self.flow,
             "target_mhz": self.freq,
             "nodsp": self.nodsp,
             **self.times,
@@ -234,8 +285,8 @@ ICE40_CELLS = (
 
 
 def _ecp5_synthesis_only(run, keep_hierarchy):
-    flags = ("-nodsp " if run.nodsp else "") + ("-noflatten" if keep_hierarchy else "")
-    cells = _cells(run.yosys_stat(f"synth_ecp5 -top {run.top} {flags}"), ECP5_CELLS)
+    flags = (" -nodsp" if run.nodsp else "") + (" -noflatten" if keep_hierarchy else "")
+    cells = _cells(run.yosys_stat(flags), ECP5_CELLS)
     note = "synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route"
     if keep_hierarchy:
         note += (
@@ -255,7 +306,7 @@ def _ecp5_synthesis_only(run, keep_hierarchy):
 
 
 def _ecp5_place_and_route(run, speed, seed):
-    run.yosys(f"synth_ecp5 -top {run.top} {'-nodsp ' if run.nodsp else ''}-json top.json")
+    run.synth_ecp5(" -nodsp" if run.nodsp else "", "; write_json top.json")
     run.tool(
         "nextpnr",
         [
@@ -294,8 +345,10 @@ def _ecp5_place_and_route(run, speed, seed):
 
 
 def _ice40(run):
-    script = f"synth_ice40 -top {run.top} {'' if run.nodsp else '-dsp '}-json top.json"
-    cells = _cells(run.yosys_stat(script), ICE40_CELLS)
+    script = f"synth_ice40 -top {run.top}{'' if run.nodsp else ' -dsp'}"
+    run.flow = script
+    run.yosys(f"{script}; tee -o stat.txt stat -top {run.top}")
+    cells = _cells((run.folder / "stat.txt").read_text(), ICE40_CELLS)
     return run.result(
         device="ice40-up5k",
         lut4=cells["SB_LUT4"],

