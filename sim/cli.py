@@ -18,7 +18,7 @@ from pathlib import Path
 from . import cliutil
 from .backends import BACKENDS
 from .backends.fast.build import BuildError
-from .bench import BENCH_ROWS
+from .bench import BENCH_ROWS, default_rows
 from .core import files, layouts, registry
 from .core.export import ToolchainError
 from .core.files import UsageError
@@ -503,7 +503,8 @@ def _bench_arguments(p):
     _seed_argument(p)
     p.add_argument(
         "--backends",
-        help=f"comma-separated subset of {','.join(BENCH_ROWS)} (default: all)",
+        help=f"comma-separated subset of {','.join(BENCH_ROWS)} "
+        f"(default: {','.join(default_rows())})",
     )
     p.add_argument(
         "--session",
@@ -524,10 +525,12 @@ def _bench_tools(args):
     if args.session_count < 1:
         raise UsageError(f"--session-count must be a positive integer, not {args.session_count}")
     chosen = [args.session] if args.session else args.backends.split(",") if args.backends else []
-    chosen = chosen or list(BENCH_ROWS)
-    compiled = [name for name in chosen if name in BENCH_ROWS and BENCH_ROWS[name][0].tools]
+    chosen = [name for name in chosen or default_rows() if name in BENCH_ROWS]
+    compiled = [name for name in chosen if "c++" in BENCH_ROWS[name][0].tools]
     if compiled:
         cxx_toolchain(f"`gpurtl bench` (backends {', '.join(compiled)})")
+    for name in chosen:
+        BENCH_ROWS[name][0].require_tools()
 
 
 def cmd_bench(args):
