@@ -19,7 +19,7 @@ from . import cliutil
 from .backends import BACKENDS
 from .backends.fast.build import BuildError
 from .bench import BENCH_ROWS, default_rows
-from .core import files, layouts, registry
+from .core import files, layouts, ports, registry
 from .core.export import ToolchainError
 from .core.files import UsageError
 from .core.jsonio import InputError
@@ -84,6 +84,8 @@ def _block_json(block, params, latency, in_layout, out_layout):
         "values": params,
         "in": layouts.structure(in_layout),
         "out": layouts.structure(out_layout),
+        # the packing, as `gpurtl export --ports` gives it
+        "fields": {"in": ports.fields(in_layout), "out": ports.fields(out_layout)},
         "optional_inputs": layouts.field_paths(block.input_defaults(params)),
         "check_count": block.check_count,
     }
@@ -266,8 +268,6 @@ def _export_validate(args):
 
 def _export_ports(args, block, params):
     """``gpurtl export --ports`` / ``--ports-md``: the port description instead of the Verilog."""
-    from .core import ports
-
     description = ports.describe(block, params, timescale=args.timescale)
     text = ports.markdown(description) if args.ports_md else json.dumps(description, indent=1)
     text = text if text.endswith("\n") else text + "\n"
@@ -280,7 +280,6 @@ def _export_ports(args, block, params):
 
 
 def cmd_export(args):
-    from .core import ports
     from .core.export import lint, to_verilog
 
     block, params = _block_and_params(args)
