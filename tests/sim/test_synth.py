@@ -223,3 +223,27 @@ def test_the_flow_is_named_when_abc9_works(tmp_path, monkeypatch):
     result = synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
     assert result["flow"] == "synth_ecp5 -top fp32_cmp"
     assert "abc9" not in result["note"]
+
+
+@pytest.mark.slow  # a Yosys run (seconds on a quiet machine); the table in docs/fpga.md
+def test_synth_only_at_defaults_prints_parsed_figures(tmp_path, monkeypatch, capsys):
+    """`gpurtl synth fp32_mul --synth-only` at its defaults: the figures are read from Yosys's
+    statistics (a 24 x 24 significand product needs several 18 x 18 multipliers, the nine
+    pipeline stages hold at least the 32-bit result), the text and the JSON agree, and the
+    output names the flow."""
+    import json
+    import re
+
+    from gpurtl.sim.cli import main
+
+    monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
+    assert main(["synth", "fp32_mul", "--synth-only", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["params"] == registry.get("fp32_mul").resolve()
+    assert result["lut4"] > 300 and result["ff"] > 32 * 2 and result["dsp"] >= 2
+    assert result["bram"] == 0 and result["flow"] == "synth_ecp5 -top fp32_mul"
+    assert main(["synth", "fp32_mul", "--synth-only"]) == 0
+    out = capsys.readouterr().out
+    figures = re.search(r"LUT4 (\d+)  FF (\d+)  DSP (\d+)  BRAM (\d+)", out)
+    assert [int(x) for x in figures.groups()] == [result[k] for k in ("lut4", "ff", "dsp", "bram")]
+    assert "Yosys flow: synth_ecp5 -top fp32_mul" in out
