@@ -18,12 +18,14 @@ the counts include every instance: much faster and smaller for designs with many
 but nothing is optimised across module boundaries, so the figures are an upper bound (``ray_accel``
 1 x 1: LUT4 +10.6 %, FF +0.6 % against the flattened run).
 
-Yosys's default ECP5 LUT mapper, ``abc9``, stops on an internal assertion for some designs
-(``matrix_core`` at its defaults, Yosys 0.70: ``ABC_OPS_REINTEGRATE`` fails
-``GetSize(conn.first) == GetSize(conn.second)``). When a ``synth_ecp5`` run fails inside an abc9
-pass, it is run again with ``-noabc9`` (the older ``abc`` mapper, which does not use the timing
-boxes of the carry and DSP cells); the result's ``flow`` names the command that produced the
-figures and ``note`` says why (the failed run's log is kept as ``yosys.abc9.log``).
+``synth_ecp5`` maps LUTs with ``abc9``, which stops on an internal assertion for some designs
+(Yosys 0.70: ``ABC_OPS_REINTEGRATE`` fails ``GetSize(conn.first) == GetSize(conn.second)``, e.g.
+``gpurtl synth matrix_core -p family=iu8_i32 -p rate=fpga --synth-only --keep-hierarchy``), and
+Yosys 0.70 has no option to use another mapper. When a run fails inside an abc9 pass, it is run
+again with ``synth_ecp5``'s own steps around :data:`ABC_LUTS` (Yosys's older ``abc`` mapper,
+what ``synth_ecp5`` used before abc9: more LUTs, +24 % on ``fp32_mul``) in place of its
+``map_luts`` step; the result's ``flow`` names the script that produced the figures and ``note``
+says why (the failed run's log is kept as ``yosys.abc9.log``).
 """
 
 import hashlib
@@ -38,6 +40,8 @@ from pathlib import Path, PurePath
 from .core.export import cache_dir, to_verilog
 
 __all__ = [
+    "ABC_LUTS",
+    "abc_flow",
     "DEVICES",
     "TIMED",
     "synthesize",
@@ -136,6 +140,20 @@ def abc9_failed(log):
     return step if step and _ABC9_STEP.match(step) else None
 
 
+#: The LUT mapping of the fallback flow: 4-input LUTs, up to 7 inputs through the PFUMX and
+#: L6MUX21 cells that ``synth_ecp5``'s ``map_cells`` step makes of wider ones.
+ABC_LUTS = "abc -dress -lut 4:7"
+
+
+def abc_flow(command):
+    """``command`` (a ``synth_ecp5`` with its options) with :data:`ABC_LUTS` in place of the
+    abc9 pass of its ``map_luts`` step."""
+    return (
+        f"{command} -run :map_luts; check -latchonly -assert; "
+        f"techmap -map +/lattice/latches_map.v; {ABC_LUTS}; clean; {command} -run map_cells:"
+    )
+
+
 _SOURCE_ROOTS = ("hdl", "sim", "facts", "golden")
 
 
@@ -224,7 +242,7 @@ class _Run:
 
     def synth_ecp5(self, flags, then=""):
         """``synth_ecp5 -top TOP flags`` followed by the commands ``then``; once more with
-        ``-noabc9`` when abc9 fails (see the module's doc string)."""
+        :func:`abc_flow` when abc9 fails (see the module's doc string)."""
         command = f"synth_ecp5 -top {self.top}{flags}"
         started = time.monotonic()
         try:
@@ -235,10 +253,10 @@ class _Run:
                 raise
             (self.folder / "yosys.full.log").replace(self.folder / "yosys.abc9.log")
             self.times["yosys_abc9_failed_s"] = time.monotonic() - started
-            self.fallback = f"abc9 failed in {failed.split()[0]}; mapped with -noabc9"
+            self.fallback = f"abc9 failed in {failed.split()[0]}; LUTs mapped with `{ABC_LUTS}`"
             if self.progress:
-                self.progress(f"yosys: {self.fallback.split(';')[0]}; again with -noabc9")
-            command += " -noabc9"
+                self.progress(f"yosys: {self.fallback.split(';')[0]}; again with `{ABC_LUTS}`")
+            command = abc_flow(command)
             self.yosys(command + then)
         self.flow = command
 

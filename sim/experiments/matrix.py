@@ -143,7 +143,7 @@ def _dot_unit_block():
 def _synth(family, preset, progress=None):
     """Synthesis-only ECP5 figures of one dot unit, cached by the Verilog's hash."""
     from gpurtl.sim.core.export import cache_dir, to_verilog
-    from gpurtl.sim.synth import SynthError, synthesize
+    from gpurtl.sim.synth import ABC_LUTS, SynthError, synthesize
 
     block = _dot_unit_block()
     params = {"family": family, "preset": preset}
@@ -155,10 +155,10 @@ def _synth(family, preset, progress=None):
     start = time.monotonic()
     note = ""
     try:
-        # (a unit that stops Yosys 0.70's abc9 is mapped again with -noabc9 by synthesize)
+        # (a unit that stops Yosys 0.70's abc9 is mapped again with abc by synthesize)
         r = synthesize(block, params, synth_only=True)
-        if r.get("flow", "").endswith("-noabc9"):
-            note = "abc9 failed: mapped with -noabc9"
+        if ABC_LUTS in r.get("flow", ""):
+            note = "abc9 failed: LUTs mapped with abc"
     except SynthError:
         # the same unit with LUT multipliers may still have a figure
         try:

@@ -165,8 +165,8 @@ def test_progress_names_the_last_step_of_a_log(tmp_path):
 
 
 def _fake_yosys(monkeypatch, fail_in):
-    """``run_tool`` replaced by a Yosys that fails in the pass ``fail_in`` unless its script has
-    ``-noabc9``, and otherwise writes a statistics file; the scripts it was given."""
+    """``run_tool`` replaced by a Yosys that fails in the pass ``fail_in`` unless its script maps
+    LUTs with ``abc``, and otherwise writes a statistics file; the scripts it was given."""
     from gpurtl.sim import synth
 
     scripts = []
@@ -175,7 +175,7 @@ def _fake_yosys(monkeypatch, fail_in):
         script = command[-1]
         scripts.append(script)
         full = Path(cwd) / "yosys.full.log"
-        if fail_in and "-noabc9" not in script:
+        if fail_in and synth.ABC_LUTS not in script:
             full.write_text(
                 f"2.42.14.6. Executing AIGER frontend.\n2.42.14.7. Executing {fail_in}.\n"
                 "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed.\n"
@@ -192,18 +192,27 @@ def _fake_yosys(monkeypatch, fail_in):
 
 
 def test_an_abc9_failure_is_mapped_again_without_abc9(tmp_path, monkeypatch):
-    """Yosys's abc9 stops on an assertion for some designs (matrix_core at its defaults): the
-    run is repeated with -noabc9, and the result names the flow that gave its figures."""
+    """Yosys's abc9 stops on an assertion for some designs (the IU8 matrix core): the run is
+    repeated with synth_ecp5's steps around Yosys's older abc mapper, and the result names the
+    flow that gave its figures."""
+    from gpurtl.sim.synth import ABC_LUTS
+
     scripts = _fake_yosys(monkeypatch, "ABC_OPS_REINTEGRATE pass (reintegrate ABC mapped design)")
     block = registry.get("fp32_cmp")
     result = synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
-    assert [s.split(";")[1].strip() for s in scripts] == [
-        "synth_ecp5 -top fp32_cmp",
-        "synth_ecp5 -top fp32_cmp -noabc9",
+    steps = [[step.strip() for step in script.split(";")] for script in scripts]
+    assert steps[0][1] == "synth_ecp5 -top fp32_cmp" and len(scripts) == 2
+    assert steps[1][1:7] == [
+        "synth_ecp5 -top fp32_cmp -run :map_luts",
+        "check -latchonly -assert",
+        "techmap -map +/lattice/latches_map.v",
+        ABC_LUTS,
+        "clean",
+        "synth_ecp5 -top fp32_cmp -run map_cells:",
     ]
     assert (result["lut4"], result["ff"], result["dsp"]) == (134, 40, 3)
-    assert result["flow"] == "synth_ecp5 -top fp32_cmp -noabc9"
-    assert "abc9 failed in ABC_OPS_REINTEGRATE; mapped with -noabc9" in result["note"]
+    assert result["flow"] == "; ".join(steps[1][1:7])
+    assert f"abc9 failed in ABC_OPS_REINTEGRATE; LUTs mapped with `{ABC_LUTS}`" in result["note"]
     assert "Assert" in (tmp_path / "yosys.abc9.log").read_text()
 
 
