@@ -1,0 +1,148 @@
+"""Registry entries of the RT unit's blocks: ``l0_cache``.
+
+The blocks talk to a memory over request and fill streams, so a useful random stimulus has to
+answer the block's memory requests. The stimulus generator therefore runs the golden model as it
+goes, with a behavioural memory (random latencies, so fills come back out of order) and random
+valid/ready stalls on every stream: each producer (the request source, the memory) holds
+``valid`` and its payload until the block takes them. The RTL, if it agrees with the golden
+model, sees the same outputs, so the inputs stay legal for it too; where it disagrees the
+lockstep check reports the first differing cycle.
+"""
+
+from gpurtl.golden.rt_unit import L0CacheModel, cache_geometry
+from gpurtl.hdl.rt_unit import CyclePorts, L0Cache, cycle_layouts, l0_signature
+
+from ..core.registry import Block, Param, register
+
+_L0 = (
+    Param("size", 2048, "bytes (RDNA 4 has 32 KB per CU: see docs/rt_unit.md)", range=(128, 65536)),
+    Param("ways", 4, "associativity (power of two)", choices=(1, 2, 4, 8, 16)),
+    Param("mshrs", 4, "miss-status registers: lines missing at once", range=(1, 64)),
+    Param("targets", 4, "requests merged into one miss register", range=(1, 64)),
+    Param("id_bits", 4, "request id width", range=(1, 16)),
+    Param("line_bits", 16, "line index width (byte address / 128)", range=(4, 57)),
+)
+
+
+def _l0_validate(size, ways, mshrs, targets, id_bits, line_bits):
+    sets = cache_geometry(size, ways)
+    if line_bits <= (sets - 1).bit_length():
+        raise ValueError(f"`line_bits` must exceed the {sets - 1} set index bits, not {line_bits}")
+
+
+def _l0_layouts(size, ways, mshrs, targets, id_bits, line_bits):
+    return cycle_layouts(l0_signature(id_bits, line_bits))
+
+
+class MemorySide:
+    """Behavioural memory on the request and fill streams of a cache (used by the stimulus and
+    the tests): every request is answered after a random latency from ``latencies``, in the order
+    the answers become due; the data of a line is a fixed random 1024-bit value."""
+
+    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0):
+        self.rng, self.latencies = rng, latencies
+        self.p_ready, self.p_bogus = p_ready, p_bogus
+        self.lines = {}
+        self.due = []  # [cycle due, line]
+        self.offer = None  # (line, data) held on the fill stream until taken
+
+    def line_data(self, line):
+        if line not in self.lines:
+            self.lines[line] = int.from_bytes(self.rng.bytes(128), "little")
+        return self.lines[line]
+
+    def inputs(self, cycle, line_bits):
+        """This cycle's ``mem_req`` and ``fill`` inputs."""
+        if self.offer is None:
+            ready = [entry for entry in self.due if entry[0] <= cycle]
+            if ready:
+                entry = min(ready)
+                self.due.remove(entry)
+                self.offer = (entry[1], self.line_data(entry[1]))
+            elif self.rng.random() < self.p_bogus:
+                line = int(self.rng.integers(0, 1 << line_bits))
+                self.offer = (line, self.line_data(line))
+        fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
+        if self.offer is not None:
+            fill = {"valid": 1, "payload": {"line": self.offer[0], "data": self.offer[1]}}
+        return {"ready": int(self.rng.random() < self.p_ready)}, fill
+
+    def outputs(self, cycle, inputs, outputs):
+        """Take note of this cycle's transfers on ``mem_req`` and ``fill``."""
+        if outputs["mem_req"]["valid"] and inputs["mem_req"]["ready"]:
+            low, high = self.latencies
+            latency = int(self.rng.integers(low, high + 1))
+            self.due.append([cycle + latency, outputs["mem_req"]["payload"]["line"]])
+        if inputs["fill"]["valid"] and outputs["fill"]["ready"]:
+            self.offer = None
+
+
+def _l0_stimulus(rng, count, size, ways, mshrs, targets, id_bits, line_bits):
+    """Per-cycle inputs: requests over a working set a few times the cache (hits, pending hits
+    that fill a miss register's target list, evictions, misses up to the MSHR limit), sometimes
+    a line anywhere; phases of heavy and light traffic and of long response stalls; rare fills
+    with no miss pending (misuse)."""
+    params = dict(size=size, ways=ways, mshrs=mshrs, targets=targets)
+    params.update(id_bits=id_bits, line_bits=line_bits)
+    model = L0CacheModel(**params)
+    memory = MemorySide(rng, p_bogus=0.004)
+    lines = size // 128
+    working = [int(x) for x in rng.choice(1 << line_bits, size=min(3 * lines, 1 << line_bits))]
+    cycles, request, next_id = [], None, 0
+    p_valid = p_ready = 0.8
+    for cycle in range(count):
+        if cycle % 97 == 0:
+            p_valid = float(rng.choice([0.3, 0.8, 1.0]))
+            p_ready = float(rng.choice([0.1, 0.7, 1.0]))
+        if request is None and rng.random() < p_valid:
+            roll = rng.random()
+            if roll < 0.05:
+                line = int(rng.integers(0, 1 << line_bits))
+            elif roll < 0.35 and cycles:
+                line = cycles[-1]["req"]["payload"]["line"]  # the same line again: merges
+            else:
+                line = working[int(rng.integers(len(working)))]
+            request = {"id": next_id, "line": line}
+            next_id = (next_id + 1) % (1 << id_bits)
+        mem_req, fill = memory.inputs(cycle, line_bits)
+        inputs = {
+            "req": {"valid": int(request is not None), "payload": request or {"id": 0, "line": 0}},
+            "resp": {"ready": int(rng.random() < p_ready)},
+            "mem_req": mem_req,
+            "fill": fill,
+        }
+        outputs = model.step(inputs)
+        memory.outputs(cycle, inputs, outputs)
+        if request is not None and outputs["req"]["ready"]:
+            request = None
+        cycles.append(inputs)
+    return cycles
+
+
+def _l0_defaults(size, ways, mshrs, targets, id_bits, line_bits):
+    idle = {"valid": 0, "payload": {"id": 0, "line": 0}}
+    return {
+        "req": idle,
+        "resp": {"ready": 0},
+        "mem_req": {"ready": 0},
+        "fill": {"valid": 0, "payload": {"line": 0, "data": 0}},
+    }
+
+
+register(
+    Block(
+        name="l0_cache",
+        doc="RT unit L0 vector cache: 128-byte lines, true LRU, MSHRs with merging, "
+        "out-of-order responses by id",
+        kind="cycle",
+        params=_L0,
+        build=lambda **p: CyclePorts(L0Cache(**p)),
+        golden=lambda **p: L0CacheModel(**p),
+        layouts=_l0_layouts,
+        stimulus=_l0_stimulus,
+        defaults=_l0_defaults,
+        validate=_l0_validate,
+        check_count=5000,
+        small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8},
+    )
+)
