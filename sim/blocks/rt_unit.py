@@ -1,4 +1,4 @@
-"""Registry entries of the RT unit's blocks: ``l0_cache``.
+"""Registry entries of the RT unit's blocks: ``l0_cache`` and ``node_fetch``.
 
 The blocks talk to a memory over request and fill streams, so a useful random stimulus has to
 answer the block's memory requests. The stimulus generator therefore runs the golden model as it
@@ -9,9 +9,18 @@ model, sees the same outputs, so the inputs stay legal for it too; where it disa
 lockstep check reports the first differing cycle.
 """
 
-from gpurtl.golden.rt_unit import L0CacheModel, cache_geometry
-from gpurtl.hdl.rt_unit import CyclePorts, L0Cache, cycle_layouts, l0_signature
+from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, cache_geometry
+from gpurtl.hdl.rt_unit import (
+    CyclePorts,
+    L0Cache,
+    NodeFetch,
+    cycle_layouts,
+    fetch_layout,
+    l0_signature,
+    node_fetch_signature,
+)
 
+from ..core import layouts
 from ..core.registry import Block, Param, register
 
 _L0 = (
@@ -77,46 +86,69 @@ class MemorySide:
             self.offer = None
 
 
-def _l0_stimulus(rng, count, size, ways, mshrs, targets, id_bits, line_bits):
-    """Per-cycle inputs: requests over a working set a few times the cache (hits, pending hits
-    that fill a miss register's target list, evictions, misses up to the MSHR limit), sometimes
-    a line anywhere; phases of heavy and light traffic and of long response stalls; rare fills
-    with no miss pending (misuse)."""
-    params = dict(size=size, ways=ways, mshrs=mshrs, targets=targets)
-    params.update(id_bits=id_bits, line_bits=line_bits)
-    model = L0CacheModel(**params)
-    memory = MemorySide(rng, p_bogus=0.004)
+def _lines(rng, size, line_bits):
+    """A random line source over a working set three times the cache: mostly the working set,
+    often the previous line again (pending hits that fill a miss register's target list),
+    sometimes a line anywhere."""
     lines = size // 128
     working = [int(x) for x in rng.choice(1 << line_bits, size=min(3 * lines, 1 << line_bits))]
-    cycles, request, next_id = [], None, 0
+    last = [working[0]]
+
+    def draw():
+        roll = rng.random()
+        if roll < 0.05:
+            last[0] = int(rng.integers(0, 1 << line_bits))
+        elif roll >= 0.35:
+            last[0] = working[int(rng.integers(len(working)))]
+        return last[0]
+
+    return draw
+
+
+def drive_with_memory(rng, count, model, offer, names, line_bits):
+    """Per-cycle inputs of a block with a request stream, a response stream and the L0's memory
+    ports, made by running ``model`` (its golden model) against :class:`MemorySide`: requests
+    from ``offer()`` held until taken, phases of heavy and light traffic and of long response
+    stalls, out-of-order fills, rare fills with no miss pending (misuse). ``names`` are the
+    request and response stream names."""
+    source, sink = names
+    memory = MemorySide(rng, p_bogus=0.01)
+    cycles, request = [], None
     p_valid = p_ready = 0.8
     for cycle in range(count):
         if cycle % 97 == 0:
             p_valid = float(rng.choice([0.3, 0.8, 1.0]))
             p_ready = float(rng.choice([0.1, 0.7, 1.0]))
         if request is None and rng.random() < p_valid:
-            roll = rng.random()
-            if roll < 0.05:
-                line = int(rng.integers(0, 1 << line_bits))
-            elif roll < 0.35 and cycles:
-                line = cycles[-1]["req"]["payload"]["line"]  # the same line again: merges
-            else:
-                line = working[int(rng.integers(len(working)))]
-            request = {"id": next_id, "line": line}
-            next_id = (next_id + 1) % (1 << id_bits)
+            request = offer()
         mem_req, fill = memory.inputs(cycle, line_bits)
         inputs = {
-            "req": {"valid": int(request is not None), "payload": request or {"id": 0, "line": 0}},
-            "resp": {"ready": int(rng.random() < p_ready)},
+            source: {"valid": int(request is not None), "payload": request or offer.idle},
+            sink: {"ready": int(rng.random() < p_ready)},
             "mem_req": mem_req,
             "fill": fill,
         }
         outputs = model.step(inputs)
         memory.outputs(cycle, inputs, outputs)
-        if request is not None and outputs["req"]["ready"]:
+        if request is not None and outputs[source]["ready"]:
             request = None
         cycles.append(inputs)
     return cycles
+
+
+def _l0_stimulus(rng, count, size, ways, mshrs, targets, id_bits, line_bits):
+    """Per-cycle inputs: see :func:`drive_with_memory`; request ids count up and wrap."""
+    params = dict(size=size, ways=ways, mshrs=mshrs, targets=targets)
+    params.update(id_bits=id_bits, line_bits=line_bits)
+    draw = _lines(rng, size, line_bits)
+    next_id = [0]
+
+    def offer():
+        next_id[0] = (next_id[0] + 1) % (1 << id_bits)
+        return {"id": next_id[0], "line": draw()}
+
+    offer.idle = {"id": 0, "line": 0}
+    return drive_with_memory(rng, count, L0CacheModel(**params), offer, ("req", "resp"), line_bits)
 
 
 def _l0_defaults(size, ways, mshrs, targets, id_bits, line_bits):
@@ -144,5 +176,62 @@ register(
         validate=_l0_validate,
         check_count=5000,
         small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8},
+    )
+)
+
+
+_FETCH = _L0 + (Param("tag_bits", 4, "tag carried with an instruction (the wave)", range=(1, 8)),)
+
+
+def _fetch_validate(tag_bits, **l0):
+    _l0_validate(**l0)
+
+
+def _fetch_layouts(size, ways, mshrs, targets, id_bits, line_bits, tag_bits):
+    return cycle_layouts(node_fetch_signature(id_bits, line_bits, tag_bits))
+
+
+def _fetch_stimulus(rng, count, tag_bits, **l0):
+    """Per-cycle inputs: instructions with random ray, flags and descriptor bits, a node pointer
+    of a random type on a line from :func:`_lines`, now and then the dual form (not fetched:
+    ``err.dual``); see :func:`drive_with_memory`."""
+    shape = fetch_layout(tag_bits)
+    draw = _lines(rng, l0["size"], l0["line_bits"])
+
+    def offer():
+        value = layouts.unpack(shape, int.from_bytes(rng.bytes(shape.size // 8 + 1), "little"))
+        value["dual"] = int(rng.random() < 0.02)
+        value["node_ptr"][0] = (draw() << 4) | int(rng.integers(16))
+        return value
+
+    offer.idle = layouts.unpack(shape, 0)
+    model = NodeFetchModel(tag_bits=tag_bits, **l0)
+    return drive_with_memory(rng, count, model, offer, ("inst", "out"), l0["line_bits"])
+
+
+def _fetch_defaults(tag_bits, **l0):
+    return {
+        "inst": {"valid": 0, "payload": layouts.unpack(fetch_layout(tag_bits), 0)},
+        "out": {"ready": 0},
+        "mem_req": {"ready": 0},
+        "fill": {"valid": 0, "payload": {"line": 0, "data": 0}},
+    }
+
+
+register(
+    Block(
+        name="node_fetch",
+        doc="RT unit node fetch: intersect instructions wait in a ray buffer while their BVH8 "
+        "node line comes through the L0; ray_accel instructions out",
+        kind="cycle",
+        params=_FETCH,
+        build=lambda **p: CyclePorts(NodeFetch(**p)),
+        golden=lambda **p: NodeFetchModel(**p),
+        layouts=_fetch_layouts,
+        stimulus=_fetch_stimulus,
+        defaults=_fetch_defaults,
+        validate=_fetch_validate,
+        check_count=3000,
+        small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "id_bits": 3, "line_bits": 8},
     )
 )

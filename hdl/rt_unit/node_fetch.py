@@ -1,0 +1,141 @@
+"""The RT unit's node fetch: intersect instructions in, their node lines read through the L0
+vector cache, the assembled ray accelerator instructions out.
+
+The rules are written out in the golden model :mod:`gpurtl.golden.rt_unit.node_fetch`. In short:
+an instruction without its node data waits in a ray buffer slot (the lowest free one, which is
+also the L0 request id) while the L0 finds the node's line (``node_ptr[0] >> 4``: a BVH8 node is
+one 128-byte line at byte offset ``(node_ptr & ~0xF) << 3``, gpurt's pointer encoding); the L0's
+response picks the slot back by its id and leaves as ``INSTR_LAYOUT`` with ``node[0]`` filled in,
+on the ray accelerator's input stream (plus the instruction's ``tag``). The output is the L0's
+response register, so a hit reaches the accelerator one cycle after the instruction is taken.
+
+The ray buffer is an :class:`amaranth.lib.memory.Memory` of ``2 ** id_bits`` instructions with
+an asynchronous read port (the response id selects the slot in the cycle the response is
+offered). The dual form (two legacy nodes) is not fetched: it fetches ``node_ptr[0]``'s line as a
+BVH8 instruction would and raises ``err.dual``.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.facts.ray_accel import INSTR_LAYOUT
+
+from .l0_cache import L0Cache, l0_layouts
+
+__all__ = ["NodeFetch", "fetch_layout", "node_fetch_signature"]
+
+
+def fetch_layout(tag_bits):
+    """An instruction as the node fetch takes it: ``INSTR_LAYOUT`` without ``node``, plus
+    ``tag`` (carried to the output; the RT unit puts the wave there)."""
+    fields = {name: INSTR_LAYOUT[name].shape for name in ("dual", "ray", "node_ptr")}
+    fields.update(pointer_flags=INSTR_LAYOUT["pointer_flags"].shape)
+    fields.update(desc=INSTR_LAYOUT["desc"].shape)
+    return data.StructLayout({"tag": tag_bits, **fields})
+
+
+def node_fetch_signature(id_bits=4, line_bits=16, tag_bits=4):
+    """The :class:`wiring.Signature` of :class:`NodeFetch`."""
+    _, _, mem_request, fill = l0_layouts(id_bits, line_bits)
+    out = data.StructLayout({"tag": tag_bits, "instr": INSTR_LAYOUT})
+    return wiring.Signature(
+        {
+            "inst": In(stream.Signature(fetch_layout(tag_bits))),
+            "out": Out(stream.Signature(out)),
+            "mem_req": Out(stream.Signature(mem_request)),
+            "fill": In(stream.Signature(fill)),
+            "err": Out(data.StructLayout({"unexpected_fill": 1, "dual": 1})),
+            "event": Out(data.StructLayout({"valid": 1, "kind": 2})),
+        }
+    )
+
+
+class NodeFetch(wiring.Component):
+    """Node fetch through an L0 cache.
+
+    Parameters
+    ----------
+    size, ways, mshrs, targets, id_bits, line_bits : int
+        The L0's (:class:`~.l0_cache.L0Cache`); ``2 ** id_bits`` ray buffer slots.
+    tag_bits : int
+        Width of the ``tag`` carried from ``inst`` to ``out``.
+
+    Attributes
+    ----------
+    inst : In(stream.Signature(fetch_layout(tag_bits)))
+    out : Out(stream.Signature(StructLayout(tag, instr: INSTR_LAYOUT)))
+        In the L0's response order.
+    mem_req, fill, event
+        The L0's.
+    err : Out(StructLayout(unexpected_fill, dual))
+    """
+
+    def __init__(self, size=2048, ways=4, mshrs=4, targets=4, id_bits=4, line_bits=16, tag_bits=4):
+        if not isinstance(tag_bits, int) or tag_bits < 1:
+            raise ValueError(f"`tag_bits` must be a positive integer, not {tag_bits!r}")
+        self.l0 = L0Cache(size, ways, mshrs, targets, id_bits, line_bits)
+        self.id_bits, self.line_bits, self.tag_bits = id_bits, line_bits, tag_bits
+        super().__init__(node_fetch_signature(id_bits, line_bits, tag_bits))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.l0 = l0 = self.l0
+        slots = 1 << self.id_bits
+        layout = fetch_layout(self.tag_bits)
+        m.submodules.buffer = buffer = Memory(shape=layout, depth=slots, init=[])
+        rd = buffer.read_port(domain="comb")
+        wr = buffer.write_port()
+
+        busy = Signal(slots)
+        free = Signal()
+        slot = Signal(self.id_bits)
+        for k in reversed(range(slots)):
+            with m.If(~busy[k]):
+                m.d.comb += [free.eq(1), slot.eq(k)]
+        inst = self.inst.payload
+        take = Signal()
+        m.d.comb += [
+            l0.req.valid.eq(self.inst.valid & free),
+            l0.req.payload.id.eq(slot),
+            l0.req.payload.line.eq(inst.node_ptr[0][4 : 4 + self.line_bits]),
+            self.inst.ready.eq(free & l0.req.ready),
+            take.eq(self.inst.valid & free & l0.req.ready),
+            wr.addr.eq(slot),
+            wr.data.eq(inst),
+            wr.en.eq(take),
+            self.err.dual.eq(take & inst.dual),
+        ]
+
+        # The output is the L0 response with its slot's instruction.
+        resp = l0.resp.payload
+        held = rd.data
+        out = self.out.payload
+        m.d.comb += [
+            rd.addr.eq(resp.id),
+            self.out.valid.eq(l0.resp.valid),
+            l0.resp.ready.eq(self.out.ready),
+            out.tag.eq(held.tag),
+            out.instr.dual.eq(held.dual),
+            out.instr.ray.eq(held.ray),
+            out.instr.node_ptr.eq(held.node_ptr),
+            out.instr.pointer_flags.eq(held.pointer_flags),
+            out.instr.desc.eq(held.desc),
+            out.instr.node[0].eq(resp.data),
+        ]
+        freed = Signal(slots)
+        with m.If(l0.resp.valid & self.out.ready):
+            m.d.comb += freed.eq(1 << resp.id)
+        taken = Signal(slots)
+        with m.If(take):
+            m.d.comb += taken.eq(1 << slot)
+        m.d.sync += busy.eq((busy & ~freed) | taken)
+
+        wiring.connect(m, wiring.flipped(self.mem_req), l0.mem_req)
+        wiring.connect(m, wiring.flipped(self.fill), l0.fill)
+        m.d.comb += [
+            self.err.unexpected_fill.eq(l0.err.unexpected_fill),
+            self.event.eq(l0.event),
+        ]
+        return m
