@@ -6,8 +6,10 @@ an instruction without its node data waits in a ray buffer slot (the lowest free
 also the L0 request id) while the L0 finds the node's line (``node_ptr[0] >> 4``: a BVH8 node is
 one 128-byte line at byte offset ``(node_ptr & ~0xF) << 3``, gpurt's pointer encoding); the L0's
 response picks the slot back by its id and leaves as ``INSTR_LAYOUT`` with ``node[0]`` filled in,
-on the ray accelerator's input stream (plus the instruction's ``tag``). The output is the L0's
-response register, so a hit reaches the accelerator one cycle after the instruction is taken.
+on the ray accelerator's input stream (plus the instruction's ``tag``). With ``order="l0"`` the
+output is the L0's response register, so a hit reaches the accelerator one cycle after the
+instruction is taken; with ``order="wave"`` the line goes into a node buffer and each wave's
+instructions leave in the order they came (two cycles for a hit).
 
 The ray buffer is an :class:`amaranth.lib.memory.Memory` of ``2 ** id_bits`` instructions with
 an asynchronous read port (the response id selects the slot in the cycle the response is
@@ -15,16 +17,21 @@ offered). The dual form (two legacy nodes) is not fetched: it fetches ``node_ptr
 BVH8 instruction would and raises ``err.dual``.
 """
 
-from amaranth.hdl import Module, Signal
+from types import SimpleNamespace
+
+from amaranth.hdl import Array, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT
 
-from .l0_cache import L0Cache, l0_layouts
+from .l0_cache import LINE_BITS, L0Cache, l0_layouts
 
-__all__ = ["NodeFetch", "fetch_layout", "node_fetch_signature"]
+__all__ = ["NodeFetch", "ORDERS", "fetch_layout", "node_fetch_signature"]
+
+#: Output orders: the L0's response order, or in order within each wave (tag).
+ORDERS = ("l0", "wave")
 
 
 def fetch_layout(tag_bits):
@@ -61,41 +68,60 @@ class NodeFetch(wiring.Component):
         The L0's (:class:`~.l0_cache.L0Cache`); ``2 ** id_bits`` ray buffer slots.
     tag_bits : int
         Width of the ``tag`` carried from ``inst`` to ``out``.
+    order : str
+        ``"l0"``: the output is the L0's response (hits overtake misses of any tag);
+        ``"wave"``: the tag is a wave, and each wave's instructions leave in the order they were
+        taken (nodes wait in a second buffer of ``2 ** id_bits`` lines); waves overtake each
+        other. The RT unit uses ``"wave"``: RDNA 4 returns BVH results in order within a wave
+        (see docs/rt_unit.md).
 
     Attributes
     ----------
     inst : In(stream.Signature(fetch_layout(tag_bits)))
     out : Out(stream.Signature(StructLayout(tag, instr: INSTR_LAYOUT)))
-        In the L0's response order.
+        In the order ``order`` names.
     mem_req, fill, event
         The L0's.
     err : Out(StructLayout(unexpected_fill, dual))
     """
 
-    def __init__(self, size=2048, ways=4, mshrs=4, targets=4, id_bits=4, line_bits=16, tag_bits=4):
+    def __init__(
+        self,
+        size=2048,
+        ways=4,
+        mshrs=4,
+        targets=4,
+        id_bits=4,
+        line_bits=16,
+        tag_bits=4,
+        order="l0",
+    ):
         if not isinstance(tag_bits, int) or tag_bits < 1:
             raise ValueError(f"`tag_bits` must be a positive integer, not {tag_bits!r}")
+        if order not in ORDERS:
+            raise ValueError(f"`order` must be one of {', '.join(ORDERS)}, not {order!r}")
         self.l0 = L0Cache(size, ways, mshrs, targets, id_bits, line_bits)
         self.id_bits, self.line_bits, self.tag_bits = id_bits, line_bits, tag_bits
+        self.order = order
         super().__init__(node_fetch_signature(id_bits, line_bits, tag_bits))
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.l0 = l0 = self.l0
         slots = 1 << self.id_bits
-        layout = fetch_layout(self.tag_bits)
-        m.submodules.buffer = buffer = Memory(shape=layout, depth=slots, init=[])
-        rd = buffer.read_port(domain="comb")
+        m.submodules.buffer = buffer = Memory(
+            shape=fetch_layout(self.tag_bits), depth=slots, init=[]
+        )
+        st = SimpleNamespace(rd=buffer.read_port(domain="comb"), busy=Signal(slots))
         wr = buffer.write_port()
 
-        busy = Signal(slots)
         free = Signal()
-        slot = Signal(self.id_bits)
+        st.slot = slot = Signal(self.id_bits)
         for k in reversed(range(slots)):
-            with m.If(~busy[k]):
+            with m.If(~st.busy[k]):
                 m.d.comb += [free.eq(1), slot.eq(k)]
         inst = self.inst.payload
-        take = Signal()
+        st.take = take = Signal()
         m.d.comb += [
             l0.req.valid.eq(self.inst.valid & free),
             l0.req.payload.id.eq(slot),
@@ -107,31 +133,10 @@ class NodeFetch(wiring.Component):
             wr.en.eq(take),
             self.err.dual.eq(take & inst.dual),
         ]
-
-        # The output is the L0 response with its slot's instruction.
-        resp = l0.resp.payload
-        held = rd.data
-        out = self.out.payload
-        m.d.comb += [
-            rd.addr.eq(resp.id),
-            self.out.valid.eq(l0.resp.valid),
-            l0.resp.ready.eq(self.out.ready),
-            out.tag.eq(held.tag),
-            out.instr.dual.eq(held.dual),
-            out.instr.ray.eq(held.ray),
-            out.instr.node_ptr.eq(held.node_ptr),
-            out.instr.pointer_flags.eq(held.pointer_flags),
-            out.instr.desc.eq(held.desc),
-            out.instr.node[0].eq(resp.data),
-        ]
-        freed = Signal(slots)
-        with m.If(l0.resp.valid & self.out.ready):
-            m.d.comb += freed.eq(1 << resp.id)
-        taken = Signal(slots)
-        with m.If(take):
-            m.d.comb += taken.eq(1 << slot)
-        m.d.sync += busy.eq((busy & ~freed) | taken)
-
+        if self.order == "l0":
+            self._l0_order(m, st)
+        else:
+            self._wave_order(m, st)
         wiring.connect(m, wiring.flipped(self.mem_req), l0.mem_req)
         wiring.connect(m, wiring.flipped(self.fill), l0.fill)
         m.d.comb += [
@@ -139,3 +144,90 @@ class NodeFetch(wiring.Component):
             self.event.eq(l0.event),
         ]
         return m
+
+    def _output(self, m, held, node):
+        """The output payload: the slot's instruction ``held`` with ``node`` as ``node[0]``."""
+        out = self.out.payload
+        m.d.comb += [
+            out.tag.eq(held.tag),
+            out.instr.dual.eq(held.dual),
+            out.instr.ray.eq(held.ray),
+            out.instr.node_ptr.eq(held.node_ptr),
+            out.instr.pointer_flags.eq(held.pointer_flags),
+            out.instr.desc.eq(held.desc),
+            out.instr.node[0].eq(node),
+        ]
+
+    def _l0_order(self, m, st):
+        """The output is the L0 response with its slot's instruction."""
+        l0, slots = self.l0, 1 << self.id_bits
+        resp = l0.resp.payload
+        m.d.comb += [
+            st.rd.addr.eq(resp.id),
+            self.out.valid.eq(l0.resp.valid),
+            l0.resp.ready.eq(self.out.ready),
+        ]
+        self._output(m, st.rd.data, resp.data)
+        freed = Signal(slots)
+        with m.If(l0.resp.valid & self.out.ready):
+            m.d.comb += freed.eq(1 << resp.id)
+        taken = Signal(slots)
+        with m.If(st.take):
+            m.d.comb += taken.eq(1 << st.slot)
+        m.d.sync += st.busy.eq((st.busy & ~freed) | taken)
+
+    def _wave_order(self, m, st):
+        """Nodes wait in a node buffer; each wave's instructions leave in the order they came.
+
+        Every slot keeps its wave (the tag) and its place in that wave's sequence; a slot may
+        leave when its node is in and its place is the wave's next. Among those the lowest slot
+        leaves; an output refused by ``out.ready`` is held (the same slot) until taken."""
+        l0, slots, tag = self.l0, 1 << self.id_bits, self.inst.payload.tag
+        waves, seq_bits = 1 << self.tag_bits, self.id_bits + 1
+        m.submodules.nodes = nodes = Memory(shape=LINE_BITS, depth=slots, init=[])
+        node_rd, node_wr = nodes.read_port(domain="comb"), nodes.write_port()
+        arrived = Signal(slots)
+        wave = [Signal(self.tag_bits, name=f"wave_of{k}") for k in range(slots)]
+        seq = [Signal(seq_bits, name=f"seq_of{k}") for k in range(slots)]
+        issued = Signal(data.ArrayLayout(seq_bits, waves))  # next place given, per wave
+        retired = Signal(data.ArrayLayout(seq_bits, waves))  # next place to leave, per wave
+        hold = Signal(data.StructLayout({"valid": 1, "slot": self.id_bits}))
+
+        resp = l0.resp.payload
+        m.d.comb += [
+            l0.resp.ready.eq(1),
+            node_wr.addr.eq(resp.id),
+            node_wr.data.eq(resp.data),
+            node_wr.en.eq(l0.resp.valid),
+        ]
+        candidate = Signal(slots)
+        for k in range(slots):
+            m.d.comb += candidate[k].eq(st.busy[k] & arrived[k] & (seq[k] == retired[wave[k]]))
+        sel = Signal(self.id_bits)
+        for k in reversed(range(slots)):
+            with m.If(candidate[k]):
+                m.d.comb += sel.eq(k)
+        with m.If(hold.valid):
+            m.d.comb += sel.eq(hold.slot)
+        leave = Signal()
+        m.d.comb += [
+            self.out.valid.eq(hold.valid | candidate.any()),
+            leave.eq(self.out.valid & self.out.ready),
+            st.rd.addr.eq(sel),
+            node_rd.addr.eq(sel),
+        ]
+        self._output(m, st.rd.data, node_rd.data)
+        m.d.sync += [hold.valid.eq(self.out.valid & ~self.out.ready), hold.slot.eq(sel)]
+
+        for k in range(slots):
+            with m.If(leave & (sel == k)):
+                m.d.sync += [st.busy[k].eq(0), arrived[k].eq(0)]
+            with m.If(l0.resp.valid & (resp.id == k)):
+                m.d.sync += arrived[k].eq(1)
+            with m.If(st.take & (st.slot == k)):
+                m.d.sync += [st.busy[k].eq(1), wave[k].eq(tag), seq[k].eq(issued[tag])]
+        for w in range(waves):
+            with m.If(st.take & (tag == w)):
+                m.d.sync += issued[w].eq(issued[w] + 1)
+            with m.If(leave & (Array(wave)[sel] == w)):
+                m.d.sync += retired[w].eq(retired[w] + 1)

@@ -19,6 +19,7 @@ from gpurtl.hdl.rt_unit import (
     l0_signature,
     node_fetch_signature,
 )
+from gpurtl.hdl.rt_unit.node_fetch import ORDERS
 
 from ..core import layouts
 from ..core.registry import Block, Param, register
@@ -180,18 +181,26 @@ register(
 )
 
 
-_FETCH = _L0 + (Param("tag_bits", 4, "tag carried with an instruction (the wave)", range=(1, 8)),)
+_FETCH = _L0 + (
+    Param("tag_bits", 4, "tag carried with an instruction (the wave)", range=(1, 8)),
+    Param(
+        "order",
+        "wave",
+        "output order: wave (in order within a wave, as RDNA 4 returns BVH results) or l0",
+        choices=ORDERS,
+    ),
+)
 
 
-def _fetch_validate(tag_bits, **l0):
+def _fetch_validate(tag_bits, order, **l0):
     _l0_validate(**l0)
 
 
-def _fetch_layouts(size, ways, mshrs, targets, id_bits, line_bits, tag_bits):
+def _fetch_layouts(size, ways, mshrs, targets, id_bits, line_bits, tag_bits, order):
     return cycle_layouts(node_fetch_signature(id_bits, line_bits, tag_bits))
 
 
-def _fetch_stimulus(rng, count, tag_bits, **l0):
+def _fetch_stimulus(rng, count, tag_bits, order, **l0):
     """Per-cycle inputs: instructions with random ray, flags and descriptor bits, a node pointer
     of a random type on a line from :func:`_lines`, now and then the dual form (not fetched:
     ``err.dual``); see :func:`drive_with_memory`."""
@@ -205,11 +214,11 @@ def _fetch_stimulus(rng, count, tag_bits, **l0):
         return value
 
     offer.idle = layouts.unpack(shape, 0)
-    model = NodeFetchModel(tag_bits=tag_bits, **l0)
+    model = NodeFetchModel(tag_bits=tag_bits, order=order, **l0)
     return drive_with_memory(rng, count, model, offer, ("inst", "out"), l0["line_bits"])
 
 
-def _fetch_defaults(tag_bits, **l0):
+def _fetch_defaults(tag_bits, order, **l0):
     return {
         "inst": {"valid": 0, "payload": layouts.unpack(fetch_layout(tag_bits), 0)},
         "out": {"ready": 0},

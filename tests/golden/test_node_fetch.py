@@ -2,16 +2,19 @@
 its tag and the 32 dwords of its node's line; the dual form is flagged."""
 
 import numpy as np
+import pytest
 
 from gpurtl.golden.rt_unit import NodeFetchModel
 from gpurtl.sim.blocks.rt_unit import MemorySide, _fetch_stimulus
 
 
-def test_every_instruction_leaves_once_with_its_node():
-    params = dict(size=1024, ways=2, mshrs=2, targets=2, id_bits=3, line_bits=8, tag_bits=4)
-    rng = np.random.default_rng(3)
-    inputs = _fetch_stimulus(rng, 3000, **params)
-    model = NodeFetchModel(**params)
+def run(order, seed=3):
+    """The stimulus through the golden model: instructions taken and outputs taken, in order,
+    and the data of each line the memory returned."""
+    params = dict(size=1024, ways=2, mshrs=2, targets=2, id_bits=3, line_bits=8, tag_bits=2)
+    rng = np.random.default_rng(seed)
+    inputs = _fetch_stimulus(rng, 1500, order=order, **params)
+    model = NodeFetchModel(order=order, **params)
     # the memory the stimulus used gave every line a fixed value: learn it from the fills
     line_data, taken, left, duals = {}, [], [], 0
     for step_in in inputs:
@@ -24,7 +27,13 @@ def test_every_instruction_leaves_once_with_its_node():
             duals += out["err"]["dual"]
         if out["out"]["valid"] and step_in["out"]["ready"]:
             left.append(out["out"]["payload"])
-    assert len(taken) > 300 and len(left) > len(taken) - 20
+    return taken, left, line_data, duals
+
+
+@pytest.mark.parametrize("order", ["l0", "wave"])
+def test_every_instruction_leaves_once_with_its_node(order):
+    taken, left, line_data, duals = run(order)
+    assert len(taken) > 150 and len(left) > len(taken) - 20
     assert duals == sum(p["dual"] for p in taken) > 0
     pending = list(taken)
     for result in left:
@@ -42,6 +51,27 @@ def test_every_instruction_leaves_once_with_its_node():
         data = line_data[line]
         assert instr["node"][0] == [(data >> (32 * k)) & 0xFFFFFFFF for k in range(32)]
         assert instr["node"][1] == [0] * 32
+
+
+def _per_wave(instructions):
+    waves = {}
+    for value in instructions:
+        instr = value.get("instr", value)  # an output, or an instruction as taken
+        key = (instr["node_ptr"][0], instr["ray"]["origin"][0])
+        waves.setdefault(value["tag"], []).append(key)
+    return waves
+
+
+def test_wave_order_keeps_each_waves_order_and_l0_order_does_not():
+    taken, left, _, _ = run("wave")
+    wanted = _per_wave(taken)
+    for tag, keys in _per_wave(left).items():
+        assert keys == wanted[tag][: len(keys)]
+    taken, left, _, _ = run("l0")
+    wanted = _per_wave(taken)
+    assert any(keys != wanted[tag][: len(keys)] for tag, keys in _per_wave(left).items())
+    # both let waves overtake each other
+    assert [v["tag"] for v in left] != [v["tag"] for v in taken[: len(left)]]
 
 
 def test_memory_side_answers_every_request():
