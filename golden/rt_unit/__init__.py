@@ -2,5 +2,15 @@
 
 from .l0_cache import HIT, MISS, PENDING, L0CacheModel, cache_geometry
 from .node_fetch import NodeFetchModel
+from .top import AccelTiming, RtUnitModel
 
-__all__ = ["HIT", "MISS", "PENDING", "L0CacheModel", "NodeFetchModel", "cache_geometry"]
+__all__ = [
+    "HIT",
+    "MISS",
+    "PENDING",
+    "AccelTiming",
+    "L0CacheModel",
+    "NodeFetchModel",
+    "RtUnitModel",
+    "cache_geometry",
+]

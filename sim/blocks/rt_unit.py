@@ -1,4 +1,4 @@
-"""Registry entries of the RT unit's blocks: ``l0_cache`` and ``node_fetch``.
+"""Registry entries of the RT unit's blocks: ``l0_cache``, ``node_fetch`` and ``rt_unit``.
 
 The blocks talk to a memory over request and fill streams, so a useful random stimulus has to
 answer the block's memory requests. The stimulus generator therefore runs the golden model as it
@@ -9,20 +9,27 @@ model, sees the same outputs, so the inputs stay legal for it too; where it disa
 lockstep check reports the first differing cycle.
 """
 
-from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, cache_geometry
+from gpurtl.facts.waitcnt import profile as waitcnt_profile
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, RtUnitModel, cache_geometry
+from gpurtl.hdl.ray_accel.presets import FP_PRESETS
+from gpurtl.hdl.ray_accel.ray_accel import RayAccel, build_paths
 from gpurtl.hdl.rt_unit import (
     CyclePorts,
     L0Cache,
     NodeFetch,
+    RtUnit,
     cycle_layouts,
     fetch_layout,
     l0_signature,
     node_fetch_signature,
+    rt_unit_signature,
 )
 from gpurtl.hdl.rt_unit.node_fetch import ORDERS
 
 from ..core import layouts
-from ..core.registry import Block, Param, register
+from ..core.registry import Block, Param, component_facts, register
+from .ray_accel import _bvh8_node, _ray
 
 _L0 = (
     Param("size", 2048, "bytes (RDNA 4 has 32 KB per CU: see docs/rt_unit.md)", range=(128, 65536)),
@@ -49,8 +56,8 @@ class MemorySide:
     the tests): every request is answered after a random latency from ``latencies``, in the order
     the answers become due; the data of a line is a fixed random 1024-bit value."""
 
-    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0):
-        self.rng, self.latencies = rng, latencies
+    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0, make_line=None):
+        self.rng, self.latencies, self.make_line = rng, latencies, make_line
         self.p_ready, self.p_bogus = p_ready, p_bogus
         self.lines = {}
         self.due = []  # [cycle due, line]
@@ -58,7 +65,10 @@ class MemorySide:
 
     def line_data(self, line):
         if line not in self.lines:
-            self.lines[line] = int.from_bytes(self.rng.bytes(128), "little")
+            if self.make_line is not None:
+                self.lines[line] = self.make_line(line)
+            else:
+                self.lines[line] = int.from_bytes(self.rng.bytes(128), "little")
         return self.lines[line]
 
     def inputs(self, cycle, line_bits):
@@ -106,14 +116,15 @@ def _lines(rng, size, line_bits):
     return draw
 
 
-def drive_with_memory(rng, count, model, offer, names, line_bits):
+def drive_with_memory(rng, count, model, offer, names, line_bits, make_line=None):
     """Per-cycle inputs of a block with a request stream, a response stream and the L0's memory
     ports, made by running ``model`` (its golden model) against :class:`MemorySide`: requests
     from ``offer()`` held until taken, phases of heavy and light traffic and of long response
     stalls, out-of-order fills, rare fills with no miss pending (misuse). ``names`` are the
-    request and response stream names."""
+    request and response stream names; ``make_line(line)`` gives a line's data (default: random
+    bytes)."""
     source, sink = names
-    memory = MemorySide(rng, p_bogus=0.01)
+    memory = MemorySide(rng, p_bogus=0.01, make_line=make_line)
     cycles, request = [], None
     p_valid = p_ready = 0.8
     for cycle in range(count):
@@ -241,6 +252,140 @@ register(
         defaults=_fetch_defaults,
         validate=_fetch_validate,
         check_count=3000,
+        small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "id_bits": 3, "line_bits": 8},
+    )
+)
+
+
+_ACCEL = (
+    Param("engines", 1, "ray accelerator: intersection engines", choices=(1, 2)),
+    Param("boxes_per_engine", 1, "ray accelerator: box tests per engine", choices=(1, 2, 4, 8)),
+    Param("ftz", False, "ray accelerator: flush subnormals in the box path"),
+    Param("triangles", False, "ray accelerator: triangle paths"),
+    Param("transforms", False, "ray accelerator: OBB and instance transforms"),
+    Param("fp", "shallow", "ray accelerator: FP32 core depths", choices=tuple(FP_PRESETS)),
+)
+_TOP = tuple(p for p in _L0) + (Param("tag_bits", 2, "2 ** tag_bits waves", range=(1, 4)),) + _ACCEL
+_ACCEL_NAMES = tuple(p.name for p in _ACCEL)
+
+
+def _split(params):
+    accel = {name: params[name] for name in _ACCEL_NAMES}
+    rest = {name: value for name, value in params.items() if name not in _ACCEL_NAMES}
+    return rest, accel
+
+
+def _top_build(**params):
+    rest, accel = _split(params)
+    return CyclePorts(RtUnit(**rest, **accel))
+
+
+def _top_golden(**params):
+    rest, accel = _split(params)
+    groups, latency = component_facts(
+        lambda: RayAccel(**accel), lambda d: (d.initiation_interval, d.latency)
+    )
+    return RtUnitModel(
+        **rest,
+        accel_groups=groups,
+        accel_depth=latency - groups,
+        ftz=accel["ftz"],
+        paths=build_paths(accel["triangles"], accel["transforms"]),
+    )
+
+
+def _top_validate(**params):
+    rest, accel = _split(params)
+    _l0_validate(**{k: v for k, v in rest.items() if k != "tag_bits"})
+    if accel["engines"] * accel["boxes_per_engine"] not in (1, 2, 4, 8):
+        raise ValueError("`engines * boxes_per_engine` must be 1, 2, 4 or 8")
+
+
+def _top_layouts(size, ways, mshrs, targets, id_bits, line_bits, tag_bits, **accel):
+    return cycle_layouts(rt_unit_signature(id_bits, line_bits, tag_bits))
+
+
+_BVH_WAIT = next(form for form in waitcnt_profile("gfx12").waits if form.name == "s_wait_bvhcnt")
+
+
+def _top_stimulus(rng, count, **params):
+    """Per-cycle inputs: as ``node_fetch``'s, with pointers mostly to box nodes (type 5) under
+    the usual descriptor; the memory holds BVH8 box nodes whose boxes lie along one of four
+    rays (``ray_accel``'s stimulus), which the instructions mostly carry; and now and then an
+    ``s_wait_bvhcnt`` (or a word that is no wait instruction) for a random wave."""
+    rest, accel = _split(params)
+    tag_bits = rest["tag_bits"]
+    shape = fetch_layout(tag_bits)
+    l0 = {k: v for k, v in rest.items() if k != "tag_bits"}
+    draw = _lines(rng, l0["size"], l0["line_bits"])
+
+    def offer():
+        value = layouts.unpack(shape, int.from_bytes(rng.bytes(shape.size // 8 + 1), "little"))
+        value["dual"] = int(rng.random() < 0.02)
+        kind = 5 if rng.random() < 0.8 else int(rng.integers(16))
+        line = draw()
+        value["node_ptr"][0] = (line << 4) | kind
+        if rng.random() < 0.9:  # the descriptor Mesa programs (random ones are mostly HPB64)
+            value["desc"], value["pointer_flags"] = default_desc(), 0
+            pick = line if rng.random() < 0.8 else int(rng.integers(len(rays)))
+            value["ray"] = rays[pick % len(rays)][0]
+        return value
+
+    rays = [_ray(rng) for _ in range(4)]
+
+    def make_line(line):
+        _, o, d = rays[line % len(rays)]
+        return sum(int(w) << (32 * k) for k, w in enumerate(_bvh8_node(rng, o, d)))
+
+    offer.idle = layouts.unpack(shape, 0)
+    model = _top_golden(**params)
+    model = _WithWaits(model, rng, tag_bits)
+    return drive_with_memory(rng, count, model, offer, ("inst", "out"), l0["line_bits"], make_line)
+
+
+class _WithWaits:
+    """A model wrapper that adds a random ``wait`` input to every cycle's inputs."""
+
+    def __init__(self, model, rng, tag_bits):
+        self.model, self.rng, self.tag_bits = model, rng, tag_bits
+
+    def step(self, inputs):
+        roll = self.rng.random()
+        word = _BVH_WAIT.encode(bvh=int(self.rng.integers(8)))
+        if roll < 0.01:
+            word = int(self.rng.integers(0, 2**32))
+        inputs["wait"] = {
+            "valid": int(roll < 0.05),
+            "wave": int(self.rng.integers(1 << self.tag_bits)),
+            "word": word,
+        }
+        return self.model.step(inputs)
+
+
+def _top_defaults(tag_bits, **params):
+    return {
+        "inst": {"valid": 0, "payload": layouts.unpack(fetch_layout(tag_bits), 0)},
+        "out": {"ready": 0},
+        "mem_req": {"ready": 0},
+        "fill": {"valid": 0, "payload": {"line": 0, "data": 0}},
+        "wait": {"valid": 0, "wave": 0, "word": 0},
+    }
+
+
+register(
+    Block(
+        name="rt_unit",
+        doc="RT unit: node fetch through the L0, the ray accelerator, results in wave order, "
+        "per-wave bvhcnt",
+        kind="cycle",
+        params=_TOP,
+        build=_top_build,
+        golden=_top_golden,
+        layouts=_top_layouts,
+        stimulus=_top_stimulus,
+        defaults=_top_defaults,
+        validate=_top_validate,
+        check_count=600,
         small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "id_bits": 3, "line_bits": 8},
     )
 )
