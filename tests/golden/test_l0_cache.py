@@ -159,3 +159,35 @@ def test_replacement_is_least_recently_used():
     assert model.step(inputs({"id": 1, "line": a}))["event"]["kind"] == HIT  # a most recent
     model.step(inputs({"id": 2, "line": c}))  # evicts b, the least recently used
     assert model.lookup(a)[0] == HIT and model.lookup(b)[0] == MISS
+
+
+def test_the_timing_table_of_the_docs():
+    """docs/rt_unit.md: a hit answers 1 cycle after it is taken, a miss is requested 2 cycles
+    after, a fill's first waiting request answers 1 cycle after the fill, each merged one 1 more."""
+    model = L0CacheModel(size=1024, ways=2, mshrs=2, targets=3, id_bits=4, line_bits=8)
+    trace = []
+    steps = {0: {"id": 1, "line": 4}, 1: {"id": 2, "line": 4}, 2: {"id": 3, "line": 4}}
+    fill_at = None
+    for cycle in range(20):
+        fill = None
+        if fill_at is not None and cycle >= fill_at:
+            fill = {"valid": 1, "payload": {"line": 4, "data": 99}}
+        out = model.step(inputs(steps.get(cycle), fill=fill))
+        if out["mem_req"]["valid"] and fill_at is None:
+            trace.append(("mem_req", cycle))
+            fill_at = cycle + 5
+        if fill and out["fill"]["ready"]:
+            trace.append(("fill", cycle))
+            fill_at = 10**9
+        if out["resp"]["valid"]:
+            trace.append(("resp", cycle, out["resp"]["payload"]["id"]))
+    assert trace == [
+        ("mem_req", 2),
+        ("fill", 7),
+        ("resp", 8, 1),
+        ("resp", 9, 2),
+        ("resp", 10, 3),
+    ]
+    out = model.step(inputs({"id": 5, "line": 4}))
+    assert out["event"] == {"valid": 1, "kind": HIT}
+    assert model.step(inputs())["resp"] == {"valid": 1, "payload": {"id": 5, "data": 99}}
