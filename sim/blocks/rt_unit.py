@@ -163,14 +163,19 @@ def _l0_stimulus(rng, count, size, ways, mshrs, targets, id_bits, line_bits):
     return drive_with_memory(rng, count, L0CacheModel(**params), offer, ("req", "resp"), line_bits)
 
 
-def _l0_defaults(size, ways, mshrs, targets, id_bits, line_bits):
-    idle = {"valid": 0, "payload": {"id": 0, "line": 0}}
+def _idle(source, payload, sink, **others):
+    """An idle cycle's inputs: nothing offered, nothing ready (what a JSON line leaves out)."""
     return {
-        "req": idle,
-        "resp": {"ready": 0},
+        source: {"valid": 0, "payload": payload},
+        sink: {"ready": 0},
         "mem_req": {"ready": 0},
         "fill": {"valid": 0, "payload": {"line": 0, "data": 0}},
+        **others,
     }
+
+
+def _l0_defaults(size, ways, mshrs, targets, id_bits, line_bits):
+    return _idle("req", {"id": 0, "line": 0}, "resp")
 
 
 register(
@@ -230,12 +235,7 @@ def _fetch_stimulus(rng, count, tag_bits, order, **l0):
 
 
 def _fetch_defaults(tag_bits, order, **l0):
-    return {
-        "inst": {"valid": 0, "payload": layouts.unpack(fetch_layout(tag_bits), 0)},
-        "out": {"ready": 0},
-        "mem_req": {"ready": 0},
-        "fill": {"valid": 0, "payload": {"line": 0, "data": 0}},
-    }
+    return _idle("inst", layouts.unpack(fetch_layout(tag_bits), 0), "out")
 
 
 register(
@@ -363,13 +363,8 @@ class _WithWaits:
 
 
 def _top_defaults(tag_bits, **params):
-    return {
-        "inst": {"valid": 0, "payload": layouts.unpack(fetch_layout(tag_bits), 0)},
-        "out": {"ready": 0},
-        "mem_req": {"ready": 0},
-        "fill": {"valid": 0, "payload": {"line": 0, "data": 0}},
-        "wait": {"valid": 0, "wave": 0, "word": 0},
-    }
+    wait = {"valid": 0, "wave": 0, "word": 0}
+    return _idle("inst", layouts.unpack(fetch_layout(tag_bits), 0), "out", wait=wait)
 
 
 register(
