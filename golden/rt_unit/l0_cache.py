@@ -22,7 +22,8 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
   one cycle after the miss is accepted at the earliest, lowest index first.
 * A **fill** (``fill.ready`` is low while an earlier fill's targets are being returned) for the
   line of a requested miss register writes the line and clears its pending mark; from the next
-  cycle its targets leave one per cycle, in the order they were merged, before any new hit. The
+  cycle its targets are loaded into the response register one per cycle (so the first is
+  answered two cycles after the fill), in the order they were merged, before any new hit. The
   miss register is free again after its last target left. A fill whose line has no requested
   miss register is taken and dropped with ``err.unexpected_fill`` high for that cycle.
 * The payload outputs of the response and memory request registers keep their last value while

@@ -15,12 +15,13 @@ module is their hardware form. In short:
   target list, a miss a free miss register and a victim way that is not pending).
 * A hit is answered one cycle after it is accepted. A miss is requested on ``mem_req`` two
   cycles after it is accepted at the earliest (miss register, then the request register). A fill
-  is written in the cycle it is accepted and its first target answered one cycle later, then one
-  target a cycle. Hits may overtake pending misses; responses carry the request ``id``.
+  is written in the cycle it is accepted; its first target is answered two cycles later (the
+  next cycle loads the response register from the written line), then one target a cycle.
+  Hits may overtake pending misses; responses carry the request ``id``.
 
 Timing compared with :mod:`gpurtl.golden.memory.hierarchy` (event-exact, deltas): the hierarchy
 answers a hit ``delta`` cycles after the request and a pending hit ``delta`` after the fill; here
-a hit takes 1 cycle, a miss ``2 + memory latency + 1`` cycles plus one cycle for each target
+a hit takes 1 cycle, a miss ``2 + memory latency + 2`` cycles plus one cycle for each target
 returned before it, fills wait while an earlier fill's targets leave, and a request waits
 (back-pressure) where the hierarchy would evict a pending line or take more targets than a miss
 register holds. Lookup results (hit, pending hit, miss) are the same for the same accepted

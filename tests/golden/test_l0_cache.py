@@ -163,7 +163,8 @@ def test_replacement_is_least_recently_used():
 
 def test_the_timing_table_of_the_docs():
     """docs/rt_unit.md: a hit answers 1 cycle after it is taken, a miss is requested 2 cycles
-    after, a fill's first waiting request answers 1 cycle after the fill, each merged one 1 more."""
+    after, a fill's first waiting request answers 2 cycles after the fill, each merged one 1
+    more."""
     model = L0CacheModel(size=1024, ways=2, mshrs=2, targets=3, id_bits=4, line_bits=8)
     trace = []
     steps = {0: {"id": 1, "line": 4}, 1: {"id": 2, "line": 4}, 2: {"id": 3, "line": 4}}
@@ -184,9 +185,9 @@ def test_the_timing_table_of_the_docs():
     assert trace == [
         ("mem_req", 2),
         ("fill", 7),
-        ("resp", 8, 1),
-        ("resp", 9, 2),
-        ("resp", 10, 3),
+        ("resp", 9, 1),
+        ("resp", 10, 2),
+        ("resp", 11, 3),
     ]
     out = model.step(inputs({"id": 5, "line": 4}))
     assert out["event"] == {"valid": 1, "kind": HIT}
