@@ -53,8 +53,11 @@ def _l0_layouts(size, ways, mshrs, targets, id_bits, line_bits):
 
 class MemorySide:
     """Behavioural memory on the request and fill streams of a cache (used by the stimulus and
-    the tests): every request is answered after a random latency from ``latencies``, in the order
-    the answers become due; the data of a line is a fixed random 1024-bit value."""
+    the tests): every request is answered when :meth:`due_cycle` says (by default after a random
+    latency from ``latencies``), in the order the answers become due; the data of a line is
+    ``make_line(line)`` or a fixed random 1024-bit value. ``p_ready`` is the chance that
+    ``mem_req.ready`` is high in a cycle, ``p_bogus`` the chance of offering, in a cycle with no
+    answer due, a fill that nobody asked for."""
 
     def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0, make_line=None):
         self.rng, self.latencies, self.make_line = rng, latencies, make_line
@@ -79,20 +82,26 @@ class MemorySide:
                 entry = min(ready)
                 self.due.remove(entry)
                 self.offer = (entry[1], self.line_data(entry[1]))
-            elif self.rng.random() < self.p_bogus:
+            elif self.p_bogus and self.rng.random() < self.p_bogus:
                 line = int(self.rng.integers(0, 1 << line_bits))
                 self.offer = (line, self.line_data(line))
         fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
         if self.offer is not None:
             fill = {"valid": 1, "payload": {"line": self.offer[0], "data": self.offer[1]}}
-        return {"ready": int(self.rng.random() < self.p_ready)}, fill
+        ready = 1 if self.p_ready >= 1 else int(self.rng.random() < self.p_ready)
+        return {"ready": ready}, fill
+
+    def due_cycle(self, line, cycle):
+        """The cycle from which the answer to a request for ``line`` taken at ``cycle`` is
+        offered."""
+        low, high = self.latencies
+        return cycle + int(self.rng.integers(low, high + 1))
 
     def outputs(self, cycle, inputs, outputs):
         """Take note of this cycle's transfers on ``mem_req`` and ``fill``."""
         if outputs["mem_req"]["valid"] and inputs["mem_req"]["ready"]:
-            low, high = self.latencies
-            latency = int(self.rng.integers(low, high + 1))
-            self.due.append([cycle + latency, outputs["mem_req"]["payload"]["line"]])
+            line = outputs["mem_req"]["payload"]["line"]
+            self.due.append([self.due_cycle(line, cycle), line])
         if inputs["fill"]["valid"] and outputs["fill"]["ready"]:
             self.offer = None
 
