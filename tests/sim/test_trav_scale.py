@@ -121,6 +121,56 @@ def test_missing_bunny_falls_back_and_says_so(monkeypatch):
     assert warned == notes and "pymeshlab" in notes[0] and "907-triangle" in notes[0]
 
 
+class _Backend:
+    """Stands in for the fast backend: golden-backed sessions."""
+
+    summary = "golden-backed sessions (test)"
+    fp_cores = "behavioural"
+
+    def session(self, block, params, *, golden, strict):
+        assert golden and strict
+        return GoldenBacked(block, params)
+
+
+def test_the_cli_option_runs_the_scale_loop(tmp_path, monkeypatch, capsys):
+    from gpurtl.golden.bvh import scenes
+    from gpurtl.sim import cli
+    from gpurtl.sim.backends import BACKENDS
+
+    def missing():
+        raise scenes.SceneUnavailable("needs the `pymeshlab` package", package="pymeshlab")
+
+    monkeypatch.setattr(scenes, "stanford_bunny", missing)
+    monkeypatch.setitem(BACKENDS, "fast-behavioural", _Backend())
+    argv = ["experiment", "traversal", "--rtl-scale", "40", "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "907-triangle bunny" in err
+    assert "64, bunny (907 tris)" in out  # 40 rays: an 8x8 image (8x4 tiles)
+    assert out.count(", 0, yes, ") == len(S.BUILDS)
+    summary = (tmp_path / "traversal" / "summary.md").read_text()
+    assert summary.count("| 0 | 0 | yes | yes |") == len(S.BUILDS)
+    assert cli.main(["report", str(tmp_path / "traversal")]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["traversal", "--rtl-scale", "0"], "--rtl-scale must be a positive number of rays, not 0"),
+        (
+            ["obb", "--rtl-scale", "5"],
+            "--rtl-scale is an option of experiment `traversal`, not `obb`",
+        ),
+    ],
+)
+def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
+    from gpurtl.sim import cli
+
+    assert cli.main(["experiment", *argv, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"gpurtl: error: {message}\n"
+    assert not any(tmp_path.iterdir())
+
+
 @pytest.mark.verilator
 def test_small_run_on_the_fast_backend(tmp_path):
     """Both builds side by side on 512 camera rays of the scale run's scene."""
