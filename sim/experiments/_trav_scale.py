@@ -144,7 +144,8 @@ class _Codec:
 
 class Result:
     """What :func:`trace` returns: the closest hits (``t`` float, ``prim``; -1 for a miss),
-    per-ray counters (``counts[name]``: ``steps`` = intersect instructions, ``stack_ops``,
+    per-ray counters (``counts[name]``: ``steps`` = intersect instructions, ``pair_nodes`` (of
+    them on triangle pairs), ``stack_ops``,
     ``box_tests``, ``tri_tests``, ``overflows``, ``walkback_steps``), ``rounds`` and the
     seconds spent per session (``golden_cpu_s[name]``: in-process CPU of sending, i.e. the
     golden model; ``rtl_wall_s[name]``: waiting for the RTL's outputs and comparing them; names
@@ -171,7 +172,8 @@ def trace(tables, origins, dirs, accel, stack, *, slots=SLOTS, stack_size=STACK_
     walking = np.zeros(n, bool)
     addr = np.zeros(n, np.uint32)
     done = np.zeros(n, bool)
-    names = ("steps", "stack_ops", "box_tests", "tri_tests", "overflows", "walkback_steps")
+    names = ("steps", "pair_nodes", "stack_ops", "box_tests", "tri_tests", "overflows")
+    names += ("walkback_steps",)
     counts = {name: np.zeros(n, np.int64) for name in names}
     waves = -(-n // LANES)
     slot_wave = np.full(slots, -1, np.int64)
@@ -228,6 +230,7 @@ def trace(tables, origins, dirs, accel, stack, *, slots=SLOTS, stack_size=STACK_
         pair = (ptr & np.uint32(7)) <= 3
         if not (box | pair).all():
             raise ValueError(f"node {int(ptr[~(box | pair)][0]):#x} is neither a box nor a pair")
+        counts["pair_nodes"][r[pair]] += 1
         data = np.full((len(r), 8), _INV, np.uint32)
         last = np.full(len(r), _INV, np.uint32)
         data[box] = dw[box, :8]
@@ -305,13 +308,13 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_build(tables, o, d, label, changes, backend, ref):
+def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
     from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
 
     accel_block, stack_block = registry.get("ray_accel"), registry.get("ds_bvh_stack")
     accel_params = accel_block.resolve(changes)
-    stack_params = stack_block.resolve({"stack_size": STACK_SIZE, "waves": SLOTS, "lanes": LANES})
+    stack_params = stack_block.resolve({"stack_size": stack_size, "waves": SLOTS, "lanes": LANES})
     chosen = BACKENDS[backend]
     opened = time.monotonic()
     accel = chosen.session(accel_block, accel_params, golden=True, strict=True)
@@ -324,7 +327,7 @@ def _run_build(tables, o, d, label, changes, backend, ref):
     wall, cpu, children = time.monotonic(), time.process_time(), _children_cpu()
     driver = {}
     try:
-        res = trace(tables, o, d, accel, stack)
+        res = trace(tables, o, d, accel, stack, stack_size=stack_size)
     finally:
         # one session at a time, so the CPU of each driver process is known once it has ended
         for name, session in (("stack", stack), ("accel", accel)):
@@ -351,6 +354,7 @@ def _run_build(tables, o, d, label, changes, backend, ref):
         "rounds": res.rounds,
         "intersect": intersect,
         "stack": stack_ops,
+        "pair_instructions": int(res.counts["pair_nodes"].sum()),
         "accel_report": [accel.report.passed, accel.report.failed, accel.report.timing_errors],
         "stack_report": [stack.report.passed, stack.report.failed, stack.report.timing_errors],
         "accel_cycles": accel.report.cycles,
@@ -363,11 +367,19 @@ def _run_build(tables, o, d, label, changes, backend, ref):
 _COMPARED = ("steps", "box_tests", "tri_tests", "overflows", "walkback_steps")
 
 
-def measure(rays, *, backend="fast-behavioural", builds=BUILDS, progress=None, warn=None):
+def measure(
+    rays,
+    *,
+    backend="fast-behavioural",
+    builds=BUILDS,
+    stack_size=STACK_SIZE,
+    progress=None,
+    warn=None,
+):
     """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (the default run's camera, a 4:3
     image of at least ``rays`` pixels) on the 56k bunny, the golden wave-batched loop once, then
     :func:`trace` on each accelerator build of ``builds`` (label, parameter changes) on
-    ``backend``."""
+    ``backend``, with stacks of ``stack_size`` entries."""
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
@@ -386,18 +398,20 @@ def measure(rays, *, backend="fast-behavioural", builds=BUILDS, progress=None, w
     if progress:
         progress(1, total, f"{name}: BVH8 built, {len(o)} camera rays")
     c0 = time.process_time()
-    ref = WF.trace(tables, o, d, stack_size=STACK_SIZE)
+    ref = WF.trace(tables, o, d, stack_size=stack_size)
     golden = {
         "cpu_s": time.process_time() - c0,
         "intersect": int(ref.counts["steps"].sum()),
         "stack": int(ref.counts["pops"].sum()),
         "hits": int((ref.prim >= 0).sum()),
+        "overflow_rays": int((ref.counts["overflows"] > 0).sum()),
+        "walkback_steps": int(ref.counts["walkback_steps"].sum()),
     }
     if progress:
         progress(2, total, "golden wave-batched loop")
     runs = []
     for k, (label, changes) in enumerate(builds):
-        runs.append(_run_build(tables, o, d, label, changes, backend, ref))
+        runs.append(_run_build(tables, o, d, label, changes, backend, ref, stack_size))
         if progress:
             progress(3 + k, total, f"{label}: {runs[-1]['intersect']} intersect instructions")
     return {
@@ -409,7 +423,7 @@ def measure(rays, *, backend="fast-behavioural", builds=BUILDS, progress=None, w
             "image": [width, height],
             "backend": backend,
             "slots": SLOTS,
-            "stack_size": STACK_SIZE,
+            "stack_size": stack_size,
             "golden": golden,
             "builds": runs,
         },
@@ -437,10 +451,11 @@ def report(data, out_dir):
         "RTL's outputs. Function, not time: the cycles are those of the accelerator alone.",
         "",
         f"Golden wave-batched loop on the same rays: {g['intersect']} intersect and {g['stack']} "
-        f"stack instructions, {g['hits']} hits, {g['cpu_s']:.1f} s CPU.",
+        f"stack instructions, {g['hits']} hits, {g['overflow_rays']} rays whose stack "
+        f"overflowed ({g['walkback_steps']} walk-back steps), {g['cpu_s']:.1f} s CPU.",
         "",
-        "| build | latency / II | intersect | stack | mismatches | timing errors | hits as golden "
-        "| counts as golden |",
+        "| build | latency / II | intersect (of them on pairs) | stack | mismatches | "
+        "timing errors | hits as golden | counts as golden |",
         "|---|---|---|---|---|---|---|---|",
     ]
     speed = [
@@ -464,7 +479,8 @@ def report(data, out_dir):
         gold, drv = b["golden_cpu_s"], b["driver_cpu_s"]
         rest = b["python_cpu_s"] - gold["accel"] - gold["stack"]
         lines.append(
-            f"| {b['label']} | {b['latency']} / {b['ii']} | {b['intersect']} | {b['stack']} | "
+            f"| {b['label']} | {b['latency']} / {b['ii']} | {b['intersect']} "
+            f"({b['pair_instructions']}) | {b['stack']} | "
             f"{mism} | {timing} | {'yes' if b['same_hits'] else 'NO'} | "
             f"{'yes' if all(b['same_counts'].values()) else 'NO'} |"
         )

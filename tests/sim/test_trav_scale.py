@@ -173,9 +173,11 @@ def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
 
 @pytest.mark.verilator
 def test_small_run_on_the_fast_backend(tmp_path):
-    """Both builds side by side on 512 camera rays of the scale run's scene."""
-    data = S.measure(512, backend="fast-behavioural")
+    """Both builds side by side on 512 camera rays of the scale run's scene, with stacks of 8
+    entries so that some overflow and the walk-back runs on the RTL's answers."""
+    data = S.measure(512, backend="fast-behavioural", stack_size=8)
     sc = data["scale"]
+    assert sc["golden"]["overflow_rays"] > 0 and sc["golden"]["walkback_steps"] > 0
     assert sc["rays"] >= 512 and len(sc["builds"]) == len(S.BUILDS)
     for b in sc["builds"]:
         assert b["intersect"] == sc["golden"]["intersect"] > 512
@@ -184,6 +186,7 @@ def test_small_run_on_the_fast_backend(tmp_path):
         assert b["stack_report"] == [b["stack"], 0, 0]
         assert b["same_hits"] and all(b["same_counts"].values())
         assert b["hits"] == sc["golden"]["hits"]
+        assert 0 < b["pair_instructions"] < b["intersect"]
     result = S.report(data, tmp_path)
     assert "| 0 | 0 | yes | yes |" in (tmp_path / "summary.md").read_text()
     assert result["rows"][0][1].startswith(str(sc["rays"]))
