@@ -369,6 +369,7 @@ _COMPARED = ("steps", "box_tests", "tri_tests", "overflows", "walkback_steps")
 
 def measure(
     rays,
+    camera,
     *,
     backend="fast-behavioural",
     builds=BUILDS,
@@ -376,15 +377,15 @@ def measure(
     progress=None,
     warn=None,
 ):
-    """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (the default run's camera, a 4:3
-    image of at least ``rays`` pixels) on the 56k bunny, the golden wave-batched loop once, then
+    """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (``camera(triangles)``: the
+    :class:`._trav_rays.Camera` of a mesh's triangles (n, 3, 3); a 4:3 image of at least ``rays``
+    pixels) on the 56k bunny, the golden wave-batched loop once, then
     :func:`trace` on each accelerator build of ``builds`` (label, parameter changes) on
     ``backend``, with stacks of ``stack_size`` entries."""
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
     from ._trav_rays import camera_rays
-    from .traversal import _camera
 
     notes = []
     total = 2 + len(builds)
@@ -392,7 +393,7 @@ def measure(
     c0 = time.process_time()
     tables = WF.Tables(W.build_wide(mesh, width=8, leaf_pairs=4))
     build_cpu = time.process_time() - c0
-    cam, _, _ = _camera(mesh.triangles.astype(np.float64), 1, False)
+    cam = camera(mesh.triangles.astype(np.float64))
     width, height = image_size(rays)
     o, d, _ = camera_rays(cam, width, height)
     if progress:

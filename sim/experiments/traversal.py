@@ -287,7 +287,10 @@ def measure(quick=False, progress=None, rtl_scale=None):
         from . import _trav_scale
 
         return _trav_scale.measure(
-            rtl_scale, progress=progress, warn=lambda note: _warn(f"{NAME}: {note}")
+            rtl_scale,
+            lambda tris: _camera(tris, 1, False)[0],
+            progress=progress,
+            warn=lambda note: _warn(f"{NAME}: {note}"),
         )
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W

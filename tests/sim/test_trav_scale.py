@@ -175,7 +175,10 @@ def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
 def test_small_run_on_the_fast_backend(tmp_path):
     """Both builds side by side on 512 camera rays of the scale run's scene, with stacks of 8
     entries so that some overflow and the walk-back runs on the RTL's answers."""
-    data = S.measure(512, backend="fast-behavioural", stack_size=8)
+    from gpurtl.sim.experiments.traversal import _camera
+
+    camera = lambda tris: _camera(tris, 1, False)[0]  # noqa: E731 - the default run's camera
+    data = S.measure(512, camera, backend="fast-behavioural", stack_size=8)
     sc = data["scale"]
     assert sc["golden"]["overflow_rays"] > 0 and sc["golden"]["walkback_steps"] > 0
     assert sc["rays"] >= 512 and len(sc["builds"]) == len(S.BUILDS)
