@@ -78,6 +78,20 @@ def test_the_loop_on_sessions_equals_the_golden_loop(bunny, stack_size):
     assert (res.counts["walkback_steps"].sum() > 0) == (stack_size == 8)
 
 
+def test_obb_nodes_run_through_the_accelerator():
+    """OBB box nodes: the accelerator rotates the ray; the loop is the same."""
+    from gpurtl.golden.bvh import builder as B
+
+    mesh = M.bunny()
+    tables = WF.Tables(W.build_wide(mesh, width=8, leaf_pairs=4, obb_threshold=B.OBB_THRESHOLD))
+    assert ((tables.dwords[tables.kind == WF.KIND_BOX, 7] & 0x7F) != 0x7F).sum() > 10
+    o, d = make_rays(mesh, 64, seed=9)
+    ref = WF.trace(tables, o, d)
+    res = S.trace(tables, o, d, *_sessions(16, 2), slots=2)
+    assert np.array_equal(res.prim, ref.prim) and np.array_equal(res.t, ref.t)
+    assert np.array_equal(res.counts["steps"], ref.counts["steps"])
+
+
 @pytest.mark.parametrize("which", ["accel", "stack"])
 def test_a_corrupted_output_is_caught(bunny, which):
     mesh, tables = bunny
