@@ -919,9 +919,8 @@ def _experiment_validate(args):
     for name, values in _experiment_options(args).items():
         if name != args.name:
             option = "--" + next(iter(values)).replace("_", "-")
-            raise UsageError(
-                f"{option} is an option of experiment `{name}`, not `{args.name or 'none'}`"
-            )
+            other = f"not `{args.name}`" if args.name else "name it: gpurtl experiment " + name
+            raise UsageError(f"{option} is an option of experiment `{name}`, {other}")
         check = getattr(experiments.get(name), "check_options", None)
         if check is not None:
             try:

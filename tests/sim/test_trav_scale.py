@@ -175,6 +175,11 @@ def test_the_cli_option_runs_the_scale_loop(tmp_path, monkeypatch, capsys):
             ["obb", "--rtl-scale", "5"],
             "--rtl-scale is an option of experiment `traversal`, not `obb`",
         ),
+        (
+            ["--rtl-scale", "5"],
+            "--rtl-scale is an option of experiment `traversal`, name it: gpurtl experiment "
+            "traversal",
+        ),
     ],
 )
 def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
