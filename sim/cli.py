@@ -763,7 +763,8 @@ def cmd_experiment(args):
     module = experiments.get(args.name)
     out = Path(args.out) / module.NAME
     progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> {out}")
-    demo.print_result(module.NAME, demo.run_experiment(module, out, args.quick))
+    options = _experiment_options(args).get(module.NAME, {})
+    demo.print_result(module.NAME, demo.run_experiment(module, out, args.quick, options))
     return 0
 
 
@@ -879,9 +880,53 @@ def _experiment_arguments(p):
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--out", default="gpurtl-out", help="output folder")
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    from . import experiments
+
+    declared = {}
+    for name, module in experiments.experiments().items():
+        if hasattr(module, "arguments"):
+            group = _Declared(p.add_argument_group(f"options of experiment {name}"))
+            module.arguments(group)
+            declared[name] = group.dests
+    p.set_defaults(experiment_options=declared)
+
+
+class _Declared:
+    """An argument group that remembers the destinations of the options added to it."""
+
+    def __init__(self, group):
+        self.group, self.dests = group, []
+
+    def add_argument(self, *args, **kwargs):
+        action = self.group.add_argument(*args, **kwargs)
+        self.dests.append(action.dest)
+        return action
+
+
+def _experiment_options(args):
+    """``{experiment: {dest: value}}`` of the experiments' own options that were given."""
+    given = {}
+    for name, dests in args.experiment_options.items():
+        values = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
+        if values:
+            given[name] = values
+    return given
 
 
 def _experiment_validate(args):
+    from . import experiments
+
+    for name, values in _experiment_options(args).items():
+        if name != args.name:
+            option = "--" + next(iter(values)).replace("_", "-")
+            other = f"not `{args.name}`" if args.name else "name it: gpurtl experiment " + name
+            raise UsageError(f"{option} is an option of experiment `{name}`, {other}")
+        check = getattr(experiments.get(name), "check_options", None)
+        if check is not None:
+            try:
+                check(values)
+            except ValueError as error:
+                raise UsageError(str(error)) from None
     if args.name:
         files.check_output_folder(args.out, "--out")
 

@@ -391,3 +391,45 @@ class BvhStackModel:
         )
         dst0, dst1 = dst if op == StackOp.PUSH8_POP2 else (dst, INVALID_NODE)
         return {"stack_addr": unpack_stack_addr(new), "dst0": dst0, "dst1": dst1, "error": 0}
+
+    def rows(self, words):
+        """:meth:`__call__` on word rows of ``STACK_REQUEST_LAYOUT``, in order (the LDS carries
+        over); ``STACK_RESPONSE_LAYOUT`` word rows. The fields are read and written a column at
+        a time, so a long run spends its time in the instructions, not in the packing."""
+        import numpy as np
+
+        from gpurtl.facts.ds_bvh_stack import STACK_REQUEST_LAYOUT, STACK_RESPONSE_LAYOUT
+
+        from .vector.bitfields import FieldWriter, field_span, read_fields
+
+        def column(*path):
+            offset, width = field_span(STACK_REQUEST_LAYOUT, *path)
+            return read_fields(words, [offset], width)[:, 0].tolist()
+
+        ops, regs = column("op"), column("stack_addr")
+        lasts, ranges = column("last_node_ptr"), column("prim_range")
+        data = read_fields(
+            words, [field_span(STACK_REQUEST_LAYOUT, "data", k)[0] for k in range(8)], 32
+        ).tolist()
+        out = np.zeros((len(ops), 4), np.int64)
+        codes = {int(op) for op in StackOp}
+        for k, (op, reg) in enumerate(zip(ops, regs)):
+            fields = unpack_stack_addr(reg)
+            if op not in codes or not self.fits(fields):
+                out[k] = reg, INVALID_NODE, INVALID_NODE, 1
+                continue
+            new, dst = ds_bvh_stack(
+                op,
+                reg,
+                lasts[k],
+                data[k],
+                self.lds,
+                stack_size=self._stack_size,
+                prim_range=bool(ranges[k]),
+            )
+            dst0, dst1 = dst if op == StackOp.PUSH8_POP2 else (dst, INVALID_NODE)
+            out[k] = new, dst0, dst1, 0
+        result = FieldWriter(len(ops), STACK_RESPONSE_LAYOUT)
+        for j, name in enumerate(("stack_addr", "dst0", "dst1", "error")):
+            result.write(*field_span(STACK_RESPONSE_LAYOUT, name), out[:, j])
+        return result.words()

@@ -10,7 +10,11 @@ Each module here defines
   point's parameters, ``measure`` returns that point's metrics;
 * ``report(data, out_dir) -> {"title": str, "rows": [(metric, value), ...], "files": [paths]}``:
   tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
-  from ``data`` alone.
+  from ``data`` alone;
+* optionally ``arguments(parser)``: the experiment's own options of ``gpurtl experiment NAME``
+  (``parser.add_argument`` as argparse has it; every option's default must be ``None``, meaning
+  "not given"), passed to ``measure`` as keyword arguments when given, and
+  ``check_options(options)``, which raises ``ValueError`` for a bad value before any work starts.
 
 :func:`run` is ``report(measure(...), out_dir)`` for every experiment and keeps the data as
 ``data.json`` beside the report, so :func:`report` can write the report again without measuring.
@@ -54,15 +58,16 @@ def _has_data(module):
     return hasattr(module, "measure") and hasattr(module, "report")
 
 
-def run(module, out_dir, *, quick=False, progress=None):
+def run(module, out_dir, *, quick=False, progress=None, options=None):
     """Measure ``module`` and write its report into ``out_dir``, with the data as ``data.json``.
+    ``options``: the experiment's own options that were given (module doc string).
 
     The report is made from the data as read back from JSON, so a later :func:`report` of the same
     folder writes the same tables."""
     out_dir = Path(out_dir)
     if not _has_data(module):
         return module.run(out_dir, quick=quick, progress=progress)
-    text = dumps(module.measure(quick=quick, progress=progress))
+    text = dumps(module.measure(quick=quick, progress=progress, **(options or {})))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / DATA).write_text(text + "\n")
     return _with_data_file(module.report(json.loads(text), out_dir), out_dir)

@@ -22,6 +22,11 @@ OBBs, every build on the same rays (up to :data:`BVH_RAYS` per set) in the wave-
 
 RTL in the loop: one wave's stack instructions per mode replay through the ``ds_bvh_stack``
 RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray_accel`` RTL.
+
+``--rtl-scale RAYS`` runs instead the loop at scale on the RTL (:mod:`._trav_scale`): at least
+``RAYS`` camera rays on the 56k bunny, every intersect and stack instruction through the
+``ray_accel`` and ``ds_bvh_stack`` RTL on the ``fast-behavioural`` backend, for each accelerator
+build of :data:`._trav_scale.BUILDS` side by side.
 """
 
 import csv
@@ -42,7 +47,9 @@ __all__ = [
     "ARTICLE",
     "DESCRIPTION",
     "NAME",
+    "arguments",
     "build_scene",
+    "check_options",
     "measure",
     "report",
     "stack_replay",
@@ -67,6 +74,25 @@ TIMING_GROUPS, TIMING_WAVES = 4, 64
 RAY_SETS = ("camera", "shadow", "ao", "diffuse1", "diffuse2")
 TIMED_SETS = ("camera", "shadow", "ao", "diffuse1")
 IMAGE_W, IMAGE_H = 1024, 768
+
+
+def arguments(parser):
+    """The experiment's own options of ``gpurtl experiment traversal``."""
+    parser.add_argument(
+        "--rtl-scale",
+        type=int,
+        metavar="RAYS",
+        help="instead of the default run: at least RAYS camera rays on the 56k bunny with every "
+        "intersect and stack instruction through the RTL (fast-behavioural backend; builds the "
+        "accelerator models on first use, minutes)",
+    )
+
+
+def check_options(options):
+    """Refuse a bad value of the experiment's own options (``ValueError``)."""
+    rays = options.get("rtl_scale")
+    if rays is not None and rays < 1:
+        raise ValueError(f"--rtl-scale must be a positive number of rays, not {rays}")
 
 
 def utilization_table():
@@ -254,8 +280,18 @@ def _t95(n):
     return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
-def measure(quick=False, progress=None):
-    """Everything the report shows, as plain data (lists, dicts, numbers, strings)."""
+def measure(quick=False, progress=None, rtl_scale=None):
+    """Everything the report shows, as plain data (lists, dicts, numbers, strings);
+    ``rtl_scale``: the run at scale on the RTL instead (module doc string)."""
+    if rtl_scale is not None:
+        from . import _trav_scale
+
+        return _trav_scale.measure(
+            rtl_scale,
+            lambda tris: _camera(tris, 1, False)[0],
+            progress=progress,
+            warn=lambda note: _warn(f"{NAME}: {note}"),
+        )
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
@@ -560,6 +596,10 @@ def _reading(r):
 
 def report(data, out_dir):
     """Summary page, CSV, JSON and pictures of :func:`measure`'s data."""
+    if "scale" in data:
+        from . import _trav_scale
+
+        return _trav_scale.report(data, out_dir)
     import matplotlib
 
     matplotlib.use("Agg")

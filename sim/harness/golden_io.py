@@ -59,10 +59,13 @@ class GoldenModel:
 
     def rows(self, rows):
         """Golden output word rows for input word rows (the block's ``golden_words`` hook when it
-        has one and no state: a pipeline's hook sees each call's rows alone)."""
+        has one and no state: a pipeline's hook sees each call's rows alone; else the model's own
+        ``rows`` method when it has one, e.g. a stateful pipeline's)."""
         hook = getattr(self.block, "golden_words", None)
         if hook is not None and self.kind == "pipeline":
             return np.asarray(hook(rows, **self.params), dtype=np.uint32)
+        if self.kind == "pipeline" and hasattr(self.model, "rows"):
+            return np.asarray(self.model.rows(rows), dtype=np.uint32)
         return words_from_ints(self._out_layout, self.bits(ints_from_words(rows)))
 
 

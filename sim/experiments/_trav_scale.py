@@ -1,0 +1,508 @@
+"""The traversal loop at scale on the RTL: every intersect instruction through the ``ray_accel``
+RTL and every stack instruction through the ``ds_bvh_stack`` RTL, in sessions of the fast
+backend, for 10^5 rays and more (``gpurtl experiment traversal --rtl-scale RAYS``).
+
+The loop is the wave-batched loop of :mod:`gpurtl.golden.bvh.wavefront` (``bvh8`` mode: gpurt
+``TraceRay3_1.hlsl`` on a BLAS of BVH8 box nodes and compressed triangle-pair leaves, with the
+stackless walk-back), run round by round on the RTL:
+
+1. every active ray of the resident waves gets its ``image_bvh8_intersect_ray`` instruction (the
+   ray in the current space, the closest hit so far as the extent, the node's 128 bytes), all of
+   them one batch of word rows through the ``ray_accel`` session;
+2. the shader side reads the RTL's results: a box node's sorted children, a triangle pair's
+   distances and primitive ids (a closer hit becomes the ray's hit), and builds each ray's
+   ``ds_bvh_stack_push8_pop1`` (RT IP 3.1 rules, primitive-range update), all of them one batch
+   through the ``ds_bvh_stack`` session, whose LDS keeps every resident ray's stack between rounds;
+3. the stack's answers decide what each ray does next: the popped node, ``TERMINAL_NODE`` (done)
+   or ``INVALID_NODE`` (walk back to the parent of the node just visited).
+
+A wave slot whose 32 rays are done takes the next wave (``slots`` waves resident, each lane's
+stack at ``base = 32 * stack_size * slot + lane`` of the block's LDS). Both sessions compare
+every output with the golden models as it comes out (``strict``: the first difference raises
+:class:`gpurtl.sim.harness.session.MismatchError`), and the block's fixed latency is checked for
+every instruction. The run checks function, not time: the cycle counts of these sessions are
+those of the accelerator alone fed back to back, not of an RT unit (``docs/traversal.md``).
+"""
+
+import resource
+import time
+
+import numpy as np
+
+from gpurtl.facts.ds_bvh_stack import STACK_ADDR_LAYOUT, STACK_REQUEST_LAYOUT, StackOp
+from gpurtl.facts.ds_bvh_stack import STACK_RESPONSE_LAYOUT as STACK_OUT
+from gpurtl.facts.ray_accel import (
+    INSTR_LAYOUT,
+    INVALID_NODE,
+    OUT_LAYOUT,
+    ROOT_NODE_PTR,
+    STATUS_OK,
+    TERMINAL_NODE,
+)
+from gpurtl.golden.ray_accel.encode.ray import default_desc
+from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields, write_fields
+
+from ..core.words import words_from_dicts
+
+__all__ = ["BUILDS", "SLOTS", "STACK_SIZE", "measure", "report", "trace"]
+
+#: Accelerator builds run side by side: the registry's default (2 engines x 4 boxes, every path,
+#: ``fpga`` FP preset) and the smallest build that runs a BLAS without OBBs at the same rate
+#: (no OBB/instance transforms, one register stage per FP32 core).
+BUILDS = (
+    ("default (2x4, every path, fpga)", {}),
+    ("2x4, no transforms, shallow", {"transforms": False, "fp": "shallow"}),
+)
+#: Resident waves: the ``ds_bvh_stack`` block's LDS holds ``waves * stack_size <= 512`` rows.
+SLOTS = 32
+STACK_SIZE = 16
+LANES = 32
+_INV = np.uint32(INVALID_NODE)
+_POS_INF = np.uint32(0x7F800000)
+#: ``(t, 1.0, 1.0, 0)`` of a missed or absent triangle in result DW4-7 (the triangle-1 slot)
+_NO_TRI = np.array([0x7F800000, 0x3F800000, 0x3F800000, 0], np.uint32)
+
+
+def _offsets(layout, *path, count):
+    return [field_span(layout, *path, k)[0] for k in range(count)]
+
+
+class _Codec:
+    """Word-row encoding of the two instructions and decoding of their results."""
+
+    def __init__(self):
+        self.template = words_from_dicts(
+            INSTR_LAYOUT,
+            [
+                {
+                    "dual": 0,
+                    "ray": {"origin": [0] * 3, "dir": [0] * 3, "extent": 0, "instance_mask": 0xFF},
+                    "node_ptr": [0, 0],
+                    "node": [[0] * 32, [0] * 32],
+                    "pointer_flags": 0,
+                    "desc": default_desc(),
+                }
+            ],
+        )
+        self.origin = _offsets(INSTR_LAYOUT, "ray", "origin", count=3)
+        self.dir = _offsets(INSTR_LAYOUT, "ray", "dir", count=3)
+        self.extent = [field_span(INSTR_LAYOUT, "ray", "extent")[0]]
+        self.ptr = [field_span(INSTR_LAYOUT, "node_ptr", 0)[0]]
+        self.node = _offsets(INSTR_LAYOUT, "node", 0, count=32)
+        self.dw = _offsets(OUT_LAYOUT, "dw", count=10)
+        self.status = field_span(OUT_LAYOUT, "status")
+        self.stack_template = words_from_dicts(
+            STACK_REQUEST_LAYOUT,
+            [
+                {
+                    "op": int(StackOp.PUSH8_POP1),
+                    "stack_addr": {name: 0 for name in STACK_ADDR_LAYOUT.members},
+                    "last_node_ptr": 0,
+                    "data": [0] * 8,
+                    "tri_size_opt": 0,
+                    "prim_range": 1,
+                }
+            ],
+        )
+        self.stack_addr = [field_span(STACK_REQUEST_LAYOUT, "stack_addr")[0]]
+        self.last = [field_span(STACK_REQUEST_LAYOUT, "last_node_ptr")[0]]
+        self.data = _offsets(STACK_REQUEST_LAYOUT, "data", count=8)
+        self.out_addr = [field_span(STACK_OUT, "stack_addr")[0]]
+        self.out_dst0 = [field_span(STACK_OUT, "dst0")[0]]
+        self.out_error = field_span(STACK_OUT, "error")
+        self.base_shift = field_span(STACK_ADDR_LAYOUT, "base")[0]
+        self.overflow_bit = np.uint32(1 << field_span(STACK_ADDR_LAYOUT, "has_overflowed")[0])
+
+    def intersect(self, origin, direction, extent, ptr, dwords):
+        rows = np.repeat(self.template, len(ptr), axis=0)
+        write_fields(rows, self.origin, 32, origin)
+        write_fields(rows, self.dir, 32, direction)
+        write_fields(rows, self.extent, 32, extent[:, None])
+        write_fields(rows, self.ptr, 32, ptr[:, None])
+        write_fields(rows, self.node, 32, dwords)
+        return rows
+
+    def results(self, rows):
+        """``(dw (M, 10), status (M,))`` of ``OUT_LAYOUT`` rows."""
+        return read_fields(rows, self.dw, 32), read_fields(rows, [self.status[0]], self.status[1])
+
+    def push8_pop1(self, stack_addr, last, data):
+        rows = np.repeat(self.stack_template, len(last), axis=0)
+        write_fields(rows, self.stack_addr, 32, stack_addr[:, None])
+        write_fields(rows, self.last, 32, last[:, None])
+        write_fields(rows, self.data, 32, data)
+        return rows
+
+    def answers(self, rows):
+        """``(stack_addr, dst0, error)`` of ``STACK_RESPONSE_LAYOUT`` rows."""
+        return (
+            read_fields(rows, self.out_addr, 32)[:, 0],
+            read_fields(rows, self.out_dst0, 32)[:, 0],
+            read_fields(rows, [self.out_error[0]], self.out_error[1])[:, 0],
+        )
+
+
+class Result:
+    """What :func:`trace` returns: the closest hits (``t`` float, ``prim``; -1 for a miss),
+    per-ray counters (``counts[name]``: ``steps`` = intersect instructions, ``pair_nodes`` (of
+    them on triangle pairs), ``stack_ops``,
+    ``box_tests``, ``tri_tests``, ``overflows``, ``walkback_steps``), ``rounds`` and the
+    seconds spent per session (``golden_cpu_s[name]``: in-process CPU of sending, i.e. the
+    golden model; ``rtl_wall_s[name]``: waiting for the RTL's outputs and comparing them; names
+    ``"accel"`` and ``"stack"``)."""
+
+
+def trace(tables, origins, dirs, accel, stack, *, slots=SLOTS, stack_size=STACK_SIZE):
+    """Run the loop (module doc string) for rays ``origins``/``dirs`` (float (N, 3)) through the
+    open pipeline sessions ``accel`` (``ray_accel``) and ``stack`` (``ds_bvh_stack`` with at
+    least ``slots`` waves of 32 lanes and ring size ``stack_size``); a :class:`Result`.
+
+    ``tables``: :class:`gpurtl.golden.bvh.wavefront.Tables` of a BVH8 BLAS (node contents, parent
+    pointers: what the shader and the memory know, not decisions)."""
+    if tables.legacy or tables.top.instances:
+        raise ValueError("the scale loop runs a BVH8 BLAS (no instances, no legacy nodes)")
+    codec = _Codec()
+    n = len(origins)
+    o = np.ascontiguousarray(np.asarray(origins, np.float32)).view(np.uint32).reshape(n, 3)
+    d = np.ascontiguousarray(np.asarray(dirs, np.float32)).view(np.uint32).reshape(n, 3)
+    t_hit = np.full(n, _POS_INF, np.uint32)
+    prim = np.full(n, -1, np.int64)
+    node = np.full(n, ROOT_NODE_PTR, np.uint32)
+    walk = np.full(n, _INV, np.uint32)
+    walking = np.zeros(n, bool)
+    addr = np.zeros(n, np.uint32)
+    done = np.zeros(n, bool)
+    names = ("steps", "pair_nodes", "stack_ops", "box_tests", "tri_tests", "overflows")
+    names += ("walkback_steps",)
+    counts = {name: np.zeros(n, np.int64) for name in names}
+    waves = -(-n // LANES)
+    slot_wave = np.full(slots, -1, np.int64)
+    next_wave = 0
+    golden_cpu = {"accel": 0.0, "stack": 0.0}
+    rtl_wall = dict(golden_cpu)
+    rounds = 0
+
+    def exchange(name, session, rows):
+        cpu = time.process_time()
+        session.send_words(rows)
+        golden_cpu[name] += time.process_time() - cpu
+        wall = time.monotonic()
+        out = session.receive_words()
+        rtl_wall[name] += time.monotonic() - wall
+        return out
+
+    def load(slot):
+        nonlocal next_wave
+        if next_wave >= waves:
+            slot_wave[slot] = -1
+            return
+        w = next_wave
+        next_wave += 1
+        slot_wave[slot] = w
+        rays = np.arange(LANES * w, min(LANES * w + LANES, n))
+        base = slot * stack_size * LANES + (rays - LANES * w)
+        addr[rays] = (base << codec.base_shift).astype(np.uint32)
+
+    for slot in range(slots):
+        load(slot)
+    while True:
+        live = slot_wave[slot_wave >= 0]
+        if not len(live):
+            break
+        resident = (live[:, None] * LANES + np.arange(LANES)).ravel()
+        resident = resident[resident < n]
+        r = resident[~done[resident]]
+        rows = tables.row(np.zeros(len(r), np.int64), node[r])
+        # 1. the intersect instructions of every active ray, one batch through the RTL
+        instr = codec.intersect(o[r], d[r], t_hit[r], node[r], tables.dwords[rows])
+        dw, status = codec.results(exchange("accel", accel, instr))
+        if (status[:, 0] != STATUS_OK).any():
+            k = int(np.flatnonzero(status[:, 0] != STATUS_OK)[0])
+            raise RuntimeError(
+                f"node {int(node[r[k]]):#x}: the accelerator build does not model this node "
+                f"(status {int(status[k, 0])})"
+            )
+        counts["steps"][r] += 1
+        counts["walkback_steps"][r] += walking[r]
+        # 2. the shader side: leaf handling from the results, the stack instructions
+        ptr = node[r]
+        box = (ptr & np.uint32(0xF)) == 5
+        pair = (ptr & np.uint32(7)) <= 3
+        if not (box | pair).all():
+            raise ValueError(f"node {int(ptr[~(box | pair)][0]):#x} is neither a box nor a pair")
+        counts["pair_nodes"][r[pair]] += 1
+        data = np.full((len(r), 8), _INV, np.uint32)
+        last = np.full(len(r), _INV, np.uint32)
+        data[box] = dw[box, :8]
+        counts["box_tests"][r[box]] += tables.box_count[tables.box_index[rows[box]]]
+        rp, dp = r[pair], dw[pair]
+        counts["tri_tests"][rp] += 1 + (dp[:, 4:8] != _NO_TRI).any(axis=1)
+        for k in (0, 1):
+            t = dp[:, 4 * k]
+            closer = (t < _POS_INF) & (t < t_hit[rp]) & ((t & np.uint32(0x80000000)) == 0)
+            t_hit[rp] = np.where(closer, t, t_hit[rp])
+            prim[rp] = np.where(closer, dp[:, 4 * k + 3] >> 1, prim[rp])
+        data[pair, 7] = ptr[pair]
+        last[pair] = np.uint32(0xFFFFFFF8) | (dp[:, 8] & np.uint32(3))
+        last = np.where(walking[r], walk[r], last)
+        answer = exchange("stack", stack, codec.push8_pop1(addr[r], last, data))
+        new_addr, first, error = codec.answers(answer)
+        if error.any():
+            raise RuntimeError(f"ds_bvh_stack refused the register {int(addr[r][error > 0][0]):#x}")
+        counts["stack_ops"][r] += 1
+        counts["overflows"][r] += ((new_addr & ~addr[r]) & codec.overflow_bit) != 0
+        addr[r] = new_addr
+        # 3. the loop's decisions from the stack's answers
+        ends = first == np.uint32(TERMINAL_NODE)
+        lost = first == _INV
+        go = ~ends & ~lost
+        node[r[go]], walking[r[go]] = first[go], False
+        rl, src = r[lost], ptr[lost]
+        parent = tables.parent_ptr[tables.row(np.zeros(len(rl), np.int64), src)]
+        root = parent == _INV
+        ends[np.flatnonzero(lost)[root]] = True
+        rk = rl[~root]
+        walk[rk] = tables.slot_ptr[tables.row(np.zeros(len(rk), np.int64), src[~root])]
+        walking[rk], node[rk] = True, parent[~root]
+        done[r[ends]] = True
+        for slot in np.flatnonzero(slot_wave >= 0):
+            w = slot_wave[slot]
+            if done[LANES * w : LANES * w + LANES].all():
+                load(slot)
+        rounds += 1
+        if rounds > 1_000_000:
+            raise RuntimeError("the traversal loop does not terminate")
+    res = Result()
+    res.t = np.where(prim >= 0, t_hit.view(np.float32).astype(np.float64), np.inf)
+    res.prim, res.counts, res.rounds = prim, counts, rounds
+    res.golden_cpu_s, res.rtl_wall_s = golden_cpu, rtl_wall
+    return res
+
+
+# --- the experiment's --rtl-scale run -----------------------------------------------------------
+
+
+def _bunny(notes, warn):
+    """``(name, mesh)``: the 56k Stanford Bunny, or the packaged small one (said in ``notes``)."""
+    from gpurtl.golden.bvh import mesh as M
+    from gpurtl.golden.bvh import scenes as S
+
+    try:
+        return "Stanford Bunny", S.stanford_bunny()
+    except S.SceneUnavailable as error:
+        note = f"the 56k bunny {error}; running on the packaged 907-triangle bunny instead"
+        notes.append(note)
+        if warn is not None:
+            warn(note)
+        return "bunny (907 tris)", M.bunny()
+
+
+def image_size(rays):
+    """``(width, height)`` of a 4:3 image in 8x4 tiles with at least ``rays`` pixels."""
+    width = 8 * -(-int(np.ceil(np.sqrt(rays * 4 / 3))) // 8)
+    return width, 4 * -(-rays // (4 * width))
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
+    from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.core import registry
+
+    accel_block, stack_block = registry.get("ray_accel"), registry.get("ds_bvh_stack")
+    accel_params = accel_block.resolve(changes)
+    stack_params = stack_block.resolve({"stack_size": stack_size, "waves": SLOTS, "lanes": LANES})
+    chosen = BACKENDS[backend]
+    opened = time.monotonic()
+    accel = chosen.session(accel_block, accel_params, golden=True, strict=True)
+    try:
+        stack = chosen.session(stack_block, stack_params, golden=True, strict=True)
+    except BaseException:
+        accel.close()
+        raise
+    open_s = time.monotonic() - opened
+    wall, cpu, children = time.monotonic(), time.process_time(), _children_cpu()
+    driver = {}
+    try:
+        res = trace(tables, o, d, accel, stack, stack_size=stack_size)
+    finally:
+        # one session at a time, so the CPU of each driver process is known once it has ended
+        for name, session in (("stack", stack), ("accel", accel)):
+            session.close()
+            driver[name] = _children_cpu() - children - sum(driver.values())
+    wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    model = getattr(accel, "model", None)
+    same_hits = bool(np.array_equal(res.prim, ref.prim) and np.array_equal(res.t, ref.t))
+    same = {k: bool(np.array_equal(res.counts[k], ref.counts[k])) for k in _COMPARED}
+    intersect, stack_ops = int(res.counts["steps"].sum()), int(res.counts["stack_ops"].sum())
+    return {
+        "label": label,
+        "params": {k: accel_params[k] for k in ("engines", "boxes_per_engine", "transforms", "fp")},
+        "fp_cores": getattr(chosen, "fp_cores", None),
+        "latency": getattr(model, "latency", None),
+        "ii": getattr(model, "ii", None),
+        "open_s": open_s,
+        "wall_s": wall,
+        "python_cpu_s": cpu,
+        "driver_cpu_s": driver,
+        "cpu_s": cpu + sum(driver.values()),
+        "golden_cpu_s": res.golden_cpu_s,
+        "rtl_wall_s": res.rtl_wall_s,
+        "rounds": res.rounds,
+        "intersect": intersect,
+        "stack": stack_ops,
+        "pair_instructions": int(res.counts["pair_nodes"].sum()),
+        "accel_report": [accel.report.passed, accel.report.failed, accel.report.timing_errors],
+        "stack_report": [stack.report.passed, stack.report.failed, stack.report.timing_errors],
+        "accel_cycles": accel.report.cycles,
+        "same_hits": same_hits,
+        "same_counts": same,
+        "hits": int((res.prim >= 0).sum()),
+    }
+
+
+_COMPARED = ("steps", "box_tests", "tri_tests", "overflows", "walkback_steps")
+
+
+def measure(
+    rays,
+    camera,
+    *,
+    backend="fast-behavioural",
+    builds=BUILDS,
+    stack_size=STACK_SIZE,
+    progress=None,
+    warn=None,
+):
+    """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (``camera(triangles)``: the
+    :class:`._trav_rays.Camera` of a mesh's triangles (n, 3, 3); a 4:3 image of at least ``rays``
+    pixels) on the 56k bunny, the golden wave-batched loop once, then
+    :func:`trace` on each accelerator build of ``builds`` (label, parameter changes) on
+    ``backend``, with stacks of ``stack_size`` entries."""
+    from gpurtl.golden.bvh import wavefront as WF
+    from gpurtl.golden.bvh import wide as W
+
+    from ._trav_rays import camera_rays
+
+    notes = []
+    total = 2 + len(builds)
+    name, mesh = _bunny(notes, warn)
+    c0 = time.process_time()
+    tables = WF.Tables(W.build_wide(mesh, width=8, leaf_pairs=4))
+    build_cpu = time.process_time() - c0
+    cam = camera(mesh.triangles.astype(np.float64))
+    width, height = image_size(rays)
+    o, d, _ = camera_rays(cam, width, height)
+    if progress:
+        progress(1, total, f"{name}: BVH8 built, {len(o)} camera rays")
+    c0 = time.process_time()
+    ref = WF.trace(tables, o, d, stack_size=stack_size)
+    golden = {
+        "cpu_s": time.process_time() - c0,
+        "intersect": int(ref.counts["steps"].sum()),
+        "stack": int(ref.counts["pops"].sum()),
+        "hits": int((ref.prim >= 0).sum()),
+        "overflow_rays": int((ref.counts["overflows"] > 0).sum()),
+        "walkback_steps": int(ref.counts["walkback_steps"].sum()),
+    }
+    if progress:
+        progress(2, total, "golden wave-batched loop")
+    runs = []
+    for k, (label, changes) in enumerate(builds):
+        runs.append(_run_build(tables, o, d, label, changes, backend, ref, stack_size))
+        if progress:
+            progress(3 + k, total, f"{label}: {runs[-1]['intersect']} intersect instructions")
+    return {
+        "scale": {
+            "scene": name,
+            "triangles": len(mesh),
+            "bvh_cpu_s": build_cpu,
+            "rays": len(o),
+            "image": [width, height],
+            "backend": backend,
+            "slots": SLOTS,
+            "stack_size": stack_size,
+            "golden": golden,
+            "builds": runs,
+        },
+        "notes": notes,
+    }
+
+
+def _rate(count, seconds):
+    return f"{count / seconds:,.0f}" if seconds else "-"
+
+
+def report(data, out_dir):
+    """``summary.md`` and the result rows of :func:`measure`'s data."""
+    sc = data["scale"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    g = sc["golden"]
+    lines = ["# Traversal at scale: every instruction through the RTL", ""]
+    lines += [f"Note: {note}." for note in data["notes"]]
+    lines += [
+        f"{sc['rays']} camera rays ({sc['image'][0]}x{sc['image'][1]}) on the {sc['scene']} "
+        f"({sc['triangles']} triangles), backend `{sc['backend']}`, {sc['slots']} resident waves "
+        f"of 32 rays, stack size {sc['stack_size']}. Every intersect instruction went through the "
+        "`ray_accel` RTL and every stack instruction through the `ds_bvh_stack` RTL, each output "
+        "compared with the golden models as it came out; the loop's decisions are taken from the "
+        "RTL's outputs. Function, not time: the cycles are those of the accelerator alone.",
+        "",
+        f"Golden wave-batched loop on the same rays: {g['intersect']} intersect and {g['stack']} "
+        f"stack instructions, {g['hits']} hits, {g['overflow_rays']} rays whose stack "
+        f"overflowed ({g['walkback_steps']} walk-back steps), {g['cpu_s']:.1f} s CPU.",
+        "",
+        "| build | latency / II | intersect (of them on pairs) | stack | mismatches | "
+        "timing errors | hits as golden | counts as golden |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    speed = [
+        "",
+        "Speed: wall and CPU seconds of the loop (this process and the two driver processes), "
+        "instructions (intersect + stack) per second, and where the CPU went: the golden models "
+        "checking every output, the compiled RTL models (each driver process's CPU), and the "
+        "rest (the loop, encoding, decoding and comparing the rows, the pipes).",
+        "",
+        "| build | wall s | CPU s | golden models CPU s (accel + stack) | RTL drivers CPU s "
+        "(accel + stack) | rest CPU s | instructions / s | instructions / CPU-s | "
+        "accelerator RTL: intersect / driver CPU-s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for b in sc["builds"]:
+        both = b["intersect"] + b["stack"]
+        mism = b["accel_report"][1] + b["stack_report"][1]
+        timing = b["accel_report"][2] + b["stack_report"][2]
+        same = b["same_hits"] and all(b["same_counts"].values())
+        gold, drv = b["golden_cpu_s"], b["driver_cpu_s"]
+        rest = b["python_cpu_s"] - gold["accel"] - gold["stack"]
+        lines.append(
+            f"| {b['label']} | {b['latency']} / {b['ii']} | {b['intersect']} "
+            f"({b['pair_instructions']}) | {b['stack']} | "
+            f"{mism} | {timing} | {'yes' if b['same_hits'] else 'NO'} | "
+            f"{'yes' if all(b['same_counts'].values()) else 'NO'} |"
+        )
+        speed.append(
+            f"| {b['label']} | {b['wall_s']:.1f} | {b['cpu_s']:.1f} | "
+            f"{gold['accel'] + gold['stack']:.1f} ({gold['accel']:.1f} + {gold['stack']:.1f}) | "
+            f"{drv['accel'] + drv['stack']:.1f} ({drv['accel']:.1f} + {drv['stack']:.1f}) | "
+            f"{rest:.1f} | {_rate(both, b['wall_s'])} | {_rate(both, b['cpu_s'])} | "
+            f"{_rate(b['intersect'], drv['accel'])} |"
+        )
+        rows.append(
+            (
+                f"{b['label']}: instructions, mismatches, hits and counts as golden, "
+                "instructions/s (wall, CPU)",
+                f"{both}, {mism}, {'yes' if same else 'NO'}, "
+                f"{_rate(both, b['wall_s'])}, {_rate(both, b['cpu_s'])}",
+            )
+        )
+    lines += speed
+    lines.append("")
+    summary = out_dir / "summary.md"
+    summary.write_text("\n".join(lines) + "\n")
+    rows.insert(0, ("rays, scene", f"{sc['rays']}, {sc['scene']}"))
+    return {"title": "Traversal at scale on the RTL", "rows": rows, "files": [str(summary)]}
