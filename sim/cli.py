@@ -761,10 +761,31 @@ def cmd_experiment(args):
             print(f"{name}: {module.DESCRIPTION}")
         return 0
     module = experiments.get(args.name)
+    options = _experiment_options(args, module.NAME)
     out = Path(args.out) / module.NAME
     progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> {out}")
-    demo.print_result(module.NAME, demo.run_experiment(module, out, args.quick))
+    try:
+        result = demo.run_experiment(module, out, args.quick, options)
+    except experiments.ExperimentFailed as error:
+        print(f"gpurtl: error: experiment `{module.NAME}`: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    demo.print_result(module.NAME, result)
     return 0
+
+
+def _experiment_options(args, name):
+    """The options of experiment ``name`` given on the command line (its own ``arguments``
+    declare them, with no default); an option of another experiment is a usage error."""
+    given = {}
+    for owner, dests in args.experiment_options.items():
+        for dest in dests:
+            if not hasattr(args, dest):
+                continue
+            if owner != name:
+                option = "--" + dest.replace("_", "-")
+                raise UsageError(f"{option} is an option of experiment `{owner}`, not of `{name}`")
+            given[dest] = getattr(args, dest)
+    return given
 
 
 def cmd_demo(args):
@@ -875,10 +896,19 @@ def _version():
 
 
 def _experiment_arguments(p):
+    from . import experiments
+
     p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--out", default="gpurtl-out", help="output folder")
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    own = {}
+    for name, module in experiments.experiments().items():
+        if hasattr(module, "arguments"):  # an experiment declares its own options
+            group = p.add_argument_group(f"options of experiment `{name}`")
+            module.arguments(group)
+            own[name] = [action.dest for action in group._group_actions]
+    p.set_defaults(experiment_options=own)
 
 
 def _experiment_validate(args):

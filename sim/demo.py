@@ -53,11 +53,15 @@ def _staged(out_dir, write):
     return result
 
 
-def run_experiment(module, out_dir, quick=False):
-    """Measure ``module`` and write its report and data into ``out_dir`` (replaced when done)."""
+def run_experiment(module, out_dir, quick=False, options=None):
+    """Measure ``module`` and write its report and data into ``out_dir`` (replaced when done);
+    ``options``: the experiment's own options (keyword arguments of its ``measure``)."""
     reporter = Progress(module.NAME)
     return _staged(
-        out_dir, lambda staging: experiments.run(module, staging, quick=quick, progress=reporter)
+        out_dir,
+        lambda staging: experiments.run(
+            module, staging, quick=quick, progress=reporter, **(options or {})
+        ),
     )
 
 

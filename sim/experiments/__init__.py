@@ -8,6 +8,9 @@ Each module here defines
   An experiment that ``gpurtl sweep`` can run point by point lists the parameters of a point in
   ``PARAMS`` (name -> (default, meaning)) and what a point returns in ``METRICS``; called with a
   point's parameters, ``measure`` returns that point's metrics;
+* optionally ``arguments(group)``: the experiment's own ``gpurtl experiment`` options, declared
+  on an ``argparse`` argument group with no defaults (``argparse.SUPPRESS``), passed to
+  ``measure`` as keyword arguments when given;
 * ``report(data, out_dir) -> {"title": str, "rows": [(metric, value), ...], "files": [paths]}``:
   tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
   from ``data`` alone.
@@ -23,7 +26,16 @@ import json
 import pkgutil
 from pathlib import Path
 
-__all__ = ["DATA", "experiments", "get", "run", "report", "dumps", "check_params"]
+__all__ = [
+    "DATA",
+    "ExperimentFailed",
+    "check_params",
+    "dumps",
+    "experiments",
+    "get",
+    "report",
+    "run",
+]
 
 #: The file, in an experiment's output folder, that holds what ``measure()`` returned.
 DATA = "data.json"
@@ -54,15 +66,22 @@ def _has_data(module):
     return hasattr(module, "measure") and hasattr(module, "report")
 
 
-def run(module, out_dir, *, quick=False, progress=None):
+class ExperimentFailed(RuntimeError):
+    """An experiment found an error in what it measured (e.g. an RTL output that differs from
+    its golden model); ``gpurtl experiment`` prints it in one line and exits 1."""
+
+
+def run(module, out_dir, *, quick=False, progress=None, **options):
     """Measure ``module`` and write its report into ``out_dir``, with the data as ``data.json``.
+    ``options``: the experiment's own command-line options (its ``arguments``), passed to its
+    ``measure``.
 
     The report is made from the data as read back from JSON, so a later :func:`report` of the same
     folder writes the same tables."""
     out_dir = Path(out_dir)
     if not _has_data(module):
         return module.run(out_dir, quick=quick, progress=progress)
-    text = dumps(module.measure(quick=quick, progress=progress))
+    text = dumps(module.measure(quick=quick, progress=progress, **options))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / DATA).write_text(text + "\n")
     return _with_data_file(module.report(json.loads(text), out_dir), out_dir)

@@ -48,7 +48,16 @@ from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 
 from . import _trav_stack as S
 
-__all__ = ["COUNTERS", "LANES", "MODES", "Scene", "WaveTrace", "trace_wave", "wave_program"]
+__all__ = [
+    "COUNTERS",
+    "LANES",
+    "MODES",
+    "Scene",
+    "WaveTrace",
+    "node_tests",
+    "trace_wave",
+    "wave_program",
+]
 
 MODES = ("bvh8", "bvh4x2", "bvh4")
 LANES = 32
@@ -158,7 +167,7 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
     )
     message = next(program)
     while True:
-        kind, items = message
+        kind, _lanes, items = message
         if kind == "intersect":
             answers = intersect_wave(items)
         else:
@@ -184,8 +193,8 @@ def wave_program(
     scene, origins, dirs, *, stack_size=16, bases=None, record=None, stack_record=None
 ):
     """The loop of :func:`trace_wave` as a generator that leaves the two instructions to its
-    driver: it yields ``("intersect", instrs)`` (the active lanes' ``ray_accel`` instructions,
-    lane order) and expects their results sent back, then ``("stack", requests)`` (each lane's
+    driver: it yields ``("intersect", lanes, instrs)`` (the active lanes and their ``ray_accel``
+    instructions) and expects their results sent back, then ``("stack", lanes, requests)`` (each lane's
     ``ds_bvh_stack`` request: ``op``, ``stack_addr`` as the 32-bit register, ``last_node_ptr``,
     ``data``, ``prim_range``) and expects ``(new_stack_addr, dst)`` per lane; every decision of
     the loop comes from what the driver sends. Returns the :class:`WaveTrace`. ``bases``: the
@@ -248,7 +257,7 @@ def wave_program(
                         "desc": desc,
                     }
                 )
-        outs = yield ("intersect", instrs)
+        outs = yield ("intersect", lanes, instrs)
         tr.active.append(len(lanes))
         tr.lines.append(lines)
         tr.walkbacks.append(sum(1 for r in lanes if walk[r] is not None))
@@ -268,12 +277,12 @@ def wave_program(
             last_arg = INVALID_NODE
             if mode == "bvh8":
                 n0 = nodes[r][0]
+                _, box_tests, tri_tests = node_tests(instr, out)
+                c["box_tests"][r] += box_tests
+                c["tri_tests"][r] += tri_tests
                 if n0 & 0xF == 5:
-                    c["box_tests"][r] += _box8_count(instr["node"][0])
                     data = dw[:8]
                 elif n0 & 7 <= 3:
-                    tri1 = dw[4:8] != [_POS_INF, 0x3F800000, 0x3F800000, 0]
-                    c["tri_tests"][r] += 1 + int(tri1)
                     for k in (0, 1):
                         t = dw[4 * k]
                         if t < _POS_INF and t < t_hit[r] and not t & 0x80000000:
@@ -343,7 +352,7 @@ def wave_program(
                     "prim_range": int(prim_range),
                 }
             )
-        answers = yield ("stack", requests)
+        answers = yield ("stack", lanes, requests)
         for r, request, (new_addr, dst) in zip(lanes, requests, answers):
             c = tr.counts
             data, last_arg = request["data"], request["last_node_ptr"]
@@ -392,6 +401,19 @@ def wave_program(
 
 
 _COUNT_CACHE = {}
+
+
+def node_tests(instr, out):
+    """``(kind, box tests, triangle tests)`` of a BVH8 intersect instruction and its result:
+    kind 0 a box node (its children tested), 1 a triangle pair (one or two triangles), 2 an
+    instance node."""
+    ptr = instr["node_ptr"][0]
+    if ptr & 0xF == 5:
+        return 0, _box8_count(instr["node"][0]), 0
+    if ptr & 7 <= 3:
+        tri1 = list(out["dw"][4:8]) != [_POS_INF, 0x3F800000, 0x3F800000, 0]
+        return 1, 0, 1 + int(tri1)
+    return 2, 0, 0
 
 
 def _box8_count(dwords):

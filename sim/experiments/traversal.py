@@ -22,6 +22,8 @@ OBBs, every build on the same rays (up to :data:`BVH_RAYS` per set) in the wave-
 
 RTL in the loop: one wave's stack instructions per mode replay through the ``ds_bvh_stack``
 RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray_accel`` RTL.
+``--rtl`` runs instead the whole loop on the RTL (:mod:`._trav_rtl`): every intersect through the
+``rt_unit`` RTL, every stack instruction through ``ds_bvh_stack``, timed against the CU model.
 """
 
 import csv
@@ -42,6 +44,7 @@ __all__ = [
     "ARTICLE",
     "DESCRIPTION",
     "NAME",
+    "arguments",
     "build_scene",
     "measure",
     "report",
@@ -254,8 +257,25 @@ def _t95(n):
     return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
-def measure(quick=False, progress=None):
-    """Everything the report shows, as plain data (lists, dicts, numbers, strings)."""
+def arguments(group):
+    """``gpurtl experiment traversal`` options (each given one goes to :func:`measure`)."""
+    from . import _trav_rtl
+
+    _trav_rtl.arguments(group)
+
+
+def measure(quick=False, progress=None, **options):
+    """Everything the report shows, as plain data (lists, dicts, numbers, strings). With
+    ``rtl=True`` the loop on the RTL instead (:mod:`._trav_rtl`)."""
+    if options.get("rtl"):
+        from . import _trav_rtl
+
+        return _trav_rtl.measure(quick=quick, progress=progress, **options)
+    if options:
+        from ..core.files import UsageError
+
+        given = ", ".join("--" + name.replace("_", "-") for name in options)
+        raise UsageError(f"{given}: only with --rtl")
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
@@ -560,6 +580,10 @@ def _reading(r):
 
 def report(data, out_dir):
     """Summary page, CSV, JSON and pictures of :func:`measure`'s data."""
+    if data.get("rtl_loop"):
+        from . import _trav_rtl
+
+        return _trav_rtl.report(data, out_dir)
     import matplotlib
 
     matplotlib.use("Agg")
