@@ -26,12 +26,16 @@ model; :func:`simulate_rt_unit` runs it on :class:`~gpurtl.golden.cu.WaveTrace` 
 
 import math
 
+from gpurtl.facts.waitcnt import profile
 from gpurtl.golden.memory import Hierarchy
 from gpurtl.golden.rt_unit import RtUnitModel
 
 __all__ = ["HierarchyPort", "RtRun", "TraceSource", "run", "simulate_rt_unit"]
 
-_KIND_PTR = {0: 5, 1: 0, 2: 6}  # node pointer type of a box node, a triangle pair, an instance
+#: node pointer type of a box node, a triangle pair, an instance
+_KIND_PTR = {0: 5, 1: 0, 2: 6}
+#: the RT unit refuses a wave's instruction at this ``bvhcnt`` (the GFX12 counter's maximum)
+_BVHCNT_MAX = profile("gfx12").max("bvh")
 
 
 class HierarchyPort:
@@ -107,12 +111,14 @@ class RtRun:
     """What :func:`run` measured: ``instructions`` ``(wave, kind, issue, complete)`` (kind
     ``bvh`` or ``ds``), ``cycles``, L0 ``lookups`` (hit, pending hit, miss: the RT unit's
     ``event`` output), ``busy`` (cycles with some ``bvhcnt`` above 0), ``results`` (results
-    that left the RT unit)."""
+    that left the RT unit), ``refused`` (cycles a lane offered was not taken: ``full``, its
+    wave's ``bvhcnt`` at the maximum, or ``other``: no ray buffer slot, the L0 busy)."""
 
     def __init__(self):
         self.instructions, self.cycles = [], 0
         self.lookups = {"hit": 0, "pending_hit": 0, "miss": 0}
         self.busy = self.results = 0
+        self.refused = {"full": 0, "other": 0}
 
 
 class _Wave:
@@ -208,11 +214,13 @@ def run(sources, params, unit, memory, *, slots, idle, max_cycles=10**8):
         }
         out = unit.step(inputs)
         memory.outputs(cycle, inputs, out)
+        counts = out["bvh"]["bvhcnt"]
         if head is not None and out["inst"]["ready"]:
             fifo.pop(0)
+        elif head is not None:
+            out_run.refused["full" if counts[head[0]] == _BVHCNT_MAX else "other"] += 1
         if out["event"]["valid"]:
             out_run.lookups[names[out["event"]["kind"]]] += 1
-        counts = out["bvh"]["bvhcnt"]
         out_run.busy += any(counts)
         if out["out"]["valid"]:
             out_run.results += 1

@@ -475,6 +475,7 @@ def measure(quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="py
         "cu_params": result["params"].as_dict(),
         "check": check,
         "busy": result["busy"],
+        "refused": result["run"].refused,
         "accel_busy": result["accel_results"] * result["accel_ii"],
         "sessions": result["sessions"],
         "comparison": cmp,
@@ -556,6 +557,8 @@ def report(data, out_dir):
     lines += [
         f"| RT unit busy cycles (some bvhcnt > 0) | {data['busy']} | | |",
         f"| accelerator busy cycles (results x II) | {data['accel_busy']} | | |",
+        f"| cycles a lane was refused: its wave's bvhcnt at 7 / other (ray buffer, L0) | "
+        f"{data['refused']['full']} / {data['refused']['other']} | | |",
         "",
         "Per instruction, RTL minus CU model (cycles): the completion cycle, and the latency "
         "(completion - issue, without what earlier instructions carried over):",
@@ -612,8 +615,10 @@ def report(data, out_dir):
             " / ".join(f"{rr[k]:.1f} ({mr[k]:.1f})" for k in ("hit", "pending_hit", "miss")),
         ),
         (
-            "intersect completion RTL - model: max abs, median",
-            f"{bvh['max_abs']}, {bvh['median']:.0f}",
+            "intersect RTL - CU model formulas: completion max abs, median; latency max abs, "
+            "median",
+            f"{bvh['max_abs']}, {bvh['median']:.0f}; {bvh['latency']['max_abs']}, "
+            f"{bvh['latency']['median']:.0f}",
         ),
     ]
     return {

@@ -76,6 +76,7 @@ def test_rules_by_hand():
     ]
     assert got.cycles == 57
     assert got.results == 3
+    assert got.refused == {"full": 0, "other": 0}
 
 
 def test_one_memory_instruction_a_cycle_and_the_simd_shared():
