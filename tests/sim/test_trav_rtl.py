@@ -136,3 +136,18 @@ def test_rtl_options_refused(argv, message, tmp_path, capsys):
     assert status == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "traversal").exists()
+
+
+def test_a_failed_rtl_run_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
+    from gpurtl.sim import cli
+
+    def fail(**kwargs):
+        raise R.RtlLoopError("RTL output differs from the golden model: cycle 7")
+
+    monkeypatch.setattr(R, "measure", fail)
+    status = cli.main(["experiment", "traversal", "--rtl", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "gpurtl: error: experiment `traversal`: RTL output differs" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "traversal").exists()
