@@ -764,7 +764,12 @@ def cmd_experiment(args):
     out = Path(args.out) / module.NAME
     progress(f"experiment {module.NAME}{' (quick)' if args.quick else ''} -> {out}")
     options = _experiment_options(args).get(module.NAME, {})
-    demo.print_result(module.NAME, demo.run_experiment(module, out, args.quick, options))
+    try:
+        result = demo.run_experiment(module, out, args.quick, options)
+    except experiments.ExperimentFailed as error:
+        print(f"gpurtl: error: experiment `{module.NAME}`: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    demo.print_result(module.NAME, result)
     return 0
 
 
@@ -876,12 +881,12 @@ def _version():
 
 
 def _experiment_arguments(p):
+    from . import experiments
+
     p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--out", default="gpurtl-out", help="output folder")
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
-    from . import experiments
-
     declared = {}
     for name, module in experiments.experiments().items():
         if hasattr(module, "arguments"):
@@ -907,7 +912,8 @@ def _experiment_options(args):
     """``{experiment: {dest: value}}`` of the experiments' own options that were given."""
     given = {}
     for name, dests in args.experiment_options.items():
-        values = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
+        values = {d: getattr(args, d, None) for d in dests}
+        values = {d: v for d, v in values.items() if v is not None}
         if values:
             given[name] = values
     return given

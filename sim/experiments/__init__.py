@@ -12,8 +12,8 @@ Each module here defines
   tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
   from ``data`` alone;
 * optionally ``arguments(parser)``: the experiment's own options of ``gpurtl experiment NAME``
-  (``parser.add_argument`` as argparse has it; every option's default must be ``None``, meaning
-  "not given"), passed to ``measure`` as keyword arguments when given, and
+  (``parser.add_argument`` as argparse has it; every option's default must be ``None`` or
+  ``argparse.SUPPRESS``, meaning "not given"), passed to ``measure`` as keyword arguments when given, and
   ``check_options(options)``, which raises ``ValueError`` for a bad value before any work starts.
 
 :func:`run` is ``report(measure(...), out_dir)`` for every experiment and keeps the data as
@@ -27,7 +27,16 @@ import json
 import pkgutil
 from pathlib import Path
 
-__all__ = ["DATA", "experiments", "get", "run", "report", "dumps", "check_params"]
+__all__ = [
+    "DATA",
+    "ExperimentFailed",
+    "check_params",
+    "dumps",
+    "experiments",
+    "get",
+    "report",
+    "run",
+]
 
 #: The file, in an experiment's output folder, that holds what ``measure()`` returned.
 DATA = "data.json"
@@ -56,6 +65,11 @@ def get(name):
 
 def _has_data(module):
     return hasattr(module, "measure") and hasattr(module, "report")
+
+
+class ExperimentFailed(RuntimeError):
+    """An experiment found an error in what it measured (e.g. an RTL output that differs from
+    its golden model); ``gpurtl experiment`` prints it in one line and exits 1."""
 
 
 def run(module, out_dir, *, quick=False, progress=None, options=None):

@@ -48,7 +48,16 @@ from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 
 from . import _trav_stack as S
 
-__all__ = ["COUNTERS", "LANES", "MODES", "Scene", "WaveTrace", "trace_wave"]
+__all__ = [
+    "COUNTERS",
+    "LANES",
+    "MODES",
+    "Scene",
+    "WaveTrace",
+    "node_tests",
+    "trace_wave",
+    "wave_program",
+]
 
 MODES = ("bvh8", "bvh4x2", "bvh4")
 LANES = 32
@@ -147,17 +156,55 @@ def _tri_t(t_num, t_den):
 
 
 def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record=None):
-    """Run the loop for up to 32 rays (float arrays (n, 3)); a :class:`WaveTrace`.
+    """Run the loop for up to 32 rays (float arrays (n, 3)) on the golden models; a
+    :class:`WaveTrace`.
 
     ``record(instr, out)`` sees every intersect instruction, ``stack_record(request, response)``
     every stack instruction (for the RTL replay)."""
+    lds = S.LdsMemory(32 * stack_size)
+    program = wave_program(
+        scene, origins, dirs, stack_size=stack_size, record=record, stack_record=stack_record
+    )
+    message = next(program)
+    while True:
+        kind, _lanes, items = message
+        if kind == "intersect":
+            answers = intersect_wave(items)
+        else:
+            answers = [
+                S.stack_op(
+                    q["op"],
+                    q["stack_addr"],
+                    q["last_node_ptr"],
+                    q["data"],
+                    lds,
+                    stack_size=stack_size,
+                    prim_range=bool(q["prim_range"]),
+                )
+                for q in items
+            ]
+        try:
+            message = program.send(answers)
+        except StopIteration as stop:
+            return stop.value
+
+
+def wave_program(
+    scene, origins, dirs, *, stack_size=16, bases=None, record=None, stack_record=None
+):
+    """The loop of :func:`trace_wave` as a generator that leaves the two instructions to its
+    driver: it yields ``("intersect", lanes, instrs)`` (the active lanes and their ``ray_accel``
+    instructions) and expects their results sent back, then ``("stack", lanes, requests)`` (each lane's
+    ``ds_bvh_stack`` request: ``op``, ``stack_addr`` as the 32-bit register, ``last_node_ptr``,
+    ``data``, ``prim_range``) and expects ``(new_stack_addr, dst)`` per lane; every decision of
+    the loop comes from what the driver sends. Returns the :class:`WaveTrace`. ``bases``: the
+    LDS ``base`` of each lane's stack (default: the lane index)."""
     mode = scene.mode
     n = len(origins)
     tr = WaveTrace(n)
     desc = default_desc(wide_sort=0) if mode == "bvh4" else default_desc()
     op = {"bvh8": S.PUSH8_POP1, "bvh4x2": S.PUSH8_POP2, "bvh4": S.PUSH4_POP1}[mode]
     prim_range = mode == "bvh8"
-    lds = S.LdsMemory(32 * stack_size)
     o_bits = np.asarray(origins, np.float32).view(np.uint32)
     d_bits = np.asarray(dirs, np.float32).view(np.uint32)
     world = [([int(v) for v in o_bits[r]], [int(v) for v in d_bits[r]]) for r in range(n)]
@@ -167,7 +214,7 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
     t_hit = [_POS_INF] * n
     nodes = [[ROOT_NODE_PTR, INVALID_NODE] for _ in range(n)]
     walk = [None] * n  # the child being walked back from, or None
-    addr = [S.initial_stack_addr(r) for r in range(n)]
+    addr = [S.initial_stack_addr(r if bases is None else bases[r]) for r in range(n)]
     done = [False] * n
     while not all(done):
         lanes = [r for r in range(n) if not done[r]]
@@ -210,11 +257,12 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                         "desc": desc,
                     }
                 )
-        outs = intersect_wave(instrs)
+        outs = yield ("intersect", lanes, instrs)
         tr.active.append(len(lanes))
         tr.lines.append(lines)
         tr.walkbacks.append(sum(1 for r in lanes if walk[r] is not None))
         tr.stack_dwords.append(0)
+        requests = []
         for r, instr, out in zip(lanes, instrs, outs):
             if record is not None:
                 record(instr, out)
@@ -229,12 +277,12 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
             last_arg = INVALID_NODE
             if mode == "bvh8":
                 n0 = nodes[r][0]
+                _, box_tests, tri_tests = node_tests(instr, out)
+                c["box_tests"][r] += box_tests
+                c["tri_tests"][r] += tri_tests
                 if n0 & 0xF == 5:
-                    c["box_tests"][r] += _box8_count(instr["node"][0])
                     data = dw[:8]
                 elif n0 & 7 <= 3:
-                    tri1 = dw[4:8] != [_POS_INF, 0x3F800000, 0x3F800000, 0]
-                    c["tri_tests"][r] += 1 + int(tri1)
                     for k in (0, 1):
                         t = dw[4 * k]
                         if t < _POS_INF and t < t_hit[r] and not t & 0x80000000:
@@ -295,21 +343,22 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
                     tr.dual_live += instr["node_ptr"][1] != _NULL_PTR
             if walk[r] is not None:
                 last_arg = walk[r]
-            visited = nodes[r][0]
-            new_addr, dst = S.stack_op(
-                op, addr[r], last_arg, data, lds, stack_size=stack_size, prim_range=prim_range
+            requests.append(
+                {
+                    "op": op,
+                    "stack_addr": addr[r],
+                    "last_node_ptr": last_arg,
+                    "data": list(data),
+                    "prim_range": int(prim_range),
+                }
             )
+        answers = yield ("stack", lanes, requests)
+        for r, request, (new_addr, dst) in zip(lanes, requests, answers):
+            c = tr.counts
+            data, last_arg = request["data"], request["last_node_ptr"]
+            visited = nodes[r][0]
             if stack_record is not None:
-                stack_record(
-                    {
-                        "op": op,
-                        "stack_addr": addr[r],
-                        "last_node_ptr": last_arg,
-                        "data": list(data),
-                        "prim_range": int(prim_range),
-                    },
-                    (new_addr, dst),
-                )
+                stack_record(request, (new_addr, dst))
             c["stack_ops"][r] += 1
             before, after = S.unpack_stack_addr(addr[r]), S.unpack_stack_addr(new_addr)
             if after["has_overflowed"] and not before["has_overflowed"]:
@@ -352,6 +401,19 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
 
 
 _COUNT_CACHE = {}
+
+
+def node_tests(instr, out):
+    """``(kind, box tests, triangle tests)`` of a BVH8 intersect instruction and its result:
+    kind 0 a box node (its children tested), 1 a triangle pair (one or two triangles), 2 an
+    instance node."""
+    ptr = instr["node_ptr"][0]
+    if ptr & 0xF == 5:
+        return 0, _box8_count(instr["node"][0]), 0
+    if ptr & 7 <= 3:
+        tri1 = list(out["dw"][4:8]) != [_POS_INF, 0x3F800000, 0x3F800000, 0]
+        return 1, 0, 1 + int(tri1)
+    return 2, 0, 0
 
 
 def _box8_count(dwords):

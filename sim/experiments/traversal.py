@@ -27,6 +27,9 @@ RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray
 ``RAYS`` camera rays on the 56k bunny, every intersect and stack instruction through the
 ``ray_accel`` and ``ds_bvh_stack`` RTL on the ``fast-behavioural`` backend, for each accelerator
 build of :data:`._trav_scale.BUILDS` side by side.
+
+``--rtl`` runs instead the whole loop on the RTL (:mod:`._trav_rtl`): every intersect through the
+``rt_unit`` RTL, every stack instruction through ``ds_bvh_stack``, timed against the CU model.
 """
 
 import csv
@@ -86,6 +89,9 @@ def arguments(parser):
         "intersect and stack instruction through the RTL (fast-behavioural backend; builds the "
         "accelerator models on first use, minutes)",
     )
+    from . import _trav_rtl
+
+    _trav_rtl.arguments(parser)
 
 
 def check_options(options):
@@ -93,6 +99,11 @@ def check_options(options):
     rays = options.get("rtl_scale")
     if rays is not None and rays < 1:
         raise ValueError(f"--rtl-scale must be a positive number of rays, not {rays}")
+    if rays is not None and "rtl" in options:
+        raise ValueError("--rtl-scale and --rtl are two different runs: give one of them")
+    loose = [name for name in ("rtl_rays", "rtl_backend") if name in options]
+    if loose and "rtl" not in options:
+        raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
 
 
 def utilization_table():
@@ -280,9 +291,10 @@ def _t95(n):
     return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
-def measure(quick=False, progress=None, rtl_scale=None):
+def measure(quick=False, progress=None, rtl_scale=None, **rtl_options):
     """Everything the report shows, as plain data (lists, dicts, numbers, strings);
-    ``rtl_scale``: the run at scale on the RTL instead (module doc string)."""
+    ``rtl_scale``: the run at scale on the RTL instead; ``rtl=True`` (with ``rtl_rays``,
+    ``rtl_backend``): the loop on the RT unit RTL instead (module doc string)."""
     if rtl_scale is not None:
         from . import _trav_scale
 
@@ -292,6 +304,10 @@ def measure(quick=False, progress=None, rtl_scale=None):
             progress=progress,
             warn=lambda note: _warn(f"{NAME}: {note}"),
         )
+    if rtl_options.get("rtl"):
+        from . import _trav_rtl
+
+        return _trav_rtl.measure(quick=quick, progress=progress, **rtl_options)
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
@@ -600,6 +616,10 @@ def report(data, out_dir):
         from . import _trav_scale
 
         return _trav_scale.report(data, out_dir)
+    if data.get("rtl_loop"):
+        from . import _trav_rtl
+
+        return _trav_rtl.report(data, out_dir)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,0 +1,628 @@
+"""The traversal loop on the RTL: ``gpurtl experiment traversal --rtl``.
+
+The shader side of the loop runs in Python (:func:`._trav_loop.wave_program`, the bit-exact
+loop of gpurt ``TraceRay3_1.hlsl``), every decision taken from the RTL's outputs: each lane's
+``image_bvh8_intersect_ray`` goes through the ``rt_unit`` RTL (node fetch through its L0, the ray
+accelerator, per-wave ``bvhcnt``), cycle by cycle in a session, with the levels below L0 of the
+CU model's memory hierarchy behind its memory port
+(:class:`gpurtl.golden.cu.rt_unit.HierarchyPort`); each lane's ``ds_bvh_stack_push8_pop1`` goes
+through the ``ds_bvh_stack`` RTL in a second session. Both sessions compare every output with
+their golden models as it comes out (a difference stops the run: :class:`RtlLoopError`).
+
+The clock is the RT unit's; the scheduling rules of the shader side (VALU work, one memory
+instruction a cycle, the texture address path, the LDS unit, the waits on ``bvhcnt``) are the
+CU model's RT unit mode, :func:`gpurtl.golden.cu.rt_unit.run`, which this module drives with the
+RTL as its RT unit. :func:`compare` runs the CU model on the same waves in that mode (the golden
+RT unit: it must agree cycle for cycle) and with its formulas (:func:`gpurtl.golden.cu.simulate`,
+the traversal experiment's timing: the difference is measured and bounded).
+"""
+
+import time
+
+import numpy as np
+
+from gpurtl.facts.ds_bvh_stack import StackOp
+from gpurtl.golden.cu import WaveTrace, simulate
+from gpurtl.golden.memory import Level
+from gpurtl.golden.ray_accel.ds_bvh_stack import pack_stack_addr, unpack_stack_addr
+
+from ..backends import BACKENDS
+from ..core import registry
+from ..harness.session import MismatchError
+from . import ExperimentFailed
+from ._trav_calib import rdna4_params
+
+__all__ = [
+    "RAYS",
+    "RT_UNIT",
+    "RtlLoopError",
+    "accel_timing",
+    "arguments",
+    "check_against",
+    "compare",
+    "cu_params",
+    "measure",
+    "node_memory",
+    "report",
+    "rt_unit_params",
+    "run_loop",
+    "utilization",
+]
+
+#: The RT unit build of the loop: the smallest accelerator with the triangle-pair path (BVH8
+#: leaves), a 2 KB L0 (16 lines, so the small bunny's 100-odd node lines miss), 4 waves.
+RT_UNIT = {
+    "size": 2048,
+    "ways": 4,
+    "mshrs": 4,
+    "targets": 4,
+    "id_bits": 4,
+    "line_bits": 16,
+    "tag_bits": 2,
+    "engines": 1,
+    "boxes_per_engine": 1,
+    "triangles": True,
+    "transforms": False,
+    "fp": "shallow",
+}
+
+#: Rays of the run (``--rtl-rays``): default, ``--quick``. Two waves of 32 by default: two of
+#: the RT unit's four wave slots busy at once, a few thousand cycles a wave; on the Amaranth
+#: simulator the triangle-capable accelerator runs some tens of cycles a second, so the quick
+#: run is one wave of four rays.
+RAYS = (64, 4)
+BACKENDS_RTL = ("pysim", "verilator")
+
+
+def arguments(group):
+    """The experiment's options of the RTL loop (for ``traversal.arguments``)."""
+    import argparse
+
+    def positive(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+        return value
+
+    group.add_argument(
+        "--rtl",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="the loop on the RTL: every intersect through the rt_unit RTL, every stack "
+        "instruction through ds_bvh_stack, timed against the CU model (small bunny)",
+    )
+    group.add_argument(
+        "--rtl-rays",
+        type=positive,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help=f"rays of the --rtl run (default {RAYS[0]}, --quick {RAYS[1]})",
+    )
+    group.add_argument(
+        "--rtl-backend",
+        choices=BACKENDS_RTL,
+        default=argparse.SUPPRESS,
+        help="simulator of the --rtl run (default pysim; verilator builds the RT unit once)",
+    )
+
+
+class RtlLoopError(ExperimentFailed):
+    """The RTL gave an output its golden model does not (or the loop could not go on)."""
+
+
+def rt_unit_params(changes=None):
+    """The ``rt_unit`` parameter dictionary of the loop (:data:`RT_UNIT` with ``changes``)."""
+    return registry.get("rt_unit").resolve(dict(RT_UNIT, **(changes or {})))
+
+
+def accel_timing(rt):
+    """``(initiation interval, latency)`` of the RT unit build's ray accelerator."""
+    from gpurtl.sim.blocks.rt_unit import _top_golden
+
+    accel = _top_golden(**rt).accel
+    return accel.groups, accel.groups + len(accel.line)
+
+
+def cu_params(rt, **changes):
+    """The CU model's configuration for the same run: RDNA 4's shader side
+    (:func:`._trav_calib.rdna4_params`), ``2 ** tag_bits`` wave slots on two SIMDs with static
+    VGPRs, the L0 level with the RT unit's geometry, its hit latency (1 cycle) and misses in
+    flight, the levels below as RDNA 4's, the accelerator's initiation interval and latency;
+    then ``changes``."""
+    base = rdna4_params()
+    ii, latency = accel_timing(rt)
+    waves = 1 << rt["tag_bits"]
+    l0 = Level("L0", rt["size"], rt["ways"], 1, 1.0, rt["mshrs"])
+    params = base.replace(
+        simds=2,
+        slots_per_simd=waves // 2,
+        vgpr_mode="static",
+        levels=[l0] + base.levels[1:],
+        ra_ii=ii,
+        ra_latency=latency,
+    )
+    return params.replace(**changes)
+
+
+def node_memory(scene):
+    """``line -> 1024-bit value`` of a BLAS scene's node image (line = byte offset / 128)."""
+    image = scene.bvhs[0].image
+    lines = {}
+    for offset in image:
+        if offset % 128 == 0:
+            words = list(image[offset]) + [0] * (32 - len(image[offset]))
+            lines[offset // 128] = sum(int(w) << (32 * k) for k, w in enumerate(words[:32]))
+    return lines
+
+
+class _ProgramSource:
+    """A wave of the loop (:func:`._trav_loop.wave_program`) as the CU model's RT unit mode asks
+    for it (:func:`gpurtl.golden.cu.rt_unit.run`): its intersect instructions go to the RT unit
+    the mode drives, its stack instructions through the ``ds_bvh_stack`` session ``stack``."""
+
+    def __init__(self, index, make_program, stack, tests):
+        self.index, self.make_program, self.stack, self.tests = index, make_program, stack, tests
+        self.iterations = []  # per intersect: [(lane, line, kind, box, tri)] for the CU model
+        self.trace = self.answers = self.items = None
+
+    def start(self, slot):
+        self.slot = slot
+        self.program = self.make_program(slot)
+        return self._intersect(next(self.program))
+
+    def _intersect(self, message):
+        _, self.lanes, self.items = message
+        return [_kind(i) for i in self.items], [_payload(self.slot, i) for i in self.items]
+
+    def results(self, results):
+        self.iterations.append(
+            [
+                (lane, i["node_ptr"][0] >> 4, *self.tests(i, o))
+                for lane, i, o in zip(self.lanes, self.items, results)
+            ]
+        )
+        _, _, requests = self.program.send(results)
+        self.answers = _stack(self.stack, requests)
+        return len(requests)
+
+    def stacked(self):
+        try:
+            return self._intersect(self.program.send(self.answers))
+        except StopIteration as stop:
+            self.trace = stop.value
+            return None
+
+
+def run_loop(
+    scene,
+    origins,
+    directions,
+    *,
+    backend="pysim",
+    rt=None,
+    params=None,
+    stack_size=16,
+    hook=None,
+):
+    """Trace ``origins``/``directions`` (float arrays (n, 3); waves of 32 consecutive rays)
+    through ``scene`` (a BVH8 BLAS :class:`._trav_loop.Scene`) with every intersect and stack
+    instruction on the RTL of ``backend``, under the rules of the CU model's RT unit mode
+    (:func:`gpurtl.golden.cu.rt_unit.run`).
+
+    ``rt``: the ``rt_unit`` parameters (default :func:`rt_unit_params`); ``params``: the
+    shader side's :class:`~gpurtl.golden.cu.CuParams` (default :func:`cu_params`).
+    ``hook(session)`` sees the RT unit's session once it is open (tests corrupt its outputs).
+
+    Returns a dictionary: per-wave :class:`._trav_loop.WaveTrace` (``traces``), the run
+    (:class:`gpurtl.golden.cu.rt_unit.RtRun`: instruction records, cycles, L0 lookups, busy
+    cycles), the sessions' passed/failed counts and the CU model's wave traces of the same
+    run. Raises :class:`RtlLoopError` at the first output that differs from a golden model."""
+    from gpurtl.golden.cu.rt_unit import HierarchyPort, run
+
+    from ._trav_loop import node_tests, wave_program
+
+    rt = rt if rt is not None else rt_unit_params()
+    ii, latency = accel_timing(rt)
+    p = params if params is not None else cu_params(rt)
+    slots = 1 << rt["tag_bits"]
+    lines = node_memory(scene)
+    if max(lines) >> rt["line_bits"]:
+        raise ValueError(f"the scene's node lines need more than `line_bits`={rt['line_bits']}")
+    memory = HierarchyPort(p.levels[1:], make_line=lambda line: lines.get(line, 0), warm=lines)
+    stack_block = registry.get("ds_bvh_stack")
+    stack_params = stack_block.resolve({"stack_size": stack_size, "waves": slots, "lanes": 32})
+    base_of = stack_block.golden(**stack_params).base_of
+    rt_block = registry.get("rt_unit")
+    chosen = BACKENDS[backend]
+    started = time.monotonic()
+    try:
+        with (
+            chosen.session(rt_block, rt, golden=True, strict=True) as rt_s,
+            chosen.session(stack_block, stack_params, golden=True, strict=True) as ds_s,
+        ):
+            if hook is not None:
+                hook(rt_s)
+
+            class Unit:  # the RT unit RTL, one cycle a step
+                step = staticmethod(rt_s.apply)
+
+            def program(first):
+                # the wave's stacks are in the LDS region of the slot it runs in
+                return lambda slot: wave_program(
+                    scene,
+                    origins[first : first + 32],
+                    directions[first : first + 32],
+                    stack_size=stack_size,
+                    bases=[base_of(slot, lane) for lane in range(32)],
+                )
+
+            sources = [
+                _ProgramSource(index, program(first), ds_s, node_tests)
+                for index, first in enumerate(range(0, len(origins), 32))
+            ]
+            out = run(sources, p, Unit, memory, slots=slots, idle=_zero_payload(rt))
+            sessions = {
+                "rt_unit": [rt_s.report.passed, rt_s.report.failed],
+                "ds_bvh_stack": [ds_s.report.passed, ds_s.report.failed, ds_s.received],
+            }
+    except MismatchError as error:
+        raise RtlLoopError(f"RTL output differs from the golden model: {error}") from None
+    return {
+        "run": out,
+        "cycles": out.cycles,
+        "records": out.instructions,
+        "lookups": out.lookups,
+        "busy": out.busy,
+        "accel_results": out.results,
+        "traces": [s.trace for s in sources],
+        "cu_waves": [WaveTrace(s.iterations, [], tag=s.index) for s in sources],
+        "accel_ii": ii,
+        "accel_latency": latency,
+        "rt": rt,
+        "params": p,
+        "warm": list(lines),
+        "sessions": sessions,
+        "wall_s": time.monotonic() - started,
+    }
+
+
+def _kind(instr):
+    ptr = instr["node_ptr"][0]
+    return 0 if ptr & 0xF == 5 else 1 if ptr & 7 <= 3 else 2
+
+
+_FIELDS = ("dual", "ray", "node_ptr", "pointer_flags", "desc")
+
+
+def _payload(wave, instr):
+    """The RT unit's instruction (its ``tag`` the wave slot) of a loop instruction."""
+    return {"tag": wave, **{key: instr[key] for key in _FIELDS}}
+
+
+def _zero_payload(params):
+    from gpurtl.hdl.rt_unit import fetch_layout
+
+    from ..core import layouts
+
+    return layouts.unpack(fetch_layout(params["tag_bits"]), 0)
+
+
+def _stack(session, requests):
+    """The lanes' stack instructions through the ``ds_bvh_stack`` session: ``(new_stack_addr,
+    dst)`` per lane, ``dst`` a pair for ``push8_pop2``."""
+    rows = [
+        dict(q, stack_addr=unpack_stack_addr(q["stack_addr"]), tri_size_opt=0) for q in requests
+    ]
+    session.send(rows)
+    answers = []
+    for q, a in zip(requests, session.receive()):
+        if a["error"]:
+            raise RtlLoopError(f"ds_bvh_stack refused a loop instruction: {q}")
+        dst = (a["dst0"], a["dst1"]) if q["op"] == int(StackOp.PUSH8_POP2) else a["dst0"]
+        answers.append((pack_stack_addr(a["stack_addr"]), dst))
+    return answers
+
+
+def utilization(box, pairs, tri, nodes, cycles):
+    """The traversal experiment's three forms (percent of the RDNA 4 accelerator's peak): the
+    article's formula (box tests / 8 + pair nodes), engine-cycle utilization (box tests / 8 +
+    triangles / 2) and issue-slot occupancy (nodes taken a cycle)."""
+    cycles = max(1, cycles)
+    return {
+        "article": 100 * (box / 8 + pairs) / cycles,
+        "engine": 100 * (box / 8 + tri / 2) / cycles,
+        "issue": 100 * nodes / cycles,
+    }
+
+
+def compare(result):
+    """The CU model on the same waves and configuration as the RTL run ``result`` of
+    :func:`run_loop`, in its two timing modes: ``model``, the formulas of
+    :func:`gpurtl.golden.cu.simulate` (the traversal experiment's default), and ``exact``, the
+    RT unit mode (:func:`gpurtl.golden.cu.rt_unit.simulate_rt_unit`, the golden RT unit's own
+    timing). Side by side: totals, utilization, L0 lookups; per instruction kind, the
+    differences RTL - model of the completion cycles, the issue cycles and the latencies
+    (completion - issue: what the instruction itself took, without the difference carried over
+    from the instructions before it)."""
+    from gpurtl.golden.cu.rt_unit import simulate_rt_unit
+
+    waves, p = result["cu_waves"], result["params"]
+    formula = simulate(waves, p, warm_lines=result["warm"])
+    ii = result["accel_ii"]
+    exact = simulate_rt_unit(
+        waves,
+        p,
+        result["rt"],
+        warm_lines=result["warm"],
+        accel_groups=ii,
+        accel_depth=result["accel_latency"] - ii,
+    )
+    steps = [step for w in waves for it in w.iterations for step in it]
+    work = (
+        sum(s[3] for s in steps),
+        sum(1 for s in steps if s[2] == 1),
+        sum(s[4] for s in steps),
+        len(steps),
+    )
+    l0 = formula.memory["L0"]
+    lookups = {"hit": l0["hits"], "pending_hit": l0["pending_hits"], "miss": l0["misses"]}
+    return {
+        "rtl": _side(result["cycles"], result["lookups"], work),
+        "model": _side(formula.cycles, lookups, work),
+        "exact": _side(exact.cycles, exact.lookups, work),
+        "instructions": len(result["records"]),
+        "model_instructions": len(formula.instructions),
+        "completion": _differences(result["records"], formula.instructions),
+        "exact_completion": _differences(result["records"], exact.instructions),
+        "bvh_latency": {
+            "rtl": _spread(_latencies(result["records"])),
+            "model": _spread(_latencies(formula.instructions)),
+        },
+    }
+
+
+def _side(cycles, lookups, work):
+    box, pairs, tri, nodes = work
+    return {"cycles": cycles, "lookups": lookups, **utilization(box, pairs, tri, nodes, cycles)}
+
+
+def _latencies(records):
+    return np.array([done - issue for _, kind, issue, done in records if kind == "bvh"], np.int64)
+
+
+def _differences(records, model):
+    """Per instruction kind: RTL - model of completion, issue and latency (``_spread`` each),
+    the count and how many completions are equal; instructions matched by wave, kind and
+    order."""
+    theirs, seen = {}, {}
+    for wave, kind, issue, done in model:
+        n = seen.get((wave, kind), 0)
+        theirs[(wave, kind, n)] = (issue, done)
+        seen[(wave, kind)] = n + 1
+    seen, diffs, kinds = {}, [], []
+    for wave, kind, issue, done in records:
+        n = seen.get((wave, kind), 0)
+        seen[(wave, kind)] = n + 1
+        other = theirs.get((wave, kind, n))
+        if other is None:
+            raise RtlLoopError(f"the CU model has no {kind} instruction {n} of wave {wave}")
+        diffs.append((done - other[1], issue - other[0], (done - issue) - (other[1] - other[0])))
+        kinds.append(kind)
+    out = {}
+    for kind in ("bvh", "ds"):
+        d = np.array([x for x, k in zip(diffs, kinds) if k == kind], np.int64).reshape(-1, 3)
+        out[kind] = _spread(d[:, 0])
+        out[kind]["issue"] = _spread(d[:, 1])
+        out[kind]["latency"] = _spread(d[:, 2])
+        out[kind].update(count=len(d), equal=int((d[:, 0] == 0).sum()))
+    return out
+
+
+def _spread(values):
+    """Max |x| (or max), median, mean, min and max of ``values``."""
+    if not len(values):
+        return {"max_abs": 0, "median": 0, "mean": 0.0, "min": 0, "max": 0}
+    return {
+        "max_abs": int(np.abs(values).max()),
+        "median": float(np.median(values)),
+        "mean": float(np.mean(values)),
+        "min": int(values.min()),
+        "max": int(values.max()),
+    }
+
+
+def measure(quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="pysim"):
+    """The ``--rtl`` run's data: the loop on the RTL over the packaged small bunny, checked
+    against the golden traversal, and the CU model on the same configuration."""
+    from gpurtl.golden.bvh import mesh as M
+
+    from ._trav_loop import trace_wave
+    from ._trav_scalar import build_scene
+    from .obb import make_rays
+
+    rays = rtl_rays or RAYS[1 if quick else 0]
+    bunny = M.bunny()
+    scene = build_scene("bunny", bunny, "bvh8")
+    origins, directions = make_rays(bunny, rays, seed=3)
+    if progress:
+        progress(0, 2, f"{rays} rays on the {rtl_backend} RTL")
+    result = run_loop(scene, origins, directions, backend=rtl_backend)
+    if progress:
+        progress(1, 2, f"{result['cycles']} cycles on the RTL; the CU model")
+    golden = [
+        trace_wave(scene, origins[k : k + 32], directions[k : k + 32]) for k in range(0, rays, 32)
+    ]
+    check = check_against(result["traces"], golden)
+    if check["differ"]:
+        raise RtlLoopError(f"the loop on the RTL differs from the golden traversal: {check}")
+    cmp = compare(result)
+    exact = cmp["exact_completion"]
+    if any(d["equal"] != d["count"] for d in exact.values()):
+        raise RtlLoopError(f"the RTL's timing differs from the CU model's RT unit mode: {exact}")
+    if progress:
+        progress(2, 2, "compared")
+    rt = rt_unit_params()
+    return {
+        "rtl_loop": True,
+        "backend": rtl_backend,
+        "rays": rays,
+        "waves": len(golden),
+        "rt_unit": rt,
+        "accel": {"ii": result["accel_ii"], "latency": result["accel_latency"]},
+        "cu_params": result["params"].as_dict(),
+        "check": check,
+        "busy": result["busy"],
+        "refused": result["run"].refused,
+        "accel_busy": result["accel_results"] * result["accel_ii"],
+        "sessions": result["sessions"],
+        "comparison": cmp,
+        "wall_s": result["wall_s"],
+    }
+
+
+def check_against(traces, golden):
+    """The RTL loop's per-wave traces against the golden loop's: closest hits (primitive and
+    distance) and instruction counts."""
+    out = {"differ": 0}
+    for name in ("steps", "stack_ops", "box_tests", "tri_tests"):
+        out[name] = [
+            int(sum(int(t.counts[name].sum()) for t in traces)),
+            int(sum(int(t.counts[name].sum()) for t in golden)),
+        ]
+        out["differ"] += out[name][0] != out[name][1]
+    same = [
+        bool((a.prim == b.prim).all() and np.array_equal(a.t, b.t))
+        for a, b in zip(traces, golden, strict=True)
+    ]
+    out["hits"] = int(sum(int((t.prim >= 0).sum()) for t in traces))
+    out["same_hits_waves"] = [int(sum(same)), len(same)]
+    out["differ"] += not all(same)
+    return out
+
+
+def _rate(lookups):
+    total = sum(lookups.values())
+    return {k: 100 * v / total if total else 0.0 for k, v in lookups.items()}
+
+
+def report(data, out_dir):
+    """``summary.md`` of the ``--rtl`` run and the report rows."""
+    import json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "traversal_rtl.json").write_text(json.dumps(data))
+    c = data["comparison"]
+    rtl, model, exact = c["rtl"], c["model"], c["exact"]
+    ck = data["check"]
+    rt = data["rt_unit"]
+    lines = [
+        "# The traversal loop on the RTL",
+        "",
+        f"{data['rays']} rays ({data['waves']} waves) of the packaged small bunny, BVH8; every "
+        f"intersect instruction through the `rt_unit` RTL and every stack instruction through "
+        f"`ds_bvh_stack` ({data['backend']}), each output checked against the golden models: "
+        f"0 mismatches. RT unit: L0 {rt['size']} B, {rt['ways']} ways, {rt['mshrs']} MSHRs x "
+        f"{rt['targets']} targets, {1 << rt['tag_bits']} waves, accelerator {rt['engines']}x"
+        f"{rt['boxes_per_engine']} ({rt['fp']}): initiation interval {data['accel']['ii']}, "
+        f"latency {data['accel']['latency']} cycles.",
+        "",
+        f"Against the golden traversal: {ck['steps'][0]} intersect instructions (golden "
+        f"{ck['steps'][1]}), {ck['stack_ops'][0]} stack instructions (golden "
+        f"{ck['stack_ops'][1]}), closest hits equal in {ck['same_hits_waves'][0]} of "
+        f"{ck['same_hits_waves'][1]} waves ({ck['hits']} rays hit).",
+        "",
+        "CU model, same waves and configuration: *formulas* is `golden.cu.simulate` (the "
+        "traversal experiment's timing), *RT unit mode* is `golden.cu.rt_unit` (the golden RT "
+        "unit's own timing). Utilization over the whole run.",
+        "",
+        "| | RTL | CU model, RT unit mode | CU model, formulas |",
+        "|---|---|---|---|",
+        f"| cycles | {rtl['cycles']} | {exact['cycles']} | {model['cycles']} |",
+    ]
+    for key, label in (
+        ("article", "article formula %"),
+        ("engine", "engine-cycle %"),
+        ("issue", "issue-slot %"),
+    ):
+        lines.append(f"| {label} | {rtl[key]:.2f} | {exact[key]:.2f} | {model[key]:.2f} |")
+    rates = [_rate(side["lookups"]) for side in (rtl, exact, model)]
+    for key in ("hit", "pending_hit", "miss"):
+        cells = " | ".join(
+            f"{side['lookups'][key]} ({r[key]:.1f}%)" for side, r in zip((rtl, exact, model), rates)
+        )
+        lines.append(f"| L0 {key.replace('_', ' ')} | {cells} |")
+    lines += [
+        f"| RT unit busy cycles (some bvhcnt > 0) | {data['busy']} | | |",
+        f"| accelerator busy cycles (results x II) | {data['accel_busy']} | | |",
+        f"| cycles a lane was refused: its wave's bvhcnt at 7 / other (ray buffer, L0) | "
+        f"{data['refused']['full']} / {data['refused']['other']} | | |",
+        "",
+        "Per instruction, RTL minus CU model (cycles): the completion cycle, and the latency "
+        "(completion - issue, without what earlier instructions carried over):",
+        "",
+        "| mode | instructions | count | completion equal | completion max abs | median | "
+        "min / max | latency max abs | latency median | latency min / max |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mode, table in (("RT unit mode", "exact_completion"), ("formulas", "completion")):
+        for kind, d in c[table].items():
+            lat = d["latency"]
+            lines.append(
+                f"| {mode} | {kind} | {d['count']} | {d['equal']} | {d['max_abs']} | "
+                f"{d['median']:.0f} | {d['min']} / {d['max']} | {lat['max_abs']} | "
+                f"{lat['median']:.0f} | {lat['min']} / {lat['max']} |"
+            )
+    lat = c["bvh_latency"]
+    lines += [
+        "",
+        f"Intersect instruction latency (issue to last result): RTL median "
+        f"{lat['rtl']['median']:.0f}, max {lat['rtl']['max']}; CU model (formulas) median "
+        f"{lat['model']['median']:.0f}, max {lat['model']['max']}.",
+        "",
+        f"Run: {data['wall_s']:.0f} s wall on the RTL.",
+    ]
+    rr, mr = rates[0], rates[2]
+    summary = out_dir / "summary.md"
+    summary.write_text("\n".join(lines) + "\n")
+    bvh = c["completion"]["bvh"]
+    rows = [
+        (
+            "instructions through the RTL (intersect / stack)",
+            f"{ck['steps'][0]} / {ck['stack_ops'][0]}",
+        ),
+        ("golden-model mismatches", 0),
+        (
+            "cycles RTL / CU model RT unit mode / formulas",
+            f"{rtl['cycles']} / {exact['cycles']} / {model['cycles']}",
+        ),
+        (
+            "instructions equal to the RT unit mode, cycle for cycle",
+            f"{sum(d['equal'] for d in c['exact_completion'].values())} of {c['instructions']}",
+        ),
+        (
+            "utilization RTL: article / engine / issue %",
+            f"{rtl['article']:.2f} / {rtl['engine']:.2f} / {rtl['issue']:.2f}",
+        ),
+        (
+            "utilization CU model: article / engine / issue %",
+            f"{model['article']:.2f} / {model['engine']:.2f} / {model['issue']:.2f}",
+        ),
+        (
+            "L0 hit / pending / miss % RTL (CU model)",
+            " / ".join(f"{rr[k]:.1f} ({mr[k]:.1f})" for k in ("hit", "pending_hit", "miss")),
+        ),
+        (
+            "intersect RTL - CU model formulas: completion max abs, median; latency max abs, "
+            "median",
+            f"{bvh['max_abs']}, {bvh['median']:.0f}; {bvh['latency']['max_abs']}, "
+            f"{bvh['latency']['median']:.0f}",
+        ),
+    ]
+    return {
+        "title": "Traversal loop on the RTL (rt_unit + ds_bvh_stack) against the CU model",
+        "rows": rows,
+        "files": [str(summary), str(out_dir / "traversal_rtl.json")],
+    }
