@@ -120,10 +120,11 @@ def test_rtl_loop_on_verilator(bunny):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["obb", "--rtl"], "--rtl is an option of experiment `traversal`, not of `obb`"),
-        (["traversal", "--rtl-rays", "3"], "--rtl-rays: only with --rtl"),
+        (["obb", "--rtl"], "--rtl is an option of experiment `traversal`, not `obb`"),
+        (["traversal", "--rtl-rays", "3"], "--rtl-rays is an option of --rtl: give --rtl too"),
         (["traversal", "--rtl", "--rtl-rays", "0"], "must be a positive integer, not '0'"),
         (["traversal", "--rtl", "--rtl-backend", "fast"], "invalid choice: 'fast'"),
+        (["traversal", "--rtl", "--rtl-scale", "10"], "--rtl-scale and --rtl are two different"),
     ],
 )
 def test_rtl_options_refused(argv, message, tmp_path, capsys):
