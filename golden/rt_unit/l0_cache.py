@@ -31,23 +31,11 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
 * ``event`` reports every accepted request's lookup result (``HIT``, ``PENDING``, ``MISS``).
 """
 
-__all__ = ["HIT", "PENDING", "MISS", "LINE_BYTES", "L0CacheModel", "cache_geometry"]
+from gpurtl.facts.rt_unit import LINE_BYTES, L0Geometry
 
-LINE_BYTES = 128
+__all__ = ["HIT", "PENDING", "MISS", "LINE_BYTES", "L0CacheModel"]
+
 HIT, PENDING, MISS = 0, 1, 2
-
-
-def cache_geometry(size, ways):
-    """``sets`` of a cache of ``size`` bytes and ``ways`` ways of 128-byte lines; raises
-    ValueError for sizes that do not make a power-of-two number of sets."""
-    if not isinstance(ways, int) or ways < 1 or ways & (ways - 1):
-        raise ValueError(f"`ways` must be a power of two, not {ways!r}")
-    if not isinstance(size, int) or size <= 0 or size % (LINE_BYTES * ways):
-        raise ValueError(f"`size` must be a positive multiple of 128 x ways, not {size!r}")
-    sets = size // (LINE_BYTES * ways)
-    if sets & (sets - 1):
-        raise ValueError(f"`size` must make a power-of-two number of sets, not {sets} sets")
-    return sets
 
 
 class L0CacheModel:
@@ -55,17 +43,20 @@ class L0CacheModel:
 
     Parameters
     ----------
-    size, ways, mshrs, targets, id_bits, line_bits : int
-        As the RTL's (see its doc string).
+    geometry : L0Geometry, optional
+        The build (:class:`gpurtl.facts.rt_unit.L0Geometry`; default: its defaults).
+    **fields
+        Geometry fields that replace ``geometry``'s (``size=1024``, ...).
 
     ``step(inputs) -> outputs`` takes one cycle's inputs (fields as in the block's layouts),
     returns that cycle's outputs, then advances one clock.
     """
 
-    def __init__(self, size=2048, ways=4, mshrs=4, targets=4, id_bits=4, line_bits=16):
-        self.sets = cache_geometry(size, ways)
-        self.ways, self.mshrs, self.targets = ways, mshrs, targets
-        self.id_bits, self.line_bits = id_bits, line_bits
+    def __init__(self, geometry=None, **fields):
+        self.geometry = g = L0Geometry.of(geometry, **fields)
+        self.sets, self.ways, self.mshrs, self.targets = g.sets, g.ways, g.mshrs, g.targets
+        self.id_bits, self.line_bits = g.id_bits, g.line_bits
+        ways, mshrs = g.ways, g.mshrs
         # per set and way: None (invalid) or [line, pending, mshr index]
         self.tags = [[None] * ways for _ in range(self.sets)]
         self.lru = [list(range(ways)) for _ in range(self.sets)]  # least recently used first

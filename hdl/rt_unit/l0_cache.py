@@ -35,10 +35,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.rt_unit import LINE_BITS, L0Geometry
+
 __all__ = ["L0Cache", "LINE_BITS", "l0_layouts", "l0_signature"]
 
-#: Bits of one 128-byte line.
-LINE_BITS = 1024
 HIT, PENDING, MISS = 0, 1, 2
 
 
@@ -47,9 +47,10 @@ def _bits(count):
     return max(1, (count - 1).bit_length())
 
 
-def l0_signature(id_bits=4, line_bits=16):
-    """The :class:`wiring.Signature` of :class:`L0Cache` (ports depend on these two only)."""
-    request, response, mem_request, fill = l0_layouts(id_bits, line_bits)
+def l0_signature(geometry=None):
+    """The :class:`wiring.Signature` of :class:`L0Cache` of ``geometry`` (an
+    :class:`~gpurtl.facts.rt_unit.L0Geometry`, default: the default one)."""
+    request, response, mem_request, fill = l0_layouts(L0Geometry.of(geometry))
     return wiring.Signature(
         {
             "req": In(stream.Signature(request)),
@@ -62,8 +63,9 @@ def l0_signature(id_bits=4, line_bits=16):
     )
 
 
-def l0_layouts(id_bits, line_bits):
-    """``(request, response, memory request, fill)`` payload layouts."""
+def l0_layouts(geometry):
+    """``(request, response, memory request, fill)`` payload layouts of ``geometry``."""
+    id_bits, line_bits = geometry.id_bits, geometry.line_bits
     request = data.StructLayout({"id": id_bits, "line": line_bits})
     response = data.StructLayout({"id": id_bits, "data": LINE_BITS})
     mem_request = data.StructLayout({"line": line_bits})
@@ -76,18 +78,11 @@ class L0Cache(wiring.Component):
 
     Parameters
     ----------
-    size : int
-        Bytes; a multiple of ``128 * ways`` giving a power-of-two number of sets.
-    ways : int
-        Associativity, a power of two.
-    mshrs : int
-        Miss-status registers: lines missing at once (outstanding misses).
-    targets : int
-        Requests one miss register holds (the miss and the pending hits merged into it).
-    id_bits : int
-        Width of the request id carried to the response.
-    line_bits : int
-        Width of a line index (byte address / 128); more than the set index bits.
+    geometry : L0Geometry, optional
+        Size, ways, miss registers, targets, id and line index widths
+        (:class:`gpurtl.facts.rt_unit.L0Geometry`, which checks them; default: its defaults).
+    **fields
+        Geometry fields that replace ``geometry``'s (``size=1024``, ...).
 
     Attributes
     ----------
@@ -107,25 +102,13 @@ class L0Cache(wiring.Component):
         2 miss.
     """
 
-    def __init__(self, size=2048, ways=4, mshrs=4, targets=4, id_bits=4, line_bits=16):
-        if not isinstance(ways, int) or ways < 1 or ways & (ways - 1):
-            raise ValueError(f"`ways` must be a power of two, not {ways!r}")
-        if not isinstance(size, int) or size <= 0 or size % (128 * ways):
-            raise ValueError(f"`size` must be a positive multiple of 128 x ways, not {size!r}")
-        sets = size // (128 * ways)
-        if sets & (sets - 1):
-            raise ValueError(f"`size` must make a power-of-two number of sets, not {sets} sets")
-        for name, value in (("mshrs", mshrs), ("targets", targets), ("id_bits", id_bits)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer, not {value!r}")
-        set_bits = (sets - 1).bit_length()
-        if not isinstance(line_bits, int) or line_bits <= set_bits:
-            raise ValueError(f"`line_bits` must be an integer above {set_bits}, not {line_bits!r}")
-        self.size, self.ways, self.sets = size, ways, sets
-        self.mshrs, self.targets = mshrs, targets
-        self.id_bits, self.line_bits = id_bits, line_bits
-        self.set_bits, self.way_bits = set_bits, (ways - 1).bit_length()
-        super().__init__(l0_signature(id_bits, line_bits))
+    def __init__(self, geometry=None, **fields):
+        self.geometry = g = L0Geometry.of(geometry, **fields)
+        self.size, self.ways, self.sets = g.size, g.ways, g.sets
+        self.mshrs, self.targets = g.mshrs, g.targets
+        self.id_bits, self.line_bits = g.id_bits, g.line_bits
+        self.set_bits, self.way_bits = g.set_bits, g.way_bits
+        super().__init__(l0_signature(g))
 
     def state_layouts(self):
         """``(tag entry, miss register, drain, response register)`` layouts."""
