@@ -16,6 +16,7 @@ __all__ = [
     "LINE_BITS",
     "LINE_BYTES",
     "ORDERS",
+    "REPLACEMENTS",
     "WAVE_TAG_BITS",
 ]
 
@@ -23,6 +24,8 @@ __all__ = [
 LINE_BYTES = 128
 #: Bits of one line.
 LINE_BITS = 8 * LINE_BYTES
+#: Replacement policies: true least recently used, or tree pseudo-LRU (``ways - 1`` bits a set).
+REPLACEMENTS = ("lru", "plru")
 #: Node fetch output orders: the L0's response order, or in order within each wave (tag).
 ORDERS = ("l0", "wave")
 #: The node fetch's defaults: a 4-bit tag, each tag's instructions leaving in order.
@@ -56,6 +59,9 @@ class L0Geometry:
         ray buffer slots).
     line_bits : int
         Width of a line index (byte address / 128); more than the set index bits.
+    replacement : str
+        ``"lru"`` (true LRU) or ``"plru"`` (tree pseudo-LRU); the rules are in
+        :mod:`gpurtl.golden.rt_unit.l0_cache`.
 
     Raises
     ------
@@ -69,6 +75,7 @@ class L0Geometry:
     targets: int = 4
     id_bits: int = 4
     line_bits: int = 16
+    replacement: str = "lru"
 
     def __post_init__(self):
         ways, size = self.ways, self.size
@@ -86,6 +93,10 @@ class L0Geometry:
             raise ValueError(
                 f"`line_bits` must be an integer above the {self.set_bits} set index bits, "
                 f"not {self.line_bits!r}"
+            )
+        if self.replacement not in REPLACEMENTS:
+            raise ValueError(
+                f"`replacement` must be one of {', '.join(REPLACEMENTS)}, not {self.replacement!r}"
             )
 
     @property

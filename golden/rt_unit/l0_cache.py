@@ -5,11 +5,21 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
 * ``size`` bytes of 128-byte lines in ``size / (128 * ways)`` sets of ``ways`` ways; the set of
   line ``L`` (a line index: byte address / 128) is ``L % sets``. One line moves as one transfer
   on every port (``data`` is 1024 bits).
-* **Replacement: true LRU** per set. Every accepted request (hit, pending hit or miss) makes its
-  way the most recently used; a fill does not. The victim of a miss is the least recently used
-  way, so invalid ways, never touched, are used up first. The line is entered in the tags at the
-  miss, marked *pending* until its fill (as :class:`gpurtl.golden.memory.hierarchy.Cache` does),
-  so a later request to it is a *pending hit*.
+* **Replacement** (``replacement``), per set. Every accepted request (hit, pending hit or miss)
+  *uses* its way; a fill does not. The line is entered in the tags at the miss, marked *pending*
+  until its fill (as :class:`gpurtl.golden.memory.hierarchy.Cache` does), so a later request to
+  it is a *pending hit*.
+
+  - ``"lru"``, true LRU: a use makes the way the most recently used; the victim of a miss is the
+    least recently used way, so invalid ways, never used, go first.
+  - ``"plru"``, tree pseudo-LRU: ``ways - 1`` bits per set, the nodes of a binary tree over the
+    ways (node 0 the root, node ``n``'s children ``2n + 1`` over the lower half of its ways and
+    ``2n + 2`` over the upper half). A bit 0 says "the victim is in the lower half", 1 "the
+    upper half". A use sets each bit on the way's path to point away from the way; the victim
+    is found by following the bits from the root. That is the tree-PLRU of Wikipedia's "Cache
+    replacement policies" (section "Pseudo-LRU (PLRU)") and "Pseudo-LRU" articles. A choice
+    where they are silent: an invalid way (the lowest) is taken before the tree's victim, so a
+    cold set fills up as under LRU.
 * **Request acceptance** (``req.ready``) is worked out from this cycle's payload and the state at
   the start of the cycle: a hit needs the response register free (empty or taken this cycle) and
   no fill being returned; a pending hit needs room in its miss register's ``targets`` list; a
@@ -60,6 +70,7 @@ class L0CacheModel:
         # per set and way: None (invalid) or [line, pending, mshr index]
         self.tags = [[None] * ways for _ in range(self.sets)]
         self.lru = [list(range(ways)) for _ in range(self.sets)]  # least recently used first
+        self.plru = [[0] * (ways - 1) for _ in range(self.sets)]  # tree bits, node 0 the root
         self.data = [[0] * ways for _ in range(self.sets)]
         # per miss register: None (free) or {"line", "way", "ids", "sent"}
         self.mshr = [None] * mshrs
@@ -76,11 +87,30 @@ class L0CacheModel:
         for way, entry in enumerate(self.tags[s]):
             if entry is not None and entry[0] == line:
                 return (PENDING if entry[1] else HIT), way
-        return MISS, self.lru[s][0]
+        return MISS, self.victim(s)
+
+    def victim(self, s):
+        """The way a miss in set ``s`` replaces."""
+        if self.geometry.replacement == "lru":
+            return self.lru[s][0]
+        invalid = [way for way, entry in enumerate(self.tags[s]) if entry is None]
+        if invalid:
+            return invalid[0]
+        node = 0
+        while node < self.ways - 1:  # down the tree to a leaf: leaves are ways - 1 + way
+            node = 2 * node + 1 + self.plru[s][node]
+        return node - (self.ways - 1)
 
     def _touch(self, s, way):
-        self.lru[s].remove(way)
-        self.lru[s].append(way)
+        if self.geometry.replacement == "lru":
+            self.lru[s].remove(way)
+            self.lru[s].append(way)
+            return
+        node = self.ways - 1 + way
+        while node:  # up to the root, each parent pointing to the other child
+            parent = (node - 1) // 2
+            self.plru[s][parent] = int(node == 2 * parent + 1)
+            node = parent
 
     def step(self, inputs):
         req, fill = inputs["req"], inputs["fill"]

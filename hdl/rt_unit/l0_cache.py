@@ -1,4 +1,4 @@
-"""The RT unit's L0 vector cache for node fetches: set-associative, true LRU, with miss-status
+"""The RT unit's L0 vector cache for node fetches: set-associative, true LRU or tree pseudo-LRU, with miss-status
 registers that merge misses to a pending line, and out-of-order responses tagged by request id.
 
 The rules are written out once, in the golden model :mod:`gpurtl.golden.rt_unit.l0_cache`; this
@@ -6,7 +6,8 @@ module is their hardware form. In short:
 
 * Lines are 128 bytes (the size of a BVH8 node); every port moves one whole line per transfer
   (``data`` is 1024 bits): a line is never split into beats.
-* Tags, valid and pending bits and the LRU order of each set are registers; the data is an
+* Tags, valid and pending bits and the replacement state of each set (the LRU order, or the
+  ``ways - 1`` tree bits of pseudo-LRU) are registers; the data is an
   :class:`amaranth.lib.memory.Memory` of ``sets * ways`` lines with an asynchronous read port
   (the line read is registered into the response register, so the data array needs no output
   register of its own).
@@ -153,6 +154,7 @@ class L0Cache(wiring.Component):
             Signal(data.ArrayLayout(st.way_shape, ways), init=list(range(ways)), name=f"lru_s{s}")
             for s in range(sets)
         ]
+        st.plru = [Signal(max(1, ways - 1), name=f"plru_s{s}") for s in range(sets)]
         st.entry_l = entry_l
         st.mshr = Signal(data.ArrayLayout(miss_l, self.mshrs))
         st.drain = Signal(drain_l)
@@ -181,7 +183,14 @@ class L0Cache(wiring.Component):
                 m.d.comb += [cur.eq(st.tags[s]), cur_lru.eq(st.lru[s])]
         found = Signal()
         st.way = way = Signal(st.way_shape)  # the matching way, or the victim on a miss
-        m.d.comb += way.eq(cur_lru[0])
+        if self.geometry.replacement == "lru":
+            m.d.comb += way.eq(cur_lru[0])
+        else:
+            st.cur_plru = Signal.like(st.plru[0])
+            for s in range(self.sets):
+                with m.If(rset == s):
+                    m.d.comb += st.cur_plru.eq(st.plru[s])
+            m.d.comb += way.eq(self._plru_victim(m, cur, st.cur_plru))
         for w in reversed(range(ways)):
             with m.If(cur[w].valid & (cur[w].tag == line[set_bits:])):
                 m.d.comb += [found.eq(1), way.eq(w)]
@@ -211,6 +220,32 @@ class L0Cache(wiring.Component):
             self.event.valid.eq(accept),
             self.event.kind.eq(Mux(accept, kind, 0)),
         ]
+
+    def _plru_victim(self, m, cur, tree):
+        """The lowest invalid way of the set ``cur``, else the leaf the tree bits lead to."""
+        path = []  # the bits taken from the root down: the victim's way index, MSB first
+        for level in range(self.way_bits):
+            bit = Signal(name=f"plru_path{level}")
+            prefix = Cat(*reversed(path)) if path else 0
+            m.d.comb += bit.eq(tree.bit_select((1 << level) - 1 + prefix, 1))
+            path.append(bit)
+        victim = Signal(unsigned(_bits(self.ways)))
+        m.d.comb += victim.eq(Cat(*reversed(path)) if path else 0)
+        for w in reversed(range(self.ways)):
+            with m.If(~cur[w].valid):
+                m.d.comb += victim.eq(w)
+        return victim
+
+    def _plru_used(self, m, tree, way):
+        """``tree`` after a use of ``way``: each bit on its path points away from it."""
+        used = Signal.like(tree)
+        m.d.comb += used.eq(tree)
+        for level in range(self.way_bits):
+            shift = self.way_bits - level
+            for j in range(1 << level):
+                with m.If((way >> shift) == j):
+                    m.d.comb += used[(1 << level) - 1 + j].eq(~way[shift - 1])
+        return used
 
     def _memory_request(self, m, st):
         """The memory request register takes the lowest miss register not yet requested."""
@@ -299,17 +334,26 @@ class L0Cache(wiring.Component):
                                 st.tags[s][w].tag.eq(line[self.set_bits :]),
                                 st.tags[s][w].mshr.eq(st.free_k),
                             ]
-            position = Signal(st.way_shape)  # where the used way sits in the LRU order
-            for p in reversed(range(ways)):
-                with m.If(st.cur_lru[p] == way):
-                    m.d.comb += position.eq(p)
-            touched = Signal(data.ArrayLayout(st.way_shape, ways))
-            for p in range(ways - 1):
-                m.d.comb += touched[p].eq(Mux(p < position, st.cur_lru[p], st.cur_lru[p + 1]))
-            m.d.comb += touched[ways - 1].eq(way)
+            if self.geometry.replacement == "lru":
+                used, state = self._lru_used(m, st.cur_lru, way), st.lru
+            else:
+                used, state = self._plru_used(m, st.cur_plru, way), st.plru
             for s in range(self.sets):
                 with m.If(st.rset == s):
-                    m.d.sync += st.lru[s].eq(touched)
+                    m.d.sync += state[s].eq(used)
+
+    def _lru_used(self, m, order, way):
+        """The LRU ``order`` (least recent first) after a use of ``way``: it moves to the end."""
+        ways = self.ways
+        position = Signal.like(way)  # where the used way sits in the LRU order
+        for p in reversed(range(ways)):
+            with m.If(order[p] == way):
+                m.d.comb += position.eq(p)
+        used = Signal(order.shape())
+        for p in range(ways - 1):
+            m.d.comb += used[p].eq(Mux(p < position, order[p], order[p + 1]))
+        m.d.comb += used[ways - 1].eq(way)
+        return used
 
     def _fill(self, m, st):
         """Fills: write the line, clear its pending mark, return its targets from the next

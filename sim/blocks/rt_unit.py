@@ -9,7 +9,14 @@ model, sees the same outputs, so the inputs stay legal for it too; where it disa
 lockstep check reports the first differing cycle.
 """
 
-from gpurtl.facts.rt_unit import FETCH_ORDER, FETCH_TAG_BITS, ORDERS, WAVE_TAG_BITS, L0Geometry
+from gpurtl.facts.rt_unit import (
+    FETCH_ORDER,
+    FETCH_TAG_BITS,
+    ORDERS,
+    REPLACEMENTS,
+    WAVE_TAG_BITS,
+    L0Geometry,
+)
 from gpurtl.facts.waitcnt import profile as waitcnt_profile
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, RtUnitModel
@@ -43,6 +50,12 @@ _L0 = (
     Param("targets", _G.targets, "requests merged into one miss register", range=(1, 64)),
     Param("id_bits", _G.id_bits, "request id width", range=(1, 16)),
     Param("line_bits", _G.line_bits, "line index width (byte address / 128)", range=(4, 57)),
+    Param(
+        "replacement",
+        _G.replacement,
+        "replacement: true LRU or tree pseudo-LRU (ways - 1 bits a set)",
+        choices=REPLACEMENTS,
+    ),
 )
 #: The small build of all three blocks (``Block.small``: the smoke tests' variant).
 _SMALL = {"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8}
@@ -195,7 +208,7 @@ def _l0_defaults(**params):
 register(
     Block(
         name="l0_cache",
-        doc="RT unit L0 vector cache: 128-byte lines, true LRU, MSHRs with merging, "
+        doc="RT unit L0 vector cache: 128-byte lines, true LRU or tree pseudo-LRU, MSHRs with merging, "
         "out-of-order responses by id",
         kind="cycle",
         params=_L0,

@@ -192,3 +192,101 @@ def test_the_timing_table_of_the_docs():
     out = model.step(inputs({"id": 5, "line": 4}))
     assert out["event"] == {"valid": 1, "kind": HIT}
     assert model.step(inputs())["resp"] == {"valid": 1, "payload": {"id": 5, "data": 99}}
+
+
+def fill_set(model, lines):
+    """Misses to ``lines`` (all of one set), then their fills: the set holds them, in the order
+    given, in ways 0, 1, ... (invalid ways go first under both policies)."""
+    for k, line in enumerate(lines):
+        assert model.step(inputs({"id": k, "line": line}))["event"]["kind"] == MISS
+    for _ in range(len(lines) + 2):  # the memory request register sends them all
+        model.step(inputs())
+    for line in lines:
+        model.step(inputs(fill={"valid": 1, "payload": {"line": line, "data": line + 1}}))
+        model.step(inputs())
+    assert [entry[0] for entry in model.tags[lines[0] % model.sets]] == list(lines)
+
+
+@pytest.mark.parametrize("replacement, evicted", [("lru", "C"), ("plru", "B")])
+def test_the_tree_plru_example_of_wikipedia(replacement, evicted):
+    """Wikipedia, "Cache replacement policies", section "Pseudo-LRU (PLRU)": four lines A, C,
+    B, D in the tree's leaves (A and C under one half, B and D under the other), then the
+    accesses C, B, D, A: tree-PLRU evicts B where LRU evicts C (A's access points the root at
+    the half without C)."""
+    model = L0CacheModel(
+        size=512, ways=4, mshrs=4, targets=2, id_bits=4, line_bits=8, replacement=replacement
+    )
+    assert model.sets == 1
+    names = {"A": 10, "C": 11, "B": 12, "D": 13, "E": 14}
+    fill_set(model, [names[n] for n in "ACBD"])
+    for k, name in enumerate("CBDA"):
+        assert model.step(inputs({"id": k, "line": names[name]}))["event"]["kind"] == HIT
+    assert model.step(inputs({"id": 9, "line": names["E"]}))["event"]["kind"] == MISS
+    assert model.lookup(names[evicted])[0] == MISS
+    assert all(model.lookup(names[n])[0] != MISS for n in "ACBDE" if n != evicted)
+
+
+class TreePlru:
+    """A second tree pseudo-LRU, written from the description (Wikipedia, "Pseudo-LRU"): the
+    tree as nested halves of the way range, one flag per half-split keyed by the split's way
+    range, flag True meaning "the pseudo-LRU way is in the upper half"."""
+
+    def __init__(self, ways):
+        self.ways, self.flags = ways, {}
+
+    def victim(self):
+        low, high = 0, self.ways
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.flags.get((low, high), False):
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def use(self, way):
+        low, high = 0, self.ways
+        while high - low > 1:
+            middle = (low + high) // 2
+            upper = way >= middle
+            self.flags[(low, high)] = not upper  # point at the other half
+            low, high = (middle, high) if upper else (low, middle)
+
+
+@pytest.mark.parametrize(
+    "size, ways, seed", [(512, 4, 1), (1024, 8, 2), (2048, 4, 3), (2048, 16, 4), (256, 2, 5)]
+)
+def test_plru_lookups_agree_with_a_second_tree_plru(size, ways, seed):
+    """The accepted request sequence of random traffic replayed on per-set contents kept with
+    :class:`TreePlru` (invalid ways first): every request the golden model calls a hit or a
+    pending hit is in the replayed set, every miss is not, and the replayed victim is the way
+    the golden model filled."""
+    params = dict(PARAMS, size=size, ways=ways, mshrs=4, targets=3, replacement="plru")
+    accepted, _, _, _ = run(params, seed, 3000, lines=3 * size // 128, latencies=(1, 30))
+    sets = size // (128 * ways)
+    contents = [[None] * ways for _ in range(sets)]
+    trees = [TreePlru(ways) for _ in range(sets)]
+    evictions = 0
+    for cycle, _, line, kind in accepted:
+        s = line % sets
+        if kind == MISS:
+            assert line not in contents[s], f"cycle {cycle}"
+            way = contents[s].index(None) if None in contents[s] else trees[s].victim()
+            evictions += contents[s][way] is not None
+            contents[s][way] = line
+        else:
+            assert line in contents[s], f"cycle {cycle}"
+            way = contents[s].index(line)
+        trees[s].use(way)
+    assert evictions > 100
+
+
+def test_tree_plru_reference_by_hand():
+    """The second tree itself, on four ways (0 1 | 2 3): after uses of 1, 2, 3, 0 the root
+    points at the upper half and its split at 2, the least recent of the upper pair."""
+    tree = TreePlru(4)
+    for way in (1, 2, 3, 0):
+        tree.use(way)
+    assert tree.victim() == 2
+    tree.use(2)
+    assert tree.victim() == 1  # root now points low, the lower split (last used 0) at 1

@@ -53,10 +53,13 @@ def test_the_models_and_the_rtl_take_the_bundle_or_its_fields():
         ({"mshrs": 0}, "`mshrs` must be a positive integer, not 0"),
         ({"targets": True}, "`targets` must be a positive integer, not True"),
         ({"line_bits": 2, "size": 1024, "ways": 1}, "`line_bits` must be an integer above the 3"),
+        ({"replacement": "fifo"}, "`replacement` must be one of lru, plru, not 'fifo'"),
     ],
 )
 def test_a_bad_geometry_is_one_line(fields, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         L0Geometry(**fields)
-    with pytest.raises(registry.RegistryError, match="`(ways|size|mshrs|targets|line_bits)`"):
+    with pytest.raises(
+        registry.RegistryError, match="`(ways|size|mshrs|targets|line_bits|replacement)`"
+    ):
         registry.get("l0_cache").resolve(fields)

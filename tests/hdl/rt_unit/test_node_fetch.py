@@ -60,3 +60,11 @@ def test_lockstep_on_verilator():
     params = BLOCK.resolve({"order": "l0"})  # the registry smoke test builds order "wave"
     report = BACKENDS["verilator"].check(BLOCK, params, count=2000, seed=4)
     assert report.failed == 0, str(report.first)
+
+
+def test_lockstep_with_tree_plru():
+    """The replacement parameter reaches the node fetch's L0."""
+    params = BLOCK.resolve({"replacement": "plru", "size": 512, "ways": 4, "id_bits": 3})
+    report = BACKENDS["pysim"].check(BLOCK, params, count=800, seed=6)
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 800
