@@ -11,6 +11,8 @@ from gpurtl.sim.blocks.rt_unit import drive_with_memory
 from gpurtl.sim.core import export, registry
 from gpurtl.sim.harness import golden_io
 
+from .compiled import COCOTB
+
 BLOCK = registry.get("l0_cache")
 
 GEOMETRIES = [
@@ -166,12 +168,18 @@ def test_bad_geometry_is_refused():
         BLOCK.resolve({"ways": 3})
 
 
-@pytest.mark.verilator
-def test_lockstep_on_verilator():
-    params = BLOCK.resolve()
-    report = BACKENDS["verilator"].check(BLOCK, params, count=3000, seed=4)
+#: Cycles per compiled simulator: Icarus runs this block at about 50 cycles/s through cocotb.
+COMPILED_COUNT = {"verilator": 3000, "icarus": 1000}
+
+
+@pytest.mark.parametrize("backend", COCOTB)
+@pytest.mark.parametrize("replacement", ["lru", "plru"])
+def test_lockstep_on_compiled_simulators(backend, replacement):
+    params = BLOCK.resolve({"replacement": replacement})
+    count = COMPILED_COUNT[backend]
+    report = BACKENDS[backend].check(BLOCK, params, count=count, seed=4)
     assert report.failed == 0, str(report.first)
-    assert report.passed == 3000
+    assert report.passed == count
 
 
 @pytest.mark.verilator
