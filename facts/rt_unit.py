@@ -15,6 +15,7 @@ __all__ = [
     "L0Geometry",
     "LINE_BITS",
     "LINE_BYTES",
+    "MAX_BEATS",
     "ORDERS",
     "REPLACEMENTS",
     "WAVE_TAG_BITS",
@@ -24,6 +25,8 @@ __all__ = [
 LINE_BYTES = 128
 #: Bits of one line.
 LINE_BITS = 8 * LINE_BYTES
+#: Most transfers a line may take on the fill port (32-bit beats).
+MAX_BEATS = 32
 #: Replacement policies: true least recently used, or tree pseudo-LRU (``ways - 1`` bits a set).
 REPLACEMENTS = ("lru", "plru")
 #: Node fetch output orders: the L0's response order, or in order within each wave (tag).
@@ -62,6 +65,9 @@ class L0Geometry:
     replacement : str
         ``"lru"`` (true LRU) or ``"plru"`` (tree pseudo-LRU); the rules are in
         :mod:`gpurtl.golden.rt_unit.l0_cache`.
+    beats : int
+        Transfers a line takes on the fill port, each of ``1024 / beats`` bits: a power of two
+        up to ``MAX_BEATS``; 1 moves the whole line at once.
 
     Raises
     ------
@@ -76,6 +82,7 @@ class L0Geometry:
     id_bits: int = 4
     line_bits: int = 16
     replacement: str = "lru"
+    beats: int = 1
 
     def __post_init__(self):
         ways, size = self.ways, self.size
@@ -98,10 +105,18 @@ class L0Geometry:
             raise ValueError(
                 f"`replacement` must be one of {', '.join(REPLACEMENTS)}, not {self.replacement!r}"
             )
+        beats = self.beats
+        if not isinstance(beats, int) or not 1 <= beats <= MAX_BEATS or beats & (beats - 1):
+            raise ValueError(f"`beats` must be a power of two up to {MAX_BEATS}, not {beats!r}")
 
     @property
     def sets(self):
         return self.size // (LINE_BYTES * self.ways)
+
+    @property
+    def beat_bits(self):
+        """Bits of one fill transfer."""
+        return LINE_BITS // self.beats
 
     @property
     def set_bits(self):

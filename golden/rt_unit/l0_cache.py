@@ -4,7 +4,7 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
 
 * ``size`` bytes of 128-byte lines in ``size / (128 * ways)`` sets of ``ways`` ways; the set of
   line ``L`` (a line index: byte address / 128) is ``L % sets``. One line moves as one transfer
-  on every port (``data`` is 1024 bits).
+  on the response port (``data`` is 1024 bits) and as ``beats`` transfers on the fill port.
 * **Replacement** (``replacement``), per set. Every accepted request (hit, pending hit or miss)
   *uses* its way; a fill does not. The line is entered in the tags at the miss, marked *pending*
   until its fill (as :class:`gpurtl.golden.memory.hierarchy.Cache` does), so a later request to
@@ -36,6 +36,14 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
   answered two cycles after the fill), in the order they were merged, before any new hit. The
   miss register is free again after its last target left. A fill whose line has no requested
   miss register is taken and dropped with ``err.unexpected_fill`` high for that cycle.
+* **Beats** (``beats > 1``): a fill is ``beats`` transfers of ``1024 / beats`` bits, the line's
+  low bits first, back to back on the fill stream (the next fill's first beat after the last
+  beat of this one; the memory side may pause between beats). The L0 counts the transfers it
+  takes; beats before the last are kept in a fill buffer and change nothing else. The last beat
+  is *the* fill of the rules above: its ``line`` names the line (earlier beats' ``line`` fields
+  are not looked at), the line written is the buffer with the last beat on top, and a last beat
+  with no requested miss register raises ``err.unexpected_fill`` and drops the whole line.
+  ``fill.ready`` follows the same rule for every beat.
 * The payload outputs of the response and memory request registers keep their last value while
   ``valid`` is low.
 * ``event`` reports every accepted request's lookup result (``HIT``, ``PENDING``, ``MISS``).
@@ -79,6 +87,7 @@ class L0CacheModel:
         # what the two registers last held: their payload outputs keep it while not valid
         self._last_line, self._last_out = 0, (0, 0)
         self.drain = None  # [mshr index, next target] while a fill's targets leave
+        self.beat, self.assembled = 0, 0  # fill beats taken of the current line, their data
 
     def lookup(self, line):
         """``(kind, way)`` of ``line`` in the state at the start of this cycle (``way`` is the
@@ -130,8 +139,9 @@ class L0CacheModel:
         fill_ready = self.drain is None
         fill_take = bool(fill["valid"]) and fill_ready
         fill_line = fill["payload"]["line"]
+        last_beat = self.beat == self.geometry.beats - 1
         match = None
-        if fill_take:
+        if fill_take and last_beat:
             for k, m in enumerate(self.mshr):
                 if m is not None and m["sent"] and m["line"] == fill_line:
                     match = k
@@ -147,7 +157,7 @@ class L0CacheModel:
                 "payload": {"line": self._last_line},
             },
             "fill": {"ready": int(fill_ready)},
-            "err": {"unexpected_fill": int(fill_take and match is None)},
+            "err": {"unexpected_fill": int(fill_take and last_beat and match is None)},
             "event": {"valid": int(accept), "kind": kind if accept else 0},
         }
 
@@ -189,10 +199,15 @@ class L0CacheModel:
                 self.mshr[k]["sent"] = False
             self._touch(s, way)
 
+        line_data = 0
+        if fill_take:
+            shift = self.beat * self.geometry.beat_bits
+            line_data = self.assembled | fill["payload"]["data"] << shift
+            self.beat, self.assembled = (0, 0) if last_beat else (self.beat + 1, line_data)
         if match is not None:
             m = self.mshr[match]
             ms = m["line"] % self.sets
-            self.data[ms][m["way"]] = fill["payload"]["data"]
+            self.data[ms][m["way"]] = line_data
             self.tags[ms][m["way"]][1] = False
             self.drain = [match, 0]
         return outputs

@@ -1,11 +1,13 @@
-"""The RT unit's L0 vector cache for node fetches: set-associative, true LRU or tree pseudo-LRU, with miss-status
-registers that merge misses to a pending line, and out-of-order responses tagged by request id.
+"""The RT unit's L0 vector cache for node fetches: set-associative, true LRU or tree pseudo-LRU,
+with miss-status registers that merge misses to a pending line, and out-of-order responses
+tagged by request id.
 
 The rules are written out once, in the golden model :mod:`gpurtl.golden.rt_unit.l0_cache`; this
 module is their hardware form. In short:
 
-* Lines are 128 bytes (the size of a BVH8 node); every port moves one whole line per transfer
-  (``data`` is 1024 bits): a line is never split into beats.
+* Lines are 128 bytes (the size of a BVH8 node); the response port moves one whole line per
+  transfer (``data`` is 1024 bits), the fill port one line in ``beats`` transfers (default 1);
+  earlier beats wait in a fill buffer register of ``1024 - 1024 / beats`` bits.
 * Tags, valid and pending bits and the replacement state of each set (the LRU order, or the
   ``ways - 1`` tree bits of pseudo-LRU) are registers; the data is an
   :class:`amaranth.lib.memory.Memory` of ``sets * ways`` lines with an asynchronous read port
@@ -70,7 +72,7 @@ def l0_layouts(geometry):
     request = data.StructLayout({"id": id_bits, "line": line_bits})
     response = data.StructLayout({"id": id_bits, "data": LINE_BITS})
     mem_request = data.StructLayout({"line": line_bits})
-    fill = data.StructLayout({"line": line_bits, "data": LINE_BITS})
+    fill = data.StructLayout({"line": line_bits, "data": geometry.beat_bits})
     return request, response, mem_request, fill
 
 
@@ -94,10 +96,11 @@ class L0Cache(wiring.Component):
     mem_req : Out(stream.Signature(mem_request))
         ``line``: one per miss.
     fill : In(stream.Signature(fill))
-        ``line``, ``data``: the answer to a memory request, in any order.
+        ``line``, ``data``: the answer to a memory request, in any order; ``data`` is one beat
+        (``1024 / beats`` bits, the line's low bits first), a line's beats back to back.
     err : Out(StructLayout(unexpected_fill))
-        High in the cycle a fill whose line has no requested miss register is taken (and
-        dropped).
+        High in the cycle a fill (its last beat) whose line has no requested miss register is
+        taken (and dropped).
     event : Out(StructLayout(valid, kind))
         ``valid`` when a request is accepted, ``kind`` its lookup result: 0 hit, 1 pending hit,
         2 miss.
@@ -362,6 +365,9 @@ class L0Cache(wiring.Component):
         m.d.comb += self.fill.ready.eq(~drain.active)
         take = Signal()
         m.d.comb += take.eq(self.fill.valid & ~drain.active)
+        line_data, last = self._beats(m, take)
+        take_last = Signal()
+        m.d.comb += take_last.eq(take & last)
         matched = Signal()
         match_k = Signal(range(self.mshrs))
         for k in range(self.mshrs):
@@ -370,14 +376,32 @@ class L0Cache(wiring.Component):
         filling = mshr[match_k]
         fset = self._set_of(fill.line)
         m.d.comb += [
-            self.err.unexpected_fill.eq(take & ~matched),
+            self.err.unexpected_fill.eq(take_last & ~matched),
             st.wr.addr.eq(self._address(fset, filling.way)),
-            st.wr.data.eq(fill.data),
-            st.wr.en.eq(take & matched),
+            st.wr.data.eq(line_data),
+            st.wr.en.eq(take_last & matched),
         ]
-        with m.If(take & matched):
+        with m.If(take_last & matched):
             m.d.sync += [drain.active.eq(1), drain.mshr.eq(match_k), drain.position.eq(0)]
             for s in range(self.sets):
                 for w in range(self.ways):
                     with m.If((fset == s) & (filling.way == w)):
                         m.d.sync += st.tags[s][w].pending.eq(0)
+
+    def _beats(self, m, take):
+        """The line a fill's last beat completes (the fill buffer below it) and whether the beat
+        on the fill port is the last; one beat a line needs no buffer."""
+        beats, width = self.geometry.beats, self.geometry.beat_bits
+        if beats == 1:
+            return self.fill.payload.data, 1
+        beat = Signal(range(beats))
+        buffer = Signal(LINE_BITS - width)
+        last = Signal()
+        m.d.comb += last.eq(beat == beats - 1)
+        with m.If(take):
+            m.d.sync += beat.eq(Mux(last, 0, beat + 1))
+            with m.Switch(beat):
+                for k in range(beats - 1):
+                    with m.Case(k):
+                        m.d.sync += buffer[k * width : (k + 1) * width].eq(self.fill.payload.data)
+        return Cat(buffer, self.fill.payload.data), last

@@ -12,6 +12,7 @@ lockstep check reports the first differing cycle.
 from gpurtl.facts.rt_unit import (
     FETCH_ORDER,
     FETCH_TAG_BITS,
+    MAX_BEATS,
     ORDERS,
     REPLACEMENTS,
     WAVE_TAG_BITS,
@@ -39,6 +40,7 @@ from ..core.registry import Block, Param, component_facts, register
 from .ray_accel import _bvh8_node, _ray
 
 _G = L0Geometry()
+_BEATS = tuple(1 << k for k in range(MAX_BEATS.bit_length()))
 #: The L0 geometry's parameters (the fields of :class:`L0Geometry`, defaults from there), shared
 #: by the three blocks.
 _L0 = (
@@ -56,6 +58,7 @@ _L0 = (
         "replacement: true LRU or tree pseudo-LRU (ways - 1 bits a set)",
         choices=REPLACEMENTS,
     ),
+    Param("beats", _G.beats, "fill transfers per line, 1024 / beats bits each", choices=_BEATS),
 )
 #: The small build of all three blocks (``Block.small``: the smoke tests' variant).
 _SMALL = {"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8}
@@ -76,14 +79,17 @@ class MemorySide:
     latency from ``latencies``), in the order the answers become due; the data of a line is
     ``make_line(line)`` or a fixed random 1024-bit value. ``p_ready`` is the chance that
     ``mem_req.ready`` is high in a cycle, ``p_bogus`` the chance of offering, in a cycle with no
-    answer due, a fill that nobody asked for."""
+    answer due, a fill that nobody asked for. A line goes out as ``beats`` transfers, low bits
+    first, each beat held until taken, with a pause of a cycle now and then between beats (not
+    with ``rng`` None)."""
 
-    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0, make_line=None):
+    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0, make_line=None, beats=1):
         self.rng, self.latencies, self.make_line = rng, latencies, make_line
-        self.p_ready, self.p_bogus = p_ready, p_bogus
+        self.p_ready, self.p_bogus, self.beats = p_ready, p_bogus, beats
         self.lines = {}
         self.due = []  # [cycle due, line]
-        self.offer = None  # (line, data) held on the fill stream until taken
+        self.offer = None  # (line, data) held on the fill stream until its last beat is taken
+        self.beat = 0
 
     def line_data(self, line):
         if line not in self.lines:
@@ -105,10 +111,16 @@ class MemorySide:
                 line = int(self.rng.integers(0, 1 << line_bits))
                 self.offer = (line, self.line_data(line))
         fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
+        if self.beat and self.rng is not None and self.rng.random() < 0.2:
+            return {"ready": self._ready()}, fill  # a pause between two beats of a line
         if self.offer is not None:
-            fill = {"valid": 1, "payload": {"line": self.offer[0], "data": self.offer[1]}}
-        ready = 1 if self.p_ready >= 1 else int(self.rng.random() < self.p_ready)
-        return {"ready": ready}, fill
+            width = 1024 // self.beats
+            data = (self.offer[1] >> (self.beat * width)) & ((1 << width) - 1)
+            fill = {"valid": 1, "payload": {"line": self.offer[0], "data": data}}
+        return {"ready": self._ready()}, fill
+
+    def _ready(self):
+        return 1 if self.p_ready >= 1 else int(self.rng.random() < self.p_ready)
 
     def due_cycle(self, line, cycle):
         """The cycle from which the answer to a request for ``line`` taken at ``cycle`` is
@@ -122,7 +134,9 @@ class MemorySide:
             line = outputs["mem_req"]["payload"]["line"]
             self.due.append([self.due_cycle(line, cycle), line])
         if inputs["fill"]["valid"] and outputs["fill"]["ready"]:
-            self.offer = None
+            self.beat = (self.beat + 1) % self.beats
+            if self.beat == 0:
+                self.offer = None
 
 
 def _lines(rng, size, line_bits):
@@ -144,15 +158,15 @@ def _lines(rng, size, line_bits):
     return draw
 
 
-def drive_with_memory(rng, count, model, offer, names, line_bits, make_line=None):
+def drive_with_memory(rng, count, model, offer, names, line_bits, make_line=None, beats=1):
     """Per-cycle inputs of a block with a request stream, a response stream and the L0's memory
     ports, made by running ``model`` (its golden model) against :class:`MemorySide`: requests
     from ``offer()`` held until taken, phases of heavy and light traffic and of long response
     stalls, out-of-order fills, rare fills with no miss pending (misuse). ``names`` are the
     request and response stream names; ``make_line(line)`` gives a line's data (default: random
-    bytes)."""
+    bytes); ``beats`` is the L0's."""
     source, sink = names
-    memory = MemorySide(rng, p_bogus=0.01, make_line=make_line)
+    memory = MemorySide(rng, p_bogus=0.01, make_line=make_line, beats=beats)
     cycles, request = [], None
     p_valid = p_ready = 0.8
     for cycle in range(count):
@@ -187,7 +201,8 @@ def _l0_stimulus(rng, count, **params):
         return {"id": next_id[0], "line": draw()}
 
     offer.idle = {"id": 0, "line": 0}
-    return drive_with_memory(rng, count, L0CacheModel(g), offer, ("req", "resp"), g.line_bits)
+    model = L0CacheModel(g)
+    return drive_with_memory(rng, count, model, offer, ("req", "resp"), g.line_bits, beats=g.beats)
 
 
 def _idle(source, payload, sink, **others):
@@ -255,7 +270,7 @@ def _fetch_stimulus(rng, count, tag_bits, order, **l0):
 
     offer.idle = layouts.unpack(shape, 0)
     model = NodeFetchModel(g, tag_bits, order)
-    return drive_with_memory(rng, count, model, offer, ("inst", "out"), g.line_bits)
+    return drive_with_memory(rng, count, model, offer, ("inst", "out"), g.line_bits, beats=g.beats)
 
 
 def _fetch_defaults(tag_bits, order, **l0):
@@ -364,7 +379,8 @@ def _top_stimulus(rng, count, **params):
     offer.idle = layouts.unpack(shape, 0)
     model = _top_golden(**params)
     model = _WithWaits(model, rng, tag_bits)
-    return drive_with_memory(rng, count, model, offer, ("inst", "out"), g.line_bits, make_line)
+    names = ("inst", "out")
+    return drive_with_memory(rng, count, model, offer, names, g.line_bits, make_line, g.beats)
 
 
 class _WithWaits:

@@ -26,7 +26,7 @@ def run(params, seed, cycles, lines, p_valid=0.7, p_ready=0.8, latencies=(2, 40)
     data)``, the fills taken ``(cycle, line)`` and the memory."""
     rng = np.random.default_rng(seed)
     model = L0CacheModel(**params)
-    memory = MemorySide(rng, latencies=latencies)
+    memory = MemorySide(rng, latencies=latencies, beats=params.get("beats", 1))
     pool = [int(x) for x in rng.choice(1 << params["line_bits"], size=lines, replace=False)]
     accepted, responses, fills = [], [], []
     request, next_id = None, 0
@@ -44,7 +44,7 @@ def run(params, seed, cycles, lines, p_valid=0.7, p_ready=0.8, latencies=(2, 40)
             request = None
         if out["resp"]["valid"] and step_in["resp"]["ready"]:
             responses.append((cycle, out["resp"]["payload"]["id"], out["resp"]["payload"]["data"]))
-        if fill["valid"] and out["fill"]["ready"]:
+        if fill["valid"] and out["fill"]["ready"] and memory.beat == 0:  # a line's last beat
             fills.append((cycle, fill["payload"]["line"]))
     return accepted, responses, fills, memory
 
@@ -290,3 +290,43 @@ def test_tree_plru_reference_by_hand():
     assert tree.victim() == 2
     tree.use(2)
     assert tree.victim() == 1  # root now points low, the lower split (last used 0) at 1
+
+
+@pytest.mark.parametrize("beats", [2, 8, 32])
+def test_a_line_in_beats_is_answered_with_its_data(beats):
+    """The memory sends each line as ``beats`` transfers (low bits first, pauses between beats):
+    every request is still answered once with its whole line."""
+    params = dict(PARAMS, beats=beats)
+    accepted, responses, fills, memory = run(params, 4, 2000, lines=12)
+    assert len(accepted) > 80 and len(fills) > 20
+    assert len(responses) == len(accepted)
+    line_of = {}
+    for _, rid, line, _ in accepted:
+        line_of.setdefault(rid, []).append(line)
+    for _, rid, data in responses:
+        assert data == memory.line_data(line_of[rid].pop(0))
+
+
+def test_beats_timing_and_a_fill_nobody_asked_for():
+    """Four beats of 256 bits: the line is written at its last beat, and its request answered
+    two cycles later, as a one-beat fill; a stray line raises the error at its last beat only,
+    and is dropped whole."""
+    model = L0CacheModel(size=1024, ways=2, mshrs=2, targets=2, id_bits=4, line_bits=8, beats=4)
+    value = int.from_bytes(bytes(range(128)), "little")
+    beat = [(value >> (256 * k)) & ((1 << 256) - 1) for k in range(4)]
+    assert model.step(inputs({"id": 3, "line": 5}))["event"]["kind"] == MISS
+    model.step(inputs())
+    assert model.step(inputs())["mem_req"] == {"valid": 1, "payload": {"line": 5}}
+    errors = []
+    for k in range(4):  # a stray line first: its beats' line fields after the first are ignored
+        fill = {"valid": 1, "payload": {"line": 9 if k == 3 else 5, "data": k}}
+        errors.append(model.step(inputs(fill=fill))["err"]["unexpected_fill"])
+    assert errors == [0, 0, 0, 1]
+    trace = []
+    for k in range(4):
+        fill = {"valid": 1, "payload": {"line": 5, "data": beat[k]}}
+        out = model.step(inputs(fill=fill))
+        trace.append((out["fill"]["ready"], out["err"]["unexpected_fill"], out["resp"]["valid"]))
+    assert trace == [(1, 0, 0)] * 4
+    assert model.step(inputs())["resp"]["valid"] == 0
+    assert model.step(inputs())["resp"] == {"valid": 1, "payload": {"id": 3, "data": value}}

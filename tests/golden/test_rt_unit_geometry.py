@@ -8,7 +8,7 @@ import pytest
 
 from gpurtl.facts.rt_unit import FETCH_ORDER, FETCH_TAG_BITS, WAVE_TAG_BITS, L0Geometry
 from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, RtUnitModel
-from gpurtl.hdl.rt_unit import L0Cache, NodeFetch, RtUnit
+from gpurtl.hdl.rt_unit import L0Cache, NodeFetch, RtUnit, l0_layouts
 from gpurtl.sim.core import registry
 
 
@@ -54,12 +54,21 @@ def test_the_models_and_the_rtl_take_the_bundle_or_its_fields():
         ({"targets": True}, "`targets` must be a positive integer, not True"),
         ({"line_bits": 2, "size": 1024, "ways": 1}, "`line_bits` must be an integer above the 3"),
         ({"replacement": "fifo"}, "`replacement` must be one of lru, plru, not 'fifo'"),
+        ({"beats": 3}, "`beats` must be a power of two up to 32, not 3"),
+        ({"beats": 64}, "`beats` must be a power of two up to 32, not 64"),
     ],
 )
 def test_a_bad_geometry_is_one_line(fields, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         L0Geometry(**fields)
     with pytest.raises(
-        registry.RegistryError, match="`(ways|size|mshrs|targets|line_bits|replacement)`"
+        registry.RegistryError, match="`(ways|size|mshrs|targets|line_bits|replacement|beats)`"
     ):
         registry.get("l0_cache").resolve(fields)
+
+
+@pytest.mark.parametrize("beats", [1, 2, 32])
+def test_the_fill_port_carries_one_beat(beats):
+    request, response, mem_request, fill = l0_layouts(L0Geometry(beats=beats))
+    assert fill["data"].width == 1024 // beats
+    assert response["data"].width == 1024

@@ -66,9 +66,11 @@ def test_lockstep_on_compiled_simulators(backend):
     assert report.passed == count
 
 
-def test_lockstep_with_tree_plru():
-    """The replacement parameter reaches the node fetch's L0."""
-    params = BLOCK.resolve({"replacement": "plru", "size": 512, "ways": 4, "id_bits": 3})
+def test_lockstep_with_tree_plru_and_beats():
+    """The replacement and beats parameters reach the node fetch's L0."""
+    params = BLOCK.resolve(
+        {"replacement": "plru", "size": 512, "ways": 4, "id_bits": 3, "beats": 4}
+    )
     report = BACKENDS["pysim"].check(BLOCK, params, count=800, seed=6)
     assert report.failed == 0, str(report.first)
     assert report.passed == 800
