@@ -153,11 +153,12 @@ class L0Cache(wiring.Component):
         entry_l, miss_l, drain_l, out_l = self.state_layouts()
         st = SimpleNamespace(way_shape=unsigned(_bits(ways)))
         st.tags = [Signal(data.ArrayLayout(entry_l, ways), name=f"tags_s{s}") for s in range(sets)]
-        st.lru = [
-            Signal(data.ArrayLayout(st.way_shape, ways), init=list(range(ways)), name=f"lru_s{s}")
-            for s in range(sets)
-        ]
-        st.plru = [Signal(max(1, ways - 1), name=f"plru_s{s}") for s in range(sets)]
+        if self.geometry.replacement == "lru":  # the ways, least recently used first
+            layout = data.ArrayLayout(st.way_shape, ways)
+            init = list(range(ways))
+            st.repl = [Signal(layout, init=init, name=f"lru_s{s}") for s in range(sets)]
+        else:  # the tree bits, node 0 the root
+            st.repl = [Signal(max(1, ways - 1), name=f"plru_s{s}") for s in range(sets)]
         st.entry_l = entry_l
         st.mshr = Signal(data.ArrayLayout(miss_l, self.mshrs))
         st.drain = Signal(drain_l)
@@ -180,20 +181,16 @@ class L0Cache(wiring.Component):
         st.line = line = self.req.payload.line
         st.rset = rset = self._set_of(line)
         cur = Signal(data.ArrayLayout(st.entry_l, ways))
-        st.cur_lru = cur_lru = Signal(data.ArrayLayout(st.way_shape, ways))
+        st.cur_repl = cur_repl = Signal.like(st.repl[0], name="cur_repl")
         for s in range(self.sets):
             with m.If(rset == s):
-                m.d.comb += [cur.eq(st.tags[s]), cur_lru.eq(st.lru[s])]
+                m.d.comb += [cur.eq(st.tags[s]), cur_repl.eq(st.repl[s])]
         found = Signal()
         st.way = way = Signal(st.way_shape)  # the matching way, or the victim on a miss
         if self.geometry.replacement == "lru":
-            m.d.comb += way.eq(cur_lru[0])
+            m.d.comb += way.eq(cur_repl[0])
         else:
-            st.cur_plru = Signal.like(st.plru[0])
-            for s in range(self.sets):
-                with m.If(rset == s):
-                    m.d.comb += st.cur_plru.eq(st.plru[s])
-            m.d.comb += way.eq(self._plru_victim(m, cur, st.cur_plru))
+            m.d.comb += way.eq(self._plru_victim(m, cur, cur_repl))
         for w in reversed(range(ways)):
             with m.If(cur[w].valid & (cur[w].tag == line[set_bits:])):
                 m.d.comb += [found.eq(1), way.eq(w)]
@@ -338,12 +335,12 @@ class L0Cache(wiring.Component):
                                 st.tags[s][w].mshr.eq(st.free_k),
                             ]
             if self.geometry.replacement == "lru":
-                used, state = self._lru_used(m, st.cur_lru, way), st.lru
+                used = self._lru_used(m, st.cur_repl, way)
             else:
-                used, state = self._plru_used(m, st.cur_plru, way), st.plru
+                used = self._plru_used(m, st.cur_repl, way)
             for s in range(self.sets):
                 with m.If(st.rset == s):
-                    m.d.sync += state[s].eq(used)
+                    m.d.sync += st.repl[s].eq(used)
 
     def _lru_used(self, m, order, way):
         """The LRU ``order`` (least recent first) after a use of ``way``: it moves to the end."""
