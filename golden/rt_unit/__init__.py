@@ -1,6 +1,6 @@
 """Golden models of the RT unit's blocks (:mod:`gpurtl.hdl.rt_unit`)."""
 
-from .l0_cache import HIT, MISS, PENDING, L0CacheModel, cache_geometry
+from .l0_cache import HIT, MISS, PENDING, L0CacheModel
 from .node_fetch import NodeFetchModel
 from .top import AccelTiming, RtUnitModel
 
@@ -12,5 +12,4 @@ __all__ = [
     "L0CacheModel",
     "NodeFetchModel",
     "RtUnitModel",
-    "cache_geometry",
 ]

@@ -4,12 +4,22 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
 
 * ``size`` bytes of 128-byte lines in ``size / (128 * ways)`` sets of ``ways`` ways; the set of
   line ``L`` (a line index: byte address / 128) is ``L % sets``. One line moves as one transfer
-  on every port (``data`` is 1024 bits).
-* **Replacement: true LRU** per set. Every accepted request (hit, pending hit or miss) makes its
-  way the most recently used; a fill does not. The victim of a miss is the least recently used
-  way, so invalid ways, never touched, are used up first. The line is entered in the tags at the
-  miss, marked *pending* until its fill (as :class:`gpurtl.golden.memory.hierarchy.Cache` does),
-  so a later request to it is a *pending hit*.
+  on the response port (``data`` is 1024 bits) and as ``beats`` transfers on the fill port.
+* **Replacement** (``replacement``), per set. Every accepted request (hit, pending hit or miss)
+  *uses* its way; a fill does not. The line is entered in the tags at the miss, marked *pending*
+  until its fill (as :class:`gpurtl.golden.memory.hierarchy.Cache` does), so a later request to
+  it is a *pending hit*.
+
+  - ``"lru"``, true LRU: a use makes the way the most recently used; the victim of a miss is the
+    least recently used way, so invalid ways, never used, go first.
+  - ``"plru"``, tree pseudo-LRU: ``ways - 1`` bits per set, the nodes of a binary tree over the
+    ways (node 0 the root, node ``n``'s children ``2n + 1`` over the lower half of its ways and
+    ``2n + 2`` over the upper half). A bit 0 says "the victim is in the lower half", 1 "the
+    upper half". A use sets each bit on the way's path to point away from the way; the victim
+    is found by following the bits from the root. That is the tree-PLRU of Wikipedia's "Cache
+    replacement policies" (section "Pseudo-LRU (PLRU)") and "Pseudo-LRU" articles. A choice
+    where they are silent: an invalid way (the lowest) is taken before the tree's victim, so a
+    cold set fills up as under LRU.
 * **Request acceptance** (``req.ready``) is worked out from this cycle's payload and the state at
   the start of the cycle: a hit needs the response register free (empty or taken this cycle) and
   no fill being returned; a pending hit needs room in its miss register's ``targets`` list; a
@@ -26,28 +36,24 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
   answered two cycles after the fill), in the order they were merged, before any new hit. The
   miss register is free again after its last target left. A fill whose line has no requested
   miss register is taken and dropped with ``err.unexpected_fill`` high for that cycle.
+* **Beats** (``beats > 1``): a fill is ``beats`` transfers of ``1024 / beats`` bits, the line's
+  low bits first, back to back on the fill stream (the next fill's first beat after the last
+  beat of this one; the memory side may pause between beats). The L0 counts the transfers it
+  takes; beats before the last are kept in a fill buffer and change nothing else. The last beat
+  is *the* fill of the rules above: its ``line`` names the line (earlier beats' ``line`` fields
+  are not looked at), the line written is the buffer with the last beat on top, and a last beat
+  with no requested miss register raises ``err.unexpected_fill`` and drops the whole line.
+  ``fill.ready`` follows the same rule for every beat.
 * The payload outputs of the response and memory request registers keep their last value while
   ``valid`` is low.
 * ``event`` reports every accepted request's lookup result (``HIT``, ``PENDING``, ``MISS``).
 """
 
-__all__ = ["HIT", "PENDING", "MISS", "LINE_BYTES", "L0CacheModel", "cache_geometry"]
+from gpurtl.facts.rt_unit import LINE_BYTES, L0Geometry
 
-LINE_BYTES = 128
+__all__ = ["HIT", "PENDING", "MISS", "LINE_BYTES", "L0CacheModel"]
+
 HIT, PENDING, MISS = 0, 1, 2
-
-
-def cache_geometry(size, ways):
-    """``sets`` of a cache of ``size`` bytes and ``ways`` ways of 128-byte lines; raises
-    ValueError for sizes that do not make a power-of-two number of sets."""
-    if not isinstance(ways, int) or ways < 1 or ways & (ways - 1):
-        raise ValueError(f"`ways` must be a power of two, not {ways!r}")
-    if not isinstance(size, int) or size <= 0 or size % (LINE_BYTES * ways):
-        raise ValueError(f"`size` must be a positive multiple of 128 x ways, not {size!r}")
-    sets = size // (LINE_BYTES * ways)
-    if sets & (sets - 1):
-        raise ValueError(f"`size` must make a power-of-two number of sets, not {sets} sets")
-    return sets
 
 
 class L0CacheModel:
@@ -55,20 +61,24 @@ class L0CacheModel:
 
     Parameters
     ----------
-    size, ways, mshrs, targets, id_bits, line_bits : int
-        As the RTL's (see its doc string).
+    geometry : L0Geometry, optional
+        The build (:class:`gpurtl.facts.rt_unit.L0Geometry`; default: its defaults).
+    **fields
+        Geometry fields that replace ``geometry``'s (``size=1024``, ...).
 
     ``step(inputs) -> outputs`` takes one cycle's inputs (fields as in the block's layouts),
     returns that cycle's outputs, then advances one clock.
     """
 
-    def __init__(self, size=2048, ways=4, mshrs=4, targets=4, id_bits=4, line_bits=16):
-        self.sets = cache_geometry(size, ways)
-        self.ways, self.mshrs, self.targets = ways, mshrs, targets
-        self.id_bits, self.line_bits = id_bits, line_bits
+    def __init__(self, geometry=None, **fields):
+        self.geometry = g = L0Geometry.of(geometry, **fields)
+        self.sets, self.ways, self.mshrs, self.targets = g.sets, g.ways, g.mshrs, g.targets
+        self.id_bits, self.line_bits = g.id_bits, g.line_bits
+        ways, mshrs = g.ways, g.mshrs
         # per set and way: None (invalid) or [line, pending, mshr index]
         self.tags = [[None] * ways for _ in range(self.sets)]
         self.lru = [list(range(ways)) for _ in range(self.sets)]  # least recently used first
+        self.plru = [[0] * (ways - 1) for _ in range(self.sets)]  # tree bits, node 0 the root
         self.data = [[0] * ways for _ in range(self.sets)]
         # per miss register: None (free) or {"line", "way", "ids", "sent"}
         self.mshr = [None] * mshrs
@@ -77,6 +87,7 @@ class L0CacheModel:
         # what the two registers last held: their payload outputs keep it while not valid
         self._last_line, self._last_out = 0, (0, 0)
         self.drain = None  # [mshr index, next target] while a fill's targets leave
+        self.beat, self.assembled = 0, 0  # fill beats taken of the current line, their data
 
     def lookup(self, line):
         """``(kind, way)`` of ``line`` in the state at the start of this cycle (``way`` is the
@@ -85,11 +96,30 @@ class L0CacheModel:
         for way, entry in enumerate(self.tags[s]):
             if entry is not None and entry[0] == line:
                 return (PENDING if entry[1] else HIT), way
-        return MISS, self.lru[s][0]
+        return MISS, self.victim(s)
+
+    def victim(self, s):
+        """The way a miss in set ``s`` replaces."""
+        if self.geometry.replacement == "lru":
+            return self.lru[s][0]
+        invalid = [way for way, entry in enumerate(self.tags[s]) if entry is None]
+        if invalid:
+            return invalid[0]
+        node = 0
+        while node < self.ways - 1:  # down the tree to a leaf: leaves are ways - 1 + way
+            node = 2 * node + 1 + self.plru[s][node]
+        return node - (self.ways - 1)
 
     def _touch(self, s, way):
-        self.lru[s].remove(way)
-        self.lru[s].append(way)
+        if self.geometry.replacement == "lru":
+            self.lru[s].remove(way)
+            self.lru[s].append(way)
+            return
+        node = self.ways - 1 + way
+        while node:  # up to the root, each parent pointing to the other child
+            parent = (node - 1) // 2
+            self.plru[s][parent] = int(node == 2 * parent + 1)
+            node = parent
 
     def step(self, inputs):
         req, fill = inputs["req"], inputs["fill"]
@@ -109,8 +139,9 @@ class L0CacheModel:
         fill_ready = self.drain is None
         fill_take = bool(fill["valid"]) and fill_ready
         fill_line = fill["payload"]["line"]
+        last_beat = self.beat == self.geometry.beats - 1
         match = None
-        if fill_take:
+        if fill_take and last_beat:
             for k, m in enumerate(self.mshr):
                 if m is not None and m["sent"] and m["line"] == fill_line:
                     match = k
@@ -126,7 +157,7 @@ class L0CacheModel:
                 "payload": {"line": self._last_line},
             },
             "fill": {"ready": int(fill_ready)},
-            "err": {"unexpected_fill": int(fill_take and match is None)},
+            "err": {"unexpected_fill": int(fill_take and last_beat and match is None)},
             "event": {"valid": int(accept), "kind": kind if accept else 0},
         }
 
@@ -168,10 +199,15 @@ class L0CacheModel:
                 self.mshr[k]["sent"] = False
             self._touch(s, way)
 
+        line_data = 0
+        if fill_take:
+            shift = self.beat * self.geometry.beat_bits
+            line_data = self.assembled | fill["payload"]["data"] << shift
+            self.beat, self.assembled = (0, 0) if last_beat else (self.beat + 1, line_data)
         if match is not None:
             m = self.mshr[match]
             ms = m["line"] % self.sets
-            self.data[ms][m["way"]] = fill["payload"]["data"]
+            self.data[ms][m["way"]] = line_data
             self.tags[ms][m["way"]][1] = False
             self.drain = [match, 0]
         return outputs

@@ -24,26 +24,22 @@ The rules, shared bit for bit with the RTL:
   error and event outputs are this block's.
 """
 
+from gpurtl.facts.rt_unit import FETCH_ORDER, FETCH_TAG_BITS, ORDERS
+
 from .l0_cache import L0CacheModel
 
 __all__ = ["NodeFetchModel"]
 
 
 class NodeFetchModel:
-    """Golden model of :class:`gpurtl.hdl.rt_unit.NodeFetch` (parameters as there)."""
+    """Golden model of :class:`gpurtl.hdl.rt_unit.NodeFetch` (parameters as there; ``**fields``
+    replace fields of ``geometry``)."""
 
-    def __init__(
-        self,
-        size=2048,
-        ways=4,
-        mshrs=4,
-        targets=4,
-        id_bits=4,
-        line_bits=16,
-        tag_bits=4,
-        order="l0",
-    ):
-        self.l0 = L0CacheModel(size, ways, mshrs, targets, id_bits, line_bits)
+    def __init__(self, geometry=None, tag_bits=FETCH_TAG_BITS, order=FETCH_ORDER, **fields):
+        if order not in ORDERS:
+            raise ValueError(f"`order` must be one of {', '.join(ORDERS)}, not {order!r}")
+        self.l0 = L0CacheModel(geometry, **fields)
+        id_bits, line_bits = self.l0.id_bits, self.l0.line_bits
         self.order = order
         self.nodes = [0] * (1 << id_bits)  # order "wave": the node buffer
         self.arrived = [False] * (1 << id_bits)

@@ -18,6 +18,7 @@ The output ``out`` is ``{wave, result}`` (``result`` as ``OUT_LAYOUT``), both ze
 ``out.valid`` is low; ``bvh`` gives every wave's ``stall`` bit and ``bvhcnt``.
 """
 
+from gpurtl.facts.rt_unit import WAVE_TAG_BITS
 from gpurtl.facts.waitcnt import InstClass
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
 from gpurtl.golden.waitcnt import WaitCountersModel
@@ -78,8 +79,10 @@ class RtUnitModel:
 
     Parameters
     ----------
-    size, ways, mshrs, targets, id_bits, line_bits, tag_bits : int
-        The node fetch's (``tag_bits``: ``2 ** tag_bits`` waves).
+    geometry : L0Geometry, optional
+        The L0's (:class:`gpurtl.facts.rt_unit.L0Geometry`); ``**fields`` replace its fields.
+    tag_bits : int
+        ``2 ** tag_bits`` waves.
     accel_groups, accel_depth : int
         The ray accelerator build's timing (see :class:`AccelTiming`).
     ftz : bool
@@ -89,22 +92,16 @@ class RtUnitModel:
 
     def __init__(
         self,
-        size=2048,
-        ways=4,
-        mshrs=4,
-        targets=4,
-        id_bits=4,
-        line_bits=16,
-        tag_bits=4,
+        geometry=None,
+        tag_bits=WAVE_TAG_BITS,
         *,
         accel_groups,
         accel_depth,
         ftz=False,
         paths=None,
+        **fields,
     ):
-        self.fetch = NodeFetchModel(
-            size, ways, mshrs, targets, id_bits, line_bits, tag_bits, order="wave"
-        )
+        self.fetch = NodeFetchModel(geometry, tag_bits, "wave", **fields)
         self.accel = AccelTiming(IntersectModel(ftz=ftz, paths=paths), accel_groups, accel_depth)
         self.counters = WaitCountersModel("gfx12", 1 << tag_bits, "stall")
         self.waves = 1 << tag_bits

@@ -1,12 +1,15 @@
-"""The RT unit's L0 vector cache for node fetches: set-associative, true LRU, with miss-status
-registers that merge misses to a pending line, and out-of-order responses tagged by request id.
+"""The RT unit's L0 vector cache for node fetches: set-associative, true LRU or tree pseudo-LRU,
+with miss-status registers that merge misses to a pending line, and out-of-order responses
+tagged by request id.
 
 The rules are written out once, in the golden model :mod:`gpurtl.golden.rt_unit.l0_cache`; this
 module is their hardware form. In short:
 
-* Lines are 128 bytes (the size of a BVH8 node); every port moves one whole line per transfer
-  (``data`` is 1024 bits): a line is never split into beats.
-* Tags, valid and pending bits and the LRU order of each set are registers; the data is an
+* Lines are 128 bytes (the size of a BVH8 node); the response port moves one whole line per
+  transfer (``data`` is 1024 bits), the fill port one line in ``beats`` transfers (default 1);
+  earlier beats wait in a fill buffer register of ``1024 - 1024 / beats`` bits.
+* Tags, valid and pending bits and the replacement state of each set (the LRU order, or the
+  ``ways - 1`` tree bits of pseudo-LRU) are registers; the data is an
   :class:`amaranth.lib.memory.Memory` of ``sets * ways`` lines with an asynchronous read port
   (the line read is registered into the response register, so the data array needs no output
   register of its own).
@@ -35,10 +38,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.rt_unit import LINE_BITS, L0Geometry
+
 __all__ = ["L0Cache", "LINE_BITS", "l0_layouts", "l0_signature"]
 
-#: Bits of one 128-byte line.
-LINE_BITS = 1024
 HIT, PENDING, MISS = 0, 1, 2
 
 
@@ -47,9 +50,10 @@ def _bits(count):
     return max(1, (count - 1).bit_length())
 
 
-def l0_signature(id_bits=4, line_bits=16):
-    """The :class:`wiring.Signature` of :class:`L0Cache` (ports depend on these two only)."""
-    request, response, mem_request, fill = l0_layouts(id_bits, line_bits)
+def l0_signature(geometry=None):
+    """The :class:`wiring.Signature` of :class:`L0Cache` of ``geometry`` (an
+    :class:`~gpurtl.facts.rt_unit.L0Geometry`, default: the default one)."""
+    request, response, mem_request, fill = l0_layouts(L0Geometry.of(geometry))
     return wiring.Signature(
         {
             "req": In(stream.Signature(request)),
@@ -62,12 +66,13 @@ def l0_signature(id_bits=4, line_bits=16):
     )
 
 
-def l0_layouts(id_bits, line_bits):
-    """``(request, response, memory request, fill)`` payload layouts."""
+def l0_layouts(geometry):
+    """``(request, response, memory request, fill)`` payload layouts of ``geometry``."""
+    id_bits, line_bits = geometry.id_bits, geometry.line_bits
     request = data.StructLayout({"id": id_bits, "line": line_bits})
     response = data.StructLayout({"id": id_bits, "data": LINE_BITS})
     mem_request = data.StructLayout({"line": line_bits})
-    fill = data.StructLayout({"line": line_bits, "data": LINE_BITS})
+    fill = data.StructLayout({"line": line_bits, "data": geometry.beat_bits})
     return request, response, mem_request, fill
 
 
@@ -76,18 +81,11 @@ class L0Cache(wiring.Component):
 
     Parameters
     ----------
-    size : int
-        Bytes; a multiple of ``128 * ways`` giving a power-of-two number of sets.
-    ways : int
-        Associativity, a power of two.
-    mshrs : int
-        Miss-status registers: lines missing at once (outstanding misses).
-    targets : int
-        Requests one miss register holds (the miss and the pending hits merged into it).
-    id_bits : int
-        Width of the request id carried to the response.
-    line_bits : int
-        Width of a line index (byte address / 128); more than the set index bits.
+    geometry : L0Geometry, optional
+        Size, ways, miss registers, targets, id and line index widths
+        (:class:`gpurtl.facts.rt_unit.L0Geometry`, which checks them; default: its defaults).
+    **fields
+        Geometry fields that replace ``geometry``'s (``size=1024``, ...).
 
     Attributes
     ----------
@@ -98,34 +96,23 @@ class L0Cache(wiring.Component):
     mem_req : Out(stream.Signature(mem_request))
         ``line``: one per miss.
     fill : In(stream.Signature(fill))
-        ``line``, ``data``: the answer to a memory request, in any order.
+        ``line``, ``data``: the answer to a memory request, in any order; ``data`` is one beat
+        (``1024 / beats`` bits, the line's low bits first), a line's beats back to back.
     err : Out(StructLayout(unexpected_fill))
-        High in the cycle a fill whose line has no requested miss register is taken (and
-        dropped).
+        High in the cycle a fill (its last beat) whose line has no requested miss register is
+        taken (and dropped).
     event : Out(StructLayout(valid, kind))
         ``valid`` when a request is accepted, ``kind`` its lookup result: 0 hit, 1 pending hit,
         2 miss.
     """
 
-    def __init__(self, size=2048, ways=4, mshrs=4, targets=4, id_bits=4, line_bits=16):
-        if not isinstance(ways, int) or ways < 1 or ways & (ways - 1):
-            raise ValueError(f"`ways` must be a power of two, not {ways!r}")
-        if not isinstance(size, int) or size <= 0 or size % (128 * ways):
-            raise ValueError(f"`size` must be a positive multiple of 128 x ways, not {size!r}")
-        sets = size // (128 * ways)
-        if sets & (sets - 1):
-            raise ValueError(f"`size` must make a power-of-two number of sets, not {sets} sets")
-        for name, value in (("mshrs", mshrs), ("targets", targets), ("id_bits", id_bits)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer, not {value!r}")
-        set_bits = (sets - 1).bit_length()
-        if not isinstance(line_bits, int) or line_bits <= set_bits:
-            raise ValueError(f"`line_bits` must be an integer above {set_bits}, not {line_bits!r}")
-        self.size, self.ways, self.sets = size, ways, sets
-        self.mshrs, self.targets = mshrs, targets
-        self.id_bits, self.line_bits = id_bits, line_bits
-        self.set_bits, self.way_bits = set_bits, (ways - 1).bit_length()
-        super().__init__(l0_signature(id_bits, line_bits))
+    def __init__(self, geometry=None, **fields):
+        self.geometry = g = L0Geometry.of(geometry, **fields)
+        self.size, self.ways, self.sets = g.size, g.ways, g.sets
+        self.mshrs, self.targets = g.mshrs, g.targets
+        self.id_bits, self.line_bits = g.id_bits, g.line_bits
+        self.set_bits, self.way_bits = g.set_bits, g.way_bits
+        super().__init__(l0_signature(g))
 
     def state_layouts(self):
         """``(tag entry, miss register, drain, response register)`` layouts."""
@@ -166,10 +153,12 @@ class L0Cache(wiring.Component):
         entry_l, miss_l, drain_l, out_l = self.state_layouts()
         st = SimpleNamespace(way_shape=unsigned(_bits(ways)))
         st.tags = [Signal(data.ArrayLayout(entry_l, ways), name=f"tags_s{s}") for s in range(sets)]
-        st.lru = [
-            Signal(data.ArrayLayout(st.way_shape, ways), init=list(range(ways)), name=f"lru_s{s}")
-            for s in range(sets)
-        ]
+        if self.geometry.replacement == "lru":  # the ways, least recently used first
+            layout = data.ArrayLayout(st.way_shape, ways)
+            init = list(range(ways))
+            st.repl = [Signal(layout, init=init, name=f"lru_s{s}") for s in range(sets)]
+        else:  # the tree bits, node 0 the root
+            st.repl = [Signal(max(1, ways - 1), name=f"plru_s{s}") for s in range(sets)]
         st.entry_l = entry_l
         st.mshr = Signal(data.ArrayLayout(miss_l, self.mshrs))
         st.drain = Signal(drain_l)
@@ -192,13 +181,16 @@ class L0Cache(wiring.Component):
         st.line = line = self.req.payload.line
         st.rset = rset = self._set_of(line)
         cur = Signal(data.ArrayLayout(st.entry_l, ways))
-        st.cur_lru = cur_lru = Signal(data.ArrayLayout(st.way_shape, ways))
+        st.cur_repl = cur_repl = Signal.like(st.repl[0], name="cur_repl")
         for s in range(self.sets):
             with m.If(rset == s):
-                m.d.comb += [cur.eq(st.tags[s]), cur_lru.eq(st.lru[s])]
+                m.d.comb += [cur.eq(st.tags[s]), cur_repl.eq(st.repl[s])]
         found = Signal()
         st.way = way = Signal(st.way_shape)  # the matching way, or the victim on a miss
-        m.d.comb += way.eq(cur_lru[0])
+        if self.geometry.replacement == "lru":
+            m.d.comb += way.eq(cur_repl[0])
+        else:
+            m.d.comb += way.eq(self._plru_victim(m, cur, cur_repl))
         for w in reversed(range(ways)):
             with m.If(cur[w].valid & (cur[w].tag == line[set_bits:])):
                 m.d.comb += [found.eq(1), way.eq(w)]
@@ -228,6 +220,32 @@ class L0Cache(wiring.Component):
             self.event.valid.eq(accept),
             self.event.kind.eq(Mux(accept, kind, 0)),
         ]
+
+    def _plru_victim(self, m, cur, tree):
+        """The lowest invalid way of the set ``cur``, else the leaf the tree bits lead to."""
+        path = []  # the bits taken from the root down: the victim's way index, MSB first
+        for level in range(self.way_bits):
+            bit = Signal(name=f"plru_path{level}")
+            prefix = Cat(*reversed(path)) if path else 0
+            m.d.comb += bit.eq(tree.bit_select((1 << level) - 1 + prefix, 1))
+            path.append(bit)
+        victim = Signal(unsigned(_bits(self.ways)))
+        m.d.comb += victim.eq(Cat(*reversed(path)) if path else 0)
+        for w in reversed(range(self.ways)):
+            with m.If(~cur[w].valid):
+                m.d.comb += victim.eq(w)
+        return victim
+
+    def _plru_used(self, m, tree, way):
+        """``tree`` after a use of ``way``: each bit on its path points away from it."""
+        used = Signal.like(tree)
+        m.d.comb += used.eq(tree)
+        for level in range(self.way_bits):
+            shift = self.way_bits - level
+            for j in range(1 << level):
+                with m.If((way >> shift) == j):
+                    m.d.comb += used[(1 << level) - 1 + j].eq(~way[shift - 1])
+        return used
 
     def _memory_request(self, m, st):
         """The memory request register takes the lowest miss register not yet requested."""
@@ -316,17 +334,26 @@ class L0Cache(wiring.Component):
                                 st.tags[s][w].tag.eq(line[self.set_bits :]),
                                 st.tags[s][w].mshr.eq(st.free_k),
                             ]
-            position = Signal(st.way_shape)  # where the used way sits in the LRU order
-            for p in reversed(range(ways)):
-                with m.If(st.cur_lru[p] == way):
-                    m.d.comb += position.eq(p)
-            touched = Signal(data.ArrayLayout(st.way_shape, ways))
-            for p in range(ways - 1):
-                m.d.comb += touched[p].eq(Mux(p < position, st.cur_lru[p], st.cur_lru[p + 1]))
-            m.d.comb += touched[ways - 1].eq(way)
+            if self.geometry.replacement == "lru":
+                used = self._lru_used(m, st.cur_repl, way)
+            else:
+                used = self._plru_used(m, st.cur_repl, way)
             for s in range(self.sets):
                 with m.If(st.rset == s):
-                    m.d.sync += st.lru[s].eq(touched)
+                    m.d.sync += st.repl[s].eq(used)
+
+    def _lru_used(self, m, order, way):
+        """The LRU ``order`` (least recent first) after a use of ``way``: it moves to the end."""
+        ways = self.ways
+        position = Signal.like(way)  # where the used way sits in the LRU order
+        for p in reversed(range(ways)):
+            with m.If(order[p] == way):
+                m.d.comb += position.eq(p)
+        used = Signal(order.shape())
+        for p in range(ways - 1):
+            m.d.comb += used[p].eq(Mux(p < position, order[p], order[p + 1]))
+        m.d.comb += used[ways - 1].eq(way)
+        return used
 
     def _fill(self, m, st):
         """Fills: write the line, clear its pending mark, return its targets from the next
@@ -335,6 +362,9 @@ class L0Cache(wiring.Component):
         m.d.comb += self.fill.ready.eq(~drain.active)
         take = Signal()
         m.d.comb += take.eq(self.fill.valid & ~drain.active)
+        line_data, last = self._beats(m, take)
+        take_last = Signal()
+        m.d.comb += take_last.eq(take & last)
         matched = Signal()
         match_k = Signal(range(self.mshrs))
         for k in range(self.mshrs):
@@ -343,14 +373,32 @@ class L0Cache(wiring.Component):
         filling = mshr[match_k]
         fset = self._set_of(fill.line)
         m.d.comb += [
-            self.err.unexpected_fill.eq(take & ~matched),
+            self.err.unexpected_fill.eq(take_last & ~matched),
             st.wr.addr.eq(self._address(fset, filling.way)),
-            st.wr.data.eq(fill.data),
-            st.wr.en.eq(take & matched),
+            st.wr.data.eq(line_data),
+            st.wr.en.eq(take_last & matched),
         ]
-        with m.If(take & matched):
+        with m.If(take_last & matched):
             m.d.sync += [drain.active.eq(1), drain.mshr.eq(match_k), drain.position.eq(0)]
             for s in range(self.sets):
                 for w in range(self.ways):
                     with m.If((fset == s) & (filling.way == w)):
                         m.d.sync += st.tags[s][w].pending.eq(0)
+
+    def _beats(self, m, take):
+        """The line a fill's last beat completes (the fill buffer below it) and whether the beat
+        on the fill port is the last; one beat a line needs no buffer."""
+        beats, width = self.geometry.beats, self.geometry.beat_bits
+        if beats == 1:
+            return self.fill.payload.data, 1
+        beat = Signal(range(beats))
+        buffer = Signal(LINE_BITS - width)
+        last = Signal()
+        m.d.comb += last.eq(beat == beats - 1)
+        with m.If(take):
+            m.d.sync += beat.eq(Mux(last, 0, beat + 1))
+            with m.Switch(beat):
+                for k in range(beats - 1):
+                    with m.Case(k):
+                        m.d.sync += buffer[k * width : (k + 1) * width].eq(self.fill.payload.data)
+        return Cat(buffer, self.fill.payload.data), last

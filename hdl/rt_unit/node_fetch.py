@@ -25,13 +25,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT
+from gpurtl.facts.rt_unit import FETCH_ORDER, FETCH_TAG_BITS, ORDERS, L0Geometry
 
 from .l0_cache import LINE_BITS, L0Cache, l0_layouts
 
 __all__ = ["NodeFetch", "ORDERS", "fetch_layout", "node_fetch_signature"]
-
-#: Output orders: the L0's response order, or in order within each wave (tag).
-ORDERS = ("l0", "wave")
 
 
 def fetch_layout(tag_bits):
@@ -43,9 +41,9 @@ def fetch_layout(tag_bits):
     return data.StructLayout({"tag": tag_bits, **fields})
 
 
-def node_fetch_signature(id_bits=4, line_bits=16, tag_bits=4):
+def node_fetch_signature(geometry=None, tag_bits=FETCH_TAG_BITS):
     """The :class:`wiring.Signature` of :class:`NodeFetch`."""
-    _, _, mem_request, fill = l0_layouts(id_bits, line_bits)
+    _, _, mem_request, fill = l0_layouts(L0Geometry.of(geometry))
     out = data.StructLayout({"tag": tag_bits, "instr": INSTR_LAYOUT})
     return wiring.Signature(
         {
@@ -64,8 +62,9 @@ class NodeFetch(wiring.Component):
 
     Parameters
     ----------
-    size, ways, mshrs, targets, id_bits, line_bits : int
-        The L0's (:class:`~.l0_cache.L0Cache`); ``2 ** id_bits`` ray buffer slots.
+    geometry : L0Geometry, optional
+        The L0's (:class:`~.l0_cache.L0Cache`); ``2 ** id_bits`` ray buffer slots. ``**fields``
+        replace its fields.
     tag_bits : int
         Width of the ``tag`` carried from ``inst`` to ``out``.
     order : str
@@ -85,25 +84,15 @@ class NodeFetch(wiring.Component):
     err : Out(StructLayout(unexpected_fill, dual))
     """
 
-    def __init__(
-        self,
-        size=2048,
-        ways=4,
-        mshrs=4,
-        targets=4,
-        id_bits=4,
-        line_bits=16,
-        tag_bits=4,
-        order="l0",
-    ):
+    def __init__(self, geometry=None, tag_bits=FETCH_TAG_BITS, order=FETCH_ORDER, **fields):
         if not isinstance(tag_bits, int) or tag_bits < 1:
             raise ValueError(f"`tag_bits` must be a positive integer, not {tag_bits!r}")
         if order not in ORDERS:
             raise ValueError(f"`order` must be one of {', '.join(ORDERS)}, not {order!r}")
-        self.l0 = L0Cache(size, ways, mshrs, targets, id_bits, line_bits)
-        self.id_bits, self.line_bits, self.tag_bits = id_bits, line_bits, tag_bits
-        self.order = order
-        super().__init__(node_fetch_signature(id_bits, line_bits, tag_bits))
+        self.l0 = L0Cache(geometry, **fields)
+        self.id_bits, self.line_bits = self.l0.id_bits, self.l0.line_bits
+        self.tag_bits, self.order = tag_bits, order
+        super().__init__(node_fetch_signature(self.l0.geometry, tag_bits))
 
     def elaborate(self, platform):
         m = Module()

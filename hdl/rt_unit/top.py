@@ -24,6 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.ray_accel import OUT_LAYOUT
+from gpurtl.facts.rt_unit import WAVE_TAG_BITS, L0Geometry
 from gpurtl.facts.waitcnt import InstClass
 from gpurtl.facts.waitcnt import profile as waitcnt_profile
 
@@ -38,9 +39,9 @@ __all__ = ["RtUnit", "rt_unit_signature"]
 _BVH_BITS = waitcnt_profile("gfx12").widths[waitcnt_profile("gfx12").index("bvh")]
 
 
-def rt_unit_signature(id_bits=4, line_bits=16, tag_bits=4):
+def rt_unit_signature(geometry=None, tag_bits=WAVE_TAG_BITS):
     """The :class:`wiring.Signature` of :class:`RtUnit`."""
-    _, _, mem_request, fill = l0_layouts(id_bits, line_bits)
+    _, _, mem_request, fill = l0_layouts(L0Geometry.of(geometry))
     waves = 1 << tag_bits
     return wiring.Signature(
         {
@@ -65,8 +66,9 @@ class RtUnit(wiring.Component):
 
     Parameters
     ----------
-    size, ways, mshrs, targets, id_bits, line_bits : int
-        The L0's and the ray buffer's (:class:`~.node_fetch.NodeFetch`).
+    geometry : L0Geometry, optional
+        The L0's and the ray buffer's (:class:`~.node_fetch.NodeFetch`); ``**fields`` replace
+        its fields.
     tag_bits : int
         ``2 ** tag_bits`` waves (1..4: the wait counters take up to 64 waves, the per-wave
         sequence state of the node fetch grows with the wave count).
@@ -90,13 +92,8 @@ class RtUnit(wiring.Component):
 
     def __init__(
         self,
-        size=2048,
-        ways=4,
-        mshrs=4,
-        targets=4,
-        id_bits=4,
-        line_bits=16,
-        tag_bits=2,
+        geometry=None,
+        tag_bits=WAVE_TAG_BITS,
         *,
         engines=1,
         boxes_per_engine=1,
@@ -104,8 +101,9 @@ class RtUnit(wiring.Component):
         triangles=False,
         transforms=False,
         fp="shallow",
+        **fields,
     ):
-        self.fetch = NodeFetch(size, ways, mshrs, targets, id_bits, line_bits, tag_bits, "wave")
+        self.fetch = NodeFetch(geometry, tag_bits, "wave", **fields)
         self.accel = RayAccel(
             engines=engines,
             boxes_per_engine=boxes_per_engine,
@@ -116,7 +114,7 @@ class RtUnit(wiring.Component):
         )
         self.counters = WaitCounters("gfx12", 1 << tag_bits, "stall")
         self.tag_bits = tag_bits
-        super().__init__(rt_unit_signature(id_bits, line_bits, tag_bits))
+        super().__init__(rt_unit_signature(self.fetch.l0.geometry, tag_bits))
 
     @property
     def accel_groups(self):

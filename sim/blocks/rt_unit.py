@@ -9,9 +9,18 @@ model, sees the same outputs, so the inputs stay legal for it too; where it disa
 lockstep check reports the first differing cycle.
 """
 
+from gpurtl.facts.rt_unit import (
+    FETCH_ORDER,
+    FETCH_TAG_BITS,
+    MAX_BEATS,
+    ORDERS,
+    REPLACEMENTS,
+    WAVE_TAG_BITS,
+    L0Geometry,
+)
 from gpurtl.facts.waitcnt import profile as waitcnt_profile
 from gpurtl.golden.ray_accel.encode.ray import default_desc
-from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, RtUnitModel, cache_geometry
+from gpurtl.golden.rt_unit import L0CacheModel, NodeFetchModel, RtUnitModel
 from gpurtl.hdl.ray_accel.presets import FP_PRESETS
 from gpurtl.hdl.ray_accel.ray_accel import RayAccel, build_paths
 from gpurtl.hdl.rt_unit import (
@@ -25,30 +34,43 @@ from gpurtl.hdl.rt_unit import (
     node_fetch_signature,
     rt_unit_signature,
 )
-from gpurtl.hdl.rt_unit.node_fetch import ORDERS
 
 from ..core import layouts
 from ..core.registry import Block, Param, component_facts, register
 from .ray_accel import _bvh8_node, _ray
 
+_G = L0Geometry()
+_BEATS = tuple(1 << k for k in range(MAX_BEATS.bit_length()))
+#: The L0 geometry's parameters (the fields of :class:`L0Geometry`, defaults from there), shared
+#: by the three blocks.
 _L0 = (
-    Param("size", 2048, "bytes (RDNA 4 has 32 KB per CU: see docs/rt_unit.md)", range=(128, 65536)),
-    Param("ways", 4, "associativity (power of two)", choices=(1, 2, 4, 8, 16)),
-    Param("mshrs", 4, "miss-status registers: lines missing at once", range=(1, 64)),
-    Param("targets", 4, "requests merged into one miss register", range=(1, 64)),
-    Param("id_bits", 4, "request id width", range=(1, 16)),
-    Param("line_bits", 16, "line index width (byte address / 128)", range=(4, 57)),
+    Param(
+        "size", _G.size, "bytes (RDNA 4 has 32 KB per CU: see docs/rt_unit.md)", range=(128, 65536)
+    ),
+    Param("ways", _G.ways, "associativity (power of two)", choices=(1, 2, 4, 8, 16)),
+    Param("mshrs", _G.mshrs, "miss-status registers: lines missing at once", range=(1, 64)),
+    Param("targets", _G.targets, "requests merged into one miss register", range=(1, 64)),
+    Param("id_bits", _G.id_bits, "request id width", range=(1, 16)),
+    Param("line_bits", _G.line_bits, "line index width (byte address / 128)", range=(4, 57)),
+    Param(
+        "replacement",
+        _G.replacement,
+        "replacement: true LRU or tree pseudo-LRU (ways - 1 bits a set)",
+        choices=REPLACEMENTS,
+    ),
+    Param("beats", _G.beats, "fill transfers per line, 1024 / beats bits each", choices=_BEATS),
 )
+#: The small build of all three blocks (``Block.small``: the smoke tests' variant).
+_SMALL = {"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8}
 
 
-def _l0_validate(size, ways, mshrs, targets, id_bits, line_bits):
-    sets = cache_geometry(size, ways)
-    if line_bits <= (sets - 1).bit_length():
-        raise ValueError(f"`line_bits` must exceed the {sets - 1} set index bits, not {line_bits}")
+def _validate(**params):
+    """Every block's check: the geometry builds (``L0Geometry`` raises ValueError otherwise)."""
+    L0Geometry.split(params)
 
 
-def _l0_layouts(size, ways, mshrs, targets, id_bits, line_bits):
-    return cycle_layouts(l0_signature(id_bits, line_bits))
+def _l0_layouts(**params):
+    return cycle_layouts(l0_signature(L0Geometry.split(params)[0]))
 
 
 class MemorySide:
@@ -57,14 +79,17 @@ class MemorySide:
     latency from ``latencies``), in the order the answers become due; the data of a line is
     ``make_line(line)`` or a fixed random 1024-bit value. ``p_ready`` is the chance that
     ``mem_req.ready`` is high in a cycle, ``p_bogus`` the chance of offering, in a cycle with no
-    answer due, a fill that nobody asked for."""
+    answer due, a fill that nobody asked for. A line goes out as ``beats`` transfers, low bits
+    first, each beat held until taken, with a pause of a cycle now and then between beats (not
+    with ``rng`` None)."""
 
-    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0, make_line=None):
+    def __init__(self, rng, latencies=(2, 30), p_ready=0.8, p_bogus=0.0, make_line=None, beats=1):
         self.rng, self.latencies, self.make_line = rng, latencies, make_line
-        self.p_ready, self.p_bogus = p_ready, p_bogus
+        self.p_ready, self.p_bogus, self.beats = p_ready, p_bogus, beats
         self.lines = {}
         self.due = []  # [cycle due, line]
-        self.offer = None  # (line, data) held on the fill stream until taken
+        self.offer = None  # (line, data) held on the fill stream until its last beat is taken
+        self.beat = 0
 
     def line_data(self, line):
         if line not in self.lines:
@@ -86,10 +111,16 @@ class MemorySide:
                 line = int(self.rng.integers(0, 1 << line_bits))
                 self.offer = (line, self.line_data(line))
         fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
+        if self.beat and self.rng is not None and self.rng.random() < 0.2:
+            return {"ready": self._ready()}, fill  # a pause between two beats of a line
         if self.offer is not None:
-            fill = {"valid": 1, "payload": {"line": self.offer[0], "data": self.offer[1]}}
-        ready = 1 if self.p_ready >= 1 else int(self.rng.random() < self.p_ready)
-        return {"ready": ready}, fill
+            width = 1024 // self.beats
+            data = (self.offer[1] >> (self.beat * width)) & ((1 << width) - 1)
+            fill = {"valid": 1, "payload": {"line": self.offer[0], "data": data}}
+        return {"ready": self._ready()}, fill
+
+    def _ready(self):
+        return 1 if self.p_ready >= 1 else int(self.rng.random() < self.p_ready)
 
     def due_cycle(self, line, cycle):
         """The cycle from which the answer to a request for ``line`` taken at ``cycle`` is
@@ -103,7 +134,9 @@ class MemorySide:
             line = outputs["mem_req"]["payload"]["line"]
             self.due.append([self.due_cycle(line, cycle), line])
         if inputs["fill"]["valid"] and outputs["fill"]["ready"]:
-            self.offer = None
+            self.beat = (self.beat + 1) % self.beats
+            if self.beat == 0:
+                self.offer = None
 
 
 def _lines(rng, size, line_bits):
@@ -125,15 +158,15 @@ def _lines(rng, size, line_bits):
     return draw
 
 
-def drive_with_memory(rng, count, model, offer, names, line_bits, make_line=None):
+def drive_with_memory(rng, count, model, offer, names, line_bits, make_line=None, beats=1):
     """Per-cycle inputs of a block with a request stream, a response stream and the L0's memory
     ports, made by running ``model`` (its golden model) against :class:`MemorySide`: requests
     from ``offer()`` held until taken, phases of heavy and light traffic and of long response
     stalls, out-of-order fills, rare fills with no miss pending (misuse). ``names`` are the
     request and response stream names; ``make_line(line)`` gives a line's data (default: random
-    bytes)."""
+    bytes); ``beats`` is the L0's."""
     source, sink = names
-    memory = MemorySide(rng, p_bogus=0.01, make_line=make_line)
+    memory = MemorySide(rng, p_bogus=0.01, make_line=make_line, beats=beats)
     cycles, request = [], None
     p_valid = p_ready = 0.8
     for cycle in range(count):
@@ -157,19 +190,19 @@ def drive_with_memory(rng, count, model, offer, names, line_bits, make_line=None
     return cycles
 
 
-def _l0_stimulus(rng, count, size, ways, mshrs, targets, id_bits, line_bits):
+def _l0_stimulus(rng, count, **params):
     """Per-cycle inputs: see :func:`drive_with_memory`; request ids count up and wrap."""
-    params = dict(size=size, ways=ways, mshrs=mshrs, targets=targets)
-    params.update(id_bits=id_bits, line_bits=line_bits)
-    draw = _lines(rng, size, line_bits)
+    g = L0Geometry(**params)
+    draw = _lines(rng, g.size, g.line_bits)
     next_id = [0]
 
     def offer():
-        next_id[0] = (next_id[0] + 1) % (1 << id_bits)
+        next_id[0] = (next_id[0] + 1) % (1 << g.id_bits)
         return {"id": next_id[0], "line": draw()}
 
     offer.idle = {"id": 0, "line": 0}
-    return drive_with_memory(rng, count, L0CacheModel(**params), offer, ("req", "resp"), line_bits)
+    model = L0CacheModel(g)
+    return drive_with_memory(rng, count, model, offer, ("req", "resp"), g.line_bits, beats=g.beats)
 
 
 def _idle(source, payload, sink, **others):
@@ -183,14 +216,14 @@ def _idle(source, payload, sink, **others):
     }
 
 
-def _l0_defaults(size, ways, mshrs, targets, id_bits, line_bits):
+def _l0_defaults(**params):
     return _idle("req", {"id": 0, "line": 0}, "resp")
 
 
 register(
     Block(
         name="l0_cache",
-        doc="RT unit L0 vector cache: 128-byte lines, true LRU, MSHRs with merging, "
+        doc="RT unit L0 vector cache: 128-byte lines, true LRU or tree pseudo-LRU, MSHRs with merging, "
         "out-of-order responses by id",
         kind="cycle",
         params=_L0,
@@ -199,30 +232,26 @@ register(
         layouts=_l0_layouts,
         stimulus=_l0_stimulus,
         defaults=_l0_defaults,
-        validate=_l0_validate,
+        validate=_validate,
         check_count=5000,
-        small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8},
+        small=_SMALL,
     )
 )
 
 
 _FETCH = _L0 + (
-    Param("tag_bits", 4, "tag carried with an instruction (the wave)", range=(1, 8)),
+    Param("tag_bits", FETCH_TAG_BITS, "tag carried with an instruction (the wave)", range=(1, 8)),
     Param(
         "order",
-        "wave",
+        FETCH_ORDER,
         "output order: wave (in order within a wave, as RDNA 4 returns BVH results) or l0",
         choices=ORDERS,
     ),
 )
 
 
-def _fetch_validate(tag_bits, order, **l0):
-    _l0_validate(**l0)
-
-
-def _fetch_layouts(size, ways, mshrs, targets, id_bits, line_bits, tag_bits, order):
-    return cycle_layouts(node_fetch_signature(id_bits, line_bits, tag_bits))
+def _fetch_layouts(tag_bits, order, **l0):
+    return cycle_layouts(node_fetch_signature(L0Geometry(**l0), tag_bits))
 
 
 def _fetch_stimulus(rng, count, tag_bits, order, **l0):
@@ -230,7 +259,8 @@ def _fetch_stimulus(rng, count, tag_bits, order, **l0):
     of a random type on a line from :func:`_lines`, now and then the dual form (not fetched:
     ``err.dual``); see :func:`drive_with_memory`."""
     shape = fetch_layout(tag_bits)
-    draw = _lines(rng, l0["size"], l0["line_bits"])
+    g = L0Geometry(**l0)
+    draw = _lines(rng, g.size, g.line_bits)
 
     def offer():
         value = layouts.unpack(shape, int.from_bytes(rng.bytes(shape.size // 8 + 1), "little"))
@@ -239,8 +269,8 @@ def _fetch_stimulus(rng, count, tag_bits, order, **l0):
         return value
 
     offer.idle = layouts.unpack(shape, 0)
-    model = NodeFetchModel(tag_bits=tag_bits, order=order, **l0)
-    return drive_with_memory(rng, count, model, offer, ("inst", "out"), l0["line_bits"])
+    model = NodeFetchModel(g, tag_bits, order)
+    return drive_with_memory(rng, count, model, offer, ("inst", "out"), g.line_bits, beats=g.beats)
 
 
 def _fetch_defaults(tag_bits, order, **l0):
@@ -259,9 +289,9 @@ register(
         layouts=_fetch_layouts,
         stimulus=_fetch_stimulus,
         defaults=_fetch_defaults,
-        validate=_fetch_validate,
+        validate=_validate,
         check_count=3000,
-        small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "id_bits": 3, "line_bits": 8},
+        small=dict(_SMALL, id_bits=3),
     )
 )
 
@@ -274,28 +304,30 @@ _ACCEL = (
     Param("transforms", False, "ray accelerator: OBB and instance transforms"),
     Param("fp", "shallow", "ray accelerator: FP32 core depths", choices=tuple(FP_PRESETS)),
 )
-_TOP = tuple(p for p in _L0) + (Param("tag_bits", 2, "2 ** tag_bits waves", range=(1, 4)),) + _ACCEL
+_TOP = _L0 + (Param("tag_bits", WAVE_TAG_BITS, "2 ** tag_bits waves", range=(1, 4)),) + _ACCEL
 _ACCEL_NAMES = tuple(p.name for p in _ACCEL)
 
 
 def _split(params):
-    accel = {name: params[name] for name in _ACCEL_NAMES}
-    rest = {name: value for name, value in params.items() if name not in _ACCEL_NAMES}
-    return rest, accel
+    """``(geometry, tag_bits, accelerator build)`` of the ``rt_unit`` parameters."""
+    geometry, rest = L0Geometry.split(params)
+    accel = {name: rest[name] for name in _ACCEL_NAMES}
+    return geometry, rest["tag_bits"], accel
 
 
 def _top_build(**params):
-    rest, accel = _split(params)
-    return CyclePorts(RtUnit(**rest, **accel))
+    geometry, tag_bits, accel = _split(params)
+    return CyclePorts(RtUnit(geometry, tag_bits, **accel))
 
 
 def _top_golden(**params):
-    rest, accel = _split(params)
+    geometry, tag_bits, accel = _split(params)
     groups, latency = component_facts(
         lambda: RayAccel(**accel), lambda d: (d.initiation_interval, d.latency)
     )
     return RtUnitModel(
-        **rest,
+        geometry,
+        tag_bits,
         accel_groups=groups,
         accel_depth=latency - groups,
         ftz=accel["ftz"],
@@ -304,14 +336,14 @@ def _top_golden(**params):
 
 
 def _top_validate(**params):
-    rest, accel = _split(params)
-    _l0_validate(**{k: v for k, v in rest.items() if k != "tag_bits"})
+    _, _, accel = _split(params)
     if accel["engines"] * accel["boxes_per_engine"] not in (1, 2, 4, 8):
         raise ValueError("`engines * boxes_per_engine` must be 1, 2, 4 or 8")
 
 
-def _top_layouts(size, ways, mshrs, targets, id_bits, line_bits, tag_bits, **accel):
-    return cycle_layouts(rt_unit_signature(id_bits, line_bits, tag_bits))
+def _top_layouts(**params):
+    geometry, tag_bits, _ = _split(params)
+    return cycle_layouts(rt_unit_signature(geometry, tag_bits))
 
 
 _BVH_WAIT = next(form for form in waitcnt_profile("gfx12").waits if form.name == "s_wait_bvhcnt")
@@ -322,11 +354,9 @@ def _top_stimulus(rng, count, **params):
     the usual descriptor; the memory holds BVH8 box nodes whose boxes lie along one of four
     rays (``ray_accel``'s stimulus), which the instructions mostly carry; and now and then an
     ``s_wait_bvhcnt`` (or a word that is no wait instruction) for a random wave."""
-    rest, accel = _split(params)
-    tag_bits = rest["tag_bits"]
+    g, tag_bits, _ = _split(params)
     shape = fetch_layout(tag_bits)
-    l0 = {k: v for k, v in rest.items() if k != "tag_bits"}
-    draw = _lines(rng, l0["size"], l0["line_bits"])
+    draw = _lines(rng, g.size, g.line_bits)
 
     def offer():
         value = layouts.unpack(shape, int.from_bytes(rng.bytes(shape.size // 8 + 1), "little"))
@@ -349,7 +379,8 @@ def _top_stimulus(rng, count, **params):
     offer.idle = layouts.unpack(shape, 0)
     model = _top_golden(**params)
     model = _WithWaits(model, rng, tag_bits)
-    return drive_with_memory(rng, count, model, offer, ("inst", "out"), l0["line_bits"], make_line)
+    names = ("inst", "out")
+    return drive_with_memory(rng, count, model, offer, names, g.line_bits, make_line, g.beats)
 
 
 class _WithWaits:
@@ -390,6 +421,6 @@ register(
         defaults=_top_defaults,
         validate=_top_validate,
         check_count=600,
-        small={"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "id_bits": 3, "line_bits": 8},
+        small=dict(_SMALL, id_bits=3),
     )
 )

@@ -46,6 +46,7 @@ def run_l0(lines, *, backend="pysim", params=None, memory=None, max_cycles=10**6
     block = registry.get("l0_cache")
     values = block.resolve(params or {})
     memory = memory if memory is not None else HierarchyMemory()
+    memory.beats = values["beats"]  # the memory sends a line in the L0's beats
     kinds = {"hit": 0, "pending_hit": 0, "miss": 0}
     names = ("hit", "pending_hit", "miss")
     responses, waiting, cycle = [], list(lines), 0

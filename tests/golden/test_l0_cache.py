@@ -26,7 +26,7 @@ def run(params, seed, cycles, lines, p_valid=0.7, p_ready=0.8, latencies=(2, 40)
     data)``, the fills taken ``(cycle, line)`` and the memory."""
     rng = np.random.default_rng(seed)
     model = L0CacheModel(**params)
-    memory = MemorySide(rng, latencies=latencies)
+    memory = MemorySide(rng, latencies=latencies, beats=params.get("beats", 1))
     pool = [int(x) for x in rng.choice(1 << params["line_bits"], size=lines, replace=False)]
     accepted, responses, fills = [], [], []
     request, next_id = None, 0
@@ -44,7 +44,7 @@ def run(params, seed, cycles, lines, p_valid=0.7, p_ready=0.8, latencies=(2, 40)
             request = None
         if out["resp"]["valid"] and step_in["resp"]["ready"]:
             responses.append((cycle, out["resp"]["payload"]["id"], out["resp"]["payload"]["data"]))
-        if fill["valid"] and out["fill"]["ready"]:
+        if fill["valid"] and out["fill"]["ready"] and memory.beat == 0:  # a line's last beat
             fills.append((cycle, fill["payload"]["line"]))
     return accepted, responses, fills, memory
 
@@ -192,3 +192,141 @@ def test_the_timing_table_of_the_docs():
     out = model.step(inputs({"id": 5, "line": 4}))
     assert out["event"] == {"valid": 1, "kind": HIT}
     assert model.step(inputs())["resp"] == {"valid": 1, "payload": {"id": 5, "data": 99}}
+
+
+def fill_set(model, lines):
+    """Misses to ``lines`` (all of one set), then their fills: the set holds them, in the order
+    given, in ways 0, 1, ... (invalid ways go first under both policies)."""
+    for k, line in enumerate(lines):
+        assert model.step(inputs({"id": k, "line": line}))["event"]["kind"] == MISS
+    for _ in range(len(lines) + 2):  # the memory request register sends them all
+        model.step(inputs())
+    for line in lines:
+        model.step(inputs(fill={"valid": 1, "payload": {"line": line, "data": line + 1}}))
+        model.step(inputs())
+    assert [entry[0] for entry in model.tags[lines[0] % model.sets]] == list(lines)
+
+
+@pytest.mark.parametrize("replacement, evicted", [("lru", "C"), ("plru", "B")])
+def test_the_tree_plru_example_of_wikipedia(replacement, evicted):
+    """Wikipedia, "Cache replacement policies", section "Pseudo-LRU (PLRU)": four lines A, C,
+    B, D in the tree's leaves (A and C under one half, B and D under the other), then the
+    accesses C, B, D, A: tree-PLRU evicts B where LRU evicts C (A's access points the root at
+    the half without C)."""
+    model = L0CacheModel(
+        size=512, ways=4, mshrs=4, targets=2, id_bits=4, line_bits=8, replacement=replacement
+    )
+    assert model.sets == 1
+    names = {"A": 10, "C": 11, "B": 12, "D": 13, "E": 14}
+    fill_set(model, [names[n] for n in "ACBD"])
+    for k, name in enumerate("CBDA"):
+        assert model.step(inputs({"id": k, "line": names[name]}))["event"]["kind"] == HIT
+    assert model.step(inputs({"id": 9, "line": names["E"]}))["event"]["kind"] == MISS
+    assert model.lookup(names[evicted])[0] == MISS
+    assert all(model.lookup(names[n])[0] != MISS for n in "ACBDE" if n != evicted)
+
+
+class TreePlru:
+    """A second tree pseudo-LRU, written from the description (Wikipedia, "Pseudo-LRU"): the
+    tree as nested halves of the way range, one flag per half-split keyed by the split's way
+    range, flag True meaning "the pseudo-LRU way is in the upper half"."""
+
+    def __init__(self, ways):
+        self.ways, self.flags = ways, {}
+
+    def victim(self):
+        low, high = 0, self.ways
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.flags.get((low, high), False):
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def use(self, way):
+        low, high = 0, self.ways
+        while high - low > 1:
+            middle = (low + high) // 2
+            upper = way >= middle
+            self.flags[(low, high)] = not upper  # point at the other half
+            low, high = (middle, high) if upper else (low, middle)
+
+
+@pytest.mark.parametrize(
+    "size, ways, seed", [(512, 4, 1), (1024, 8, 2), (2048, 4, 3), (2048, 16, 4), (256, 2, 5)]
+)
+def test_plru_lookups_agree_with_a_second_tree_plru(size, ways, seed):
+    """The accepted request sequence of random traffic replayed on per-set contents kept with
+    :class:`TreePlru` (invalid ways first): every request the golden model calls a hit or a
+    pending hit is in the replayed set, every miss is not, and the replayed victim is the way
+    the golden model filled."""
+    params = dict(PARAMS, size=size, ways=ways, mshrs=4, targets=3, replacement="plru")
+    accepted, _, _, _ = run(params, seed, 3000, lines=3 * size // 128, latencies=(1, 30))
+    sets = size // (128 * ways)
+    contents = [[None] * ways for _ in range(sets)]
+    trees = [TreePlru(ways) for _ in range(sets)]
+    evictions = 0
+    for cycle, _, line, kind in accepted:
+        s = line % sets
+        if kind == MISS:
+            assert line not in contents[s], f"cycle {cycle}"
+            way = contents[s].index(None) if None in contents[s] else trees[s].victim()
+            evictions += contents[s][way] is not None
+            contents[s][way] = line
+        else:
+            assert line in contents[s], f"cycle {cycle}"
+            way = contents[s].index(line)
+        trees[s].use(way)
+    assert evictions > 100
+
+
+def test_tree_plru_reference_by_hand():
+    """The second tree itself, on four ways (0 1 | 2 3): after uses of 1, 2, 3, 0 the root
+    points at the upper half and its split at 2, the least recent of the upper pair."""
+    tree = TreePlru(4)
+    for way in (1, 2, 3, 0):
+        tree.use(way)
+    assert tree.victim() == 2
+    tree.use(2)
+    assert tree.victim() == 1  # root now points low, the lower split (last used 0) at 1
+
+
+@pytest.mark.parametrize("beats", [2, 8, 32])
+def test_a_line_in_beats_is_answered_with_its_data(beats):
+    """The memory sends each line as ``beats`` transfers (low bits first, pauses between beats):
+    every request is still answered once with its whole line."""
+    params = dict(PARAMS, beats=beats)
+    accepted, responses, fills, memory = run(params, 4, 2000, lines=12)
+    assert len(accepted) > 80 and len(fills) > 20
+    assert len(responses) == len(accepted)
+    line_of = {}
+    for _, rid, line, _ in accepted:
+        line_of.setdefault(rid, []).append(line)
+    for _, rid, data in responses:
+        assert data == memory.line_data(line_of[rid].pop(0))
+
+
+def test_beats_timing_and_a_fill_nobody_asked_for():
+    """Four beats of 256 bits: the line is written at its last beat, and its request answered
+    two cycles later, as a one-beat fill; a stray line raises the error at its last beat only,
+    and is dropped whole."""
+    model = L0CacheModel(size=1024, ways=2, mshrs=2, targets=2, id_bits=4, line_bits=8, beats=4)
+    value = int.from_bytes(bytes(range(128)), "little")
+    beat = [(value >> (256 * k)) & ((1 << 256) - 1) for k in range(4)]
+    assert model.step(inputs({"id": 3, "line": 5}))["event"]["kind"] == MISS
+    model.step(inputs())
+    assert model.step(inputs())["mem_req"] == {"valid": 1, "payload": {"line": 5}}
+    errors = []
+    for k in range(4):  # a stray line first: its beats' line fields after the first are ignored
+        fill = {"valid": 1, "payload": {"line": 9 if k == 3 else 5, "data": k}}
+        errors.append(model.step(inputs(fill=fill))["err"]["unexpected_fill"])
+    assert errors == [0, 0, 0, 1]
+    trace = []
+    for k in range(4):
+        fill = {"valid": 1, "payload": {"line": 5, "data": beat[k]}}
+        out = model.step(inputs(fill=fill))
+        trace.append((out["fill"]["ready"], out["err"]["unexpected_fill"], out["resp"]["valid"]))
+    assert trace == [(1, 0, 0)] * 4
+    assert model.step(inputs())["resp"]["valid"] == 0
+    assert model.step(inputs())["resp"] == {"valid": 1, "payload": {"id": 3, "data": value}}

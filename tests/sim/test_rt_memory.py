@@ -5,6 +5,8 @@ import pytest
 from gpurtl.golden.memory import Level
 from gpurtl.sim.experiments._rt_memory import HierarchyMemory, run_l0
 
+from ..hdl.rt_unit.compiled import COCOTB
+
 
 def test_l0_session_with_the_hierarchy_behind_it():
     lines = [(k * 7) % 23 for k in range(40)] + [k % 12 for k in range(30)] + [50, 50, 50, 40, 50]
@@ -24,12 +26,12 @@ def test_l0_session_with_the_hierarchy_behind_it():
     assert result["responses"][0][0] == 2 + 12 + 60 + 2
 
 
-@pytest.mark.verilator
-def test_l0_session_on_verilator():
+@pytest.mark.parametrize("backend", COCOTB)
+def test_l0_session_on_compiled_simulators(backend):
     lines = [k % 12 for k in range(40)] + [50, 50, 40, 50]
     levels = [Level("L1", 8 * 1024, 4, 12, 0.5, 8), Level("DRAM", 0, 1, 60, 0.25, 0)]
     memory = HierarchyMemory(levels, make_line=lambda line: line + 1)
-    result = run_l0(lines, backend="verilator", memory=memory, params={"id_bits": 8})
+    result = run_l0(lines, backend=backend, memory=memory, params={"id_bits": 8})
     assert sorted(rid for _, rid, _ in result["responses"]) == list(range(len(lines)))
     # 14 distinct lines, at most 4 per set of the 4-way default: each misses once
     assert result["lookups"]["miss"] == result["levels"]["L1"]["accesses"] == 14

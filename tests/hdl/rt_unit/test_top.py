@@ -8,6 +8,8 @@ from gpurtl.golden.rt_unit import AccelTiming
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
 
+from .compiled import COCOTB
+
 BLOCK = registry.get("rt_unit")
 
 
@@ -30,8 +32,10 @@ def test_a_wrong_accelerator_timing_is_caught(monkeypatch):
     assert report.failed > 0
 
 
-@pytest.mark.verilator
-def test_lockstep_on_verilator():
+@pytest.mark.parametrize("backend", COCOTB)
+def test_lockstep_on_compiled_simulators(backend):
     params = BLOCK.resolve({"tag_bits": 3})
-    report = BACKENDS["verilator"].check(BLOCK, params, count=2000, seed=4)
+    count = {"verilator": 2000, "icarus": 300}[backend]  # Icarus: about 10 cycles/s here
+    report = BACKENDS[backend].check(BLOCK, params, count=count, seed=4)
     assert report.failed == 0, str(report.first)
+    assert report.passed == count

@@ -1,0 +1,149 @@
+"""The RT unit's build parameters, shared by the RTL (:mod:`gpurtl.hdl.rt_unit`), the golden models
+(:mod:`gpurtl.golden.rt_unit`) and the registry (``sim/blocks/rt_unit.py``): the L0 geometry as
+one bundle, :class:`L0Geometry`, and the defaults of the node fetch and the RT unit top.
+
+The default L0 is small so the smoke tests stay quick; the CU model's RDNA 4 L0 (32 KB, 4 ways,
+64 misses in flight, ``sim/experiments/_trav_calib.py``) is a parameter away. These defaults are
+choices, not measurements.
+"""
+
+from dataclasses import dataclass, fields, replace
+
+__all__ = [
+    "FETCH_ORDER",
+    "FETCH_TAG_BITS",
+    "L0Geometry",
+    "LINE_BITS",
+    "LINE_BYTES",
+    "MAX_BEATS",
+    "ORDERS",
+    "REPLACEMENTS",
+    "WAVE_TAG_BITS",
+]
+
+#: Bytes of one L0 line: one BVH8 node (gpurt's 128-byte box node).
+LINE_BYTES = 128
+#: Bits of one line.
+LINE_BITS = 8 * LINE_BYTES
+#: Most transfers a line may take on the fill port (32-bit beats).
+MAX_BEATS = 32
+#: Replacement policies: true least recently used, or tree pseudo-LRU (``ways - 1`` bits a set).
+REPLACEMENTS = ("lru", "plru")
+#: Node fetch output orders: the L0's response order, or in order within each wave (tag).
+ORDERS = ("l0", "wave")
+#: The node fetch's defaults: a 4-bit tag, each tag's instructions leaving in order.
+FETCH_TAG_BITS = 4
+FETCH_ORDER = "wave"
+#: The RT unit top's default: ``2 ** 2`` waves.
+WAVE_TAG_BITS = 2
+
+
+def _positive(name, value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, not {value!r}")
+
+
+@dataclass(frozen=True)
+class L0Geometry:
+    """The L0 vector cache's build: what the L0, the node fetch and the RT unit top share.
+
+    Parameters
+    ----------
+    size : int
+        Bytes; a multiple of ``128 * ways`` giving a power-of-two number of sets.
+    ways : int
+        Associativity, a power of two.
+    mshrs : int
+        Miss-status registers: lines missing at once (outstanding misses).
+    targets : int
+        Requests one miss register holds (the miss and the pending hits merged into it).
+    id_bits : int
+        Width of the request id carried to the response (the node fetch has ``2 ** id_bits``
+        ray buffer slots).
+    line_bits : int
+        Width of a line index (byte address / 128); more than the set index bits.
+    replacement : str
+        ``"lru"`` (true LRU) or ``"plru"`` (tree pseudo-LRU); the rules are in
+        :mod:`gpurtl.golden.rt_unit.l0_cache`.
+    beats : int
+        Transfers a line takes on the fill port, each of ``1024 / beats`` bits: a power of two
+        up to ``MAX_BEATS``; 1 moves the whole line at once.
+
+    Raises
+    ------
+    ValueError
+        For a geometry the RTL cannot build, one line naming the field.
+    """
+
+    size: int = 2048
+    ways: int = 4
+    mshrs: int = 4
+    targets: int = 4
+    id_bits: int = 4
+    line_bits: int = 16
+    replacement: str = "lru"
+    beats: int = 1
+
+    def __post_init__(self):
+        ways, size = self.ways, self.size
+        if not isinstance(ways, int) or ways < 1 or ways & (ways - 1):
+            raise ValueError(f"`ways` must be a power of two, not {ways!r}")
+        if not isinstance(size, int) or size <= 0 or size % (LINE_BYTES * ways):
+            raise ValueError(f"`size` must be a positive multiple of 128 x ways, not {size!r}")
+        if self.sets & (self.sets - 1):
+            raise ValueError(
+                f"`size` must make a power-of-two number of sets, not {self.sets} sets"
+            )
+        for name in ("mshrs", "targets", "id_bits"):
+            _positive(name, getattr(self, name))
+        if not isinstance(self.line_bits, int) or self.line_bits <= self.set_bits:
+            raise ValueError(
+                f"`line_bits` must be an integer above the {self.set_bits} set index bits, "
+                f"not {self.line_bits!r}"
+            )
+        if self.replacement not in REPLACEMENTS:
+            raise ValueError(
+                f"`replacement` must be one of {', '.join(REPLACEMENTS)}, not {self.replacement!r}"
+            )
+        beats = self.beats
+        if not isinstance(beats, int) or not 1 <= beats <= MAX_BEATS or beats & (beats - 1):
+            raise ValueError(f"`beats` must be a power of two up to {MAX_BEATS}, not {beats!r}")
+
+    @property
+    def sets(self):
+        return self.size // (LINE_BYTES * self.ways)
+
+    @property
+    def beat_bits(self):
+        """Bits of one fill transfer."""
+        return LINE_BITS // self.beats
+
+    @property
+    def set_bits(self):
+        """Bits of a set index (0 for one set)."""
+        return (self.sets - 1).bit_length()
+
+    @property
+    def way_bits(self):
+        """Bits of a way index (0 for one way)."""
+        return (self.ways - 1).bit_length()
+
+    @classmethod
+    def names(cls):
+        """The field names, in order."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def of(cls, geometry=None, **overrides):
+        """``geometry`` (default: the default geometry) with ``overrides`` (field values)."""
+        geometry = cls() if geometry is None else geometry
+        if not isinstance(geometry, cls):
+            raise TypeError(f"`geometry` must be an L0Geometry, not {geometry!r}")
+        return replace(geometry, **overrides) if overrides else geometry
+
+    @classmethod
+    def split(cls, params):
+        """``(geometry, rest)`` of a parameter dictionary: the geometry's fields, the others."""
+        names = cls.names()
+        geometry = cls(**{k: v for k, v in params.items() if k in names})
+        return geometry, {k: v for k, v in params.items() if k not in names}
