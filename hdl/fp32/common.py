@@ -130,8 +130,9 @@ class FPCore(wiring.Component):
     A platform may stand in for the datapath: when the platform that elaborates a core with at
     least one stage has a callable ``fp32_core(core)`` that returns an elaboratable (not
     ``None``), that is the core's implementation. Simulators use it to put a behavioural model of
-    the same latency, enable and results in its place (``gpurtl.sim.backends.fast.behavioural``);
-    the RTL is the default.
+    the same latency, enable and results in its place (``gpurtl.sim.backends.fast.behavioural``),
+    and the Verilog export to instance one module per distinct core by name
+    (``gpurtl.sim.core.export.SharedCores``); the RTL is the default.
     """
 
     WEIGHTS = ()
