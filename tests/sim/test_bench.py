@@ -130,7 +130,7 @@ def test_repeat_keeps_the_run_of_median_cpu_time_taken_in_turn(monkeypatch):
             report.passed, report.cycles = len(in_rows), len(in_rows)
             if run in self.failing:
                 report.passed, report.failed = len(in_rows) - 1, 1
-            return report, 0.0, 1.0, self.cpu[run]
+            return report, 7.0 if run == 0 else 0.0, 1.0, self.cpu[run]
 
     class Python(Timed):
         python_per_cycle = True
@@ -151,6 +151,7 @@ def test_repeat_keeps_the_run_of_median_cpu_time_taken_in_turn(monkeypatch):
     assert order == ["py", "a", "b", "a", "b", "a", "b"]
     rows = {r["backend"]: r for r in result["rows"]}
     assert (rows["a"]["sim_cpu_seconds"], rows["a"]["runs"]) == (2.0, 3)
+    assert rows["a"]["build_seconds"] == 7.0  # the first run's, which built the model
     assert (rows["b"]["sim_cpu_seconds"], rows["b"]["failed"]) == (6.0, 1)
     assert (rows["py"]["sim_cpu_seconds"], rows["py"]["runs"]) == (9.0, 1)
     assert "median sim CPU s of 3" in format_table(result)
