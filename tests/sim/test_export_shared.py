@@ -73,9 +73,21 @@ def test_a_core_with_a_parameter_that_is_not_a_plain_value_is_not_shared():
     assert platform.cores == {}
 
 
-def test_a_core_exported_alone_and_a_combinational_core_are_not_instances():
+def test_a_core_exported_alone_is_not_an_instance():
     assert _MODULES.findall(export.convert(FPAddCore(stages=2), "x")) == ["x"]
     assert _MODULES.findall(export.convert(FPCmpCore(stages=0), "x")) == ["x"]
+
+
+def test_a_combinational_core_is_shared_without_a_clock():
+    """The sort unit's compares have no stage: their module has no ``clk`` or ``rst``."""
+    block = registry.get("ray_sort")
+    params = block.resolve({})
+    text = export.convert(block.build(**params), "ray_sort")
+    cmp_modules = [m for m in _MODULES.findall(text) if m.startswith("ray_sort__FPCmpCore_s0")]
+    assert cmp_modules == ["ray_sort__FPCmpCore_s0"]
+    header = re.search(r"^module ray_sort__FPCmpCore_s0\(([^)]*)\)", text, re.M)[1]
+    assert "clk" not in header and "rst" not in header
+    assert len(_instances(text, "ray_sort__FPCmpCore_s0")) > 1
 
 
 def _yosys():
@@ -139,3 +151,16 @@ def test_yosys_proves_the_shared_export_of_a_1x1_box_ray_accelerator_equal(tmp_p
         "ray_accel",
         {"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
     )
+
+
+def test_bench_export_prints_both_exports(capsys):
+    from gpurtl.sim import bench_export
+
+    assert bench_export.main(["fp32_add"]) == 0
+    out = capsys.readouterr().out
+    once = re.search(r"each core once: [\d.]+ CPU-s .*, ([\d,]+) bytes, (\d+) modules", out)
+    every = re.search(r"every instance: [\d.]+ CPU-s .*, ([\d,]+) bytes, (\d+) modules", out)
+    assert once and every, out
+    assert (once[2], every[2]) == ("2", "2")  # the block and its core, either way
+    with pytest.raises(SystemExit):
+        bench_export.main(["fp32_add", "-p", "nonsense"])
