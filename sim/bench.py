@@ -45,6 +45,7 @@ __all__ = [
     "format_table",
     "format_session_table",
     "default_slow_count",
+    "default_rows",
 ]
 
 #: The rows ``gpurtl bench`` can measure: every variant of every backend, by name.
@@ -73,8 +74,13 @@ def _stalls(seed, count):
     return StallPattern(seed=seed, p_valid=P_VALID, p_ready=P_READY, free_run=free_run_of(count))
 
 
+def default_rows():
+    """The rows ``gpurtl bench`` measures when no backends are named."""
+    return [name for name, (backend, _) in BENCH_ROWS.items() if backend.benched]
+
+
 def _chosen(backends):
-    names = list(backends or BENCH_ROWS)
+    names = list(backends or default_rows())
     for name in names:
         if name not in BENCH_ROWS:
             raise RegistryError(f"backend must be one of {', '.join(BENCH_ROWS)}, not {name!r}")

@@ -18,8 +18,8 @@ from pathlib import Path
 from . import cliutil
 from .backends import BACKENDS
 from .backends.fast.build import BuildError
-from .bench import BENCH_ROWS
-from .core import files, layouts, registry
+from .bench import BENCH_ROWS, default_rows
+from .core import files, layouts, ports, registry
 from .core.export import ToolchainError
 from .core.files import UsageError
 from .core.jsonio import InputError
@@ -84,6 +84,8 @@ def _block_json(block, params, latency, in_layout, out_layout):
         "values": params,
         "in": layouts.structure(in_layout),
         "out": layouts.structure(out_layout),
+        # the packing, as `gpurtl export --ports` gives it
+        "fields": {"in": ports.fields(in_layout), "out": ports.fields(out_layout)},
         "optional_inputs": layouts.field_paths(block.input_defaults(params)),
         "check_count": block.check_count,
     }
@@ -266,8 +268,6 @@ def _export_validate(args):
 
 def _export_ports(args, block, params):
     """``gpurtl export --ports`` / ``--ports-md``: the port description instead of the Verilog."""
-    from .core import ports
-
     description = ports.describe(block, params, timescale=args.timescale)
     text = ports.markdown(description) if args.ports_md else json.dumps(description, indent=1)
     text = text if text.endswith("\n") else text + "\n"
@@ -280,7 +280,6 @@ def _export_ports(args, block, params):
 
 
 def cmd_export(args):
-    from .core import ports
     from .core.export import lint, to_verilog
 
     block, params = _block_and_params(args)
@@ -503,7 +502,8 @@ def _bench_arguments(p):
     _seed_argument(p)
     p.add_argument(
         "--backends",
-        help=f"comma-separated subset of {','.join(BENCH_ROWS)} (default: all)",
+        help=f"comma-separated subset of {','.join(BENCH_ROWS)} "
+        f"(default: {','.join(default_rows())})",
     )
     p.add_argument(
         "--session",
@@ -533,10 +533,12 @@ def _bench_tools(args):
     if args.repeat < 1:
         raise UsageError(f"--repeat must be a positive integer, not {args.repeat}")
     chosen = [args.session] if args.session else args.backends.split(",") if args.backends else []
-    chosen = chosen or list(BENCH_ROWS)
-    compiled = [name for name in chosen if name in BENCH_ROWS and BENCH_ROWS[name][0].tools]
+    chosen = [name for name in chosen or default_rows() if name in BENCH_ROWS]
+    compiled = [name for name in chosen if "c++" in BENCH_ROWS[name][0].tools]
     if compiled:
         cxx_toolchain(f"`gpurtl bench` (backends {', '.join(compiled)})")
+    for name in chosen:
+        BENCH_ROWS[name][0].require_tools()
 
 
 def cmd_bench(args):
@@ -625,6 +627,9 @@ def cmd_synth(args):
     )
     if result.get("timed"):
         print(f"Fmax timed: {result['timed']}")
+    if result.get("note"):
+        print(f"Note: {result['note']}")
+    print(f"Yosys flow: {result['flow']}")
     _print_critical_path(result.get("critical_path"))
     return 0
 

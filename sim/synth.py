@@ -17,6 +17,15 @@ as ``TRELLIS_FF``, and Fmax is ``None``. With ``keep_hierarchy=True`` as well, `
 the counts include every instance: much faster and smaller for designs with many copies of a unit,
 but nothing is optimised across module boundaries, so the figures are an upper bound (``ray_accel``
 1 x 1: LUT4 +10.6 %, FF +0.6 % against the flattened run).
+
+``synth_ecp5`` maps LUTs with ``abc9``, which stops on an internal assertion for some designs
+(Yosys 0.70: ``ABC_OPS_REINTEGRATE`` fails ``GetSize(conn.first) == GetSize(conn.second)``, e.g.
+``gpurtl synth matrix_core -p family=iu8_i32 -p rate=fpga --synth-only --keep-hierarchy``), and
+Yosys 0.70 has no option to use another mapper. When a run fails inside an abc9 pass, it is run
+again with ``synth_ecp5``'s own steps around :data:`ABC_LUTS` (Yosys's older ``abc`` mapper,
+what ``synth_ecp5`` used before abc9: more LUTs, +24 % on ``fp32_mul``) in place of its
+``map_luts`` step; the result's ``flow`` names the script that produced the figures and ``note``
+says why (the failed run's log is kept as ``yosys.abc9.log``).
 """
 
 import hashlib
@@ -30,7 +39,17 @@ from pathlib import Path, PurePath
 
 from .core.export import cache_dir, to_verilog
 
-__all__ = ["DEVICES", "TIMED", "synthesize", "SynthError", "critical_path", "run_tool"]
+__all__ = [
+    "ABC_LUTS",
+    "abc_flow",
+    "DEVICES",
+    "TIMED",
+    "synthesize",
+    "SynthError",
+    "critical_path",
+    "run_tool",
+    "abc9_failed",
+]
 
 DEVICES = ("ecp5-85k", "ice40-up5k")
 
@@ -109,6 +128,32 @@ def run_tool(command, log, cwd, *, label=None, progress=None, watch=None):
     return elapsed
 
 
+#: The Yosys passes of the abc9 mapping (``ABC9_OPS``, ``ABC9_EXE``, ``ABC9``, and
+#: ``ABC_OPS_REINTEGRATE``, which puts abc9's netlist back into the module).
+_ABC9_STEP = re.compile(r"^(ABC9(_OPS|_EXE)?|ABC_OPS_REINTEGRATE)\b")
+
+
+def abc9_failed(log):
+    """The abc9 pass that a failed Yosys run stopped in (from its full log ``log``), or
+    ``None`` when it stopped elsewhere."""
+    step = _last_step(log)
+    return step if step and _ABC9_STEP.match(step) else None
+
+
+#: The LUT mapping of the fallback flow: 4-input LUTs, up to 7 inputs through the PFUMX and
+#: L6MUX21 cells that ``synth_ecp5``'s ``map_cells`` step makes of wider ones.
+ABC_LUTS = "abc -dress -lut 4:7"
+
+
+def abc_flow(command):
+    """``command`` (a ``synth_ecp5`` with its options) with :data:`ABC_LUTS` in place of the
+    abc9 pass of its ``map_luts`` step."""
+    return (
+        f"{command} -run :map_luts; check -latchonly -assert; "
+        f"techmap -map +/lattice/latches_map.v; {ABC_LUTS}; clean; {command} -run map_cells:"
+    )
+
+
 _SOURCE_ROOTS = ("hdl", "sim", "facts", "golden")
 
 
@@ -168,6 +213,7 @@ class _Run:
         self.block, self.params, self.folder = block, params, folder
         self.top, self.freq, self.nodsp, self.progress = block.name, freq, nodsp, progress
         self.times = {}
+        self.flow, self.fallback = None, None
 
     def tool(self, name, command, log, watch=None):
         self.times[f"{name}_s"] = run_tool(
@@ -194,17 +240,40 @@ class _Run:
             watch="yosys.full.log",
         )
 
-    def yosys_stat(self, script):
-        """Run ``script`` then ``stat`` (written to ``stat.txt``: a quiet run keeps the log short
-        and complete); the statistics text."""
-        self.yosys(f"{script}; tee -o stat.txt stat -top {self.top}")
+    def synth_ecp5(self, flags, then=""):
+        """``synth_ecp5 -top TOP flags`` followed by the commands ``then``; once more with
+        :func:`abc_flow` when abc9 fails (see the module's doc string)."""
+        command = f"synth_ecp5 -top {self.top}{flags}"
+        started = time.monotonic()
+        try:
+            self.yosys(command + then)
+        except SynthError:
+            failed = abc9_failed(self.folder / "yosys.full.log")
+            if failed is None:
+                raise
+            (self.folder / "yosys.full.log").replace(self.folder / "yosys.abc9.log")
+            self.times["yosys_abc9_failed_s"] = time.monotonic() - started
+            self.fallback = f"abc9 failed in {failed.split()[0]}; LUTs mapped with `{ABC_LUTS}`"
+            if self.progress:
+                self.progress(f"yosys: {self.fallback.split(';')[0]}; again with `{ABC_LUTS}`")
+            command = abc_flow(command)
+            self.yosys(command + then)
+        self.flow = command
+
+    def yosys_stat(self, flags):
+        """``synth_ecp5`` with ``flags``, then ``stat`` (written to ``stat.txt``: a quiet run
+        keeps the log short and complete); the statistics text."""
+        self.synth_ecp5(flags, f"; tee -o stat.txt stat -top {self.top}")
         return (self.folder / "stat.txt").read_text()
 
     def result(self, **figures):
+        notes = [text for text in (figures.pop("note", None), self.fallback) if text]
         return {
             "block": self.block.name,
             "params": self.params,
             **figures,
+            **({"note": "; ".join(notes)} if notes else {}),
+            "flow": self.flow,
             "target_mhz": self.freq,
             "nodsp": self.nodsp,
             **self.times,
@@ -234,8 +303,8 @@ ICE40_CELLS = (
 
 
 def _ecp5_synthesis_only(run, keep_hierarchy):
-    flags = ("-nodsp " if run.nodsp else "") + ("-noflatten" if keep_hierarchy else "")
-    cells = _cells(run.yosys_stat(f"synth_ecp5 -top {run.top} {flags}"), ECP5_CELLS)
+    flags = (" -nodsp" if run.nodsp else "") + (" -noflatten" if keep_hierarchy else "")
+    cells = _cells(run.yosys_stat(flags), ECP5_CELLS)
     note = "synthesis only: LUT4 = LUT4 + 2 x CCU2C cells, no place and route"
     if keep_hierarchy:
         note += (
@@ -255,7 +324,7 @@ def _ecp5_synthesis_only(run, keep_hierarchy):
 
 
 def _ecp5_place_and_route(run, speed, seed):
-    run.yosys(f"synth_ecp5 -top {run.top} {'-nodsp ' if run.nodsp else ''}-json top.json")
+    run.synth_ecp5(" -nodsp" if run.nodsp else "", "; write_json top.json")
     run.tool(
         "nextpnr",
         [
@@ -294,8 +363,10 @@ def _ecp5_place_and_route(run, speed, seed):
 
 
 def _ice40(run):
-    script = f"synth_ice40 -top {run.top} {'' if run.nodsp else '-dsp '}-json top.json"
-    cells = _cells(run.yosys_stat(script), ICE40_CELLS)
+    script = f"synth_ice40 -top {run.top}{'' if run.nodsp else ' -dsp'}"
+    run.flow = script
+    run.yosys(f"{script}; tee -o stat.txt stat -top {run.top}")
+    cells = _cells((run.folder / "stat.txt").read_text(), ICE40_CELLS)
     return run.result(
         device="ice40-up5k",
         lut4=cells["SB_LUT4"],

@@ -8,15 +8,22 @@ read it. :func:`get` looks one up by a name a user gave.
 from ..core.registry import RegistryError
 from .fast import FastBackend, FastBehaviouralBackend
 from .pysim import PysimBackend
-from .verilator import VerilatorBackend
+from .verilator import IcarusBackend, VerilatorBackend
 
 __all__ = ["BACKENDS", "get"]
 
-#: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, and the compiled
-#: driver (pipeline blocks only) with the RTL FP32 cores or with behavioural ones.
+#: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, the compiled
+#: driver (pipeline blocks only) with the RTL FP32 cores or with behavioural ones, and cocotb on
+#: Icarus Verilog.
 BACKENDS = {
     backend.name: backend
-    for backend in (PysimBackend(), VerilatorBackend(), FastBackend(), FastBehaviouralBackend())
+    for backend in (
+        PysimBackend(),
+        VerilatorBackend(),
+        FastBackend(),
+        FastBehaviouralBackend(),
+        IcarusBackend(),
+    )
 }
 
 

@@ -6,8 +6,9 @@ process is unsafe where several runs share one process (threads of a Dask worker
 and test runs here, in a child process started with the environment it needs
 (:func:`start`); the calling process's environment is never touched.
 
-A job is a JSON file: ``{"action": "build" | "test", "kwargs": {...}}``, the keyword arguments
-of the runner's ``build`` or ``test``.
+A job is a JSON file: ``{"simulator": "verilator" | "icarus", "action": "build" | "test",
+"kwargs": {...}}``: cocotb's runner of that simulator and the keyword arguments of its ``build``
+or ``test``.
 """
 
 import json
@@ -26,7 +27,7 @@ import json, sys
 from cocotb_tools.runner import get_runner
 with open(sys.argv[1]) as file:
     job = json.load(file)
-getattr(get_runner("verilator"), job["action"])(**job["kwargs"])
+getattr(get_runner(job["simulator"]), job["action"])(**job["kwargs"])
 """
 
 
@@ -43,21 +44,22 @@ def _env(extra_env):
     return env
 
 
-def _write_job(job_path, action, kwargs):
+def _write_job(job_path, simulator, action, kwargs):
     with open(job_path, "w") as file:
-        json.dump({"action": action, "kwargs": kwargs}, file)
+        json.dump({"simulator": simulator, "action": action, "kwargs": kwargs}, file)
 
 
-def run(job_path, action, kwargs, *, extra_env=None):
-    """Run the runner's ``action`` (``"build"`` or ``"test"``) with ``kwargs`` to completion;
-    returns the child's exit status. ``extra_env`` is added to the child's environment."""
-    _write_job(job_path, action, kwargs)
+def run(job_path, action, kwargs, *, simulator="verilator", extra_env=None):
+    """Run the ``simulator`` runner's ``action`` (``"build"`` or ``"test"``) with ``kwargs`` to
+    completion; returns the child's exit status. ``extra_env`` is added to the child's
+    environment."""
+    _write_job(job_path, simulator, action, kwargs)
     return subprocess.run(
         _command(job_path), env=_env(extra_env), stdin=subprocess.DEVNULL
     ).returncode
 
 
-def start(job_path, action, kwargs, *, extra_env=None):
+def start(job_path, action, kwargs, *, simulator="verilator", extra_env=None):
     """:func:`run` without waiting: returns the :class:`subprocess.Popen` of the child."""
-    _write_job(job_path, action, kwargs)
+    _write_job(job_path, simulator, action, kwargs)
     return subprocess.Popen(_command(job_path), env=_env(extra_env), stdin=subprocess.DEVNULL)

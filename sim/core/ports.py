@@ -21,6 +21,7 @@ __all__ = [
     "check_timescale",
     "time_zero_trigger",
     "describe",
+    "fields",
     "markdown",
     "verilog_file",
     "wrapper",
@@ -82,7 +83,10 @@ def _select(offset, width):
     return f"[{offset + width - 1}:{offset}]" if width > 1 else f"[{offset}]"
 
 
-def _fields(shape):
+def fields(shape):
+    """Every scalar field of the payload ``shape``: its path, bit offset and width inside the
+    packed payload, the Verilog bit range, type and meaning (what ``gpurtl export --ports`` and
+    ``gpurtl list --json`` give)."""
     return [
         {
             "field": leaf.path,
@@ -133,7 +137,7 @@ def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
                 _port("o__ready", "input", 1, "the consumer takes o__payload at this edge"),
                 _port("o__payload", "output", wout, "output fields, see payloads"),
             ],
-            "payloads": {"i__payload": _fields(in_layout), "o__payload": _fields(out_layout)},
+            "payloads": {"i__payload": fields(in_layout), "o__payload": fields(out_layout)},
         }
     else:
         result |= {
@@ -145,7 +149,7 @@ def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
                 _port("i", "input", win, "this cycle's input fields, see payloads"),
                 _port("o", "output", wout, "this cycle's output fields, see payloads"),
             ],
-            "payloads": {"i": _fields(in_layout), "o": _fields(out_layout)},
+            "payloads": {"i": fields(in_layout), "o": fields(out_layout)},
         }
     result["ports"] = [
         _port("clk", "input", 1, "clock, rising edge"),

@@ -143,7 +143,7 @@ def _dot_unit_block():
 def _synth(family, preset, progress=None):
     """Synthesis-only ECP5 figures of one dot unit, cached by the Verilog's hash."""
     from gpurtl.sim.core.export import cache_dir, to_verilog
-    from gpurtl.sim.synth import SynthError, synthesize
+    from gpurtl.sim.synth import ABC_LUTS, SynthError, synthesize
 
     block = _dot_unit_block()
     params = {"family": family, "preset": preset}
@@ -155,10 +155,12 @@ def _synth(family, preset, progress=None):
     start = time.monotonic()
     note = ""
     try:
+        # (a unit that stops Yosys 0.70's abc9 is mapped again with abc by synthesize)
         r = synthesize(block, params, synth_only=True)
+        if ABC_LUTS in r.get("flow", ""):
+            note = "abc9 failed: LUTs mapped with abc"
     except SynthError:
-        # Yosys 0.70's synth_ecp5 stops on an assertion in abc9 for some units when their
-        # products map to MULT18X18D; the same unit with LUT multipliers still has a figure
+        # the same unit with LUT multipliers may still have a figure
         try:
             r = synthesize(block, params, synth_only=True, nodsp=True)
         except SynthError as error:  # a tool failure is a row of the table, not the end

@@ -46,6 +46,8 @@ class Backend(abc.ABC):
     python_per_cycle : bool
         Whether Python code runs in every simulated cycle (thousands of cycles per second, not
         millions): ``gpurtl bench`` gives such a backend fewer transactions.
+    benched : bool
+        Whether ``gpurtl bench`` measures it when no ``--backends`` are named.
     """
 
     name = None
@@ -55,6 +57,7 @@ class Backend(abc.ABC):
     tools = ()
     variants = (None,)
     python_per_cycle = True
+    benched = True
 
     def __repr__(self):
         return f"<backend {self.name}>"

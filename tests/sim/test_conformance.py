@@ -4,9 +4,11 @@ model caught, the initiation interval asserted (a build that declares the wrong 
 and a loop whose inputs depend on the RTL's outputs.
 
 The fast backend runs pipeline blocks only (its compiled driver implements the stream protocol);
-a cycle-stepped block is refused there with one clear error. The Verilator-backed parts are marked
-``verilator``.
+a cycle-stepped block is refused there with one clear error. The parts on a compiled model
+(Verilator, Icarus Verilog) are marked ``verilator``; the Icarus ones skip without ``iverilog``.
 """
+
+import shutil
 
 import numpy as np
 import pytest
@@ -21,11 +23,22 @@ from gpurtl.sim.harness.session import MismatchError
 COMPILED = {name for name, backend in BACKENDS.items() if backend.tools}
 
 
+def _marks(name):
+    """Backends that compile a model run in the ``verilator`` tier; Icarus Verilog is a system
+    package (not on PyPI), so its cases skip, with the reason shown, where it is not installed."""
+    marks = [pytest.mark.verilator] if name in COMPILED else []
+    if name == "icarus":
+        marks.append(
+            pytest.mark.skipif(
+                shutil.which("iverilog") is None or shutil.which("vvp") is None,
+                reason="Icarus Verilog is not installed (apt-get install iverilog)",
+            )
+        )
+    return marks
+
+
 def backend_params():
-    return [
-        pytest.param(name, marks=[pytest.mark.verilator] if name in COMPILED else [])
-        for name in BACKENDS
-    ]
+    return [pytest.param(name, marks=_marks(name)) for name in BACKENDS]
 
 
 def wrong_golden(block, field):
@@ -189,7 +202,7 @@ def test_a_source_driven_by_the_outputs(name):
 
 def cycle_backend_params():
     return [
-        pytest.param(name, marks=[pytest.mark.verilator] if name in COMPILED else [])
+        pytest.param(name, marks=_marks(name))
         for name, backend in BACKENDS.items()
         if "cycle" in backend.kinds
     ]

