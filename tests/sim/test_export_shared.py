@@ -19,6 +19,8 @@ import pytest
 from gpurtl.hdl.fp32 import FPAddCore, FPCmpCore, FPMulCore
 from gpurtl.sim.core import export, registry
 
+from .toy import CompareBank
+
 _MODULES = re.compile(r"^module (\S+?)\s*\(", re.M)
 
 
@@ -120,24 +122,59 @@ equiv_status -assert
 """
 
 
-def _prove_equal(tmp_path, name, params):
-    block = registry.get(name)
-    params = block.resolve(params)
-    gold = export.convert(block.build(**params), name, share=False)
-    gate = export.convert(block.build(**params), name)
-    assert re.search(rf"^module {name}__FP", gate, re.M), "no shared core in the export"
-    gold_text, _ = export.dedupe_modules(gold)
-    gate_text, _ = export.dedupe_modules(gate)
-    (tmp_path / "gold.v").write_text(gold_text)
-    (tmp_path / "gate.v").write_text(gate_text)
-    (tmp_path / "equiv.ys").write_text(_EQUIV.format(gold="gold.v", gate="gate.v", top=name))
+def _prove(folder, gold, gate, top):
+    """Yosys proves the Verilog texts ``gold`` and ``gate`` (top module ``top``) the same
+    circuit; returns the status text."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gold.v").write_text(gold)
+    (folder / "gate.v").write_text(gate)
+    (folder / "equiv.ys").write_text(_EQUIV.format(gold="gold.v", gate="gate.v", top=top))
     result = subprocess.run(
-        [_yosys(), "-q", "equiv.ys"], cwd=tmp_path, capture_output=True, text=True
+        [_yosys(), "-q", "equiv.ys"], cwd=folder, capture_output=True, text=True
     )
-    status = (tmp_path / "status.txt").read_text() if (tmp_path / "status.txt").exists() else ""
+    status = (folder / "status.txt").read_text() if (folder / "status.txt").exists() else ""
     assert result.returncode == 0, f"{status}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     proven = re.search(r"Of those cells (\d+) are proven and (\d+) are unproven", status)
     assert proven and int(proven[1]) > 0 and proven[2] == "0", status
+    return status
+
+
+def _both_exports(design, name):
+    """The per-instance and the shared export of ``design``, identical modules merged."""
+    gold = export.convert(design(), name, share=False)
+    gate = export.convert(design(), name)
+    assert re.search(rf"^module {name}__FP", gate, re.M), "no shared core in the export"
+    return export.dedupe_modules(gold)[0], export.dedupe_modules(gate)[0]
+
+
+def _prove_equal(tmp_path, name, params):
+    block = registry.get(name)
+    params = block.resolve(params)
+    _prove(tmp_path, *_both_exports(lambda: block.build(**params), name), name)
+
+
+def _ports(text, module):
+    return re.search(rf"^module {re.escape(module)}\s*\(([^)]*)\)", text, re.M)[1].split(", ")
+
+
+def test_yosys_proves_the_shared_export_of_a_bank_of_compares_equal(tmp_path):
+    """Three compare cores of which the design reads only ``lt``. The per-instance export drops
+    each core's unread results (its module has no ``eq`` port and no register for it); the shared
+    module keeps every result, so synthesis with the hierarchy kept maps them
+    (tests/sim/test_synth.py), while flattened, both exports are the same circuit."""
+    gold, gate = _both_exports(lambda: CompareBank(3), "bank")
+    assert _ports(gold, "\\bank.cmp0") == ["a", "b", "clk", "rst", "lt", "en"]
+    assert set(_ports(gate, "bank__FPCmpCore_s1")) == set(_ports(gold, "\\bank.cmp0")) | {
+        "le",
+        "eq",
+        "unordered",
+    }
+    _prove(tmp_path, gold, gate, "bank")
+    # the proof can fail: a register of the shared core no longer held while `en` is low
+    broken = re.sub(r"if \(en\) begin\n\s+(\S+ += \S+ ;)\n\s+end", r"\1", gate, count=1)
+    assert broken != gate
+    with pytest.raises(AssertionError, match="unproven"):
+        _prove(tmp_path / "broken", gold, broken, "bank")
 
 
 @pytest.mark.verilator
