@@ -3,10 +3,12 @@
 The default tier checks the shape of the text (one module per kind of core, instanced by name
 under the same instance names, plain-valued parameters as the key); Yosys proves the shared
 export and the per-instance one (``share=False``) the same circuit with ``equiv_make``,
-``equiv_simple -seq 5`` and ``equiv_induct -seq 5``: on ``fp32_add`` in the Verilator tier, and
-(slow: tens of CPU-minutes) on a ray accelerator with one engine of one box tester, box nodes only
-(``triangles=0 transforms=0``; the 1 x 1 build with every path needs about 2 CPU-minutes for its
-per-instance export alone).
+``equiv_simple -seq 5`` and ``equiv_induct -seq 5``: flattened whole on a bank of compare cores
+(default tier) and on ``fp32_add`` (Verilator tier), and in two steps, core by core and then
+module by module with the cores as black boxes (:func:`_structured_proof`), on four compare
+cores specialised every way (default tier) and, slow (about a CPU-minute), on a ray accelerator
+with one engine of one box tester, box nodes only (``triangles=0 transforms=0``; the 1 x 1 build
+with every path needs about 2 CPU-minutes for its per-instance export alone).
 """
 
 import functools
@@ -104,19 +106,17 @@ def _yosys():
     return str(path)
 
 
+#: Each side is read, flattened and stashed alone; the names Amaranth numbers (``$N``) are hidden
+#: from ``equiv_make``, which pairs wires by name: the two exports number them differently.
+_READ = """
+read_verilog {side}.v
+hierarchy -top {top}
+proc; flatten; memory; opt_clean{cut}
+rename -hide w:*$*
+rename {top} {side}
+design -stash {side}
+"""
 _EQUIV = """
-read_verilog {gold}
-hierarchy -top {top}
-proc; flatten; memory; opt_clean{cut}
-rename -hide w:*$*
-rename {top} gold
-design -stash gold
-read_verilog {gate}
-hierarchy -top {top}
-proc; flatten; memory; opt_clean{cut}
-rename -hide w:*$*
-rename {top} gate
-design -stash gate
 design -copy-from gold -as gold gold
 design -copy-from gate -as gate gate
 equiv_make gold gate equiv
@@ -136,9 +136,9 @@ def _prove(folder, gold, gate, top, cut=None):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "gold.v").write_text(gold)
     (folder / "gate.v").write_text(gate)
-    script = _EQUIV.format(
-        gold="gold.v", gate="gate.v", top=top, cut=f"\nexpose -evert t:{cut}*" if cut else ""
-    )
+    cut = f"\nexpose -evert t:{cut}*" if cut else ""
+    script = "".join(_READ.format(side=side, top=top, cut=cut) for side in ("gold", "gate"))
+    script += _EQUIV
     (folder / "equiv.ys").write_text(script)
     result = subprocess.run(
         [_yosys(), "-q", "equiv.ys"], cwd=folder, capture_output=True, text=True
@@ -208,7 +208,7 @@ def _port_widths(module_text):
     }
 
 
-def _instances(module_text):
+def _instances_of(module_text):
     """Instances of one module: instance name -> (module, {port: expression})."""
     found = {}
     for module, instance, lines in _INSTANCE.findall(module_text):
@@ -261,16 +261,16 @@ def _structured_proof(folder, gold, gate, top):
     assert shared, "no shared core in the export"
     steps, gold_b, gate_b = {}, dict(gold_modules), dict(gate_modules)
     for parent, parent_text in gate_modules.items():
-        instances = {n: i for n, i in _instances(parent_text).items() if i[0] in shared}
+        instances = {n: i for n, i in _instances_of(parent_text).items() if i[0] in shared}
         if not instances:
             continue
         gold_parent, gate_parent = gold_modules[parent], parent_text
-        gold_instances = _instances(gold_parent)
+        gold_instances = _instances_of(gold_parent)
         for name, (core, connections) in instances.items():
             ports = shared[core]
             per_instance, gold_connections = gold_instances[name]
             own = _port_widths(gold_modules[per_instance])
-            assert not _instances(gold_modules[per_instance]), "a core with submodules"
+            assert not _instances_of(gold_modules[per_instance]), "a core with submodules"
             renamed = {}  # port of M -> port of the shared module
             for port, (direction, width) in own.items():
                 if port in ports:
@@ -343,7 +343,7 @@ def _structured_proof(folder, gold, gate, top):
         # loop proves or finds identical.
         texts, cuts = [gold_text, gate_text], {}
         for side, text in enumerate(texts):
-            for module in {m for m, _ in _instances(text).values()} - set(shared):
+            for module in {m for m, _ in _instances_of(text).values()} - set(shared):
                 cuts.setdefault(module, f"{top}__m{len(cuts)}")
                 assert _port_widths(gold_b[module]) == _port_widths(gate_b[module]), module
                 text = re.sub(
