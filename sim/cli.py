@@ -515,6 +515,13 @@ def _bench_arguments(p):
         "fast-batch)",
     )
     p.add_argument("--session-count", type=int, default=20_000, help="transactions for --session")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each compiled row, in turn on the same stimulus; the run of median CPU "
+        "time is shown (default: 1)",
+    )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
@@ -523,6 +530,8 @@ def _bench_tools(args):
 
     if args.session_count < 1:
         raise UsageError(f"--session-count must be a positive integer, not {args.session_count}")
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be a positive integer, not {args.repeat}")
     chosen = [args.session] if args.session else args.backends.split(",") if args.backends else []
     chosen = [name for name in chosen or default_rows() if name in BENCH_ROWS]
     compiled = [name for name in chosen if "c++" in BENCH_ROWS[name][0].tools]
@@ -554,6 +563,7 @@ def cmd_bench(args):
         seed=args.seed,
         backends=args.backends.split(",") if args.backends else None,
         log=log,
+        repeat=args.repeat,
     )
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0

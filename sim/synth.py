@@ -16,7 +16,11 @@ as ``TRELLIS_FF``, and Fmax is ``None``. With ``keep_hierarchy=True`` as well, `
 -noflatten`` maps each distinct module once (the exported text has identical modules merged) and
 the counts include every instance: much faster and smaller for designs with many copies of a unit,
 but nothing is optimised across module boundaries, so the figures are an upper bound (``ray_accel``
-1 x 1: LUT4 +10.6 %, FF +0.6 % against the flattened run).
+1 x 1: LUT4 +10.6 %, FF +0.6 % against the flattened run, measured on the per-instance export,
+``convert(..., share=False)``, not on the one ``to_verilog`` writes). In particular each
+distinct FP32 core is exported once with all its results (:func:`gpurtl.sim.core.export.convert`),
+so a kept hierarchy also counts the registers and logic of the results that a core's parent
+never reads, which flat synthesis removes (``tests/sim/test_synth.py``).
 
 ``synth_ecp5`` maps LUTs with ``abc9``, which stops on an internal assertion for some designs
 (Yosys 0.70: ``ABC_OPS_REINTEGRATE`` fails ``GetSize(conn.first) == GetSize(conn.second)``, e.g.

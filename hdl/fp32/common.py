@@ -127,11 +127,12 @@ class FPCore(wiring.Component):
     (``{name: In(32) or Out(32)}``) and their datapath as ``elaborate_rtl``; the clock enable
     ``en`` (:mod:`gpurtl.hdl.pipe`) is added here.
 
-    A platform may stand in for the datapath: when the platform that elaborates a core with at
-    least one stage has a callable ``fp32_core(core)`` that returns an elaboratable (not
-    ``None``), that is the core's implementation. Simulators use it to put a behavioural model of
-    the same latency, enable and results in its place (``gpurtl.sim.backends.fast.behavioural``);
-    the RTL is the default.
+    A platform may stand in for the datapath: when the platform that elaborates a core has a
+    callable ``fp32_core(core)`` that returns an elaboratable (not ``None``), that is the core's
+    implementation. Simulators use it to put a behavioural model of
+    the same latency, enable and results in its place (``gpurtl.sim.backends.fast.behavioural``),
+    and the Verilog export to instance one module per distinct core by name
+    (``gpurtl.sim.core.export.SharedCores``); the RTL is the default.
     """
 
     WEIGHTS = ()
@@ -174,7 +175,7 @@ class FPCore(wiring.Component):
 
     def elaborate(self, platform):
         stand_in = getattr(platform, "fp32_core", None)
-        if stand_in is not None and self._stages >= 1:
+        if stand_in is not None:
             implementation = stand_in(self)
             if implementation is not None:
                 return implementation

@@ -7,6 +7,7 @@ import pytest
 from gpurtl.sim.bench import bench, format_table
 from gpurtl.sim.cli import main
 from gpurtl.sim.core import registry
+from gpurtl.sim.core.registry import RegistryError
 
 
 @pytest.mark.verilator
@@ -106,3 +107,53 @@ def test_ray_accel_bench_adds_the_box_only_build(monkeypatch):
     assert result["rows"][2]["box_tests_per_cpu_s"] == 8 * 60 / 0.25
     table = format_table(result)
     assert "box tests/CPU-s" in table and "box-only" in table and "triangles=False" in table
+
+
+def test_repeat_keeps_the_run_of_median_cpu_time_taken_in_turn(monkeypatch):
+    """With ``repeat=3`` each compiled row runs three times, alternating between the rows, and
+    shows the run of median CPU time; the Python-per-cycle row runs once; a mismatch wins."""
+    from gpurtl.sim import bench as bench_module
+    from gpurtl.sim.harness.report import Report
+
+    order = []
+
+    class Timed:
+        python_per_cycle = False
+
+        def __init__(self, name, cpu_seconds, failing=()):
+            self.name, self.cpu, self.failing = name, list(cpu_seconds), set(failing)
+
+        def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant, work):
+            order.append(self.name)
+            report = Report()
+            run = sum(1 for name in order if name == self.name) - 1
+            report.passed, report.cycles = len(in_rows), len(in_rows)
+            if run in self.failing:
+                report.passed, report.failed = len(in_rows) - 1, 1
+            return report, 7.0 if run == 0 else 0.0, 1.0, self.cpu[run]
+
+    class Python(Timed):
+        python_per_cycle = True
+
+    monkeypatch.setattr(
+        bench_module,
+        "BENCH_ROWS",
+        {
+            "a": (Timed("a", [3.0, 1.0, 2.0]), "x"),
+            "b": (Timed("b", [5.0, 4.0, 6.0], failing={2}), "x"),
+            "py": (Python("py", [9.0]), None),
+        },
+    )
+    block = registry.get("fp32_add")
+    result = bench(
+        block, block.resolve(), count=40, slow_count=20, backends=["py", "a", "b"], repeat=3
+    )
+    assert order == ["py", "a", "b", "a", "b", "a", "b"]
+    rows = {r["backend"]: r for r in result["rows"]}
+    assert (rows["a"]["sim_cpu_seconds"], rows["a"]["runs"]) == (2.0, 3)
+    assert rows["a"]["build_seconds"] == 7.0  # the first run's, which built the model
+    assert (rows["b"]["sim_cpu_seconds"], rows["b"]["failed"]) == (6.0, 1)
+    assert (rows["py"]["sim_cpu_seconds"], rows["py"]["runs"]) == (9.0, 1)
+    assert "median sim CPU s of 3" in format_table(result)
+    with pytest.raises(RegistryError, match="`repeat` must be a positive integer"):
+        bench(block, block.resolve(), backends=["a"], repeat=0)

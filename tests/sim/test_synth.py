@@ -4,14 +4,12 @@ agrees with them (the estimate is what docs/fpga.md gives for designs larger tha
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Module
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
-from gpurtl.hdl.fp32.cmp import FPCmpCore
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.registry import Block, Param
 from gpurtl.sim.synth import _last_step, critical_path, synthesize
+
+from .toy import CompareBank
 
 
 def test_synth_only_estimate_matches_place_and_route(tmp_path):
@@ -26,53 +24,36 @@ def test_synth_only_estimate_matches_place_and_route(tmp_path):
     assert 0.9 * placed["lut4"] <= estimate["lut4"] <= placed["lut4"]
 
 
-class _CompareBank(wiring.Component):
-    """``units`` identical FP32 compare cores side by side, each on its own ports (a design
-    with repeated modules)."""
-
-    def __init__(self, units):
-        self._units = units
-        ports = {"en": In(1), "lt": Out(units)}
-        for k in range(units):
-            ports |= {f"a{k}": In(32), f"b{k}": In(32)}
-        super().__init__(ports)
-
-    def elaborate(self, platform):
-        m = Module()
-        for k in range(self._units):
-            core = m.submodules[f"cmp{k}"] = FPCmpCore()
-            m.d.comb += [
-                core.en.eq(self.en),
-                core.a.eq(getattr(self, f"a{k}")),
-                core.b.eq(getattr(self, f"b{k}")),
-                self.lt[k].eq(core.lt),
-            ]
-        return m
-
-
 _BANK = Block(
     name="compare_bank",
     doc="test: repeated compare cores",
     kind="pipeline",
-    build=lambda units: _CompareBank(units),
+    build=lambda units, every_result: CompareBank(units, every_result),
     golden=None,
     layouts=None,
     stimulus=None,
-    params=(Param("units", 1, range=(1, 4)),),
+    params=(Param("units", 1, range=(1, 4)), Param("every_result", True)),
 )
 
 
 def test_keep_hierarchy_counts_every_instance(tmp_path, monkeypatch):
     """With the hierarchy kept, each distinct module is mapped once, and the totals still count
-    every instance: three cores are about three times one core, and not far above the flat figure."""
+    every instance: three cores are about three times one core, and, when the design reads every
+    result of its cores, not far above the flat figure."""
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path / "cache"))  # the test block is not in hdl/
-    one = synthesize(
-        _BANK, {"units": 1}, workdir=tmp_path / "h1", synth_only=True, keep_hierarchy=True
-    )
-    three = synthesize(
-        _BANK, {"units": 3}, workdir=tmp_path / "h3", synth_only=True, keep_hierarchy=True
-    )
-    flat = synthesize(_BANK, {"units": 3}, workdir=tmp_path / "f3", synth_only=True)
+
+    def run(folder, keep_hierarchy=True, **params):
+        return synthesize(
+            _BANK,
+            _BANK.resolve(params),
+            workdir=tmp_path / folder,
+            synth_only=True,
+            keep_hierarchy=keep_hierarchy,
+        )
+
+    one = run("h1", units=1, every_result=True)
+    three = run("h3", units=3, every_result=True)
+    flat = run("f3", keep_hierarchy=False, units=3, every_result=True)
     assert one["lut4"] > 20 and one["ff"] > 0
     # (ABC maps each module in its own context: a few LUTs either way, not a missing copy)
     assert three["ff"] == 3 * one["ff"]
@@ -84,6 +65,27 @@ def test_keep_hierarchy_counts_every_instance(tmp_path, monkeypatch):
     assert "upper bound" in three["note"]
     with pytest.raises(ValueError, match="`keep_hierarchy` must go with `synth_only`"):
         synthesize(_BANK, {"units": 1}, workdir=tmp_path / "bad", keep_hierarchy=True)
+
+
+def test_keep_hierarchy_counts_results_the_design_does_not_read(tmp_path, monkeypatch):
+    """Each FP32 core is exported once with all its results (gpurtl.sim.core.export.convert), so
+    with the hierarchy kept the registers and logic of results the design never reads are
+    mapped too; flat synthesis removes them. A bank that reads only ``lt`` of its three
+    compares: kept, each core counts as much as a fully read one; flat, fewer registers."""
+    monkeypatch.setenv("GPURTL_CACHE", str(tmp_path / "cache"))
+    every = synthesize(
+        _BANK,
+        _BANK.resolve({"units": 3}),
+        workdir=tmp_path / "every",
+        synth_only=True,
+        keep_hierarchy=True,
+    )
+    params = _BANK.resolve({"units": 3, "every_result": False})
+    kept = synthesize(_BANK, params, workdir=tmp_path / "h3", synth_only=True, keep_hierarchy=True)
+    flat = synthesize(_BANK, params, workdir=tmp_path / "f3", synth_only=True)
+    assert kept["ff"] == every["ff"] and kept["lut4"] == every["lut4"]
+    assert 0 < flat["ff"] < kept["ff"]
+    assert flat["lut4"] < kept["lut4"]
 
 
 def test_bad_device_is_refused():

@@ -1,10 +1,11 @@
-"""A tiny pipeline used only to test the harness itself (not registered)."""
+"""Tiny designs used only to test the harness and the tools themselves (not registered)."""
 
 from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.fp32 import Float32
+from gpurtl.hdl.fp32.cmp import FPCmpCore
 from gpurtl.sim.core.registry import Block, Param
 
 IN = data.StructLayout({"a": unsigned(8), "b": unsigned(8), "f": Float32})
@@ -63,3 +64,36 @@ def toy_block(golden=None, claimed_latency=None):
         stimulus=stimulus,
         params=(Param("stages", 3, range=(1, 8)),),
     )
+
+
+class CompareBank(wiring.Component):
+    """``units`` identical FP32 compare cores side by side, each on its own operand ports (a
+    design with repeated modules).
+
+    ``lt`` has bit ``k`` from core ``k``. With ``every_result`` the design also reads each core's
+    ``le``, ``eq`` and ``unordered`` (outputs of those names); without it, they are results that
+    nothing reads.
+    """
+
+    RESULTS = ("lt", "le", "eq", "unordered")
+
+    def __init__(self, units, every_result=False):
+        self._units = units
+        self._results = self.RESULTS if every_result else ("lt",)
+        ports = {"en": In(1)} | {name: Out(units) for name in self._results}
+        for k in range(units):
+            ports |= {f"a{k}": In(32), f"b{k}": In(32)}
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        for k in range(self._units):
+            core = m.submodules[f"cmp{k}"] = FPCmpCore()
+            m.d.comb += [
+                core.en.eq(self.en),
+                core.a.eq(getattr(self, f"a{k}")),
+                core.b.eq(getattr(self, f"b{k}")),
+            ]
+            for name in self._results:
+                m.d.comb += getattr(self, name)[k].eq(getattr(core, name))
+        return m

@@ -66,6 +66,8 @@ class _Platform:
     """The elaboration platform of a behavioural build (only its ``fp32_core`` hook)."""
 
     def fp32_core(self, core):
+        if core.stages == 0:  # combinational (compares in chains): the RTL
+            return None
         unit, ins, outs = _UNITS[type(core)]
         ports = {f"i_i{k}": getattr(core, name) for k, name in enumerate(ins)}
         ports.update({f"o_o{k}": getattr(core, name) for k, (name, _) in enumerate(outs)})

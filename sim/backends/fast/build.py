@@ -24,8 +24,10 @@ from amaranth.hdl import Shape
 
 from ...core.export import (
     DEDUPE_VERSION,
+    SHARED_CORES_VERSION,
     VERILOG_OPTIONS,
     cache_dir,
+    convert,
     cxx_toolchain,
     dedupe_modules,
     design_identity,
@@ -159,7 +161,10 @@ def _design(block, params, top_kind, fp_cores="rtl"):
             name += "_batch"
         if platform is not None:
             name += "_bfp"  # another top name: the executables of both kinds of core differ
-        text = verilog.convert(dut, name=name, platform=platform, **VERILOG_OPTIONS)
+        if platform is None:  # RTL cores: each distinct core written once
+            text = convert(dut, name)
+        else:
+            text = verilog.convert(dut, name=name, platform=platform, **VERILOG_OPTIONS)
         text, _ = dedupe_modules(text)
         if platform is not None:
             text += "\n" + behavioural.verilog_library()
@@ -217,6 +222,7 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
             "sources": source_digest(),
             "tools": tool_versions(),
             "dedupe": DEDUPE_VERSION,  # the record holds the hash of the merged text
+            "shared": SHARED_CORES_VERSION,
             "wrapper": _wrapper_digest(),
             "record": RECORD_VERSION,
         },
