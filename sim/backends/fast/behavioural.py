@@ -9,8 +9,8 @@ stages that advances with the core's ``en``: the RTL core's latency and stall be
 first ``STAGES - 1`` stages are a ring in the C++ (the call pushes the new result and returns the
 one that leaves; each instance takes its ring from ``gpurtl_fp32_line`` in an ``initial`` block),
 the last one is a Verilog register, so the output changes only at a clock edge. Verilator then
-copies one word per core and cycle instead of every stage (1.05x on the full ray accelerator:
-see ``docs/simulation.md``). The C++
+copies one word per core and cycle instead of every stage (1.05-1.10x on the full ray
+accelerator, 1.09x on its box-only build: see ``docs/simulation.md``). The C++
 (:func:`cxx_source`) computes what :mod:`gpurtl.golden.fp32` defines, the same way it does:
 
 * ``mul``: the float64 product of two binary32 values is exact; one rounding to binary32;
