@@ -23,7 +23,8 @@ def test_every_stand_in_has_a_black_box_and_keeps_latency_and_ports():
     library = verilog_library()
     for unit in UNITS:
         assert f"module gpurtl_fp32_{unit} " in library
-        assert f"gpurtl_fp32_{unit}_dpi(" in library
+        assert f"gpurtl_fp32_{unit}_dpi(line, " in library
+    assert "initial line = gpurtl_fp32_line(STAGES - 1);" in library
     core = FPFMACore(stages=7, ftz=True)
     text = rtlil.convert(core, platform=PLATFORM, name="top")
     assert "gpurtl_fp32_fma" in text and "STAGES" in text
@@ -99,5 +100,21 @@ def test_ray_accel_rtl_and_behavioural_cores_agree_every_cycle(tmp_path):
     records = {k: np.frombuffer(v[0], dtype="<u4").reshape(count, words) for k, v in runs.items()}
     differ = np.flatnonzero((records["rtl"] != records["behavioural"]).any(axis=1))
     assert differ.size == 0, f"first differing record: {differ[:1]}"
+    assert rtl[1] == behavioural[1]
+    assert rtl[1]["latency_errors"] == 0 and rtl[1]["cycles"] > count
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("name", ["fp32_fma", "fp32_div"])
+def test_stalled_top_rtl_and_behavioural_cores_agree_every_cycle(name, tmp_path):
+    """On the ``stalled`` top the cores' ``en`` follows the output stalls, so the behavioural
+    delay line (a ring in the C++ and one register) must hold exactly when the RTL stages do."""
+    block = registry.get(name)
+    params = block.resolve()
+    count = 4000
+    runs = _same_run_on_both(block, params, count, tmp_path, top="stalled")
+    rtl, behavioural = runs["rtl"], runs["behavioural"]
+    assert len(rtl[0]) == len(behavioural[0]) > 0
+    assert rtl[0] == behavioural[0]
     assert rtl[1] == behavioural[1]
     assert rtl[1]["latency_errors"] == 0 and rtl[1]["cycles"] > count

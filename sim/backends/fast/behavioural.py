@@ -4,8 +4,13 @@ With ``fp_cores="behavioural"`` the fast backend exports a design through :data:
 ``fp32_core`` hook (see :class:`gpurtl.hdl.fp32.common.FPCore`) puts an instance of a black box
 ``gpurtl_fp32_<unit>`` in place of every FP32 core that has at least one stage (the
 combinational ones, compares in chains, stay RTL). The black box (:func:`verilog_library`) calls
-a DPI-C function once per enabled clock edge and shifts the result through ``STAGES`` registers
-that advance with the core's ``en``: the RTL core's latency and stall behaviour. The C++
+a DPI-C function once per enabled clock edge; the result goes through a delay line of ``STAGES``
+stages that advances with the core's ``en``: the RTL core's latency and stall behaviour. The
+first ``STAGES - 1`` stages are a ring in the C++ (the call pushes the new result and returns the
+one that leaves; each instance takes its ring from ``gpurtl_fp32_line`` in an ``initial`` block),
+the last one is a Verilog register, so the output changes only at a clock edge. Verilator then
+copies one word per core and cycle instead of every stage (1.05-1.10x on the full ray
+accelerator, 1.09x on its box-only build: see ``docs/simulation.md``). The C++
 (:func:`cxx_source`) computes what :mod:`gpurtl.golden.fp32` defines, the same way it does:
 
 * ``mul``: the float64 product of two binary32 values is exact; one rounding to binary32;
@@ -109,22 +114,22 @@ def _module(core_class):
     call = ", ".join(f"32'(i{k})" for k in range(len(ins)))
     lines += [
         ");",
-        f'  import "DPI-C" pure function longint unsigned gpurtl_fp32_{unit}_dpi({args}, '
-        "input int ftz);",
-        f"  reg [{width - 1}:0] line [0:STAGES-1];",
-        "  reg [63:0] result;",
-        "  integer k;",
+        f'  import "DPI-C" function longint unsigned gpurtl_fp32_{unit}_dpi('
+        f"input int unsigned line, {args}, input int ftz);",
+        # The first STAGES - 1 stages of the delay line are a ring in the C++ (one call per
+        # enabled edge pushes the new result and returns the one that leaves); the last stage
+        # is this register.
+        "  int unsigned line;",
+        f"  reg [{width - 1}:0] last = 0;",
+        "  initial line = gpurtl_fp32_line(STAGES - 1);",
         "  always @(posedge clk) begin",
-        "    if (en) begin",
-        f"      result = gpurtl_fp32_{unit}_dpi({call}, FTZ);",
-        f"      line[0] <= result[{width - 1}:0];",
-        "      for (k = 1; k < STAGES; k = k + 1) line[k] <= line[k - 1];",
-        "    end",
+        "    if (en)",
+        f"      last <= {width}'(gpurtl_fp32_{unit}_dpi(line, {call}, FTZ));",
         "  end",
     ]
     at = 0
     for k, (_, w) in enumerate(outs):
-        lines.append(f"  assign o{k} = line[STAGES-1][{at + w - 1}:{at}];")
+        lines.append(f"  assign o{k} = last[{at + w - 1}:{at}];")
         at += w
     lines.append("endmodule")
     return "\n".join(lines) + "\n"
@@ -132,7 +137,11 @@ def _module(core_class):
 
 def verilog_library():
     """The Verilog of every black box (appended to a behavioural build's exported text)."""
-    return "\n".join(_module(core_class) for core_class in _UNITS)
+    head = (
+        "// The delay lines of the behavioural FP32 cores (gpurtl.sim.backends.fast.behavioural)\n"
+        'import "DPI-C" function int unsigned gpurtl_fp32_line(input int unsigned depth);\n'
+    )
+    return head + "\n".join(_module(core_class) for core_class in _UNITS)
 
 
 def cxx_source(top):
@@ -144,6 +153,7 @@ def cxx_source(top):
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace {{
 const uint32_t SIGN = 0x80000000u, MAG = 0x7FFFFFFFu, INF = 0x7F800000u, QNAN = 0x7FC00000u;
@@ -173,20 +183,19 @@ uint32_t divide(uint32_t a, uint32_t b, int ftz) {{
     if (ftz) {{ a = flush(a); b = flush(b); }}
     return finish(bits((float)(f64(a) / f64(b))), ftz);
 }}
-}}  // namespace
 
-unsigned long long gpurtl_fp32_add_dpi(uint32_t a, uint32_t b, uint32_t sub, int ftz) {{
+inline uint64_t add(uint32_t a, uint32_t b, uint32_t sub, int ftz) {{
     if (sub & 1) b ^= SIGN;
     if (ftz) {{ a = flush(a); b = flush(b); }}
     return finish(bits((float)(f64(a) + f64(b))), ftz);
 }}
 
-unsigned long long gpurtl_fp32_mul_dpi(uint32_t a, uint32_t b, int ftz) {{
+inline uint64_t mul(uint32_t a, uint32_t b, int ftz) {{
     if (ftz) {{ a = flush(a); b = flush(b); }}
     return finish(bits((float)(f64(a) * f64(b))), ftz);
 }}
 
-unsigned long long gpurtl_fp32_fma_dpi(uint32_t a, uint32_t b, uint32_t c, int ftz) {{
+inline uint64_t fused(uint32_t a, uint32_t b, uint32_t c, int ftz) {{
     if (ftz) {{ a = flush(a); b = flush(b); c = flush(c); }}
     double p = f64(a) * f64(b);  // exact
     double cd = f64(c);
@@ -200,11 +209,7 @@ unsigned long long gpurtl_fp32_fma_dpi(uint32_t a, uint32_t b, uint32_t c, int f
     return finish(bits((float)s), ftz);
 }}
 
-unsigned long long gpurtl_fp32_div_dpi(uint32_t a, uint32_t b, int ftz) {{ return divide(a, b, ftz); }}
-
-unsigned long long gpurtl_fp32_rcp_dpi(uint32_t a, int ftz) {{ return divide(0x3F800000u, a, ftz); }}
-
-unsigned long long gpurtl_fp32_cmp_dpi(uint32_t a, uint32_t b, int ftz) {{
+inline uint64_t cmp(uint32_t a, uint32_t b, int ftz) {{
     if (ftz) {{ a = flush(a); b = flush(b); }}
     bool un = is_nan(a) || is_nan(b);
     int64_t ka = key(a), kb = key(b);
@@ -212,14 +217,14 @@ unsigned long long gpurtl_fp32_cmp_dpi(uint32_t a, uint32_t b, int ftz) {{
     return (unsigned long long)(lt | (le << 1) | (eq << 2) | ((uint64_t)un << 3));
 }}
 
-unsigned long long gpurtl_fp32_minmax_dpi(uint32_t a, uint32_t b, int ftz) {{
+inline uint64_t minmax(uint32_t a, uint32_t b, int ftz) {{
     if (ftz) {{ a = flush(a); b = flush(b); }}
     uint32_t lo = order(b) < order(a) ? b : a, hi = order(b) > order(a) ? b : a;
     if (is_nan(a) || is_nan(b)) lo = hi = QNAN;
     return (unsigned long long)((uint64_t)lo | ((uint64_t)hi << 32));
 }}
 
-unsigned long long gpurtl_fp32_f2i_dpi(uint32_t a, uint32_t is_signed, int ftz) {{
+inline uint64_t f2i(uint32_t a, uint32_t is_signed, int ftz) {{
     if (ftz) a = flush(a);
     bool sign = a >> 31;
     int64_t field = (a >> 23) & 0xFF;
@@ -234,8 +239,63 @@ unsigned long long gpurtl_fp32_f2i_dpi(uint32_t a, uint32_t is_signed, int ftz) 
     return (unsigned long long)(((uint64_t)z & 0xFFFFFFFFu) | ((uint64_t)invalid << 32));
 }}
 
-unsigned long long gpurtl_fp32_i2f_dpi(uint32_t a, uint32_t is_signed, int ftz) {{
+inline uint64_t i2f(uint32_t a, uint32_t is_signed, int ftz) {{
     float z = (is_signed & 1) ? (float)(int32_t)a : (float)a;  // one rounding, to nearest even
     return finish(bits(z), ftz);
+}}
+
+// The delay lines: line k holds the last `depth` results of one core, oldest at `at`.
+struct Line {{
+    uint32_t base, depth, at;
+}};
+std::vector<Line> lines;
+std::vector<uint64_t> ring;
+
+// Push `value` into line `k`; returns the value that leaves it (the value itself when the line
+// is empty).
+inline uint64_t pass(uint32_t k, uint64_t value) {{
+    Line& l = lines[k];
+    if (l.depth == 0) return value;
+    uint64_t& slot = ring[l.base + l.at];
+    uint64_t out = slot;
+    slot = value;
+    if (++l.at == l.depth) l.at = 0;
+    return out;
+}}
+
+}}  // namespace
+
+unsigned int gpurtl_fp32_line(unsigned int depth) {{
+    lines.push_back(Line{{(uint32_t)ring.size(), depth, 0}});
+    ring.resize(ring.size() + depth, 0);
+    return (unsigned int)(lines.size() - 1);
+}}
+
+unsigned long long gpurtl_fp32_add_dpi(unsigned int k, uint32_t a, uint32_t b, uint32_t sub, int ftz) {{
+    return pass(k, add(a, b, sub, ftz));
+}}
+unsigned long long gpurtl_fp32_mul_dpi(unsigned int k, uint32_t a, uint32_t b, int ftz) {{
+    return pass(k, mul(a, b, ftz));
+}}
+unsigned long long gpurtl_fp32_fma_dpi(unsigned int k, uint32_t a, uint32_t b, uint32_t c, int ftz) {{
+    return pass(k, fused(a, b, c, ftz));
+}}
+unsigned long long gpurtl_fp32_div_dpi(unsigned int k, uint32_t a, uint32_t b, int ftz) {{
+    return pass(k, divide(a, b, ftz));
+}}
+unsigned long long gpurtl_fp32_rcp_dpi(unsigned int k, uint32_t a, int ftz) {{
+    return pass(k, divide(0x3F800000u, a, ftz));
+}}
+unsigned long long gpurtl_fp32_cmp_dpi(unsigned int k, uint32_t a, uint32_t b, int ftz) {{
+    return pass(k, cmp(a, b, ftz));
+}}
+unsigned long long gpurtl_fp32_minmax_dpi(unsigned int k, uint32_t a, uint32_t b, int ftz) {{
+    return pass(k, minmax(a, b, ftz));
+}}
+unsigned long long gpurtl_fp32_f2i_dpi(unsigned int k, uint32_t a, uint32_t is_signed, int ftz) {{
+    return pass(k, f2i(a, is_signed, ftz));
+}}
+unsigned long long gpurtl_fp32_i2f_dpi(unsigned int k, uint32_t a, uint32_t is_signed, int ftz) {{
+    return pass(k, i2f(a, is_signed, ftz));
 }}
 """
