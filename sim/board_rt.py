@@ -101,6 +101,11 @@ def board_block(block):
     def validate(**params):
         unit, scene, _ = _split(params)
         block.validate(**unit)
+        if unit["beats"] != 1:
+            raise ValueError(
+                f"`beats` must be 1 on the board (the node memory sends whole lines), "
+                f"not {unit['beats']}"
+            )
         lines = len(scene_image(scene)[1])
         if lines > 1 << unit["line_bits"]:
             raise ValueError(

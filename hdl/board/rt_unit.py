@@ -45,6 +45,11 @@ class RtUnitBoard(wiring.Component):
 
     def __init__(self, image, *, latency=1, **rt_unit):
         self.unit = RtUnit(**rt_unit)
+        beats = self.unit.fetch.l0.geometry.beats
+        if beats != 1:
+            raise ValueError(
+                f"`beats` must be 1 on the board (the node memory sends whole lines), not {beats}"
+            )
         self.rom = NodeRom(image, line_bits=self.unit.fetch.line_bits, latency=latency)
         out = self.unit.signature.members["out"].signature
         super().__init__(

@@ -23,14 +23,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .l0_cache import LINE_BITS, l0_layouts
+from .l0_cache import LINE_BITS
 
 __all__ = ["NodeRom", "node_rom_signature"]
 
 
 def node_rom_signature(line_bits=16):
-    """The :class:`wiring.Signature` of :class:`NodeRom` (the L0's memory side, flipped)."""
-    _, _, mem_request, fill = l0_layouts(1, line_bits)
+    """The :class:`wiring.Signature` of :class:`NodeRom`: the memory side of an L0 that moves a
+    line in one fill transfer (``beats=1``), flipped."""
+    mem_request = data.StructLayout({"line": line_bits})
+    fill = data.StructLayout({"line": line_bits, "data": LINE_BITS})
     return wiring.Signature(
         {
             "mem_req": In(stream.Signature(mem_request)),

@@ -40,6 +40,7 @@ def test_board_block_adds_the_node_memory_parameters():
     "argv, message",
     [
         (["rt_unit", "-p", "line_bits=8"], "must address the scene's 386 lines (at least 9)"),
+        (["rt_unit", "-p", "beats=2"], "`beats` must be 1 on the board"),
         (["rt_unit", "-p", "scene=cube"], "parameter `scene` must be"),
         (["rt_unit", "-p", "mem_latency=0"], "parameter `mem_latency` must be"),
         (["l0_cache"], "is cycle-stepped and has no board top"),
