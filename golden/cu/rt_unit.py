@@ -13,7 +13,8 @@ after the last; ``shade_valu`` at the end (no attribute loads, static VGPRs: eve
 The RT unit side:
 
 * an intersect instruction's lanes queue for the RT unit's ``inst`` stream in issue order, one
-  offered a cycle (the texture address path), each held until taken;
+  offered a cycle (the texture address path), each held until taken, the last with ``last``
+  set (the RT unit counts the wave instruction once on ``bvhcnt``);
 * the instruction is complete in the cycle its wave's last result leaves the RT unit (``out`` is
   always ready); the wave goes on when the RT unit's ``bvhcnt`` of its slot reads 0;
 * the memory behind the L0 (:class:`HierarchyPort`) answers a line request when the hierarchy of
@@ -111,8 +112,9 @@ class RtRun:
     """What :func:`run` measured: ``instructions`` ``(wave, kind, issue, complete)`` (kind
     ``bvh`` or ``ds``), ``cycles``, L0 ``lookups`` (hit, pending hit, miss: the RT unit's
     ``event`` output), ``busy`` (cycles with some ``bvhcnt`` above 0), ``results`` (results
-    that left the RT unit), ``refused`` (cycles a lane offered was not taken: ``full``, its
-    wave's ``bvhcnt`` at the maximum, or ``other``: no ray buffer slot, the L0 busy)."""
+    that left the RT unit), ``refused`` (cycles a lane offered was not taken: ``full``, the
+    first lane of an instruction of a wave whose ``bvhcnt`` is at the maximum, or ``other``: no
+    ray buffer slot, the L0 busy)."""
 
     def __init__(self):
         self.instructions, self.cycles = [], 0
@@ -143,7 +145,7 @@ def run(sources, params, unit, memory, *, slots, idle, max_cycles=10**8):
     waves = [None] * slots
     simd_free = [0] * p.simds
     lds_next = 0
-    fifo = []  # (slot, payload) waiting for the RT unit
+    fifo = []  # (slot, payload, first lane) waiting for the RT unit
     names = ("hit", "pending_hit", "miss")
     no_wait = {"valid": 0, "wave": 0, "word": 0}
 
@@ -189,7 +191,11 @@ def run(sources, params, unit, memory, *, slots, idle, max_cycles=10**8):
                 issued = True
                 if wave.state == "bvh":
                     payloads = wave.message[1]
-                    fifo.extend((slot, payload) for payload in payloads)
+                    last = len(payloads) - 1
+                    fifo.extend(
+                        (slot, dict(payload, last=int(k == last)), k == 0)
+                        for k, payload in enumerate(payloads)
+                    )
                     wave.count, wave.got = len(payloads), []
                     wave.record = [wave.index, "bvh", cycle, None]
                     wave.state, wave.ready = "wait_bvh", cycle + 1
@@ -218,7 +224,8 @@ def run(sources, params, unit, memory, *, slots, idle, max_cycles=10**8):
         if head is not None and out["inst"]["ready"]:
             fifo.pop(0)
         elif head is not None:
-            out_run.refused["full" if counts[head[0]] == _BVHCNT_MAX else "other"] += 1
+            full = head[2] and counts[head[0]] == _BVHCNT_MAX
+            out_run.refused["full" if full else "other"] += 1
         if out["event"]["valid"]:
             out_run.lookups[names[out["event"]["kind"]]] += 1
         out_run.busy += any(counts)
@@ -279,6 +286,7 @@ def _idle_payload(tag_bits):
     }
     return {
         "tag": 0,
+        "last": 0,
         "dual": 0,
         "ray": {"origin": zero3, "dir": list(zero3), "extent": 0, "instance_mask": 0},
         "node_ptr": [0, 0],

@@ -2,7 +2,7 @@
 
 The rules, shared bit for bit with the RTL:
 
-* An instruction (``tag``, ``dual``, ``ray``, ``node_ptr``, ``pointer_flags``, ``desc``: the
+* An instruction (``tag``, ``last``, ``dual``, ``ray``, ``node_ptr``, ``pointer_flags``, ``desc``: the
   ray accelerator's instruction without its node data) is taken when a ray buffer slot is free
   and the L0 takes the node's line request. The slot is the lowest free one; it is the L0
   request id. ``image_bvh8_intersect_ray`` nodes are 128 bytes at byte offset
@@ -11,7 +11,8 @@ The rules, shared bit for bit with the RTL:
 * The output is the L0 response, combined with the slot the response's id names: the
   instruction with ``node[0]`` the line's 32 dwords (``node[1]`` zero) and the instruction's
   ``tag``. The slot is free again after the output is taken. Outputs leave in the L0's
-  response order (hits overtake misses).
+  response order (hits overtake misses). The instruction's ``last`` bit goes along with its
+  ``tag`` (the node fetch does not look at it).
 * ``order="wave"``: the tag is a wave. The L0's response is always taken and its line written
   into the slot's node buffer entry; a slot may leave when its line is in and it is its wave's
   oldest instruction still here. The lowest such slot leaves (combinationally, in the cycle after
@@ -59,9 +60,9 @@ class NodeFetchModel:
         if entry is None:
             entry = self._zero
         dwords = [(data >> (32 * k)) & 0xFFFFFFFF for k in range(32)]
-        instr = {key: value for key, value in entry.items() if key != "tag"}
+        instr = {key: value for key, value in entry.items() if key not in ("tag", "last")}
         instr["node"] = [dwords, [0] * 32]
-        return {"tag": entry["tag"], "instr": instr}
+        return {"tag": entry["tag"], "last": entry["last"], "instr": instr}
 
     def step(self, inputs):
         inst = inputs["inst"]

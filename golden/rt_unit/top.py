@@ -10,12 +10,18 @@ The RT unit is three blocks with golden models of their own, joined by the rules
   on its last slot group (every ``groups`` enabled cycles at most); the result leaves ``groups +
   depth`` enabled cycles after it was taken;
 * the wait counters (:class:`~gpurtl.golden.waitcnt.WaitCountersModel`, GFX12, ``2 ** tag_bits``
-  waves, full policy ``stall``): an instruction taken is a ``BVH`` issue of its wave, a result
-  taken is a ``bvh`` return of its wave; the ``wait`` input takes the raw ``s_wait_*`` word.
-  An instruction of a wave whose ``bvhcnt`` is at its maximum (7) is refused.
+  waves, full policy ``stall``) count wave instructions. The ``inst`` stream carries one lane a
+  transfer; a wave instruction is a wave's lanes up to the one with ``last`` set (lanes of
+  other waves may come in between). The first lane taken of a wave instruction is a ``BVH``
+  issue of its wave (the count is visible from the next cycle); the result of its ``last``
+  lane taken is a ``bvh`` return (results are in order within a wave, so that is the
+  instruction's completion). The ``wait`` input takes the raw ``s_wait_*`` word. The first lane
+  of an instruction of a wave whose ``bvhcnt`` is at its maximum (7) is refused; later lanes
+  of an instruction are not refused for the count.
 
-The output ``out`` is ``{wave, result}`` (``result`` as ``OUT_LAYOUT``), both zero while
-``out.valid`` is low; ``bvh`` gives every wave's ``stall`` bit and ``bvhcnt``.
+The output ``out`` is ``{wave, last, result}`` (``result`` as ``OUT_LAYOUT``, ``last`` the
+lane's instruction's), all zero while ``out.valid`` is low; ``bvh`` gives every wave's
+``stall`` bit and ``bvhcnt``.
 """
 
 from gpurtl.facts.rt_unit import WAVE_TAG_BITS
@@ -105,12 +111,14 @@ class RtUnitModel:
         self.accel = AccelTiming(IntersectModel(ftz=ftz, paths=paths), accel_groups, accel_depth)
         self.counters = WaitCountersModel("gfx12", 1 << tag_bits, "stall")
         self.waves = 1 << tag_bits
+        self.open = [False] * self.waves  # lanes of the wave's instruction taken, its last not
         self._max = self.counters.prof.max("bvh")
 
     def step(self, inputs):
         inst, out_ready = inputs["inst"], bool(inputs["out"]["ready"])
-        wave = inst["payload"]["tag"]
-        full = self.counters.cnt[wave]["bvh"] == self._max
+        wave, last = inst["payload"]["tag"], bool(inst["payload"]["last"])
+        first = not self.open[wave]
+        full = first and self.counters.cnt[wave]["bvh"] == self._max
 
         leaving = self.accel.out
         # The accelerator's i.ready first: it does not depend on what the node fetch offers.
@@ -130,17 +138,21 @@ class RtUnitModel:
         offer = None
         if fetch_out["out"]["valid"]:
             payload = fetch_out["out"]["payload"]
-            offer = (payload["instr"], payload["tag"])
+            offer = (payload["instr"], (payload["tag"], payload["last"]))
         self.accel.step(offer, out_ready)
 
         ready = bool(fetch_out["inst"]["ready"]) and not full
-        returned = leaving is not None and out_ready
+        take = bool(inst["valid"]) and ready
+        if take:
+            self.open[wave] = not last
+        side = leaving[1] if leaving is not None else (0, 0)
+        returned = leaving is not None and out_ready and bool(side[1])
         ret = {name: {"valid": 0, "wave": 0} for name in self.counters.prof.counters}
-        ret["bvh"] = {"valid": int(returned), "wave": leaving[1] if leaving else 0}
+        ret["bvh"] = {"valid": int(returned), "wave": side[0]}
         counter_out = self.counters.step(
             {
                 "issue": {
-                    "valid": int(bool(inst["valid"]) and ready),
+                    "valid": int(take and first),
                     "wave": wave,
                     "cls": InstClass.BVH.value,
                 },
@@ -148,12 +160,12 @@ class RtUnitModel:
                 "ret": ret,
             }
         )
-        result, side = leaving if leaving is not None else (_ZERO_RESULT, 0)
+        result = leaving[0] if leaving is not None else _ZERO_RESULT
         return {
             "inst": {"ready": int(ready)},
             "out": {
                 "valid": int(leaving is not None),
-                "payload": {"wave": side, "result": result},
+                "payload": {"wave": side[0], "last": side[1], "result": result},
             },
             "mem_req": fetch_out["mem_req"],
             "fill": fetch_out["fill"],

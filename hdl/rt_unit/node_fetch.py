@@ -34,17 +34,18 @@ __all__ = ["NodeFetch", "ORDERS", "fetch_layout", "node_fetch_signature"]
 
 def fetch_layout(tag_bits):
     """An instruction as the node fetch takes it: ``INSTR_LAYOUT`` without ``node``, plus
-    ``tag`` (carried to the output; the RT unit puts the wave there)."""
+    ``tag`` and ``last``, both carried to the output unchanged (the RT unit puts the wave in
+    ``tag`` and marks the last lane of a wave instruction with ``last``)."""
     fields = {name: INSTR_LAYOUT[name].shape for name in ("dual", "ray", "node_ptr")}
     fields.update(pointer_flags=INSTR_LAYOUT["pointer_flags"].shape)
     fields.update(desc=INSTR_LAYOUT["desc"].shape)
-    return data.StructLayout({"tag": tag_bits, **fields})
+    return data.StructLayout({"tag": tag_bits, "last": 1, **fields})
 
 
 def node_fetch_signature(geometry=None, tag_bits=FETCH_TAG_BITS):
     """The :class:`wiring.Signature` of :class:`NodeFetch`."""
     _, _, mem_request, fill = l0_layouts(L0Geometry.of(geometry))
-    out = data.StructLayout({"tag": tag_bits, "instr": INSTR_LAYOUT})
+    out = data.StructLayout({"tag": tag_bits, "last": 1, "instr": INSTR_LAYOUT})
     return wiring.Signature(
         {
             "inst": In(stream.Signature(fetch_layout(tag_bits))),
@@ -77,8 +78,8 @@ class NodeFetch(wiring.Component):
     Attributes
     ----------
     inst : In(stream.Signature(fetch_layout(tag_bits)))
-    out : Out(stream.Signature(StructLayout(tag, instr: INSTR_LAYOUT)))
-        In the order ``order`` names.
+    out : Out(stream.Signature(StructLayout(tag, last, instr: INSTR_LAYOUT)))
+        In the order ``order`` names; ``tag`` and ``last`` are the instruction's.
     mem_req, fill, event
         The L0's.
     err : Out(StructLayout(unexpected_fill, dual))
@@ -139,6 +140,7 @@ class NodeFetch(wiring.Component):
         out = self.out.payload
         m.d.comb += [
             out.tag.eq(held.tag),
+            out.last.eq(held.last),
             out.instr.dual.eq(held.dual),
             out.instr.ray.eq(held.ray),
             out.instr.node_ptr.eq(held.node_ptr),

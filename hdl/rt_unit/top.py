@@ -13,10 +13,16 @@ The rules are written out in the golden model :mod:`gpurtl.golden.rt_unit.top`. 
   accelerator, which keeps it (every path has one latency).
 * :class:`~gpurtl.hdl.ray_accel.ray_accel.RayAccel` of the chosen build; its wave waits beside
   it in a chain of registers with the accelerator's own enable (``~o.valid | o.ready``).
-* :class:`~gpurtl.hdl.waitcnt.WaitCounters` (GFX12, ``2 ** tag_bits`` waves, ``stall``): a taken
-  instruction is a ``BVH`` issue of its wave, a taken result a ``bvh`` return; the ``wait``
-  port takes ``s_wait_*`` words. A wave with ``bvhcnt`` at its maximum (7, LLVM
-  ``getBvhcntBitWidth``) has its next instruction refused.
+* :class:`~gpurtl.hdl.waitcnt.WaitCounters` (GFX12, ``2 ** tag_bits`` waves, ``stall``). The
+  ``inst`` stream carries one lane a transfer; a wave instruction is its lanes up to the one
+  with ``last`` set. ``bvhcnt`` counts wave instructions, as RDNA 4's does (the ISA guide's
+  ``S_WAIT_BVHCNT``: incremented when the wave issues an ``image_bvh*_intersect_ray``,
+  decremented when the instruction's results have returned): the first lane taken of a wave
+  instruction is a ``BVH`` issue of its wave, the result of its ``last`` lane taken is a
+  ``bvh`` return. A wave whose ``bvhcnt`` is at its maximum (7, LLVM ``getBvhcntBitWidth``) has
+  the first lane of its next instruction refused (``ready`` held low) until one returns; the
+  lanes after the first are never refused for the count. The ``wait`` port takes ``s_wait_*``
+  words.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -47,7 +53,9 @@ def rt_unit_signature(geometry=None, tag_bits=WAVE_TAG_BITS):
         {
             "inst": In(stream.Signature(fetch_layout(tag_bits))),
             "out": Out(
-                stream.Signature(data.StructLayout({"wave": tag_bits, "result": OUT_LAYOUT}))
+                stream.Signature(
+                    data.StructLayout({"wave": tag_bits, "last": 1, "result": OUT_LAYOUT})
+                )
             ),
             "mem_req": Out(stream.Signature(mem_request)),
             "fill": In(stream.Signature(fill)),
@@ -78,9 +86,11 @@ class RtUnit(wiring.Component):
     Attributes
     ----------
     inst : In(stream.Signature(fetch_layout(tag_bits)))
-        ``tag`` is the wave.
-    out : Out(stream.Signature(StructLayout(wave, result: OUT_LAYOUT)))
-        Zero while not valid.
+        One lane of a wave instruction: ``tag`` is the wave, ``last`` marks the instruction's
+        last lane.
+    out : Out(stream.Signature(StructLayout(wave, last, result: OUT_LAYOUT)))
+        A lane's result, ``last`` its instruction's (the instruction is complete); zero while
+        not valid.
     mem_req, fill, event
         The L0's.
     wait : In(StructLayout(valid, wave, word))
@@ -131,42 +141,52 @@ class RtUnit(wiring.Component):
         m.submodules.fetch = fetch = self.fetch
         m.submodules.accel = accel = self.accel
         m.submodules.counters = counters = self.counters
-        wave = self.inst.payload.tag
-        full = Signal()
+        waves = 1 << self.tag_bits
+        wave, last = self.inst.payload.tag, self.inst.payload.last
+        # open: the wave's instruction has lanes taken and its last lane still to come
+        open_ = Signal(waves)
+        first, full, take = Signal(), Signal(), Signal()
         m.d.comb += [
-            full.eq(counters.o.cnt[wave].bvh == (1 << _BVH_BITS) - 1),
+            first.eq(~open_.bit_select(wave, 1)),
+            full.eq(first & (counters.o.cnt[wave].bvh == (1 << _BVH_BITS) - 1)),
             fetch.inst.valid.eq(self.inst.valid & ~full),
             fetch.inst.payload.eq(self.inst.payload),
             self.inst.ready.eq(fetch.inst.ready & ~full),
-            counters.i.issue.valid.eq(self.inst.valid & self.inst.ready),
+            take.eq(self.inst.valid & self.inst.ready),
+            counters.i.issue.valid.eq(take & first),
             counters.i.issue.wave.eq(wave),
             counters.i.issue.cls.eq(InstClass.BVH),
             counters.i.wait.eq(self.wait),
         ]
+        for w in range(waves):
+            with m.If(take & (wave == w)):
+                m.d.sync += open_[w].eq(~last)
         wiring.connect(m, wiring.flipped(self.mem_req), fetch.mem_req)
         wiring.connect(m, wiring.flipped(self.fill), fetch.fill)
 
-        # Into the accelerator; the wave waits beside it with the accelerator's enable.
+        # Into the accelerator; the wave and last bit wait beside it with its enable.
         m.d.comb += [
             accel.i.valid.eq(fetch.out.valid),
             accel.i.payload.eq(fetch.out.payload.instr),
             fetch.out.ready.eq(accel.i.ready),
         ]
+        side = data.StructLayout({"wave": self.tag_bits, "last": 1})
         en = Signal()
-        s1_wave = Signal(self.tag_bits)
+        s1 = Signal(side)
         m.d.comb += en.eq(~accel.o.valid | accel.o.ready)
         with m.If(accel.i.ready):
-            m.d.sync += s1_wave.eq(fetch.out.payload.tag)
-        out_wave = delay(m, en, s1_wave, self.accel_depth, "wave")
+            m.d.sync += [s1.wave.eq(fetch.out.payload.tag), s1.last.eq(fetch.out.payload.last)]
+        out_side = delay(m, en, s1, self.accel_depth, "side")
 
         valid = accel.o.valid
         m.d.comb += [
             self.out.valid.eq(valid),
-            self.out.payload.wave.eq(Mux(valid, out_wave, 0)),
+            self.out.payload.wave.eq(Mux(valid, out_side.wave, 0)),
+            self.out.payload.last.eq(valid & out_side.last),
             self.out.payload.result.eq(Mux(valid, accel.o.payload.as_value(), 0)),
             accel.o.ready.eq(self.out.ready),
-            counters.i.ret.bvh.valid.eq(valid & self.out.ready),
-            counters.i.ret.bvh.wave.eq(out_wave),
+            counters.i.ret.bvh.valid.eq(valid & self.out.ready & out_side.last),
+            counters.i.ret.bvh.wave.eq(out_side.wave),
             self.bvh.stall.eq(counters.o.stall),
             self.err.unexpected_fill.eq(fetch.err.unexpected_fill),
             self.err.dual.eq(fetch.err.dual),

@@ -353,13 +353,31 @@ def _top_stimulus(rng, count, **params):
     """Per-cycle inputs: as ``node_fetch``'s, with pointers mostly to box nodes (type 5) under
     the usual descriptor; the memory holds BVH8 box nodes whose boxes lie along one of four
     rays (``ray_accel``'s stimulus), which the instructions mostly carry; and now and then an
-    ``s_wait_bvhcnt`` (or a word that is no wait instruction) for a random wave."""
+    ``s_wait_bvhcnt`` (or a word that is no wait instruction) for a random wave.
+
+    Lanes come as wave instructions of 1..32 lanes (often one, so a wave reaches its
+    ``bvhcnt`` limit within the ray buffer's slots), ``last`` set on the final lane; mostly a
+    wave's lanes and instructions follow each other, sometimes another wave's come in between."""
     g, tag_bits, _ = _split(params)
     shape = fetch_layout(tag_bits)
     draw = _lines(rng, g.size, g.line_bits)
+    left = [0] * (1 << tag_bits)  # lanes still to come of each wave's instruction
+    current = [0]
+
+    def lane():
+        """``(wave, last)`` of the next lane."""
+        wave = current[0]
+        if rng.random() < (0.3 if left[wave] == 0 else 0.1):
+            wave = current[0] = int(rng.integers(1 << tag_bits))
+        if left[wave] == 0:
+            roll = rng.random()
+            left[wave] = 1 if roll < 0.5 else int(rng.integers(2, 5 if roll < 0.75 else 33))
+        left[wave] -= 1
+        return wave, int(left[wave] == 0)
 
     def offer():
         value = layouts.unpack(shape, int.from_bytes(rng.bytes(shape.size // 8 + 1), "little"))
+        value["tag"], value["last"] = lane()
         value["dual"] = int(rng.random() < 0.02)
         kind = 5 if rng.random() < 0.8 else int(rng.integers(16))
         line = draw()

@@ -3,7 +3,8 @@
 The shader side of the loop runs in Python (:func:`._trav_loop.wave_program`, the bit-exact
 loop of gpurt ``TraceRay3_1.hlsl``), every decision taken from the RTL's outputs: each lane's
 ``image_bvh8_intersect_ray`` goes through the ``rt_unit`` RTL (node fetch through its L0, the ray
-accelerator, per-wave ``bvhcnt``), cycle by cycle in a session, with the levels below L0 of the
+accelerator, per-wave ``bvhcnt`` counting wave instructions: the mode marks each instruction's
+last lane with ``last``), cycle by cycle in a session, with the levels below L0 of the
 CU model's memory hierarchy behind its memory port
 (:class:`gpurtl.golden.cu.rt_unit.HierarchyPort`); each lane's ``ds_bvh_stack_push8_pop1`` goes
 through the ``ds_bvh_stack`` RTL in a second session. Both sessions compare every output with
@@ -298,8 +299,9 @@ _FIELDS = ("dual", "ray", "node_ptr", "pointer_flags", "desc")
 
 
 def _payload(wave, instr):
-    """The RT unit's instruction (its ``tag`` the wave slot) of a loop instruction."""
-    return {"tag": wave, **{key: instr[key] for key in _FIELDS}}
+    """The RT unit's instruction (its ``tag`` the wave slot) of a loop instruction; ``last`` is
+    set on an instruction's final lane by :func:`gpurtl.golden.cu.rt_unit.run`."""
+    return {"tag": wave, "last": 0, **{key: instr[key] for key in _FIELDS}}
 
 
 def _zero_payload(params):
@@ -557,7 +559,8 @@ def report(data, out_dir):
     lines += [
         f"| RT unit busy cycles (some bvhcnt > 0) | {data['busy']} | | |",
         f"| accelerator busy cycles (results x II) | {data['accel_busy']} | | |",
-        f"| cycles a lane was refused: its wave's bvhcnt at 7 / other (ray buffer, L0) | "
+        f"| cycles a lane was refused: its wave's bvhcnt at 7 (an instruction's first lane) / "
+        f"other (ray buffer, L0) | "
         f"{data['refused']['full']} / {data['refused']['other']} | | |",
         "",
         "Per instruction, RTL minus CU model (cycles): the completion cycle, and the latency "

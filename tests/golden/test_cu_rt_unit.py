@@ -10,13 +10,16 @@ _LEVELS = [Level("L0", 2048, 4, 1, 1.0, 4), Level("DRAM", 0, 1, 40, 1.0, 0)]
 
 
 class _Delay:
-    """An RT unit that takes an instruction every cycle and returns it ``delay`` cycles later;
-    ``bvhcnt`` counts as a register (updates seen the next cycle)."""
+    """An RT unit that takes a lane every cycle and returns it ``delay`` cycles later;
+    ``bvhcnt`` counts wave instructions (up at a first lane, down when the result of a lane with
+    ``last`` leaves) as a register (updates seen the next cycle)."""
 
     def __init__(self, delay, waves=4):
         self.delay, self.cycle = delay, 0
-        self.flight = []  # (cycle out, wave)
+        self.flight = []  # (cycle out, wave, last)
         self.count = [0] * waves
+        self.open = [False] * waves
+        self.lasts = []  # the `last` bit of every lane taken
 
     def step(self, inputs):
         counts = list(self.count)
@@ -25,7 +28,11 @@ class _Delay:
             "inst": {"ready": 1},
             "out": {
                 "valid": int(leaving is not None),
-                "payload": {"wave": leaving[1] if leaving else 0, "result": {}},
+                "payload": {
+                    "wave": leaving[1] if leaving else 0,
+                    "last": leaving[2] if leaving else 0,
+                    "result": {},
+                },
             },
             "mem_req": {"valid": 0, "payload": {"line": 0}},
             "fill": {"ready": 1},
@@ -34,11 +41,13 @@ class _Delay:
         }
         if leaving:
             self.flight.pop(0)
-            self.count[leaving[1]] -= 1
+            self.count[leaving[1]] -= leaving[2]
         if inputs["inst"]["valid"]:
-            wave = inputs["inst"]["payload"]["tag"]
-            self.flight.append((self.cycle + self.delay, wave))
-            self.count[wave] += 1
+            wave, last = inputs["inst"]["payload"]["tag"], inputs["inst"]["payload"]["last"]
+            self.flight.append((self.cycle + self.delay, wave, last))
+            self.count[wave] += not self.open[wave]
+            self.open[wave] = not last
+            self.lasts.append(last)
         self.cycle += 1
         return out
 
@@ -63,7 +72,9 @@ def test_rules_by_hand():
     # one wave: a box node on one lane, then triangle pairs on two lanes
     wave = WaveTrace([[(0, 3, 0, 8, 0)], [(0, 4, 1, 0, 2), (1, 5, 1, 0, 1)]], [])
     idle = {"tag": 0, "node_ptr": [0, 0]}
-    got = run([TraceSource(wave, idle)], _params(), _Delay(5), _port(), slots=4, idle=idle)
+    unit = _Delay(5)
+    got = run([TraceSource(wave, idle)], _params(), unit, _port(), slots=4, idle=idle)
+    assert unit.lasts == [1, 0, 1]  # `last` on each instruction's final lane
     # set-up 0..10, box VALU 10..13, issue 13, result out 18, bvhcnt 0 read at 19, stack
     # issued 20: the LDS takes the lane at 21, answers 7 later (28), the wave goes on at 29;
     # pair VALU 29..34, issue 34 (lanes taken 34, 35; out 39, 40), stack issued 42 (lanes
