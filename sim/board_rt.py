@@ -66,7 +66,7 @@ def expected_result(params, instruction):
     ``(node_ptr[0] >> 4)`` mod ``2 ** line_bits`` (zero outside the scene)."""
     bvh, _ = scene_image(params["scene"])
     line = (instruction["node_ptr"][0] >> 4) % (1 << params["line_bits"])
-    instr = {k: v for k, v in instruction.items() if k != "tag"}
+    instr = {k: v for k, v in instruction.items() if k not in ("tag", "last")}
     instr["node"] = [[int(w) for w in bvh.image.get(128 * line, [0] * 32)], [0] * 32]
     paths = build_paths(params["triangles"], params["transforms"])
     return IntersectModel(ftz=params["ftz"], paths=paths)(instr)

@@ -30,6 +30,7 @@ def _instructions(params, bvh):
     def inst(wave, ptr):
         return {
             "tag": wave,
+            "last": 1,  # one lane per wave instruction: each is its own instruction on bvhcnt
             "dual": 0,
             "ray": ray,
             "node_ptr": [ptr, 0],
