@@ -21,7 +21,14 @@ from gpurtl.hdl.ray_accel.ray_accel import build_paths
 
 from .core.registry import Param
 
-__all__ = ["BOARD_BLOCKS", "SCENES", "board_block", "expected_result", "scene_image"]
+__all__ = [
+    "BOARD_BLOCKS",
+    "BOARD_CHANGES",
+    "SCENES",
+    "board_block",
+    "expected_result",
+    "scene_image",
+]
 
 #: Scenes the node memory can hold: name -> (description, mesh function).
 SCENES = {
@@ -40,6 +47,18 @@ BOARD_BLOCKS = {
             "mem_latency", 1, "node memory: cycles from a line request to its fill", range=(1, 255)
         ),
     )
+}
+
+#: Parameters of a block whose range or default differs on the board: name -> {param: changes}.
+#: ``beats``: the node memory sends whole lines (:class:`~gpurtl.hdl.board.rt_unit.RtUnitBoard`
+#: refuses other values). ``fp``: the block's default, ``shallow`` (one stage per FP32 core, the
+#: latency the CU model's RT unit mode is checked at), leaves cones that Yosys's LUT mapping
+#: did not finish in 33 CPU-minutes; ``fpga`` maps in about 3 (docs/fpga.md).
+BOARD_CHANGES = {
+    "rt_unit": {
+        "beats": {"choices": (1,), "doc": "fill transfers per line: 1 (whole lines)"},
+        "fp": {"default": "fpga"},
+    }
 }
 
 
@@ -101,11 +120,6 @@ def board_block(block):
     def validate(**params):
         unit, scene, _ = _split(params)
         block.validate(**unit)
-        if unit["beats"] != 1:
-            raise ValueError(
-                f"`beats` must be 1 on the board (the node memory sends whole lines), "
-                f"not {unit['beats']}"
-            )
         lines = len(scene_image(scene)[1])
         if lines > 1 << unit["line_bits"]:
             raise ValueError(
@@ -113,6 +127,8 @@ def board_block(block):
                 f"(at least {(lines - 1).bit_length()}), not {unit['line_bits']}"
             )
 
+    changes = BOARD_CHANGES.get(block.name, {})
+    params = tuple(dataclasses.replace(p, **changes.get(p.name, {})) for p in block.params)
     return dataclasses.replace(
-        block, params=block.params + BOARD_BLOCKS[block.name], build=build, validate=validate
+        block, params=params + BOARD_BLOCKS[block.name], build=build, validate=validate
     )

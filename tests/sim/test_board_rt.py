@@ -31,6 +31,12 @@ def test_board_block_adds_the_node_memory_parameters():
     params = block.resolve({"mem_latency": "4"})
     assert params["scene"] == "bunny" and params["mem_latency"] == 4
     assert params["size"] == registry.get("rt_unit").resolve()["size"]
+    # the board's own defaults and ranges; the block's stay as they are
+    assert params["fp"] == "fpga" and registry.get("rt_unit").resolve()["fp"] == "shallow"
+    assert (
+        block.param("beats").choices == (1,)
+        and len(registry.get("rt_unit").param("beats").choices) > 1
+    )
     assert board_block(registry.get("fp32_add")) is registry.get("fp32_add")
     with pytest.raises(ValueError, match="has no board top"):
         board_block(registry.get("l0_cache"))
@@ -40,7 +46,7 @@ def test_board_block_adds_the_node_memory_parameters():
     "argv, message",
     [
         (["rt_unit", "-p", "line_bits=8"], "must address the scene's 386 lines (at least 9)"),
-        (["rt_unit", "-p", "beats=2"], "`beats` must be 1 on the board"),
+        (["rt_unit", "-p", "beats=2"], "parameter `beats` must be one of 1, not 2"),
         (["rt_unit", "-p", "scene=cube"], "parameter `scene` must be"),
         (["rt_unit", "-p", "mem_latency=0"], "parameter `mem_latency` must be"),
         (["l0_cache"], "is cycle-stepped and has no board top"),
