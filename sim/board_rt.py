@@ -8,11 +8,14 @@ inside the UART harness.
   block's own entry, or for ``rt_unit`` its parameters plus ``scene`` and ``mem_latency`` with a
   build that puts the node memory beside the RT unit.
 * :func:`expected_result`: what the board answers for one instruction (the scalar intersection
-  model on the scene's node line), for tests and hosts.
+  model on the scene's node line), for tests and hosts; :func:`board_layouts` and
+  :func:`expected_outputs`: the transactions of ``gpurtl board ulx3s rt_unit --port``.
 """
 
 import dataclasses
 import functools
+
+from amaranth.lib import data
 
 from gpurtl.golden.bvh.builder import build_bvh
 from gpurtl.golden.bvh.mesh import bunny
@@ -89,6 +92,26 @@ def expected_result(params, instruction):
     instr["node"] = [[int(w) for w in bvh.image.get(128 * line, [0] * 32)], [0] * 32]
     paths = build_paths(params["triangles"], params["transforms"])
     return IntersectModel(ftz=params["ftz"], paths=paths)(instr)
+
+
+def board_layouts(params):
+    """``(request, response)``: the layouts of one UART transaction of the RT unit board under
+    ``params``: an instruction as ``node_fetch`` takes it and the RT unit's result."""
+    from gpurtl.facts.ray_accel import OUT_LAYOUT
+    from gpurtl.hdl.rt_unit.node_fetch import fetch_layout
+
+    request = fetch_layout(params["tag_bits"])
+    response = data.StructLayout({"wave": params["tag_bits"], "last": 1, "result": OUT_LAYOUT})
+    return request, response
+
+
+def expected_outputs(params, instructions):
+    """What the board answers for ``instructions`` sent one at a time (each answered before the
+    next is sent): the wave, the ``last`` bit and :func:`expected_result`."""
+    return [
+        {"wave": i["tag"], "last": i["last"], "result": expected_result(params, i)}
+        for i in instructions
+    ]
 
 
 def _split(params):

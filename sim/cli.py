@@ -635,22 +635,30 @@ def cmd_synth(args):
 
 
 def _board_exchange(args, block, params):
-    """``--port``: the transactions of ``--input`` through a programmed board."""
+    """``--port``: the transactions of ``--input`` through a programmed board, one at a time."""
+    from . import board_rt
     from .board import BoardError, exchange_serial
     from .core.jsonio import read_jsonl
     from .harness.golden_io import golden_outputs
 
     if not args.input:
         raise UsageError("--port needs --input (a JSON Lines file of transactions)")
-    in_layout, out_layout = block.layouts(**params)
-    inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
+    if block.kind == "pipeline":
+        in_layout, out_layout = block.layouts(**params)
+        inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
+    else:  # the RT unit board: instructions in, results out (sim/board_rt.py)
+        in_layout, out_layout = board_rt.board_layouts(params)
+        inputs = read_jsonl(args.input, in_layout, layouts.unpack(in_layout, 0))  # missing: 0
     try:
         outputs = exchange_serial(args.port, args.baud, in_layout, out_layout, inputs)
     except BoardError as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_FAIL
     _emit_jsonl(args.results, out_layout, outputs)
-    expected = golden_outputs(block, params, inputs)
+    if block.kind == "pipeline":
+        expected = golden_outputs(block, params, inputs)
+    else:
+        expected = board_rt.expected_outputs(params, inputs)
     differ = [
         index
         for index, (got, want) in enumerate(zip(outputs, expected))
@@ -733,11 +741,6 @@ def cmd_board(args):
     except ValueError as error:
         raise UsageError(str(error)) from None
     params = _params(block, args.param)
-    if args.port and block.kind != "pipeline":
-        raise UsageError(
-            f"--port: exchanging transactions with `{block.name}` on a board is not built "
-            f"(only pipeline blocks)"
-        )
     try:
         uart_divisor(25e6, args.baud)
     except ValueError as error:

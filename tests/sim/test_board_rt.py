@@ -1,11 +1,25 @@
 """``gpurtl board ulx3s rt_unit``: the board block's parameters, the scene image, the refusals,
 and the bitstream of the smallest build (slow)."""
 
-import pytest
+import json
+import os
+import pty
+import threading
 
-from gpurtl.sim.board_rt import board_block, scene_image
+import pytest
+from amaranth.hdl import Shape
+
+from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
+from gpurtl.hdl.board.harness import RESPONSE
+from gpurtl.sim.board_rt import (
+    board_block,
+    board_layouts,
+    expected_outputs,
+    expected_result,
+    scene_image,
+)
 from gpurtl.sim.cli import main
-from gpurtl.sim.core import registry
+from gpurtl.sim.core import layouts, registry
 
 #: The smallest RT unit build on the board (docs/fpga.md).
 SMALLEST = [
@@ -50,7 +64,7 @@ def test_board_block_adds_the_node_memory_parameters():
         (["rt_unit", "-p", "scene=cube"], "parameter `scene` must be"),
         (["rt_unit", "-p", "mem_latency=0"], "parameter `mem_latency` must be"),
         (["l0_cache"], "is cycle-stepped and has no board top"),
-        (["rt_unit", "--port", "/dev/null", "--input", "x.jsonl"], "--port: exchanging"),
+        (["rt_unit", "--port", "/dev/null"], "--port needs --input"),
     ],
 )
 def test_board_refuses_bad_rt_unit_options_in_one_line(tmp_path, capsys, argv, message):
@@ -72,3 +86,86 @@ def test_smallest_rt_unit_bitstream(tmp_path, capsys):
     assert "LUT4" in out and "BRAM" in out
     head = output.read_bytes()[:256]
     assert b"Part: LFE5U-85F-6CABGA381" in head and b"\xff\xff\xbd\xb3" in head
+
+
+def test_board_layouts_are_the_board_tops_streams():
+    block = board_block(registry.get("rt_unit"))
+    params = block.resolve({"tag_bits": "1", "line_bits": "9", "size": "512", "ways": "2"})
+    top = block.build(**params)
+    request, response = board_layouts(params)
+    assert Shape.cast(request) == Shape.cast(top.i.payload.shape())
+    assert Shape.cast(response) == Shape.cast(top.o.payload.shape())
+    assert Shape.cast(request).width == 327 and Shape.cast(response).width == 516
+
+
+def _fake_rt_board(master, params, wrong):
+    """Play the programmed RT unit board on a pseudo-terminal: parse instructions and answer
+    the scalar intersection model on the scene's node, with answer ``wrong`` altered."""
+    request, response = board_layouts(params)
+    size = 1 + (Shape.cast(request).width + 7) // 8
+    out_size = (Shape.cast(response).width + 7) // 8
+    data, index = b"", 0
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            return
+        if not chunk:
+            return
+        data += chunk
+        while len(data) >= size:
+            frame, data = data[:size], data[size:]
+            inst = layouts.unpack(request, int.from_bytes(frame[1:], "little"))
+            answer = {"wave": inst["tag"], "last": inst["last"]}
+            answer["result"] = expected_result(params, inst)
+            if index == wrong:
+                answer["result"]["dw"][0] ^= 1
+            bits = layouts.pack(response, answer)
+            os.write(master, bytes([RESPONSE]) + bits.to_bytes(out_size, "little"))
+            index += 1
+
+
+@pytest.mark.parametrize("wrong", [None, 1])
+def test_port_sends_instructions_and_compares_with_the_scene(tmp_path, capsys, wrong):
+    block = board_block(registry.get("rt_unit"))
+    params = block.resolve({"tag_bits": "1", "line_bits": "9"})
+    bvh, _ = scene_image("bunny")
+    ray = make_ray((-0.3, 0.1, 0.0), (1.0, 0.02, 0.01))
+    root = {"tag": 0, "last": 1, "dual": 0, "ray": ray, "node_ptr": [0x15, 0]}
+    root.update(pointer_flags=0, desc=default_desc())
+    child = expected_result(params, root)["dw"][0]
+    assert child & 7 == 5  # the root's nearest box child: the second step of a traversal
+    source = tmp_path / "in.jsonl"
+    text = {  # FP32 fields as bit patterns in hex, as a user writes them; missing fields are 0
+        "origin": [f"0x{x:08x}" for x in ray["origin"]],
+        "dir": [f"0x{x:08x}" for x in ray["dir"]],
+        "extent": f"0x{ray['extent']:08x}",
+        "instance_mask": ray["instance_mask"],
+    }
+    lines = [
+        {"tag": 0, "last": 1, "ray": text, "node_ptr": [0x15, 0], "desc": default_desc()},
+        {"tag": 1, "last": 1, "ray": text, "node_ptr": [child, 0], "desc": default_desc()},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    master, slave = pty.openpty()
+    threading.Thread(target=_fake_rt_board, args=(master, params, wrong), daemon=True).start()
+    try:
+        code = main(
+            ["board", "ulx3s", "rt_unit", "-p", "tag_bits=1", "-p", "line_bits=9"]
+            + ["--port", os.ttyname(slave), "--input", str(source)]
+            + ["--results", str(tmp_path / "out.jsonl")]
+        )
+    finally:
+        os.close(slave)
+    out, err = capsys.readouterr()
+    assert (tmp_path / "out.jsonl").exists(), (code, err)
+    got = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [g["wave"] for g in got] == [0, 1]
+    if wrong is None:
+        assert code == 0 and "2 passed, 0 failed" in err, err
+        want = expected_outputs(params, [root, dict(root, tag=1, node_ptr=[child, 0])])
+        assert [g["result"]["dw"][0] for g in got] == [w["result"]["dw"][0] for w in want]
+        assert got[0]["result"]["dw"][0] == child
+    else:
+        assert code == 1 and "1 passed, 1 failed (first: transaction 1)" in err, err
+    os.close(master)
