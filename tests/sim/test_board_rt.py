@@ -75,14 +75,12 @@ def test_board_refuses_bad_rt_unit_options_in_one_line(tmp_path, capsys, argv, m
     assert not output.exists()
 
 
-@pytest.mark.slow  # Yosys and nextpnr on the whole RT unit: more than 30 min of CPU (docs/fpga.md)
+@pytest.mark.slow  # Yosys and nextpnr on the whole RT unit: about 36 CPU-min (docs/fpga.md)
 def test_smallest_rt_unit_bitstream(tmp_path, capsys):
     output = tmp_path / "rt.bit"
     code = main(["board", "ulx3s", "rt_unit", *SMALLEST, "-o", str(output)])
     out, err = capsys.readouterr()
-    if code:  # the design misses 25 MHz: no bitstream, one error line naming the Fmax
-        assert "not the board's 25 MHz" in err and "LUT4 " in err and not output.exists()
-        return
+    assert code == 0, err  # measured at 30.66 MHz against the board's 25 (docs/fpga.md)
     assert "LUT4" in out and "BRAM" in out
     head = output.read_bytes()[:256]
     assert b"Part: LFE5U-85F-6CABGA381" in head and b"\xff\xff\xbd\xb3" in head
