@@ -231,10 +231,24 @@ class _OnTheRtl:
         return first, np.full(len(r), _INV, np.uint32), None, overflowed, none
 
 
-def trace(tables, origins, dirs, accel, stack, *, slots=SLOTS, stack_size=STACK_SIZE):
+def trace(
+    tables,
+    origins,
+    dirs,
+    accel,
+    stack,
+    *,
+    slots=SLOTS,
+    stack_size=STACK_SIZE,
+    tmax=None,
+    first_hit=False,
+):
     """Run the loop (module doc string) for rays ``origins``/``dirs`` (float (N, 3)) through the
     open pipeline sessions ``accel`` (``ray_accel``) and ``stack`` (``ds_bvh_stack`` with at
-    least ``slots`` waves of 32 lanes and ring size ``stack_size``).
+    least ``slots`` waves of 32 lanes and ring size ``stack_size``). ``tmax``: the rays' initial
+    extent (the first instruction's); ``first_hit``: a ray ends at its first accepted hit, before
+    that step's stack instruction (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_END_SEARCH``: a shader
+    decision, taken from the accelerator's triangle results, not an operand of either block).
 
     ``tables``: :class:`gpurtl.golden.bvh.wavefront.Tables` of a BVH8 BLAS (node contents, parent
     pointers: what the shader and the memory know, not decisions). Returns the loop's
@@ -249,7 +263,14 @@ def trace(tables, origins, dirs, accel, stack, *, slots=SLOTS, stack_size=STACK_
         raise ValueError("the scale loop runs a BVH8 BLAS (no instances, no legacy nodes)")
     rtl = _OnTheRtl(len(origins), accel, stack, slots, stack_size)
     res = WF.trace(
-        tables, origins, dirs, intersect=rtl.intersect, stack=rtl.stack, schedule=rtl.schedule
+        tables,
+        origins,
+        dirs,
+        tmax=tmax,
+        first_hit=first_hit,
+        intersect=rtl.intersect,
+        stack=rtl.stack,
+        schedule=rtl.schedule,
     )
     res.counts["stack_ops"] = res.counts.pop("pops")
     res.counts["pair_nodes"] = rtl.pair_nodes
@@ -286,7 +307,7 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
+def _run_build(tables, o, d, label, changes, backend, ref, stack_size, tmax=None, first=False):
     from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
 
@@ -305,7 +326,7 @@ def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
     wall, cpu, children = time.monotonic(), time.process_time(), _children_cpu()
     driver = {}
     try:
-        res = trace(tables, o, d, accel, stack, stack_size=stack_size)
+        res = trace(tables, o, d, accel, stack, stack_size=stack_size, tmax=tmax, first_hit=first)
     finally:
         # one session at a time, so the CPU of each driver process is known once it has ended
         for name, session in (("stack", stack), ("accel", accel)):
@@ -345,6 +366,22 @@ def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
 _COMPARED = ("steps", "box_tests", "tri_tests", "overflows", "walkback_steps")
 
 
+def _golden(tables, o, d, tmax, first, stack_size):
+    """The golden loop on one ray set: its result and figures."""
+    from gpurtl.golden.bvh import wavefront as WF
+
+    c0 = time.process_time()
+    ref = WF.trace(tables, o, d, tmax=tmax, first_hit=first, stack_size=stack_size)
+    return ref, {
+        "cpu_s": time.process_time() - c0,
+        "intersect": int(ref.counts["steps"].sum()),
+        "stack": int(ref.counts["pops"].sum()),
+        "hits": int((ref.prim >= 0).sum()),
+        "overflow_rays": int((ref.counts["overflows"] > 0).sum()),
+        "walkback_steps": int(ref.counts["walkback_steps"].sum()),
+    }
+
+
 def measure(
     rays,
     camera,
@@ -354,45 +391,78 @@ def measure(
     stack_size=STACK_SIZE,
     progress=None,
     warn=None,
+    sets=("camera",),
+    derive=None,
 ):
     """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (``camera(triangles)``: the
     :class:`._trav_rays.Camera` of a mesh's triangles (n, 3, 3); a 4:3 image of at least ``rays``
     pixels) on the 56k bunny, the golden wave-batched loop once, then
     :func:`trace` on each accelerator build of ``builds`` (label, parameter changes) on
-    ``backend``, with stacks of ``stack_size`` entries."""
+    ``backend``, with stacks of ``stack_size`` entries.
+
+    ``sets``: the ray sets to run, the camera rays first; the others come from
+    ``derive(triangles)``, a function ``(set_name, golden_result, origins, dirs) -> {name:
+    (origins, dirs, tmax, first_hit)}`` of the sets that start at a set's hits. The camera set's
+    figures are ``scale["golden"]`` and ``scale["builds"]``, each other set's one entry of
+    ``scale["sets"]``."""
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
     from ._trav_rays import camera_rays
 
     notes = []
-    total = 2 + len(builds)
+    total = 1 + len(sets) * (1 + len(builds))
     name, mesh = _bunny(notes, warn)
     c0 = time.process_time()
     tables = WF.Tables(W.build_wide(mesh, width=8, leaf_pairs=4))
     build_cpu = time.process_time() - c0
-    cam = camera(mesh.triangles.astype(np.float64))
+    triangles = mesh.triangles.astype(np.float64)
+    cam = camera(triangles)
     width, height = image_size(rays)
     o, d, _ = camera_rays(cam, width, height)
+    done = 1
     if progress:
-        progress(1, total, f"{name}: BVH8 built, {len(o)} camera rays")
-    c0 = time.process_time()
-    ref = WF.trace(tables, o, d, stack_size=stack_size)
-    golden = {
-        "cpu_s": time.process_time() - c0,
-        "intersect": int(ref.counts["steps"].sum()),
-        "stack": int(ref.counts["pops"].sum()),
-        "hits": int((ref.prim >= 0).sum()),
-        "overflow_rays": int((ref.counts["overflows"] > 0).sum()),
-        "walkback_steps": int(ref.counts["walkback_steps"].sum()),
-    }
-    if progress:
-        progress(2, total, "golden wave-batched loop")
-    runs = []
-    for k, (label, changes) in enumerate(builds):
-        runs.append(_run_build(tables, o, d, label, changes, backend, ref, stack_size))
+        progress(done, total, f"{name}: BVH8 built, {len(o)} camera rays")
+    derived = derive(triangles) if derive is not None else None
+    if sets[0] != "camera":
+        raise ValueError(f"`sets` must start with the camera rays, not {sets[0]!r}")
+    src, ran = {"camera": (o, d, None, False)}, {}
+    queue = ["camera"]
+    while queue and not set(sets) <= set(ran):
+        set_name = queue.pop(0)
+        so, sd, tmax, first = src[set_name]
+        ref, golden = _golden(tables, so, sd, tmax, first, stack_size)
+        if derived is not None:
+            new = derived(set_name, ref, so, sd)
+            src.update(new)
+            queue += list(new)
+        if set_name not in sets:
+            ran[set_name] = None
+            continue
+        done += 1
         if progress:
-            progress(3 + k, total, f"{label}: {runs[-1]['intersect']} intersect instructions")
+            progress(done, total, f"{set_name}: golden wave-batched loop")
+        runs = []
+        for label, changes in builds:
+            runs.append(
+                _run_build(tables, so, sd, label, changes, backend, ref, stack_size, tmax, first)
+            )
+            done += 1
+            if progress:
+                progress(done, total, f"{set_name}, {label}: {runs[-1]['intersect']} intersect")
+        extent = None if tmax is None else float(np.max(tmax, initial=0.0))
+        ran[set_name] = {
+            "name": set_name,
+            "rays": len(so),
+            "extent": extent,
+            "first_hit": bool(first),
+            "golden": golden,
+            "builds": runs,
+        }
+    missing = [name for name in sets if name not in ran]
+    if missing:
+        raise ValueError(f"ray sets {', '.join(missing)} do not come from the camera rays")
+    camera_set = ran["camera"]
     return {
         "scale": {
             "scene": name,
@@ -403,8 +473,9 @@ def measure(
             "backend": backend,
             "slots": SLOTS,
             "stack_size": stack_size,
-            "golden": golden,
-            "builds": runs,
+            "golden": camera_set["golden"],
+            "builds": camera_set["builds"],
+            "sets": [ran[name] for name in sets if name != "camera"],
         },
         "notes": notes,
     }
@@ -412,6 +483,45 @@ def measure(
 
 def _rate(count, seconds):
     return f"{count / seconds:,.0f}" if seconds else "-"
+
+
+def _sets_table(sets, rows):
+    """The summary's lines of the ray sets after the camera rays (none: no lines); their result
+    rows are added to ``rows``."""
+    if not sets:
+        return []
+    lines = [
+        "",
+        "Ray sets from the camera rays' hits, each through every build as above: shadow rays "
+        "to the point light (extent 1: the segment) and AO rays end at their first accepted hit "
+        "(`ACCEPT_FIRST_HIT_AND_END_SEARCH`: the shader leaves the loop after the intersect, so "
+        "those steps have no stack instruction); diffuse bounces run to the closest hit.",
+        "",
+        "| ray set | rays | extent | first hit | build | intersect (on pairs) | stack | "
+        "mismatches | timing errors | hits | hits and counts as golden | instructions / CPU-s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for rs in sets:
+        extent = "inf" if rs["extent"] is None else f"{rs['extent']:.4g}"
+        for b in rs["builds"]:
+            both = b["intersect"] + b["stack"]
+            mism = b["accel_report"][1] + b["stack_report"][1]
+            timing = b["accel_report"][2] + b["stack_report"][2]
+            same = b["same_hits"] and all(b["same_counts"].values())
+            lines.append(
+                f"| {rs['name']} | {rs['rays']} | {extent} | {'yes' if rs['first_hit'] else 'no'} "
+                f"| {b['label']} | {b['intersect']} ({b['pair_instructions']}) | {b['stack']} | "
+                f"{mism} | {timing} | {b['hits']} | {'yes' if same else 'NO'} | "
+                f"{_rate(both, b['cpu_s'])} |"
+            )
+            rows.append(
+                (
+                    f"{rs['name']} ({rs['rays']} rays), {b['label']}: instructions, mismatches, "
+                    "hits and counts as golden, instructions/CPU-s",
+                    f"{both}, {mism}, {'yes' if same else 'NO'}, {_rate(both, b['cpu_s'])}",
+                )
+            )
+    return lines
 
 
 def report(data, out_dir):
@@ -479,6 +589,7 @@ def report(data, out_dir):
             )
         )
     lines += speed
+    lines += _sets_table(sc.get("sets", []), rows)
     lines.append("")
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
