@@ -182,6 +182,15 @@ def test_the_cli_option_runs_the_scale_loop(tmp_path, monkeypatch, capsys):
             "--rtl-scale is an option of experiment `traversal`, name it: gpurtl experiment "
             "traversal",
         ),
+        (
+            ["traversal", "--rtl-scale-rays", "ao"],
+            "--rtl-scale-rays is an option of --rtl-scale: give --rtl-scale too",
+        ),
+        (
+            ["traversal", "--rtl-scale", "5", "--rtl-scale-rays", "ao,sky"],
+            "--rtl-scale-rays must be a comma list of shadow, ao, diffuse1, diffuse2 or `all`, "
+            "not 'ao,sky'",
+        ),
     ],
 )
 def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
@@ -303,28 +312,6 @@ def test_the_ray_sets_option(tmp_path, monkeypatch, capsys):
     assert out.count(", 0, yes, ") == 3 * len(S.BUILDS)
     sets = json.loads((tmp_path / "traversal" / "data.json").read_text())["scale"]["sets"]
     assert [rs["name"] for rs in sets] == ["ao", "shadow"]
-
-
-@pytest.mark.parametrize(
-    "argv,message",
-    [
-        (
-            ["traversal", "--rtl-scale-rays", "ao"],
-            "--rtl-scale-rays is an option of --rtl-scale: give --rtl-scale too",
-        ),
-        (
-            ["traversal", "--rtl-scale", "5", "--rtl-scale-rays", "ao,sky"],
-            "--rtl-scale-rays must be a comma list of shadow, ao, diffuse1, diffuse2 or `all`, "
-            "not 'ao,sky'",
-        ),
-    ],
-)
-def test_bad_ray_sets_give_one_line(tmp_path, capsys, argv, message):
-    from gpurtl.sim import cli
-
-    assert cli.main(["experiment", *argv, "--out", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == f"gpurtl: error: {message}\n"
-    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.verilator
