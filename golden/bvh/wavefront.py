@@ -41,6 +41,12 @@ has no model of that code either.
 Ray flags: ``first_hit`` ends a ray at its first accepted hit (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_
 END_SEARCH``, the shadow- and AO-ray setting). ``tmax`` is the initial ray extent.
 
+Executors (``bvh8``): :func:`trace` takes the intersect step, the stack step and the choice of
+the rays that run each step as replaceable functions (defaults: :func:`intersect_golden`,
+:class:`GoldenStack`, every active ray), so that one loop, with the shader's decisions written
+once, also runs on other models of the two instructions (``sim/experiments/_trav_scale.py``
+runs them on the RTL with a limit of resident waves).
+
 Records (``bvh8``): for the rays of ``record`` (a boolean mask) every step's ray index, step
 number, node address (byte VA), node kind and test counts are kept, for the cycle model to replay
 whole waves.
