@@ -41,6 +41,12 @@ has no model of that code either.
 Ray flags: ``first_hit`` ends a ray at its first accepted hit (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_
 END_SEARCH``, the shadow- and AO-ray setting). ``tmax`` is the initial ray extent.
 
+Executors (``bvh8``): :func:`trace` takes the intersect step, the stack step and the choice of
+the rays that run each step as replaceable functions (defaults: :func:`intersect_golden`,
+:class:`GoldenStack`, every active ray), so that one loop, with the shader's decisions written
+once, also runs on other models of the two instructions (``sim/experiments/_trav_scale.py``
+runs them on the RTL with a limit of resident waves).
+
 Records (``bvh8``): for the rays of ``record`` (a boolean mask) every step's ray index, step
 number, node address (byte VA), node kind and test counts are kept, for the cycle model to replay
 whole waves.
@@ -57,12 +63,15 @@ from gpurtl.golden.ray_accel.vector import batch_nodes as BN
 
 __all__ = [
     "COUNTERS",
+    "GoldenStack",
     "KIND_BOX",
     "KIND_INSTANCE",
     "KIND_PAIR",
     "MODES",
+    "Rays",
     "Tables",
     "box_slots",
+    "intersect_golden",
     "trace",
 ]
 
@@ -524,10 +533,10 @@ def _special(x):
     return (x >> np.uint32(3)) == np.uint32(_PREFIX)
 
 
-def _push_slots(st, r, last, data, counts, rules31=True):
+def _push_slots(st, r, last, data, rules31=True):
     """gpurt ``ds_stack_push8_impl`` (:func:`gpurtl.golden.ray_accel.ds_bvh_stack.push_slots`),
     with the RT IP 3.1 rules or without (the 3.0 rules of ``push8_pop2`` and ``push4_pop1``),
-    pushing as it goes."""
+    pushing as it goes; the number of entries pushed per ray."""
     walk = ~_special(last)
     if rules31:
         match = (data == last[:, None]) | ((data & 7) <= 3)
@@ -566,7 +575,33 @@ def _push_slots(st, r, last, data, counts, rules31=True):
             node = np.where(rng, nxt, node).astype(np.uint32)
         st.push(r, node, on)
         pushed += on
-    counts["pushes"][r] += pushed
+    return pushed
+
+
+class GoldenStack:
+    """The loop's default stack step: the stack instruction of ``mode`` on a ring of ``size``
+    entries per ray, on arrays (``ds_bvh_stack_push8_pop1`` with the RT IP 3.1 rules for
+    ``bvh8``; ``push8_pop2`` and ``push4_pop1`` with the 3.0 rules for ``bvh4x2`` and ``bvh4``).
+
+    Called as ``stack(r, last, data)`` for rays ``r`` with the instruction's last-node pointers
+    ``last`` (M,) and result slots ``data`` (M, 8) (uint32), it returns ``(first, second, pushed,
+    overflowed, b2t)``: the popped node(s) (``second`` is ``INVALID_NODE`` unless ``pop2``
+    returned two), the entries pushed (M,), whether the stack overflowed in this instruction,
+    and the ``blas2tlas_pop`` flag of the pop."""
+
+    def __init__(self, n, size, mode="bvh8"):
+        self.mode = mode
+        self.st = _Stack(n, size)
+
+    def __call__(self, r, last, data):
+        st = self.st
+        before = st.overflowed[r].copy()
+        pushed = _push_slots(st, r, last, data, rules31=self.mode == "bvh8")
+        if self.mode == "bvh4x2":
+            first, second = st.pop2(r)
+        else:
+            first, second = st.pop(r), np.full(len(r), _INV, np.uint32)
+        return first, second, pushed, st.overflowed[r] & ~before, st.b2t[r]
 
 
 # --- the loop -----------------------------------------------------------------------------------
@@ -587,9 +622,11 @@ class Result:
     for recorded rays, the step records (``rec_*`` arrays, one entry per step)."""
 
 
-class _Rays:
-    """Per-ray state: the world ray, the ray in the current BVH's space (``o``, ``d``, its
-    reciprocal direction and triangle set-up), the closest hit so far and where the ray is."""
+class Rays:
+    """Per-ray state: the world ray, the ray in the current BVH's space (``o``, ``d``: uint32
+    float32 patterns (N, 3); ``inv``: its reciprocal direction; ``setup``: its triangle set-up),
+    the closest hit so far (``t_hit``, uint32 pattern: the next instruction's extent; ``prim``,
+    ``hit_inst``) and where the ray is (``where``: the BVH, ``inst``: the instance)."""
 
     def __init__(self, origins, dirs, tmax):
         n = len(origins)
@@ -618,9 +655,39 @@ class _Rays:
             x[r] = y[r]
 
 
-def _bvh8_step(tb, ray, r, rows, node, first_hit, probe):
+def intersect_golden(tb, ray, r, rows, ptr, kinds):
+    """The loop's default intersect step: ``image_bvh8_intersect_ray`` of rays ``r`` (in the
+    state ``ray``, a :class:`Rays`) on nodes ``ptr`` (uint32 (M,)), at ``rows`` of tables ``tb``,
+    by the golden array paths (module doc string).
+
+    ``kinds``: the masks ``(box, pair, instance)`` (M,) of the nodes' kinds. Returns ``(box, pair,
+    instance)``, each ``None`` where no ray has a node of that kind:
+
+    * ``box``: the 8 sorted result pointers (result DW0-7) of the box nodes (B, 8);
+    * ``pair``: ``(t, prim, valid1, nav)`` of the triangle pairs: the two triangles' distances
+      (uint32 (P, 2), +inf for a miss or an absent triangle 1; DW0/DW4), primitive ids ((P, 2);
+      DW3/DW7), whether triangle 1 exists (P,) and the navigation bits (P,) of DW8;
+    * ``instance``: ``(hit, origin, dir)`` of the instance nodes: whether the filter box is hit
+      (I,), the ray in the instance's space (uint32 (I, 3) each)."""
+    kb, kp, ki = kinds
+    box = pair = inst = None
+    if kb.any():
+        rb = r[kb]
+        box = _box_step(tb, rows[kb], ray.o[rb], ray.d[rb], ray.inv[rb], ray.t_hit[rb])
+    if kp.any():
+        rp = r[kp]
+        pair = _pair_step(tb, rows[kp], ptr[kp], ray.o[rp], [x[rp] for x in ray.setup])
+    if ki.any():
+        ri = r[ki]
+        inst = _instance_step(tb, rows[ki], ray.o[ri], ray.d[ri], ray.t_hit[ri])
+    return box, pair, inst
+
+
+def _bvh8_step(tb, ray, r, rows, node, first_hit, probe, intersect):
     """One ``image_bvh8_intersect_ray`` per ray ``r`` (a box, a triangle pair or an instance
-    node) and the leaf/instance handling; ``(data, last, stop, box_tests, tri_tests)``."""
+    node) by ``intersect`` and the shader's handling of its results: the closest-hit update,
+    the leaf's last-node pointer, the instance transition; ``(data, last, stop, box_tests,
+    tri_tests)``."""
     m = len(r)
     kind = tb.kind[rows]
     data = np.full((m, 8), _INV, np.uint32)
@@ -629,21 +696,20 @@ def _bvh8_step(tb, ray, r, rows, node, first_hit, probe):
     box_tests = np.zeros(m, np.int64)
     tri_tests = np.zeros(m, np.int64)
     stop = np.zeros(m, bool)
-    if kb.any():
+    box, pair, inst = intersect(tb, ray, r, rows, node[r], (kb, kp, ki))
+    if box is not None:
         rb = r[kb]
-        data[kb] = _box_step(tb, rows[kb], ray.o[rb], ray.d[rb], ray.inv[rb], ray.t_hit[rb])
+        data[kb] = box
         if probe is not None:
             ops = _ops(tb, rows[kb], node[rb], ray.o[rb], ray.d[rb], ray.t_hit[rb])
             probe("box", ops, data[kb])
         box_tests[kb] = tb.box_count[tb.box_index[rows[kb]]]
-    if kp.any():
+    if pair is not None:
         rp = r[kp]
-        t2, prims, valid1, nav = _pair_step(
-            tb, rows[kp], node[rp], ray.o[rp], [x[rp] for x in ray.setup]
-        )
+        t2, prims, valid1, nav = pair
         if probe is not None:
             ops = _ops(tb, rows[kp], node[rp], ray.o[rp], ray.d[rp], ray.t_hit[rp])
-            probe("pair", ops, (t2, prims, valid1, nav))
+            probe("pair", ops, pair)
         tri_tests[kp] = 1 + valid1
         accepted = np.zeros(len(rp), bool)
         for k in (0, 1):
@@ -659,12 +725,12 @@ def _bvh8_step(tb, ray, r, rows, node, first_hit, probe):
         last[kp] = np.uint32(0xFFFFFFF8) | (nav & 3)
         if first_hit:
             stop[kp] = accepted
-    if ki.any():
+    if inst is not None:
         ri = r[ki]
-        hit, no, nd = _instance_step(tb, rows[ki], ray.o[ri], ray.d[ri], ray.t_hit[ri])
+        hit, no, nd = inst
         if probe is not None:
             ops = _ops(tb, rows[ki], node[ri], ray.o[ri], ray.d[ri], ray.t_hit[ri])
-            probe("instance", ops, (hit, no, nd))
+            probe("instance", ops, inst)
         h = ri[hit]
         inst_idx = tb.inst_of_row[rows[ki][hit]]
         ray.where[h] = tb.blas_of_inst[inst_idx]
@@ -799,6 +865,9 @@ def trace(
     stack_size=16,
     record=None,
     probe=None,
+    intersect=None,
+    stack=None,
+    schedule=None,
 ):
     """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`.
 
@@ -810,7 +879,23 @@ def trace(
 
     ``probe(kind, inputs, outputs)``, if given, sees every step's intersect operands (``ptr``,
     ``dwords``, ``origin``, ``dir``, ``extent``: the ray as the accelerator receives it) and what
-    the step computed, for checking against the instruction model."""
+    the step computed, for checking against the instruction model.
+
+    Executors (``bvh8`` mode): the loop's two instructions and its scheduler can be replaced, so
+    that one loop serves the golden model and runs on other models of the hardware (the RTL:
+    ``sim/experiments/_trav_scale.py``); the shader side (the closest-hit update, the leaf's
+    last-node pointer, the instance transition, first-hit termination, the decisions taken from
+    the popped node, the walk-back) stays here.
+
+    * ``intersect(tables, rays, r, rows, ptr, kinds)``: the intersect instructions of one step,
+      as :func:`intersect_golden` (the default) computes and returns them;
+    * ``stack(r, last, data)``: the stack instructions of one step, as :class:`GoldenStack` (the
+      default, with ``stack_size`` entries) takes and answers them; ``pushed`` may be ``None``
+      (not observed: the result then has no ``pushes`` counter);
+    * ``schedule(active)``: the rays (indices) that run this step, of the active ones (``active``
+      (N,) bool); the default runs them all. The loop ends when it returns none.
+
+    The result's counters count per ray, so they do not depend on the schedule."""
     tb = tables
     if mode is None:
         mode = "bvh4" if tb.legacy else "bvh8"
@@ -820,19 +905,25 @@ def trace(
         raise ValueError(f"mode {mode!r} does not run {tb.top.encoding} nodes")
     if record is not None and tb.legacy:
         raise ValueError("step records are kept for the bvh8 mode only")
+    if mode != "bvh8" and (intersect, stack, schedule) != (None, None, None):
+        raise ValueError("executors replace the steps of the bvh8 mode only")
+    if intersect is None:
+        intersect = intersect_golden
+    if stack is None:
+        stack = GoldenStack(len(origins), stack_size, mode)
     n = len(origins)
-    ray = _Rays(origins, dirs, tmax)
+    ray = Rays(origins, dirs, tmax)
     node = np.full(n, ROOT_NODE_PTR, np.uint32)
     node2 = np.full(n, _INV, np.uint32)  # bvh4x2: the second node of the step
     walk = np.full(n, _INV, np.uint32)  # the child walked back from, or INVALID (none)
     walking = np.zeros(n, bool)
     active = np.ones(n, bool)
-    st = _Stack(n, stack_size)
     counts = {name: np.zeros(n, np.int64) for name in COUNTERS}
+    pushes_known = True
     rec = [] if record is not None else None
     step = 0
     while True:
-        r = np.nonzero(active)[0]
+        r = np.nonzero(active)[0] if schedule is None else schedule(active)
         if not len(r):
             break
         counts["steps"][r] += 1
@@ -845,7 +936,7 @@ def trace(
         else:
             rows = tb.row(ray.where[r], node[r])
             data, last, stop, box_tests, tri_tests = _bvh8_step(
-                tb, ray, r, rows, node, first_hit, probe
+                tb, ray, r, rows, node, first_hit, probe, intersect
             )
             counts["fetches"][r] += 1
             if rec is not None:
@@ -871,16 +962,17 @@ def trace(
             active[r[stop]] = False
         go = ~stop
         r, data, last, visited = r[go], data[go], last[go], visited[go]
-        before = st.overflowed[r].copy()
-        _push_slots(st, r, last, data, counts, rules31=mode == "bvh8")
+        first, second, pushed, overflowed, b2t = stack(r, last, data)
+        if pushed is None:
+            pushes_known = False
+        else:
+            counts["pushes"][r] += pushed
         if mode == "bvh4x2":
-            first, second = st.pop2(r)
             counts["pops"][r] += 1 + ~_special(second)
         else:
-            first, second = st.pop(r), np.full(len(r), _INV, np.uint32)
             counts["pops"][r] += 1
-        counts["overflows"][r] += st.overflowed[r] & ~before
-        ray.to_world(r[st.b2t[r]])
+        counts["overflows"][r] += overflowed
+        ray.to_world(r[b2t])
         done = first == np.uint32(TERMINAL_NODE)
         active[r[done]] = False
         lost = first == _INV
@@ -907,12 +999,14 @@ def trace(
         walking[ro] = False
         node[ro], node2[ro] = first[ok], second[ok]
         step += 1
-        if step > 100000:
+        if step > 100000 and counts["steps"].max() > 100000:
             raise RuntimeError("traversal loop does not terminate")
     res = Result()
     t = ray.t_hit.view(np.float32).astype(np.float64)
     res.t = np.where(ray.prim >= 0, t, np.inf)
     res.prim, res.inst = ray.prim, ray.hit_inst
+    if not pushes_known:
+        del counts["pushes"]
     res.counts = counts
     if rec is not None:
         cols = list(zip(*rec)) if rec else [[]] * 6

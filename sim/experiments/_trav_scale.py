@@ -2,19 +2,21 @@
 RTL and every stack instruction through the ``ds_bvh_stack`` RTL, in sessions of the fast
 backend, for 10^5 rays and more (``gpurtl experiment traversal --rtl-scale RAYS``).
 
-The loop is the wave-batched loop of :mod:`gpurtl.golden.bvh.wavefront` (``bvh8`` mode: gpurt
-``TraceRay3_1.hlsl`` on a BLAS of BVH8 box nodes and compressed triangle-pair leaves, with the
-stackless walk-back), run round by round on the RTL:
+The loop is the wave-batched loop of :mod:`gpurtl.golden.bvh.wavefront` itself (``bvh8`` mode:
+gpurt ``TraceRay3_1.hlsl`` on a BLAS of BVH8 box nodes and compressed triangle-pair leaves, with
+the stackless walk-back), run with executors that send its instructions to the RTL
+(:class:`_OnTheRtl`), round by round:
 
-1. every active ray of the resident waves gets its ``image_bvh8_intersect_ray`` instruction (the
-   ray in the current space, the closest hit so far as the extent, the node's 128 bytes), all of
-   them one batch of word rows through the ``ray_accel`` session;
-2. the shader side reads the RTL's results: a box node's sorted children, a triangle pair's
-   distances and primitive ids (a closer hit becomes the ray's hit), and builds each ray's
-   ``ds_bvh_stack_push8_pop1`` (RT IP 3.1 rules, primitive-range update), all of them one batch
-   through the ``ds_bvh_stack`` session, whose LDS keeps every resident ray's stack between rounds;
-3. the stack's answers decide what each ray does next: the popped node, ``TERMINAL_NODE`` (done)
-   or ``INVALID_NODE`` (walk back to the parent of the node just visited).
+1. the scheduler hands the loop the active rays of the resident waves;
+2. every one of them gets its ``image_bvh8_intersect_ray`` instruction (the ray, the closest hit
+   so far as the extent, the node's 128 bytes), all of them one batch of word rows through the
+   ``ray_accel`` session; the loop's shader side reads the RTL's results (a box node's sorted
+   children, a triangle pair's distances and primitive ids: a closer hit becomes the ray's hit)
+   and builds each ray's ``ds_bvh_stack_push8_pop1`` (RT IP 3.1 rules, primitive-range update);
+3. those go as one batch through the ``ds_bvh_stack`` session, whose LDS keeps every resident
+   ray's stack between rounds; the stack's answers decide what each ray does next: the popped
+   node, ``TERMINAL_NODE`` (done) or ``INVALID_NODE`` (walk back to the parent of the node just
+   visited).
 
 A wave slot whose 32 rays are done takes the next wave (``slots`` waves resident, each lane's
 stack at ``base = 32 * stack_size * slot + lane`` of the block's LDS). Both sessions compare
@@ -35,9 +37,7 @@ from gpurtl.facts.ray_accel import (
     INSTR_LAYOUT,
     INVALID_NODE,
     OUT_LAYOUT,
-    ROOT_NODE_PTR,
     STATUS_OK,
-    TERMINAL_NODE,
 )
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields, write_fields
@@ -58,7 +58,6 @@ SLOTS = 32
 STACK_SIZE = 16
 LANES = 32
 _INV = np.uint32(INVALID_NODE)
-_POS_INF = np.uint32(0x7F800000)
 #: ``(t, 1.0, 1.0, 0)`` of a missed or absent triangle in result DW4-7 (the triangle-1 slot)
 _NO_TRI = np.array([0x7F800000, 0x3F800000, 0x3F800000, 0], np.uint32)
 
@@ -142,140 +141,140 @@ class _Codec:
         )
 
 
-class Result:
-    """What :func:`trace` returns: the closest hits (``t`` float, ``prim``; -1 for a miss),
-    per-ray counters (``counts[name]``: ``steps`` = intersect instructions, ``pair_nodes`` (of
-    them on triangle pairs), ``stack_ops``,
-    ``box_tests``, ``tri_tests``, ``overflows``, ``walkback_steps``), ``rounds`` and the
-    seconds spent per session (``golden_cpu_s[name]``: in-process CPU of sending, i.e. the
-    golden model; ``rtl_wall_s[name]``: waiting for the RTL's outputs and comparing them; names
-    ``"accel"`` and ``"stack"``)."""
+class _OnTheRtl:
+    """The executors of :func:`gpurtl.golden.bvh.wavefront.trace` that run the loop on the RTL:
+    the scheduler of the resident wave slots (:meth:`schedule`), the intersect step through the
+    ``ray_accel`` session (:meth:`intersect`) and the stack step through the ``ds_bvh_stack``
+    session (:meth:`stack`), which keeps each resident ray's stack address register."""
 
+    def __init__(self, n, accel, stack, slots, stack_size):
+        self.codec = _Codec()
+        self.n, self.accel, self.stack_session = n, accel, stack
+        self.stack_size = stack_size
+        self.addr = np.zeros(n, np.uint32)
+        self.pair_nodes = np.zeros(n, np.int64)
+        self.waves = -(-n // LANES)
+        self.slot_wave = np.full(slots, -1, np.int64)
+        self.next_wave = 0
+        self.rounds = 0
+        self.golden_cpu = {"accel": 0.0, "stack": 0.0}
+        self.rtl_wall = dict(self.golden_cpu)
 
-def trace(tables, origins, dirs, accel, stack, *, slots=SLOTS, stack_size=STACK_SIZE):
-    """Run the loop (module doc string) for rays ``origins``/``dirs`` (float (N, 3)) through the
-    open pipeline sessions ``accel`` (``ray_accel``) and ``stack`` (``ds_bvh_stack`` with at
-    least ``slots`` waves of 32 lanes and ring size ``stack_size``); a :class:`Result`.
-
-    ``tables``: :class:`gpurtl.golden.bvh.wavefront.Tables` of a BVH8 BLAS (node contents, parent
-    pointers: what the shader and the memory know, not decisions)."""
-    if tables.legacy or tables.top.instances:
-        raise ValueError("the scale loop runs a BVH8 BLAS (no instances, no legacy nodes)")
-    codec = _Codec()
-    n = len(origins)
-    o = np.ascontiguousarray(np.asarray(origins, np.float32)).view(np.uint32).reshape(n, 3)
-    d = np.ascontiguousarray(np.asarray(dirs, np.float32)).view(np.uint32).reshape(n, 3)
-    t_hit = np.full(n, _POS_INF, np.uint32)
-    prim = np.full(n, -1, np.int64)
-    node = np.full(n, ROOT_NODE_PTR, np.uint32)
-    walk = np.full(n, _INV, np.uint32)
-    walking = np.zeros(n, bool)
-    addr = np.zeros(n, np.uint32)
-    done = np.zeros(n, bool)
-    names = ("steps", "pair_nodes", "stack_ops", "box_tests", "tri_tests", "overflows")
-    names += ("walkback_steps",)
-    counts = {name: np.zeros(n, np.int64) for name in names}
-    waves = -(-n // LANES)
-    slot_wave = np.full(slots, -1, np.int64)
-    next_wave = 0
-    golden_cpu = {"accel": 0.0, "stack": 0.0}
-    rtl_wall = dict(golden_cpu)
-    rounds = 0
-
-    def exchange(name, session, rows):
+    def _exchange(self, name, session, rows):
         cpu = time.process_time()
         session.send_words(rows)
-        golden_cpu[name] += time.process_time() - cpu
+        self.golden_cpu[name] += time.process_time() - cpu
         wall = time.monotonic()
         out = session.receive_words()
-        rtl_wall[name] += time.monotonic() - wall
+        self.rtl_wall[name] += time.monotonic() - wall
         return out
 
-    def load(slot):
-        nonlocal next_wave
-        if next_wave >= waves:
-            slot_wave[slot] = -1
-            return
-        w = next_wave
-        next_wave += 1
-        slot_wave[slot] = w
-        rays = np.arange(LANES * w, min(LANES * w + LANES, n))
-        base = slot * stack_size * LANES + (rays - LANES * w)
-        addr[rays] = (base << codec.base_shift).astype(np.uint32)
-
-    for slot in range(slots):
-        load(slot)
-    while True:
-        live = slot_wave[slot_wave >= 0]
-        if not len(live):
-            break
+    def schedule(self, active):
+        """The active rays of the resident waves; an empty slot, or one whose wave is done, takes
+        the next wave, each lane's stack at ``base = 32 * stack_size * slot + lane``."""
+        for slot, w in enumerate(self.slot_wave):
+            if w >= 0 and active[LANES * w : LANES * w + LANES].any():
+                continue
+            self.slot_wave[slot] = w = self.next_wave if self.next_wave < self.waves else -1
+            if w >= 0:
+                self.next_wave += 1
+                rays = np.arange(LANES * w, min(LANES * w + LANES, self.n))
+                base = (slot * self.stack_size * LANES + rays - LANES * w).astype(np.uint32)
+                self.addr[rays] = base << np.uint32(self.codec.base_shift)
+        live = self.slot_wave[self.slot_wave >= 0]
         resident = (live[:, None] * LANES + np.arange(LANES)).ravel()
-        resident = resident[resident < n]
-        r = resident[~done[resident]]
-        rows = tables.row(np.zeros(len(r), np.int64), node[r])
-        # 1. the intersect instructions of every active ray, one batch through the RTL
-        instr = codec.intersect(o[r], d[r], t_hit[r], node[r], tables.dwords[rows])
-        dw, status = codec.results(exchange("accel", accel, instr))
+        resident = resident[resident < self.n]
+        r = resident[active[resident]]
+        self.rounds += len(r) > 0
+        return r
+
+    def intersect(self, tables, ray, r, rows, ptr, kinds):
+        """Every ray's ``image_bvh8_intersect_ray`` (its ray, the closest hit so far as the
+        extent, the node's 128 bytes) as one batch through the accelerator; its results in the
+        form of :func:`gpurtl.golden.bvh.wavefront.intersect_golden`."""
+        box, pair, instance = kinds
+        if instance.any():
+            raise ValueError("the scale loop runs a BVH8 BLAS (no instance nodes)")
+        codec = self.codec
+        instr = codec.intersect(ray.o[r], ray.d[r], ray.t_hit[r], ptr, tables.dwords[rows])
+        dw, status = codec.results(self._exchange("accel", self.accel, instr))
         if (status[:, 0] != STATUS_OK).any():
             k = int(np.flatnonzero(status[:, 0] != STATUS_OK)[0])
             raise RuntimeError(
-                f"node {int(node[r[k]]):#x}: the accelerator build does not model this node "
+                f"node {int(ptr[k]):#x}: the accelerator build does not model this node "
                 f"(status {int(status[k, 0])})"
             )
-        counts["steps"][r] += 1
-        counts["walkback_steps"][r] += walking[r]
-        # 2. the shader side: leaf handling from the results, the stack instructions
-        ptr = node[r]
-        box = (ptr & np.uint32(0xF)) == 5
-        pair = (ptr & np.uint32(7)) <= 3
-        if not (box | pair).all():
-            raise ValueError(f"node {int(ptr[~(box | pair)][0]):#x} is neither a box nor a pair")
-        counts["pair_nodes"][r[pair]] += 1
-        data = np.full((len(r), 8), _INV, np.uint32)
-        last = np.full(len(r), _INV, np.uint32)
-        data[box] = dw[box, :8]
-        counts["box_tests"][r[box]] += tables.box_count[tables.box_index[rows[box]]]
-        rp, dp = r[pair], dw[pair]
-        counts["tri_tests"][rp] += 1 + (dp[:, 4:8] != _NO_TRI).any(axis=1)
-        for k in (0, 1):
-            t = dp[:, 4 * k]
-            closer = (t < _POS_INF) & (t < t_hit[rp]) & ((t & np.uint32(0x80000000)) == 0)
-            t_hit[rp] = np.where(closer, t, t_hit[rp])
-            prim[rp] = np.where(closer, dp[:, 4 * k + 3] >> 1, prim[rp])
-        data[pair, 7] = ptr[pair]
-        last[pair] = np.uint32(0xFFFFFFF8) | (dp[:, 8] & np.uint32(3))
-        last = np.where(walking[r], walk[r], last)
-        answer = exchange("stack", stack, codec.push8_pop1(addr[r], last, data))
-        new_addr, first, error = codec.answers(answer)
+        self.pair_nodes[r[pair]] += 1
+        dp = dw[pair]
+        # DW0-3 / DW4-7: (t, 1.0, 1.0, prim << 1 | ...) of triangles 0 and 1; DW8: navigation
+        triangles = (
+            dp[:, [0, 4]],
+            (dp[:, [3, 7]] >> np.uint32(1)).astype(np.int64),
+            (dp[:, 4:8] != _NO_TRI).any(axis=1),
+            dp[:, 8] & np.uint32(3),
+        )
+        return (dw[box, :8] if box.any() else None), (triangles if pair.any() else None), None
+
+    def stack(self, r, last, data):
+        """Every ray's ``ds_bvh_stack_push8_pop1`` as one batch through the stack block, whose
+        LDS keeps the stacks; the answer in the form of
+        :class:`gpurtl.golden.bvh.wavefront.GoldenStack` (pushes not observed)."""
+        codec = self.codec
+        old = self.addr[r]
+        answer = self._exchange("stack", self.stack_session, codec.push8_pop1(old, last, data))
+        new, first, error = codec.answers(answer)
         if error.any():
-            raise RuntimeError(f"ds_bvh_stack refused the register {int(addr[r][error > 0][0]):#x}")
-        counts["stack_ops"][r] += 1
-        counts["overflows"][r] += ((new_addr & ~addr[r]) & codec.overflow_bit) != 0
-        addr[r] = new_addr
-        # 3. the loop's decisions from the stack's answers
-        ends = first == np.uint32(TERMINAL_NODE)
-        lost = first == _INV
-        go = ~ends & ~lost
-        node[r[go]], walking[r[go]] = first[go], False
-        rl, src = r[lost], ptr[lost]
-        parent = tables.parent_ptr[tables.row(np.zeros(len(rl), np.int64), src)]
-        root = parent == _INV
-        ends[np.flatnonzero(lost)[root]] = True
-        rk = rl[~root]
-        walk[rk] = tables.slot_ptr[tables.row(np.zeros(len(rk), np.int64), src[~root])]
-        walking[rk], node[rk] = True, parent[~root]
-        done[r[ends]] = True
-        for slot in np.flatnonzero(slot_wave >= 0):
-            w = slot_wave[slot]
-            if done[LANES * w : LANES * w + LANES].all():
-                load(slot)
-        rounds += 1
-        if rounds > 1_000_000:
-            raise RuntimeError("the traversal loop does not terminate")
-    res = Result()
-    res.t = np.where(prim >= 0, t_hit.view(np.float32).astype(np.float64), np.inf)
-    res.prim, res.counts, res.rounds = prim, counts, rounds
-    res.golden_cpu_s, res.rtl_wall_s = golden_cpu, rtl_wall
+            raise RuntimeError(f"ds_bvh_stack refused the register {int(old[error > 0][0]):#x}")
+        self.addr[r] = new
+        overflowed = ((new & ~old) & codec.overflow_bit) != 0
+        none = np.zeros(len(r), bool)  # a BLAS: no pop returns to a TLAS
+        return first, np.full(len(r), _INV, np.uint32), None, overflowed, none
+
+
+def trace(
+    tables,
+    origins,
+    dirs,
+    accel,
+    stack,
+    *,
+    slots=SLOTS,
+    stack_size=STACK_SIZE,
+    tmax=None,
+    first_hit=False,
+):
+    """Run the loop (module doc string) for rays ``origins``/``dirs`` (float (N, 3)) through the
+    open pipeline sessions ``accel`` (``ray_accel``) and ``stack`` (``ds_bvh_stack`` with at
+    least ``slots`` waves of 32 lanes and ring size ``stack_size``). ``tmax``: the rays' initial
+    extent (the first instruction's); ``first_hit``: a ray ends at its first accepted hit, before
+    that step's stack instruction (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_END_SEARCH``: a shader
+    decision, taken from the accelerator's triangle results, not an operand of either block).
+
+    ``tables``: :class:`gpurtl.golden.bvh.wavefront.Tables` of a BVH8 BLAS (node contents, parent
+    pointers: what the shader and the memory know, not decisions). Returns the loop's
+    :class:`gpurtl.golden.bvh.wavefront.Result` (``t``, ``prim``, per-ray ``counts``; the stack
+    instructions as ``stack_ops``, those on triangle pairs as ``pair_nodes``; no ``pushes``) with
+    ``rounds`` and the seconds spent per session (``golden_cpu_s[name]``: in-process CPU of
+    sending, i.e. the golden model; ``rtl_wall_s[name]``: waiting for the RTL's outputs and
+    comparing them; names ``"accel"`` and ``"stack"``)."""
+    from gpurtl.golden.bvh import wavefront as WF
+
+    if tables.legacy or tables.top.instances:
+        raise ValueError("the scale loop runs a BVH8 BLAS (no instances, no legacy nodes)")
+    rtl = _OnTheRtl(len(origins), accel, stack, slots, stack_size)
+    res = WF.trace(
+        tables,
+        origins,
+        dirs,
+        tmax=tmax,
+        first_hit=first_hit,
+        intersect=rtl.intersect,
+        stack=rtl.stack,
+        schedule=rtl.schedule,
+    )
+    res.counts["stack_ops"] = res.counts.pop("pops")
+    res.counts["pair_nodes"] = rtl.pair_nodes
+    res.rounds, res.golden_cpu_s, res.rtl_wall_s = rtl.rounds, rtl.golden_cpu, rtl.rtl_wall
     return res
 
 
@@ -308,7 +307,7 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
+def _run_build(tables, o, d, label, changes, backend, ref, stack_size, tmax=None, first=False):
     from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
 
@@ -327,7 +326,7 @@ def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
     wall, cpu, children = time.monotonic(), time.process_time(), _children_cpu()
     driver = {}
     try:
-        res = trace(tables, o, d, accel, stack, stack_size=stack_size)
+        res = trace(tables, o, d, accel, stack, stack_size=stack_size, tmax=tmax, first_hit=first)
     finally:
         # one session at a time, so the CPU of each driver process is known once it has ended
         for name, session in (("stack", stack), ("accel", accel)):
@@ -367,6 +366,22 @@ def _run_build(tables, o, d, label, changes, backend, ref, stack_size):
 _COMPARED = ("steps", "box_tests", "tri_tests", "overflows", "walkback_steps")
 
 
+def _golden(tables, o, d, tmax, first, stack_size):
+    """The golden loop on one ray set: its result and figures."""
+    from gpurtl.golden.bvh import wavefront as WF
+
+    c0 = time.process_time()
+    ref = WF.trace(tables, o, d, tmax=tmax, first_hit=first, stack_size=stack_size)
+    return ref, {
+        "cpu_s": time.process_time() - c0,
+        "intersect": int(ref.counts["steps"].sum()),
+        "stack": int(ref.counts["pops"].sum()),
+        "hits": int((ref.prim >= 0).sum()),
+        "overflow_rays": int((ref.counts["overflows"] > 0).sum()),
+        "walkback_steps": int(ref.counts["walkback_steps"].sum()),
+    }
+
+
 def measure(
     rays,
     camera,
@@ -376,45 +391,78 @@ def measure(
     stack_size=STACK_SIZE,
     progress=None,
     warn=None,
+    sets=("camera",),
+    derive=None,
 ):
     """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (``camera(triangles)``: the
     :class:`._trav_rays.Camera` of a mesh's triangles (n, 3, 3); a 4:3 image of at least ``rays``
     pixels) on the 56k bunny, the golden wave-batched loop once, then
     :func:`trace` on each accelerator build of ``builds`` (label, parameter changes) on
-    ``backend``, with stacks of ``stack_size`` entries."""
+    ``backend``, with stacks of ``stack_size`` entries.
+
+    ``sets``: the ray sets to run, the camera rays first; the others come from
+    ``derive(triangles)``, a function ``(set_name, golden_result, origins, dirs) -> {name:
+    (origins, dirs, tmax, first_hit)}`` of the sets that start at a set's hits. The camera set's
+    figures are ``scale["golden"]`` and ``scale["builds"]``, each other set's one entry of
+    ``scale["sets"]``."""
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
 
     from ._trav_rays import camera_rays
 
     notes = []
-    total = 2 + len(builds)
+    total = 1 + len(sets) * (1 + len(builds))
     name, mesh = _bunny(notes, warn)
     c0 = time.process_time()
     tables = WF.Tables(W.build_wide(mesh, width=8, leaf_pairs=4))
     build_cpu = time.process_time() - c0
-    cam = camera(mesh.triangles.astype(np.float64))
+    triangles = mesh.triangles.astype(np.float64)
+    cam = camera(triangles)
     width, height = image_size(rays)
     o, d, _ = camera_rays(cam, width, height)
+    done = 1
     if progress:
-        progress(1, total, f"{name}: BVH8 built, {len(o)} camera rays")
-    c0 = time.process_time()
-    ref = WF.trace(tables, o, d, stack_size=stack_size)
-    golden = {
-        "cpu_s": time.process_time() - c0,
-        "intersect": int(ref.counts["steps"].sum()),
-        "stack": int(ref.counts["pops"].sum()),
-        "hits": int((ref.prim >= 0).sum()),
-        "overflow_rays": int((ref.counts["overflows"] > 0).sum()),
-        "walkback_steps": int(ref.counts["walkback_steps"].sum()),
-    }
-    if progress:
-        progress(2, total, "golden wave-batched loop")
-    runs = []
-    for k, (label, changes) in enumerate(builds):
-        runs.append(_run_build(tables, o, d, label, changes, backend, ref, stack_size))
+        progress(done, total, f"{name}: BVH8 built, {len(o)} camera rays")
+    derived = derive(triangles) if derive is not None else None
+    if sets[0] != "camera":
+        raise ValueError(f"`sets` must start with the camera rays, not {sets[0]!r}")
+    src, ran = {"camera": (o, d, None, False)}, {}
+    queue = ["camera"]
+    while queue and not set(sets) <= set(ran):
+        set_name = queue.pop(0)
+        so, sd, tmax, first = src[set_name]
+        ref, golden = _golden(tables, so, sd, tmax, first, stack_size)
+        if derived is not None:
+            new = derived(set_name, ref, so, sd)
+            src.update(new)
+            queue += list(new)
+        if set_name not in sets:
+            ran[set_name] = None
+            continue
+        done += 1
         if progress:
-            progress(3 + k, total, f"{label}: {runs[-1]['intersect']} intersect instructions")
+            progress(done, total, f"{set_name}: golden wave-batched loop")
+        runs = []
+        for label, changes in builds:
+            runs.append(
+                _run_build(tables, so, sd, label, changes, backend, ref, stack_size, tmax, first)
+            )
+            done += 1
+            if progress:
+                progress(done, total, f"{set_name}, {label}: {runs[-1]['intersect']} intersect")
+        extent = None if tmax is None else float(np.max(tmax, initial=0.0))
+        ran[set_name] = {
+            "name": set_name,
+            "rays": len(so),
+            "extent": extent,
+            "first_hit": bool(first),
+            "golden": golden,
+            "builds": runs,
+        }
+    missing = [name for name in sets if name not in ran]
+    if missing:
+        raise ValueError(f"ray sets {', '.join(missing)} do not come from the camera rays")
+    camera_set = ran["camera"]
     return {
         "scale": {
             "scene": name,
@@ -425,8 +473,9 @@ def measure(
             "backend": backend,
             "slots": SLOTS,
             "stack_size": stack_size,
-            "golden": golden,
-            "builds": runs,
+            "golden": camera_set["golden"],
+            "builds": camera_set["builds"],
+            "sets": [ran[name] for name in sets if name != "camera"],
         },
         "notes": notes,
     }
@@ -434,6 +483,45 @@ def measure(
 
 def _rate(count, seconds):
     return f"{count / seconds:,.0f}" if seconds else "-"
+
+
+def _sets_table(sets, rows):
+    """The summary's lines of the ray sets after the camera rays (none: no lines); their result
+    rows are added to ``rows``."""
+    if not sets:
+        return []
+    lines = [
+        "",
+        "Ray sets from the camera rays' hits, each through every build as above: shadow rays "
+        "to the point light (extent 1: the segment) and AO rays end at their first accepted hit "
+        "(`ACCEPT_FIRST_HIT_AND_END_SEARCH`: the shader leaves the loop after the intersect, so "
+        "those steps have no stack instruction); diffuse bounces run to the closest hit.",
+        "",
+        "| ray set | rays | extent | first hit | build | intersect (on pairs) | stack | "
+        "mismatches | timing errors | hits | hits and counts as golden | instructions / CPU-s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for rs in sets:
+        extent = "inf" if rs["extent"] is None else f"{rs['extent']:.4g}"
+        for b in rs["builds"]:
+            both = b["intersect"] + b["stack"]
+            mism = b["accel_report"][1] + b["stack_report"][1]
+            timing = b["accel_report"][2] + b["stack_report"][2]
+            same = b["same_hits"] and all(b["same_counts"].values())
+            lines.append(
+                f"| {rs['name']} | {rs['rays']} | {extent} | {'yes' if rs['first_hit'] else 'no'} "
+                f"| {b['label']} | {b['intersect']} ({b['pair_instructions']}) | {b['stack']} | "
+                f"{mism} | {timing} | {b['hits']} | {'yes' if same else 'NO'} | "
+                f"{_rate(both, b['cpu_s'])} |"
+            )
+            rows.append(
+                (
+                    f"{rs['name']} ({rs['rays']} rays), {b['label']}: instructions, mismatches, "
+                    "hits and counts as golden, instructions/CPU-s",
+                    f"{both}, {mism}, {'yes' if same else 'NO'}, {_rate(both, b['cpu_s'])}",
+                )
+            )
+    return lines
 
 
 def report(data, out_dir):
@@ -501,6 +589,7 @@ def report(data, out_dir):
             )
         )
     lines += speed
+    lines += _sets_table(sc.get("sets", []), rows)
     lines.append("")
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")

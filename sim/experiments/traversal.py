@@ -26,7 +26,8 @@ RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray
 ``--rtl-scale RAYS`` runs instead the loop at scale on the RTL (:mod:`._trav_scale`): at least
 ``RAYS`` camera rays on the 56k bunny, every intersect and stack instruction through the
 ``ray_accel`` and ``ds_bvh_stack`` RTL on the ``fast-behavioural`` backend, for each accelerator
-build of :data:`._trav_scale.BUILDS` side by side.
+build of :data:`._trav_scale.BUILDS` side by side; ``--rtl-scale-rays SETS`` adds ray sets of
+the default run that start at the camera rays' hits (shadow, AO, diffuse bounces).
 
 ``--rtl`` runs instead the whole loop on the RTL (:mod:`._trav_rtl`): every intersect through the
 ``rt_unit`` RTL, every stack instruction through ``ds_bvh_stack``, timed against the CU model.
@@ -89,6 +90,13 @@ def arguments(parser):
         "intersect and stack instruction through the RTL (fast-behavioural backend; builds the "
         "accelerator models on first use, minutes)",
     )
+    parser.add_argument(
+        "--rtl-scale-rays",
+        type=lambda text: tuple(RAY_SETS[1:] if text == "all" else text.split(",")),
+        metavar="SETS",
+        help="ray sets of the --rtl-scale run after its camera rays, from their hits: a comma "
+        f"list of {', '.join(RAY_SETS[1:])} or `all` (the default run's sets)",
+    )
     from . import _trav_rtl
 
     _trav_rtl.arguments(parser)
@@ -99,6 +107,15 @@ def check_options(options):
     rays = options.get("rtl_scale")
     if rays is not None and rays < 1:
         raise ValueError(f"--rtl-scale must be a positive number of rays, not {rays}")
+    sets = options.get("rtl_scale_rays")
+    if sets is not None and rays is None:
+        raise ValueError("--rtl-scale-rays is an option of --rtl-scale: give --rtl-scale too")
+    for name in sets or ():
+        if name not in RAY_SETS[1:]:
+            raise ValueError(
+                f"--rtl-scale-rays must be a comma list of {', '.join(RAY_SETS[1:])} or `all`, "
+                f"not {','.join(sets)!r}"
+            )
     if rays is not None and "rtl" in options:
         raise ValueError("--rtl-scale and --rtl are two different runs: give one of them")
     loose = [name for name in ("rtl_rays", "rtl_backend") if name in options]
@@ -211,6 +228,45 @@ def _key(res, base):
     return np.where(res.prim >= 0, base[np.maximum(res.inst, 0)] + res.prim, -1)
 
 
+def _deriver(world_tris, base, center, ext, up_axis):
+    """``derive(set_name, result, origins, dirs)`` of a scene: the ray sets that start at the
+    hits of set ``set_name`` (``{name: (origins, dirs, tmax, first_hit)}``: shadow rays to the
+    point light (extent 1: the whole segment), AO rays (extent a tenth of the scene's size) and
+    the first diffuse bounce from the camera rays' hits, the second bounce from the first's) and
+    the hit frame ``(ok, points, normals)``. Random directions come from one generator per scene
+    (seed 7), drawn in the order of the sets."""
+    from ._trav_rays import bounce_rays, hit_frame, shadow_rays
+
+    light = center + np.eye(3)[up_axis] * 0.9 * ext + np.array([0.3, 0.3, 0.3]) * ext * 0.3
+    eps = 1e-4 * ext
+    rng = np.random.default_rng(7)
+
+    def derive(set_name, res, o, d):
+        ok, pts, nrm = hit_frame(world_tris, o, d, res.t, _key(res, base))
+        new = {}
+        if set_name == "camera":
+            so, sd = shadow_rays(pts, nrm, light, eps)
+            new["shadow"] = (so, sd, np.ones(len(so)), True)
+            ao, ad = bounce_rays(pts, nrm, eps, rng)
+            new["ao"] = (ao, ad, np.full(len(ao), 0.1 * ext), True)
+            bo, bd = bounce_rays(pts, nrm, eps, rng)
+            new["diffuse1"] = (bo, bd, None, False)
+        elif set_name == "diffuse1":
+            bo, bd = bounce_rays(pts, nrm, eps, rng)
+            new["diffuse2"] = (bo, bd, None, False)
+        return new, (ok, pts, nrm)
+
+    return derive
+
+
+def _scale_sets(world_tris):
+    """The ``derive`` of :func:`_deriver` for the ``--rtl-scale`` run's object scene (its ray
+    sets only)."""
+    _, center, ext = _camera(world_tris, 1, False)
+    derive = _deriver(world_tris, None, center, ext, 1)
+    return lambda set_name, res, o, d: derive(set_name, res, o, d)[0]
+
+
 def _func_stats(res, seconds):
     c = res.counts
     n = len(res.prim)
@@ -291,10 +347,11 @@ def _t95(n):
     return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
-def measure(quick=False, progress=None, rtl_scale=None, **rtl_options):
+def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **rtl_options):
     """Everything the report shows, as plain data (lists, dicts, numbers, strings);
-    ``rtl_scale``: the run at scale on the RTL instead; ``rtl=True`` (with ``rtl_rays``,
-    ``rtl_backend``): the loop on the RT unit RTL instead (module doc string)."""
+    ``rtl_scale``: the run at scale on the RTL instead (``rtl_scale_rays``: its ray sets after
+    the camera rays); ``rtl=True`` (with ``rtl_rays``, ``rtl_backend``): the loop on the RT unit
+    RTL instead (module doc string)."""
     if rtl_scale is not None:
         from . import _trav_scale
 
@@ -303,6 +360,8 @@ def measure(quick=False, progress=None, rtl_scale=None, **rtl_options):
             lambda tris: _camera(tris, 1, False)[0],
             progress=progress,
             warn=lambda note: _warn(f"{NAME}: {note}"),
+            sets=("camera", *(rtl_scale_rays or ())),
+            derive=_scale_sets,
         )
     if rtl_options.get("rtl"):
         from . import _trav_rtl
@@ -313,7 +372,7 @@ def measure(quick=False, progress=None, rtl_scale=None, **rtl_options):
 
     from . import _trav_calib as K
     from . import _trav_waves as TW
-    from ._trav_rays import bounce_rays, camera_rays, hit_frame, shadow_rays
+    from ._trav_rays import camera_rays
 
     started = time.monotonic()
     cpu0 = time.process_time()
@@ -342,9 +401,7 @@ def measure(quick=False, progress=None, rtl_scale=None, **rtl_options):
         tick(f"{name}: built")
         world_tris, base = _world_tris(kind, geometry, top)
         cam, center, ext = _camera(world_tris, up_axis, quick)
-        light = center + np.eye(3)[up_axis] * 0.9 * ext + np.array([0.3, 0.3, 0.3]) * ext * 0.3
-        eps = 1e-4 * ext
-        rng = np.random.default_rng(7)
+        derive = _deriver(world_tris, base, center, ext, up_axis)
         sets, func, waves_of = {}, {}, {}
         o, d, pixel = camera_rays(cam, width, height)
         src = {"camera": (o, d, None, False)}
@@ -364,18 +421,10 @@ def measure(quick=False, progress=None, rtl_scale=None, **rtl_options):
             if not data["scenes"] and set_name in ("camera", "diffuse1"):
                 hit = res.prim >= 0 if set_name == "camera" else slice(None)
                 bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
-            ok, pts, nrm = hit_frame(world_tris, o, d, res.t, _key(res, base))
+            new, (ok, pts, nrm) = derive(set_name, res, o, d)
+            src.update(new)
             if set_name == "camera":
                 data_img = _images(res, ok, pts, nrm, pixel, cam, width, height, quick)
-                so, sd = shadow_rays(pts, nrm, light, eps)
-                src["shadow"] = (so, sd, np.ones(len(so)), True)
-                ao, ad = bounce_rays(pts, nrm, eps, rng)
-                src["ao"] = (ao, ad, np.full(len(ao), 0.1 * ext), True)
-                bo, bd = bounce_rays(pts, nrm, eps, rng)
-                src["diffuse1"] = (bo, bd, None, False)
-            elif set_name == "diffuse1":
-                bo, bd = bounce_rays(pts, nrm, eps, rng)
-                src["diffuse2"] = (bo, bd, None, False)
         tick(f"{name}: {sum(f['rays'] for f in func.values())} rays traced")
         warm = (tables.va >> 7).tolist()
         params = K.rdna4_params()

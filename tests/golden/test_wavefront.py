@@ -208,6 +208,92 @@ def test_first_hit_and_tmax(scenes):
     assert not (short.prim[hit] == full.prim[hit]).any()
 
 
+class _Waves:
+    """A scheduler of ``slots`` resident waves of 32 rays (a wave leaves when all its rays are
+    done), and executors that hand each step to the golden ones and count their rays."""
+
+    def __init__(self, n, slots, stack_size, pushes=True):
+        self.resident, self.next, self.n = [], 0, n
+        self.slots, self.pushes = slots, pushes
+        self.stack_golden = WF.GoldenStack(n, stack_size)
+        self.seen = {"schedule": 0, "intersect": 0, "stack": 0}
+
+    def schedule(self, active):
+        self.resident = [w for w in self.resident if active[32 * w : 32 * w + 32].any()]
+        while len(self.resident) < self.slots and 32 * self.next < self.n:
+            self.resident.append(self.next)
+            self.next += 1
+        rays = [np.arange(32 * w, min(32 * w + 32, self.n)) for w in self.resident]
+        rays = np.concatenate(rays) if rays else np.zeros(0, np.int64)
+        self.seen["schedule"] += 1
+        return rays[active[rays]]
+
+    def intersect(self, tb, ray, r, rows, ptr, kinds):
+        self.seen["intersect"] += len(r)
+        return WF.intersect_golden(tb, ray, r, rows, ptr, kinds)
+
+    def stack(self, r, last, data):
+        self.seen["stack"] += len(r)
+        first, second, pushed, overflowed, b2t = self.stack_golden(r, last, data)
+        return first, second, pushed if self.pushes else None, overflowed, b2t
+
+
+@pytest.mark.parametrize(
+    "name,stack_size,first_hit", [("tlas", 16, False), ("blas", 8, False), ("obb", 16, True)]
+)
+def test_executors_replace_the_steps(scenes, name, stack_size, first_hit):
+    """The loop with its steps handed to executors and its rays scheduled a few waves at a time
+    gives the plain loop's hits and per-ray counts, and every instruction went through them."""
+    top, world = scenes[name]
+    tables = WF.Tables(top)
+    origins, dirs = make_rays(world, 150, seed=4)
+    ref = WF.trace(tables, origins, dirs, stack_size=stack_size, first_hit=first_hit)
+    ex = _Waves(len(origins), 2, stack_size)
+    res = WF.trace(
+        tables,
+        origins,
+        dirs,
+        first_hit=first_hit,
+        intersect=ex.intersect,
+        stack=ex.stack,
+        schedule=ex.schedule,
+    )
+    for field in ("t", "prim", "inst"):
+        assert np.array_equal(getattr(res, field), getattr(ref, field)), field
+    assert res.counts.keys() == ref.counts.keys()
+    for key in ref.counts:
+        assert np.array_equal(res.counts[key], ref.counts[key]), key
+    assert ex.seen["intersect"] == ref.counts["steps"].sum()
+    assert ex.seen["stack"] == ref.counts["pops"].sum() > 0
+    # two waves at a time: more steps than the longest ray takes
+    assert ex.seen["schedule"] > ref.counts["steps"].max() + 1
+    if name == "tlas":
+        assert (ref.counts["instances"] > 0).any() and (ref.inst >= 0).any()
+    if stack_size == 8:
+        assert ref.counts["walkback_steps"].sum() > 0
+    if first_hit:
+        assert ex.seen["stack"] < ex.seen["intersect"]
+
+
+def test_a_stack_that_does_not_report_pushes(scenes):
+    top, world = scenes["blas"]
+    tables = WF.Tables(top)
+    origins, dirs = make_rays(world, 40, seed=2)
+    ref = WF.trace(tables, origins, dirs)
+    ex = _Waves(len(origins), 4, 16, pushes=False)
+    res = WF.trace(tables, origins, dirs, stack=ex.stack)
+    assert "pushes" not in res.counts and ref.counts["pushes"].sum() > 0
+    assert np.array_equal(res.prim, ref.prim)
+    assert np.array_equal(res.counts["pops"], ref.counts["pops"])
+
+
+def test_executors_run_the_bvh8_mode_only(scenes):
+    top, world = scenes["bvh4"]
+    origins, dirs = make_rays(world, 4, seed=1)
+    with pytest.raises(ValueError, match="bvh8 mode only"):
+        WF.trace(WF.Tables(top), origins, dirs, intersect=WF.intersect_golden)
+
+
 def _golden_box(ptrs, valid, bmin, bmax, origin, inv, extent):
     m = len(extent)
     keys_ptrs, keys = BB.test_slots(

@@ -6,6 +6,8 @@ Default tier: sessions whose "RTL" is a second instance of the block's golden mo
 session still compares every output with its own golden model), and a corrupted output caught.
 Verilator tier: a small run on the fast backend's compiled models."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -180,6 +182,15 @@ def test_the_cli_option_runs_the_scale_loop(tmp_path, monkeypatch, capsys):
             "--rtl-scale is an option of experiment `traversal`, name it: gpurtl experiment "
             "traversal",
         ),
+        (
+            ["traversal", "--rtl-scale-rays", "ao"],
+            "--rtl-scale-rays is an option of --rtl-scale: give --rtl-scale too",
+        ),
+        (
+            ["traversal", "--rtl-scale", "5", "--rtl-scale-rays", "ao,sky"],
+            "--rtl-scale-rays must be a comma list of shadow, ao, diffuse1, diffuse2 or `all`, "
+            "not 'ao,sky'",
+        ),
     ],
 )
 def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
@@ -223,3 +234,88 @@ def test_small_run_on_the_fast_backend(tmp_path, bunny):
     result = S.report(data, tmp_path)
     assert "| 0 | 0 | yes | yes |" in (tmp_path / "summary.md").read_text()
     assert result["rows"][0][1].startswith(str(sc["rays"]))
+
+
+def _check_sets(sc, names):
+    """Every ray set of a scale run: each build gave the golden loop's hits and counts with every
+    output checked, and first-hit rays left before their stack instruction."""
+    assert [rs["name"] for rs in sc["sets"]] == list(names)
+    for rs in sc["sets"]:
+        g = rs["golden"]
+        assert rs["first_hit"] == (rs["name"] in ("shadow", "ao"))
+        assert (rs["extent"] is None) == rs["name"].startswith("diffuse")
+        assert rs["rays"] > 0 and g["intersect"] > rs["rays"]
+        for b in rs["builds"]:
+            assert b["accel_report"] == [b["intersect"], 0, 0], rs["name"]
+            assert b["stack_report"] == [b["stack"], 0, 0], rs["name"]
+            assert b["same_hits"] and all(b["same_counts"].values()), rs["name"]
+            assert (b["intersect"], b["stack"], b["hits"]) == (
+                g["intersect"],
+                g["stack"],
+                g["hits"],
+            )
+            if rs["first_hit"]:
+                # each ray with a hit ended at it, without that step's stack instruction
+                assert b["intersect"] - b["stack"] == b["hits"] > 0
+            else:
+                assert b["intersect"] == b["stack"]
+
+
+def _all_sets(rays, backend, **kw):
+    from gpurtl.sim.experiments import traversal as T
+
+    camera = lambda tris: T._camera(tris, 1, False)[0]  # noqa: E731 - the default run's camera
+    sets = ("camera", *T.RAY_SETS[1:])
+    data = S.measure(rays, camera, backend=backend, sets=sets, derive=T._scale_sets, **kw)
+    return data, sets[1:]
+
+
+def test_ray_sets_on_sessions_equal_the_golden_loop(tmp_path, monkeypatch):
+    """Shadow, AO and diffuse rays from the camera rays' hits through the loop on sessions:
+    the golden loop's hits and counts, first-hit termination on the accelerator's results."""
+    from gpurtl.golden.bvh import scenes
+    from gpurtl.sim.backends import BACKENDS
+
+    def missing():
+        raise scenes.SceneUnavailable("needs the `pymeshlab` package", package="pymeshlab")
+
+    monkeypatch.setattr(scenes, "stanford_bunny", missing)
+    monkeypatch.setitem(BACKENDS, "golden-backed", _Backend())
+    data, names = _all_sets(300, "golden-backed", builds=S.BUILDS[:1], stack_size=8)
+    _check_sets(data["scale"], names)
+    S.report(data, tmp_path)
+    rows = {
+        line.split(" | ")[0][2:]: line.split(" | ")
+        for line in (tmp_path / "summary.md").read_text().splitlines()
+        if line.startswith("| ") and line.split(" | ")[0][2:] in names
+    }
+    assert sorted(rows) == sorted(names)
+    for name, cells in rows.items():
+        assert cells[3] == ("yes" if name in ("shadow", "ao") else "no")
+        assert cells[7:9] == ["0", "0"] and cells[-2] == "yes"
+
+
+def test_the_ray_sets_option(tmp_path, monkeypatch, capsys):
+    from gpurtl.golden.bvh import scenes
+    from gpurtl.sim import cli
+    from gpurtl.sim.backends import BACKENDS
+
+    def missing():
+        raise scenes.SceneUnavailable("needs the `pymeshlab` package", package="pymeshlab")
+
+    monkeypatch.setattr(scenes, "stanford_bunny", missing)
+    monkeypatch.setitem(BACKENDS, "fast-behavioural", _Backend())
+    argv = ["experiment", "traversal", "--rtl-scale", "64", "--rtl-scale-rays", "ao,shadow"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ao (") == out.count("shadow (") == len(S.BUILDS)
+    assert out.count(", 0, yes, ") == 3 * len(S.BUILDS)
+    sets = json.loads((tmp_path / "traversal" / "data.json").read_text())["scale"]["sets"]
+    assert [rs["name"] for rs in sets] == ["ao", "shadow"]
+
+
+@pytest.mark.verilator
+def test_ray_sets_on_the_fast_backend():
+    """A small sample of every ray set through both builds on the fast backend."""
+    data, names = _all_sets(256, "fast-behavioural")
+    _check_sets(data["scale"], names)
