@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: The RT unit build of the loop: the smallest accelerator with the triangle-pair path (BVH8
-#: leaves), a 2 KB L0 (16 lines, so the small bunny's 100-odd node lines miss), 4 waves.
+#: leaves), a 2 KB L0 (16 lines, so the small bunny's 385 node lines miss), 4 waves.
 RT_UNIT = {
     "size": 2048,
     "ways": 4,
