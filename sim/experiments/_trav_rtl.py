@@ -16,6 +16,9 @@ CU model's RT unit mode, :func:`gpurtl.golden.cu.rt_unit.run`, which this module
 RTL as its RT unit. :func:`compare` runs the CU model on the same waves in that mode (the golden
 RT unit: it must agree cycle for cycle) and with its formulas (:func:`gpurtl.golden.cu.simulate`,
 the traversal experiment's timing: the difference is measured and bounded).
+
+The RT unit build is :data:`RT_UNIT`, changed by ``--rtl-param NAME=VALUE`` (any ``rt_unit``
+registry parameter, :func:`build_changes`); both CU model modes are fed the same build.
 """
 
 import time
