@@ -27,6 +27,7 @@ model; :func:`simulate_rt_unit` runs it on :class:`~gpurtl.golden.cu.WaveTrace` 
 
 import math
 
+from gpurtl.facts.rt_unit import L0Geometry
 from gpurtl.facts.waitcnt import profile
 from gpurtl.golden.memory import Hierarchy
 from gpurtl.golden.rt_unit import RtUnitModel
@@ -43,12 +44,15 @@ class HierarchyPort:
     """The memory on the L0's ``mem_req`` and ``fill`` streams: a request taken in cycle ``c``
     is answered from the cycle :class:`~gpurtl.golden.memory.Hierarchy` of ``levels`` says
     (rounded up); answers due are offered in the order they fall due (the earliest, then the
-    lowest line), each held until taken. ``make_line(line)`` gives a line's 1024-bit data."""
+    lowest line), each held until taken. ``make_line(line)`` gives a line's 1024-bit data. A
+    line goes out as ``beats`` transfers of ``1024 / beats`` bits (the L0's ``beats``), low bits
+    first, back to back: each beat held until taken, the next offered in the cycle after."""
 
-    def __init__(self, levels, make_line=None, warm=()):
+    def __init__(self, levels, make_line=None, warm=(), beats=1):
         self.hierarchy = Hierarchy(levels)
         self.hierarchy.warm(list(warm), {lv.name for lv in levels})
         self.make_line = make_line or (lambda line: 0)
+        self.beats, self.beat = beats, 0
         self.due = []  # [cycle due, line]
         self.offer = None
 
@@ -62,7 +66,8 @@ class HierarchyPort:
                 self.offer = entry[1]
         fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
         if self.offer is not None:
-            data = self.make_line(self.offer)
+            width = 1024 // self.beats
+            data = (self.make_line(self.offer) >> (self.beat * width)) & ((1 << width) - 1)
             fill = {"valid": 1, "payload": {"line": self.offer, "data": data}}
         return {"ready": 1}, fill
 
@@ -72,7 +77,9 @@ class HierarchyPort:
             line = outputs["mem_req"]["payload"]["line"]
             self.due.append([math.ceil(self.hierarchy.access(line, cycle)), line])
         if inputs["fill"]["valid"] and outputs["fill"]["ready"]:
-            self.offer = None
+            self.beat = (self.beat + 1) % self.beats
+            if self.beat == 0:
+                self.offer = None
 
 
 class TraceSource:
@@ -252,18 +259,20 @@ def run(sources, params, unit, memory, *, slots, idle, max_cycles=10**8):
 
 def simulate_rt_unit(waves, params, rt, *, warm_lines=(), accel_groups, accel_depth):
     """:func:`run` of :class:`~gpurtl.golden.cu.WaveTrace` waves on the golden RT unit of the
-    ``rt_unit`` parameters ``rt`` (L0 geometry, ``tag_bits``: the wave slots) and the
-    accelerator timing ``accel_groups`` (initiation interval) and ``accel_depth`` (latency -
-    initiation interval); the levels below L0 are ``params.levels[1:]``, ``warm_lines`` present
-    in all of them at the start. An :class:`RtRun`."""
-    names = ("size", "ways", "mshrs", "targets", "id_bits", "line_bits", "tag_bits")
+    ``rt_unit`` parameters ``rt`` (the L0 geometry, all of
+    :class:`~gpurtl.facts.rt_unit.L0Geometry`'s fields: replacement and fill beats too;
+    ``tag_bits``: the wave slots) and the accelerator timing ``accel_groups`` (initiation
+    interval) and ``accel_depth`` (latency - initiation interval); the levels below L0 are
+    ``params.levels[1:]``, ``warm_lines`` present in all of them at the start. An
+    :class:`RtRun`."""
+    names = (*L0Geometry.names(), "tag_bits")
     unit = RtUnitModel(
-        **{k: rt[k] for k in names},
+        **{k: rt[k] for k in names if k in rt},
         accel_groups=accel_groups,
         accel_depth=accel_depth,
         ftz=rt.get("ftz", False),
     )
-    memory = HierarchyPort(params.levels[1:], warm=warm_lines)
+    memory = HierarchyPort(params.levels[1:], warm=warm_lines, beats=rt.get("beats", 1))
     idle = _idle_payload(rt["tag_bits"])
     sources = [TraceSource(w, idle) for w in waves]
     return run(sources, params, unit, memory, slots=1 << rt["tag_bits"], idle=idle)

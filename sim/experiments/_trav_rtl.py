@@ -16,6 +16,9 @@ CU model's RT unit mode, :func:`gpurtl.golden.cu.rt_unit.run`, which this module
 RTL as its RT unit. :func:`compare` runs the CU model on the same waves in that mode (the golden
 RT unit: it must agree cycle for cycle) and with its formulas (:func:`gpurtl.golden.cu.simulate`,
 the traversal experiment's timing: the difference is measured and bounded).
+
+The RT unit build is :data:`RT_UNIT`, changed by ``--rtl-param NAME=VALUE`` (any ``rt_unit``
+registry parameter, :func:`build_changes`); both CU model modes are fed the same build.
 """
 
 import time
@@ -39,7 +42,9 @@ __all__ = [
     "RtlLoopError",
     "accel_timing",
     "arguments",
+    "build_changes",
     "check_against",
+    "check_options",
     "compare",
     "cu_params",
     "measure",
@@ -51,7 +56,7 @@ __all__ = [
 ]
 
 #: The RT unit build of the loop: the smallest accelerator with the triangle-pair path (BVH8
-#: leaves), a 2 KB L0 (16 lines, so the small bunny's 100-odd node lines miss), 4 waves.
+#: leaves), a 2 KB L0 (16 lines, so the small bunny's 385 node lines miss), 4 waves.
 RT_UNIT = {
     "size": 2048,
     "ways": 4,
@@ -108,6 +113,60 @@ def arguments(group):
         default=argparse.SUPPRESS,
         help="simulator of the --rtl run (default pysim; verilator builds the RT unit once)",
     )
+    group.add_argument(
+        "--rtl-param",
+        action="append",
+        metavar="NAME=VALUE",
+        default=argparse.SUPPRESS,
+        help="an rt_unit build parameter of the --rtl run (repeatable; `gpurtl list rt_unit`): "
+        "L0 size, ways, mshrs, targets, replacement, beats, engines, ...",
+    )
+
+
+#: Parameters the loop cannot run without: BVH8 leaves are triangle pairs.
+_NEEDED = {"triangles": True}
+
+
+def build_changes(pairs):
+    """``{name: value}`` of ``--rtl-param`` texts ``NAME=VALUE``, checked through the ``rt_unit``
+    registry entry against :data:`RT_UNIT` and the loop's needs (``ValueError``, one line)."""
+    changes = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--rtl-param must be written NAME=VALUE, not {pair!r}")
+        changes[name.strip()] = value.strip()
+    try:
+        rt = rt_unit_params(changes)
+    except registry.RegistryError as error:
+        raise ValueError(f"--rtl-param: {error}") from None
+    for name, value in _NEEDED.items():
+        if rt[name] != value:
+            raise ValueError(
+                f"--rtl-param: `{name}` must be {value} for the loop (the BVH8 leaves are "
+                f"triangle pairs), not {rt[name]}"
+            )
+    return {name: rt[name] for name in changes}
+
+
+def check_options(options):
+    """Refuse a bad ``--rtl-param`` before any work (``ValueError``): its values through the
+    registry, and a line index wide enough for the packaged bunny's node lines."""
+    if "rtl_param" not in options:
+        return
+    changes = build_changes(options["rtl_param"])
+    rt = rt_unit_params(changes)
+    if "line_bits" in changes:
+        from gpurtl.golden.bvh import mesh as M
+
+        from ._trav_scalar import build_scene
+
+        need = max(node_memory(build_scene("bunny", M.bunny(), "bvh8"))).bit_length()
+        if rt["line_bits"] < need:
+            raise ValueError(
+                f"--rtl-param: `line_bits` must be at least {need} for the bunny's node lines, "
+                f"not {rt['line_bits']}"
+            )
 
 
 class RtlLoopError(ExperimentFailed):
@@ -232,7 +291,9 @@ def run_loop(
     lines = node_memory(scene)
     if max(lines) >> rt["line_bits"]:
         raise ValueError(f"the scene's node lines need more than `line_bits`={rt['line_bits']}")
-    memory = HierarchyPort(p.levels[1:], make_line=lambda line: lines.get(line, 0), warm=lines)
+    memory = HierarchyPort(
+        p.levels[1:], make_line=lambda line: lines.get(line, 0), warm=lines, beats=rt["beats"]
+    )
     stack_block = registry.get("ds_bvh_stack")
     stack_params = stack_block.resolve({"stack_size": stack_size, "waves": slots, "lanes": 32})
     base_of = stack_block.golden(**stack_params).base_of
@@ -436,9 +497,12 @@ def _spread(values):
     }
 
 
-def measure(quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="pysim"):
+def measure(
+    quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="pysim", rtl_param=None
+):
     """The ``--rtl`` run's data: the loop on the RTL over the packaged small bunny, checked
-    against the golden traversal, and the CU model on the same configuration."""
+    against the golden traversal, and the CU model on the same configuration. ``rtl_param``:
+    the ``--rtl-param`` texts (``NAME=VALUE``) that change the RT unit build."""
     from gpurtl.golden.bvh import mesh as M
 
     from ._trav_loop import trace_wave
@@ -446,12 +510,14 @@ def measure(quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="py
     from .obb import make_rays
 
     rays = rtl_rays or RAYS[1 if quick else 0]
+    changes = build_changes(rtl_param)
+    rt = rt_unit_params(changes)
     bunny = M.bunny()
     scene = build_scene("bunny", bunny, "bvh8")
     origins, directions = make_rays(bunny, rays, seed=3)
     if progress:
-        progress(0, 2, f"{rays} rays on the {rtl_backend} RTL")
-    result = run_loop(scene, origins, directions, backend=rtl_backend)
+        progress(0, 2, f"{rays} rays on the {rtl_backend} RTL, build {_build_text(changes)}")
+    result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt)
     if progress:
         progress(1, 2, f"{result['cycles']} cycles on the RTL; the CU model")
     golden = [
@@ -466,13 +532,13 @@ def measure(quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="py
         raise RtlLoopError(f"the RTL's timing differs from the CU model's RT unit mode: {exact}")
     if progress:
         progress(2, 2, "compared")
-    rt = rt_unit_params()
     return {
         "rtl_loop": True,
         "backend": rtl_backend,
         "rays": rays,
         "waves": len(golden),
         "rt_unit": rt,
+        "changes": changes,
         "accel": {"ii": result["accel_ii"], "latency": result["accel_latency"]},
         "cu_params": result["params"].as_dict(),
         "check": check,
@@ -483,6 +549,45 @@ def measure(quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="py
         "comparison": cmp,
         "wall_s": result["wall_s"],
     }
+
+
+#: The CU model's formulas (:func:`cu_params`) take of the build the L0 level's size, ways and
+#: misses in flight, the wave slots and the accelerator's timing; the other parameters reach the
+#: RT unit mode only (the formulas' L0 is the hierarchy's true-LRU cache, without a limit on
+#: merged requests, a ray buffer or fill beats). Here, the values under which that is no loss.
+_FORMULA_NEUTRAL = {"replacement": "lru", "beats": 1}
+
+
+def _build_text(changes):
+    """The ``--rtl-param`` options of a build (``default`` for none)."""
+    return " ".join(f"--rtl-param {k}={v}" for k, v in changes.items()) or "default"
+
+
+def _build_lines(data):
+    """The report's description of the RT unit build and what the formulas take of it."""
+    rt, changes = data["rt_unit"], data.get("changes", {})
+    lines = [
+        f"RT unit build ({_build_text(changes)}): L0 {rt['size']} B, {rt['ways']} ways, "
+        f"{rt['replacement']} replacement, {rt['mshrs']} MSHRs x {rt['targets']} targets, "
+        f"{rt['beats']} fill beat(s) a line, {1 << rt['id_bits']} ray buffer slots "
+        f"(`id_bits` {rt['id_bits']}), `line_bits` {rt['line_bits']}; "
+        f"{1 << rt['tag_bits']} waves; accelerator {rt['engines']} engine(s) x "
+        f"{rt['boxes_per_engine']} box(es) (`fp` {rt['fp']}, triangles "
+        f"{'on' if rt['triangles'] else 'off'}, transforms {'on' if rt['transforms'] else 'off'}, "
+        f"ftz {'on' if rt['ftz'] else 'off'}): initiation interval {data['accel']['ii']}, "
+        f"latency {data['accel']['latency']} cycles.",
+    ]
+    ignored = [f"{k}={rt[k]}" for k, v in _FORMULA_NEUTRAL.items() if rt[k] != v]
+    ignored += [f"{k}={rt[k]}" for k in ("targets", "id_bits") if k in changes]
+    if ignored:
+        lines += [
+            "",
+            f"The CU model's formulas do not model {', '.join(ignored)} (their L0 is the "
+            "memory hierarchy's true-LRU cache with the build's size, ways and MSHRs, no limit "
+            "on merged requests, no ray buffer, whole-line fills): only the RT unit mode "
+            "compares them.",
+        ]
+    return lines
 
 
 def check_against(traces, golden):
@@ -519,17 +624,15 @@ def report(data, out_dir):
     c = data["comparison"]
     rtl, model, exact = c["rtl"], c["model"], c["exact"]
     ck = data["check"]
-    rt = data["rt_unit"]
     lines = [
         "# The traversal loop on the RTL",
         "",
         f"{data['rays']} rays ({data['waves']} waves) of the packaged small bunny, BVH8; every "
         f"intersect instruction through the `rt_unit` RTL and every stack instruction through "
         f"`ds_bvh_stack` ({data['backend']}), each output checked against the golden models: "
-        f"0 mismatches. RT unit: L0 {rt['size']} B, {rt['ways']} ways, {rt['mshrs']} MSHRs x "
-        f"{rt['targets']} targets, {1 << rt['tag_bits']} waves, accelerator {rt['engines']}x"
-        f"{rt['boxes_per_engine']} ({rt['fp']}): initiation interval {data['accel']['ii']}, "
-        f"latency {data['accel']['latency']} cycles.",
+        f"0 mismatches.",
+        "",
+        *_build_lines(data),
         "",
         f"Against the golden traversal: {ck['steps'][0]} intersect instructions (golden "
         f"{ck['steps'][1]}), {ck['stack_ops'][0]} stack instructions (golden "
@@ -592,6 +695,7 @@ def report(data, out_dir):
     summary.write_text("\n".join(lines) + "\n")
     bvh = c["completion"]["bvh"]
     rows = [
+        ("RT unit build", _build_text(data.get("changes", {}))),
         (
             "instructions through the RTL (intersect / stack)",
             f"{ck['steps'][0]} / {ck['stack_ops'][0]}",

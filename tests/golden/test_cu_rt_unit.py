@@ -2,6 +2,8 @@
 unit of fixed latency, against cycles worked out by hand from the rules in the module doc
 string; the memory port against the hierarchy's answer times."""
 
+import pytest
+
 from gpurtl.golden.cu import CuParams, WaveTrace
 from gpurtl.golden.cu.rt_unit import HierarchyPort, TraceSource, run
 from gpurtl.golden.memory import Level
@@ -117,3 +119,61 @@ def test_memory_port_answers_when_the_hierarchy_says():
             break
     # an L1 miss: 40 + 60 cycles after the request
     assert cycle == 105 and fill["payload"]["line"] == 9
+
+
+def test_memory_port_sends_a_line_in_beats():
+    """``beats=4``: the line goes out as four 256-bit transfers, low bits first, each held
+    until the L0 takes it, the next offered the cycle after; the port then has nothing to
+    offer."""
+    value = int.from_bytes(bytes(range(128)), "little")
+    port = HierarchyPort([Level("DRAM", 0, 1, 3, 1.0, 0)], make_line=lambda line: value, beats=4)
+    idle_fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
+    port.outputs(0, {"fill": idle_fill}, {"mem_req": {"valid": 1, "payload": {"line": 7}}})
+    got, cycle = [], 1
+    while cycle < 20:
+        _, fill = port.inputs(cycle)
+        taken = fill["valid"] and cycle % 2 == 0  # the L0 takes a beat every other cycle
+        if fill["valid"]:
+            assert fill["payload"]["line"] == 7
+        if taken:
+            got.append(fill["payload"]["data"])
+        no_req = {"valid": 0, "payload": {"line": 0}}
+        port.outputs(cycle, {"fill": fill}, {"mem_req": no_req, "fill": {"ready": int(taken)}})
+        cycle += 1
+    assert len(got) == 4
+    assert sum(data << (256 * k) for k, data in enumerate(got)) == value
+    assert all(data < 1 << 256 for data in got)
+
+
+def _one_set_rt(replacement):
+    """An ``rt_unit`` build whose L0 is one set of 4 ways."""
+    return {
+        "size": 512,
+        "ways": 4,
+        "mshrs": 4,
+        "targets": 4,
+        "id_bits": 4,
+        "line_bits": 8,
+        "replacement": replacement,
+        "beats": 1,
+        "tag_bits": 2,
+        "ftz": False,
+    }
+
+
+@pytest.mark.parametrize("replacement, hits", [("lru", 4), ("plru", 5)])
+def test_rt_unit_mode_takes_the_builds_replacement(replacement, hits):
+    """The RT unit mode's L0 follows the build's ``replacement``: the worked example of
+    Wikipedia's "Cache replacement policies" (section "Pseudo-LRU (PLRU)") as one lane an
+    intersect instruction. Lines A, C, B, D fill the set's ways in that order, C, B, D, A hit,
+    E misses and evicts C under LRU but B under tree-PLRU, so the final C misses under LRU
+    only."""
+    from gpurtl.golden.cu.rt_unit import simulate_rt_unit
+
+    a, c, b, d, e = 10, 11, 12, 13, 14
+    order = [a, c, b, d, c, b, d, a, e, c]
+    wave = WaveTrace([[(0, line, 0, 8, 0)] for line in order], [])
+    got = simulate_rt_unit(
+        [wave], _params(), _one_set_rt(replacement), accel_groups=8, accel_depth=15
+    )
+    assert got.lookups == {"hit": hits, "pending_hit": 0, "miss": len(order) - hits}

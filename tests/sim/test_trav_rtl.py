@@ -109,6 +109,45 @@ def test_a_corrupted_rtl_result_is_caught(bunny):
         _run(bunny, 1, "pysim", params=_short(rt), rt=rt, hook=hook)
 
 
+#: Builds that differ from the default in the L0's size, ways, misses in flight, merged requests,
+#: ray buffer slots, replacement and fill beats.
+_BUILDS = [
+    {"size": 512, "ways": 2, "mshrs": 1, "replacement": "plru", "beats": 4},
+    {"size": 8192, "ways": 8, "mshrs": 8, "targets": 2, "id_bits": 3},
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("changes", _BUILDS, ids=["small-plru-beats4", "large-8way"])
+def test_rtl_loop_other_builds_on_pysim(bunny, changes):
+    """``--rtl-param`` builds: the RTL and the CU model's RT unit mode, fed the same build,
+    agree cycle for cycle (every instruction's issue and completion, the cycle count, the L0
+    lookups). Each build elaborates the accelerator again (about 30 s on the Amaranth
+    simulator), so the tier is ``slow``."""
+    rt = R.rt_unit_params(R.build_changes([f"{k}={v}" for k, v in changes.items()]))
+    result, golden = _run(bunny, 4, "pysim", params=_short(rt), rt=rt)
+    cmp = _assert_loop(result, golden)
+    assert result["rt"] == rt
+    assert cmp["rtl"]["lookups"]["miss"] > 0
+
+
+def test_rtl_param_reaches_the_build_and_the_report(tmp_path, monkeypatch):
+    """``--rtl-param`` texts become the ``rt_unit`` build of the run (registry-typed values),
+    and the report names the build and what the formulas do not model."""
+    changes = R.build_changes(["size=0x200", "replacement=plru", "ftz=on"])
+    assert changes == {"size": 512, "replacement": "plru", "ftz": True}
+    rt = R.rt_unit_params(changes)
+    assert rt["ways"] == R.RT_UNIT["ways"] and rt["size"] == 512
+    # the CU model's formulas take the L0 level's size, ways and misses in flight
+    l0 = R.cu_params(rt).levels[0]
+    assert (l0.size, l0.ways, l0.mshrs) == (512, rt["ways"], rt["mshrs"])
+    lines = R._build_lines({"rt_unit": rt, "changes": changes, "accel": {"ii": 8, "latency": 23}})
+    text = " ".join(lines)
+    assert "--rtl-param size=512 --rtl-param replacement=plru --rtl-param ftz=True" in text
+    assert "L0 512 B, 4 ways, plru replacement" in text
+    assert "formulas do not model replacement=plru" in text
+
+
 @pytest.mark.verilator
 def test_rtl_loop_on_verilator(bunny):
     """Two waves of 32 rays at the default (RDNA 4) timings."""
@@ -125,6 +164,28 @@ def test_rtl_loop_on_verilator(bunny):
         (["traversal", "--rtl", "--rtl-rays", "0"], "must be a positive integer, not '0'"),
         (["traversal", "--rtl", "--rtl-backend", "fast"], "invalid choice: 'fast'"),
         (["traversal", "--rtl", "--rtl-scale", "10"], "--rtl-scale and --rtl are two different"),
+        (["traversal", "--rtl-param", "size=512"], "--rtl-param is an option of --rtl"),
+        (["traversal", "--rtl", "--rtl-param", "size"], "--rtl-param must be written NAME=VALUE"),
+        (
+            ["traversal", "--rtl", "--rtl-param", "ways=3"],
+            "--rtl-param: parameter `ways` must be one of 1, 2, 4, 8, 16, not 3",
+        ),
+        (
+            ["traversal", "--rtl", "--rtl-param", "l0_size=512"],
+            "--rtl-param: block `rt_unit` has no parameter `l0_size`",
+        ),
+        (
+            ["traversal", "--rtl", "--rtl-param", "size=1000"],
+            "`size` must be a positive multiple of 128 x ways, not 1000",
+        ),
+        (
+            ["traversal", "--rtl", "--rtl-param", "triangles=off"],
+            "`triangles` must be True for the loop",
+        ),
+        (
+            ["traversal", "--rtl", "--rtl-param", "line_bits=8"],
+            "`line_bits` must be at least 9 for the bunny's node lines, not 8",
+        ),
     ],
 )
 def test_rtl_options_refused(argv, message, tmp_path, capsys):
