@@ -90,6 +90,7 @@ def test_board_layouts_are_the_board_tops_streams():
     block = board_block(registry.get("rt_unit"))
     params = block.resolve({"tag_bits": "1", "line_bits": "9", "size": "512", "ways": "2"})
     top = block.build(**params)
+    top._MustUse__silence = True  # built for its signature only
     request, response = board_layouts(params)
     assert Shape.cast(request) == Shape.cast(top.i.payload.shape())
     assert Shape.cast(response) == Shape.cast(top.o.payload.shape())
