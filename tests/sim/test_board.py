@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 from amaranth.hdl import Shape
 
-from gpurtl.hdl.board.harness import ERR_COMMAND, RESPONSE
+from gpurtl.hdl.board.harness import ERR_COMMAND
 from gpurtl.sim import board
 from gpurtl.sim.board import parse_responses, request_bytes, run_verilator
 from gpurtl.sim.cli import main
 from gpurtl.sim.core import layouts, registry
 from gpurtl.sim.harness.golden_io import golden_outputs
+
+from .pty_board import serve
 
 SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
 
@@ -93,28 +95,15 @@ def test_board_bitstream_of_a_small_block(tmp_path, capsys):
 
 
 def _fake_board(master, block, params, *, answer_error=False):
-    """Play the programmed board on a pseudo-terminal: parse requests, answer golden results."""
+    """Play the programmed board: answer golden results, or an error code to every request."""
     in_layout, out_layout = block.layouts(**params)
     model = block.golden(**params)
-    size = 1 + (Shape.cast(in_layout).width + 7) // 8
-    out_size = (Shape.cast(out_layout).width + 7) // 8
-    data = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            return
-        if not chunk:
-            return
-        data += chunk
-        while len(data) >= size:
-            frame, data = data[:size], data[size:]
-            if answer_error:
-                os.write(master, bytes([ERR_COMMAND]))
-                continue
-            value = layouts.unpack(in_layout, int.from_bytes(frame[1:], "little"))
-            bits = layouts.pack(out_layout, model(value))
-            os.write(master, bytes([RESPONSE]) + bits.to_bytes(out_size, "little"))
+    serve(
+        master,
+        in_layout,
+        out_layout,
+        lambda _, value: ERR_COMMAND if answer_error else model(value),
+    )
 
 
 @pytest.mark.parametrize("answer_error", [False, True])

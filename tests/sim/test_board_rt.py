@@ -10,7 +10,6 @@ import pytest
 from amaranth.hdl import Shape
 
 from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
-from gpurtl.hdl.board.harness import RESPONSE
 from gpurtl.sim.board_rt import (
     board_block,
     board_layouts,
@@ -19,7 +18,9 @@ from gpurtl.sim.board_rt import (
     scene_image,
 )
 from gpurtl.sim.cli import main
-from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.core import registry
+
+from .pty_board import serve
 
 #: The smallest RT unit build on the board (docs/fpga.md).
 SMALLEST = [
@@ -98,30 +99,16 @@ def test_board_layouts_are_the_board_tops_streams():
 
 
 def _fake_rt_board(master, params, wrong):
-    """Play the programmed RT unit board on a pseudo-terminal: parse instructions and answer
-    the scalar intersection model on the scene's node, with answer ``wrong`` altered."""
-    request, response = board_layouts(params)
-    size = 1 + (Shape.cast(request).width + 7) // 8
-    out_size = (Shape.cast(response).width + 7) // 8
-    data, index = b"", 0
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            return
-        if not chunk:
-            return
-        data += chunk
-        while len(data) >= size:
-            frame, data = data[:size], data[size:]
-            inst = layouts.unpack(request, int.from_bytes(frame[1:], "little"))
-            answer = {"wave": inst["tag"], "last": inst["last"]}
-            answer["result"] = expected_result(params, inst)
-            if index == wrong:
-                answer["result"]["dw"][0] ^= 1
-            bits = layouts.pack(response, answer)
-            os.write(master, bytes([RESPONSE]) + bits.to_bytes(out_size, "little"))
-            index += 1
+    """Play the programmed RT unit board: answer the scalar intersection model on the scene's
+    node, with answer ``wrong`` altered."""
+
+    def answer(index, inst):
+        output = expected_outputs(params, [inst])[0]
+        if index == wrong:
+            output["result"]["dw"][0] ^= 1
+        return output
+
+    serve(master, *board_layouts(params), answer)
 
 
 @pytest.mark.parametrize("wrong", [None, 1])
