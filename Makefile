@@ -19,6 +19,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
+# setuptools prints a boxed "Editable installation" warning for every editable install (a
+# reminder that folders named like the package may shadow it; here the package folders are
+# mapped, so nothing does). The build runs in a pip subprocess, which inherits this filter.
+QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 
 .PHONY: all demo test test-verilator test-slow lint install scenes mmasim clean clean-cache
 
@@ -29,16 +33,16 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(QUIET_EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
 scenes: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,scenes]'
+	$(QUIET_EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev,scenes]'
 
 mmasim: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,mmasim]'
+	$(QUIET_EDITABLE) $(BIN)/python -m pip install --quiet -e '.[dev,mmasim]'
 
 demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out

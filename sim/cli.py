@@ -247,7 +247,7 @@ def _export_arguments(p):
     p.add_argument(
         "--timescale",
         default=DEFAULT_TIMESCALE,
-        help=f"the file's `timescale unit/precision, or `none` (default: {DEFAULT_TIMESCALE})",
+        help="the file's `timescale unit/precision, or `none`",
     )
 
 
@@ -472,12 +472,14 @@ def cmd_check(args):
     )
     # The Verilator build (minutes the first time, cached after) is not simulation speed.
     elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
-    unit = "transaction" if block.kind == "pipeline" else "cycle"
-    print(
-        f"{cliutil.plural(report.passed + report.failed - report.timing_errors, unit)}, "
-        f"{cliutil.plural(report.cycles, 'clock cycle')}, {elapsed:.1f} s "
-        f"({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)"
+    # A cycle block's compared cycles are its clock cycles: one count, not the same one twice.
+    compared = report.passed + report.failed - report.timing_errors
+    counts = (
+        f"{cliutil.plural(compared, 'transaction')}, {cliutil.plural(report.cycles, 'clock cycle')}"
+        if block.kind == "pipeline"
+        else cliutil.plural(report.cycles, "clock cycle")
     )
+    print(f"{counts}, {elapsed:.1f} s ({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)")
     if report.first:
         print(f"first mismatch: {report.first}")
         if not args.vcd:
@@ -520,7 +522,7 @@ def _bench_arguments(p):
         type=int,
         default=1,
         help="runs of each compiled row, in turn on the same stimulus; the run of median CPU "
-        "time is shown (default: 1)",
+        "time is shown",
     )
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
@@ -841,7 +843,7 @@ def _sweep_validate(args):
 
 
 def cmd_sweep(args):
-    from .sweep import SpecError, load_spec, run_sweep, shipped
+    from .sweep import SpecError, load_spec, pending, run_sweep, shipped
 
     if args.workers < 1:
         raise UsageError(f"--workers must be a positive integer, not {args.workers}")
@@ -856,12 +858,21 @@ def cmd_sweep(args):
     out = Path(args.out) if args.out else Path("gpurtl-out") / "sweep" / spec.name
     plural = "" if args.workers == 1 else "s"
     where = args.scheduler or f"a local Dask cluster ({args.workers} worker{plural})"
-    print(
-        f"gpurtl sweep: {cliutil.plural(len(spec.tasks()), 'point')} of `{spec.name}` "
-        f"({spec.run}) on {where} "
-        f"-> {out}/",
-        file=sys.stderr,
-    )
+    total = len(spec.tasks())
+    left = len(pending(spec, out)) if args.resume else total
+    if left == 0:
+        print(
+            f"gpurtl sweep: all {cliutil.plural(total, 'point')} of `{spec.name}` are already "
+            f"in {out}/points; nothing to run (the table and report are written again)",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"gpurtl sweep: {cliutil.plural(left, 'point')} of `{spec.name}` "
+            f"({spec.run}){f' ({total - left} already on disk)' if left < total else ''} "
+            f"on {where} -> {out}/",
+            file=sys.stderr,
+        )
     try:
         counts = run_sweep(
             spec, out, scheduler=args.scheduler, workers=args.workers, resume=args.resume

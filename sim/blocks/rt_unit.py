@@ -45,7 +45,11 @@ _BEATS = tuple(1 << k for k in range(MAX_BEATS.bit_length()))
 #: by the three blocks.
 _L0 = (
     Param(
-        "size", _G.size, "bytes (RDNA 4 has 32 KB per CU: see docs/rt_unit.md)", range=(128, 65536)
+        "size",
+        _G.size,
+        "bytes (RDNA 4 has 32 KB per CU: see docs/rt_unit.md)",
+        range=(128, 65536),
+        rule="128 x ways x a power of two (128-byte lines, a power-of-two number of sets)",
     ),
     Param("ways", _G.ways, "associativity (power of two)", choices=(1, 2, 4, 8, 16)),
     Param("mshrs", _G.mshrs, "miss-status registers: lines missing at once", range=(1, 64)),

@@ -48,7 +48,10 @@ class Param:
     """One build parameter of a block.
 
     The value type follows ``default`` (``bool``, ``int`` or ``str``). ``choices`` restricts the
-    value to a set, ``range`` to an inclusive interval of integers.
+    value to a set, ``range`` to an inclusive interval of integers. ``rule`` states, in words, a
+    further condition that the block's ``validate`` checks (``"a multiple of 128 x ways"``); a
+    value outside ``range`` is refused with the rule beside the range, so that the message says
+    which values are valid, not only their bounds.
     """
 
     name: str
@@ -56,6 +59,7 @@ class Param:
     doc: str = ""
     choices: tuple = None
     range: tuple = None
+    rule: str = ""
 
     def parse(self, text):
         """The value of this parameter given as text (or already typed); raises RegistryError."""
@@ -93,7 +97,8 @@ class Param:
                 repr(c) if isinstance(c, str) else str(c) for c in self.choices
             )
         if self.range is not None:
-            return f"an integer from {self.range[0]} to {self.range[1]}"
+            also = f" and {self.rule}" if self.rule else ""
+            return f"an integer from {self.range[0]} to {self.range[1]}{also}"
         return {bool: "a boolean (0/1, true/false)", int: "an integer", float: "a number"}.get(
             kind, "a string"
         )

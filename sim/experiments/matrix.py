@@ -312,6 +312,46 @@ def _save(fig, out_dir, stem, files):
     files += [f"{stem}.csv", f"{stem}.png"]
 
 
+def _synth_report(synth, out_dir, files, plt):
+    """``matrix_synth.csv`` and ``.png`` of the units with synthesis figures, and the summary's
+    text: their table, or a sentence saying why there are none (no empty chart or blank rows)."""
+    measured = [s for s in synth if s["lut4"] is not None]
+    missing = [f"{s['family']} / {s['preset']}" for s in synth if s["lut4"] is None]
+    if not measured:
+        return (
+            f"No synthesis figures: none of the {len(synth)} units ({', '.join(missing)}) has "
+            f"been synthesised on this machine (they are read from the build cache, which "
+            f"{_COMMANDS['full']} fills; tens of minutes)."
+        )
+    _csv(out_dir / "matrix_synth.csv", measured)
+    text = _table(
+        ["family", "preset", "LUT4", "FF", "DSP", "cached", "note"],
+        [
+            (s["family"], s["preset"], s["lut4"], s["ff"], s["dsp"], s.get("cached"), s.get("note"))
+            for s in measured
+        ],
+    )
+    if missing:
+        text += (
+            f"\n\nNot in the build cache, so not shown: {', '.join(missing)} "
+            f"({_COMMANDS['full']} synthesises them)."
+        )
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = np.arange(len(measured))
+    ax.bar(x - 0.25, [s["lut4"] for s in measured], 0.25, label="LUT4")
+    ax.bar(x, [s["ff"] or 0 for s in measured], 0.25, label="FF")
+    ax2 = ax.twinx()
+    ax2.bar(x + 0.25, [s["dsp"] or 0 for s in measured], 0.25, color="tab:green", label="DSP")
+    ax.set_xticks(x, [f"{s['family']}\n{s['preset']}" for s in measured], fontsize=7)
+    ax.set_ylabel("LUT4 / FF")
+    ax2.set_ylabel("DSP (MULT18X18D)")
+    ax.legend(loc="upper left")
+    ax2.legend(loc="upper right")
+    ax.set_title("one dot-product unit, ECP5-85k synthesis only")
+    _save(fig, out_dir, "matrix_synth", files)
+    return text
+
+
 def report(data, out_dir):
     """Write the CSV files, plots and ``summary.md``; return the experiment summary."""
     import matplotlib
@@ -373,28 +413,7 @@ def report(data, out_dir):
     ax.legend()
     _save(fig, out_dir, "matrix_rates", files)
 
-    synth = data["synth"]
-    _csv(out_dir / "matrix_synth.csv", synth)
-    t2 = _table(
-        ["family", "preset", "LUT4", "FF", "DSP", "cached", "note"],
-        [
-            (s["family"], s["preset"], s["lut4"], s["ff"], s["dsp"], s.get("cached"), s.get("note"))
-            for s in synth
-        ],
-    )
-    fig, ax = plt.subplots(figsize=(9, 4))
-    x = np.arange(len(synth))
-    ax.bar(x - 0.25, [s["lut4"] or 0 for s in synth], 0.25, label="LUT4")
-    ax.bar(x, [s["ff"] or 0 for s in synth], 0.25, label="FF")
-    ax2 = ax.twinx()
-    ax2.bar(x + 0.25, [s["dsp"] or 0 for s in synth], 0.25, color="tab:green", label="DSP")
-    ax.set_xticks(x, [f"{s['family']}\n{s['preset']}" for s in synth], fontsize=7)
-    ax.set_ylabel("LUT4 / FF")
-    ax2.set_ylabel("DSP (MULT18X18D)")
-    ax.legend(loc="upper left")
-    ax2.legend(loc="upper right")
-    ax.set_title("one dot-product unit, ECP5-85k synthesis only")
-    _save(fig, out_dir, "matrix_synth", files)
+    t2 = _synth_report(data["synth"], out_dir, files, plt)
 
     errors = data["errors"]
     _csv(out_dir / "matrix_errors.csv", errors)

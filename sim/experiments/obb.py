@@ -301,6 +301,17 @@ def measure(*, quick=False, progress=None, **params):
     }
 
 
+def change_text(before, after):
+    """``"12.5% fewer"``, ``"0.5% more"`` or ``"the same"``: a count's change in words, so that a
+    rise is not written as a negative saving."""
+    if before == after:
+        return "the same"
+    if not before:
+        return "none before"
+    change = after / before - 1
+    return f"{100 * abs(change):.1f}% {'more' if change > 0 else 'fewer'}"
+
+
 #: The report's table of mean counts per ray.
 COLUMNS = (
     Column("scene"),
@@ -328,11 +339,11 @@ def report(data, out_dir):
         base, with_obb = results.get((scene_name, "bvh8")), results.get((scene_name, "bvh8+obb"))
         if base and with_obb:
             for metric in ("box_tests", "box_hits", "box_nodes", "leaves", "tri_tests"):
-                red = 1 - with_obb[metric] / base[metric] if base[metric] else 0.0
                 rows.append(
                     (
                         f"{scene_name}: {metric}/ray bvh8 -> bvh8+obb",
-                        f"{base[metric]:.2f} -> {with_obb[metric]:.2f} ({100 * red:+.1f}% saved)",
+                        f"{base[metric]:.2f} -> {with_obb[metric]:.2f} "
+                        f"({change_text(base[metric], with_obb[metric])})",
                     )
                 )
     agree, total_sample = data["agree"]

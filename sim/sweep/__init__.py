@@ -5,7 +5,7 @@ parameter grid -- synthesis, a lockstep check or an experiment's ``measure()`` -
 """
 
 from .report import pareto_front, untimed_datapath, write_report, write_table
-from .run import collect, point_key, point_sources, run_point, run_sweep, tool_versions
+from .run import collect, pending, point_key, point_sources, run_point, run_sweep, tool_versions
 from .spec import OPTIONS, RUN_KINDS, SpecError, SweepSpec, load_spec, shipped
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "collect",
     "load_spec",
     "pareto_front",
+    "pending",
     "point_key",
     "point_sources",
     "run_point",

@@ -73,6 +73,18 @@ def _label(params, names):
     return ", ".join(f"{n}={params[n]}" for n in names if n in params) or "defaults"
 
 
+def _shared_params(rows):
+    """The parameters that every row has with one value (a spec's ``[sweep.fixed]``)."""
+    if not rows:
+        return {}
+    first = rows[0]["params"]
+    return {
+        k: v
+        for k, v in first.items()
+        if all(k in r["params"] and r["params"][k] == v for r in rows)
+    }
+
+
 def write_report(spec, rows, out_dir):
     """``report.md`` with the table and the plots for the sweep's kind; returns the paths."""
     out_dir = Path(out_dir)
@@ -81,14 +93,22 @@ def write_report(spec, rows, out_dir):
     metric_names = []
     for r in ok:
         metric_names += [k for k in r["metrics"] if k not in metric_names and k != "first_mismatch"]
+    shared = _shared_params(rows)
     varying = [n for n in (spec.grid_names or sorted({k for r in rows for k in r["params"]}))]
+    varying = [n for n in varying if n not in shared] or varying
+    # A metric named like a parameter (an experiment's measured `y_accesses` beside the
+    # requested one) is labelled as measured, so that the two are not read as one.
+    param_names = {k for r in rows for k in r["params"]}
+    headers = [f"{m} (measured)" if m in param_names else m for m in metric_names]
+    every = ", ".join(f"{k}={v}" for k, v in shared.items())
     lines = [
         f"# Sweep `{spec.name}`",
         "",
         f"{spec.run} of {', '.join(spec.targets)}; {len(rows)} points on disk "
-        f"({len(ok)} ok, {len(rows) - len(ok)} failed or lost).",
+        f"({len(ok)} ok, {len(rows) - len(ok)} failed or lost)"
+        + (f"; every point: {every}." if every and len(rows) > 1 else "."),
         "",
-        "| target | parameters | status | " + " | ".join(metric_names) + " | seconds |",
+        "| target | parameters | status | " + " | ".join(headers) + " | seconds |",
         "|---" * (4 + len(metric_names)) + "|",
     ]
     for r in rows:

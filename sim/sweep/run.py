@@ -31,6 +31,7 @@ from .report import write_report, write_table
 
 __all__ = [
     "collect",
+    "pending",
     "point_key",
     "point_sources",
     "run_point",
@@ -236,31 +237,20 @@ def run_sweep(
     report are written at the end (also after an interruption, for the points on disk). A
     ``KeyboardInterrupt`` propagates after the cluster is closed.
     """
-    from dask.distributed import Client, LocalCluster, as_completed
-    from distributed.client import FutureCancelledError
-    from distributed.scheduler import KilledWorker
-
     out_dir = Path(out_dir)
     points_dir = out_dir / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
-    tasks = []
-    skipped = 0
-    for target, params in spec.tasks():
-        key = point_key(spec.run, target, params, spec.options)
-        path = points_dir / f"{key}.json"
-        if resume and path.exists():
-            try:
-                if json.loads(path.read_text()).get("status") == "ok":
-                    skipped += 1
-                    continue
-            except ValueError:  # a damaged file is run again
-                pass
-        tasks.append((key, target, params))
+    tasks = pending(spec, out_dir) if resume else _keyed(spec)
+    skipped = len(spec.tasks()) - len(tasks)
     counts = {"done": 0, "failed": 0, "skipped": skipped, "lost": 0, "total": len(spec.tasks())}
-    meter = _Progress(spec.name, len(tasks)) if progress else None
+    meter = _Progress(spec.name, len(tasks)) if progress and tasks else None
     cluster = client = None
     try:
-        if tasks:
+        if tasks:  # no cluster (nor Dask) for a resumed sweep with nothing left to run
+            from dask.distributed import Client, LocalCluster, as_completed
+            from distributed.client import FutureCancelledError
+            from distributed.scheduler import KilledWorker
+
             if scheduler:
                 client = Client(scheduler, timeout="30s")
             else:
@@ -332,6 +322,30 @@ def run_sweep(
             write_table(rows, out_dir)
             write_report(spec, rows, out_dir)
     return counts
+
+
+def _keyed(spec):
+    return [
+        (point_key(spec.run, target, params, spec.options), target, params)
+        for target, params in spec.tasks()
+    ]
+
+
+def pending(spec, out_dir):
+    """The ``(key, target, params)`` of the points of ``spec`` that have no good result in
+    ``out_dir/points`` yet (what ``resume=True`` runs); a damaged or failed result counts as
+    none."""
+    tasks = []
+    for key, target, params in _keyed(spec):
+        path = Path(out_dir) / "points" / f"{key}.json"
+        if path.exists():
+            try:
+                if json.loads(path.read_text()).get("status") == "ok":
+                    continue
+            except ValueError:  # a damaged file is run again
+                pass
+        tasks.append((key, target, params))
+    return tasks
 
 
 def collect(points_dir, spec):
