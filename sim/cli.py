@@ -75,6 +75,7 @@ def _param_json(param):
 
 
 def _block_json(block, params, latency, in_layout, out_layout):
+    notes = block.field_notes(params)
     return {
         "name": block.name,
         "kind": block.kind,
@@ -85,7 +86,12 @@ def _block_json(block, params, latency, in_layout, out_layout):
         "in": layouts.structure(in_layout),
         "out": layouts.structure(out_layout),
         # the packing, as `gpurtl export --ports` gives it
-        "fields": {"in": ports.fields(in_layout), "out": ports.fields(out_layout)},
+        "fields": {
+            "in": ports.fields(in_layout, notes["in"]),
+            "out": ports.fields(out_layout, notes["out"]),
+        },
+        # what the values of fields whose type does not say it mean, by path
+        "notes": notes,
         "optional_inputs": layouts.field_paths(block.input_defaults(params)),
         "check_count": block.check_count,
     }
@@ -184,6 +190,14 @@ def cmd_list(args):
         print(f"    in  ({_width(in_layout)} bits): {shorten(layouts.describe(in_layout))}")
         print(f"    out ({_width(out_layout)} bits): {shorten(layouts.describe(out_layout))}")
         if one:
+            notes = block.field_notes(params)
+            for side in ("in", "out"):
+                for path, text in notes[side].items():
+                    print(f"    {side} {path}: {text}")
+            if "][" in layouts.describe(in_layout) + layouts.describe(out_layout):
+                print(
+                    "    arrays: outer index first, as JSON indexes them (u32[2][32]: 2 lists of 32)"
+                )
             print(f"    input fields that may be left out: {_optional_text(block, params)}")
             print(f"    `gpurtl check` default --count: {block.check_count}")
     if not one:

@@ -33,7 +33,7 @@ from gpurtl.hdl.matrix.core import MatrixCore, core_layouts, dots_for
 
 from ..core.registry import Block, Param, register
 
-__all__ = ["stimulus", "build_params"]
+__all__ = ["stimulus", "build_params", "notes"]
 
 
 def build_params(family, preset, rate, dots, stages):
@@ -131,6 +131,67 @@ def _defaults(family, preset, rate, dots, stages):
     return out
 
 
+def _ops_text(indices):
+    return "op " + ", ".join(str(i) for i in indices) if indices else "no op"
+
+
+def _span(name, first, last):
+    return f"{name}[{first}]" if first == last else f"{name}[{first}..{last}]"
+
+
+def _vgpr_note(name, total, counts, what, verb="reads"):
+    """Which of ``total`` VGPRs ``name[0..]`` each op uses (``counts`` per op)."""
+    if all(n == total for n in counts):
+        done = {"reads": "read", "writes": "written"}[verb]
+        return f"{what}: {total} VGPRs x 32 lanes, all of them {done} by every op"
+    uses = "; ".join(
+        f"op {i} {verb} {_span(name, 0, n - 1)}"
+        + (f", leaves {_span(name, n, total - 1)} unused" if n < total else "")
+        for i, n in enumerate(counts)
+    )
+    return f"{what}: {total} VGPRs x 32 lanes; {uses} (an unused VGPR may hold anything)"
+
+
+def notes(family, **_):
+    """``op`` names its instructions; ``a``, ``b``, ``c``, ``d``, ``idx`` and ``index_key`` say
+    which ops read them (see :attr:`gpurtl.sim.core.registry.Block.notes`)."""
+    variants = family_variants(family)
+    shape = family_shape(family)
+    sparse = [i for i, v in enumerate(variants) if v.sparse]
+    keyed = [i for i, v in enumerate(variants) if v.index_keys > 1]
+    dense = [i for i, v in enumerate(variants) if not v.sparse]
+    single = [i for i in sparse if i not in keyed]
+    notes_in = {
+        "op": ", ".join(f"{i} {v.name}" for i, v in enumerate(variants)),
+        "a": _vgpr_note("a", shape["a"], [v.a_vgprs for v in variants], "A tile"),
+        "b": _vgpr_note("b", shape["b"], [v.b_vgprs for v in variants], "B tile"),
+        "c": _vgpr_note("c", shape["c"], [v.cd_vgprs for v in variants], "C tile"),
+        "idx": f"2:4 sparsity index of A (2 bits per stored element), read by {_ops_text(sparse)}"
+        + (f"; unused by {_ops_text(dense)}" if dense else ""),
+        "index_key": f"which of the two index sets in idx {_ops_text(keyed)} reads (0 or 1)"
+        + (f"; unused by {_ops_text(dense + single)}" if dense + single else ""),
+    }
+    if shape["is_int"]:
+        notes_in |= {
+            "a_signed": "1: A elements are signed",
+            "b_signed": "1: B elements are signed",
+            "clamp": "1: saturate D to the int32 range",
+        }
+    else:
+        what = {
+            "neg_lo": "negate the elements in bits 0-15 of A/B; negate C",
+            "neg_hi": "negate the elements in bits 16-31 of A/B; abs(C), applied before neg_lo",
+        }
+        notes_in |= {
+            name: f"bit 0 A, bit 1 B, bit 2 C: {text} (A/B: 16-bit formats; C: WMMA only)"
+            for name, text in what.items()
+        }
+    notes_out = {
+        "d": _vgpr_note("d", shape["c"], [v.cd_vgprs for v in variants], "D tile", "writes")
+    }
+    return {"in": notes_in, "out": notes_out}
+
+
 def _build(**params):
     core = MatrixCore(**build_params(**params))
     # the cycles between instructions depend on each instruction's op (its K), so the harness
@@ -167,6 +228,7 @@ register(
         ),
         defaults=_defaults,
         validate=_validate,
+        notes=notes,
         check_count=24,
         small={"family": "iu8_i32", "dots": 16},
     )

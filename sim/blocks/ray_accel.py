@@ -368,6 +368,19 @@ def _stimulus_words(rng, count, **params):
     return ray_accel_words.stimulus_words(stimulus, rng, count, **params)
 
 
+def ray_notes(**_):
+    """The field notes of the ray blocks (:attr:`gpurtl.sim.core.registry.Block.notes`): the
+    sort heuristic's and the status's values, and where to read the result dwords."""
+    shared = {
+        "heuristic": "sort heuristic of the descriptor: 0 closest, 1 largest first, 2 midpoint, "
+        "3 none (reserved in the ISA guide: no sort)",
+        "status": "0 ok, 1 a node kind this build leaves out, 2 a node type the instruction does "
+        "not define (1 and 2: every dword 0xFFFFFFFF)",
+    }
+    dw = "the 10 result dwords; `gpurtl decode ray` reads them (hit, child order, t, ids)"
+    return {"in": shared, "out": shared | {"dw": dw}}
+
+
 register(
     Block(
         name="ray_accel",
@@ -392,6 +405,7 @@ register(
         ),
         defaults=_defaults,
         validate=_validate,
+        notes=ray_notes,
         check_count=200,
         small={"engines": 1, "boxes_per_engine": 1, "triangles": False, "transforms": False},
         stimulus_words=_stimulus_words,
@@ -536,7 +550,7 @@ def _component(name, doc, *, params, build, golden, layouts, stimulus, check_cou
             stimulus=stimulus,
             params=tuple(_COMPONENT_PARAMS.get(p, p) if isinstance(p, str) else p for p in params),
             check_count=check_count,
-            **options,
+            **{"notes": ray_notes} | options,
         )
     )
 

@@ -22,6 +22,7 @@ from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.scalar import triangle as tr
 
 from ..core.registry import Block, Param, register
+from .ray_accel import ray_notes
 
 __all__ = [
     "RayTriangleModel",
@@ -287,6 +288,7 @@ def _defaults(**_params):
 register(
     Block(
         name="ray_triangle",
+        notes=ray_notes,
         doc="RT IP 3.1 triangle-pair test: compressed node decode + 2 watertight FP32 triangle tests/cycle",
         kind="pipeline",
         params=_STAGE_PARAMS,
@@ -389,6 +391,7 @@ def _legacy_build(**params):
 register(
     Block(
         name="ray_triangle_legacy",
+        notes=ray_notes,
         doc="Legacy 64 B triangle nodes of the dual instruction: 2 watertight FP32 tests/cycle, 4-dword results",
         kind="pipeline",
         params=_STAGE_PARAMS,

@@ -51,6 +51,25 @@ def _merge(defaults, given):
     return given
 
 
+def _check_list(shape, node, path, where):
+    """A JSON list must stand where the layout has an array, with as many items as the array:
+    the message gives the field's shape, outer index first, as ``gpurtl list`` writes it (a list
+    written in the other order, 32 lists of 2 for ``u32[2][32]``, is caught here)."""
+    field = layouts.layout_at(shape, path)
+    if field is None:
+        return  # an unknown field: the caller names it
+    text = layouts.describe(field)
+    length = layouts.array_length(field)
+    if length is None:
+        what = "an object" if text.startswith("{") else "a single value"
+        raise InputError(f"{where}: field `{path}` must be {what} ({text}), not a list")
+    if len(node) != length:
+        raise InputError(
+            f"{where}: field `{path}` must be a list of {length} (shape {text}, outer index "
+            f"first), not a list of {len(node)}"
+        )
+
+
 def _convert(shape, value, path, where):
     """Replace FP32 numbers and hex strings by bit patterns; check unknown fields."""
     leaf_paths = {leaf.path: leaf for leaf in layouts.leaves(shape)}
@@ -67,6 +86,7 @@ def _convert(shape, value, path, where):
                 result[key] = walk(item, sub)
             return result
         if isinstance(node, list):
+            _check_list(shape, node, prefix, where)
             return [walk(item, f"{prefix}[{index}]") for index, item in enumerate(node)]
         leaf = leaf_paths.get(prefix)
         if leaf is None:

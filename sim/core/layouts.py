@@ -19,6 +19,8 @@ __all__ = [
     "zero",
     "diff",
     "describe",
+    "array_length",
+    "layout_at",
     "structure",
     "field_paths",
     "LayoutValueError",
@@ -227,10 +229,19 @@ def format_leaf_value(leaf, bits):
 
 
 def describe(shape):
-    """One-line summary of the top-level fields of a layout, e.g. ``a:u8 b:{x:f32 y:u1}``."""
+    """One-line summary of the top-level fields of a layout, e.g. ``a:u8 b:{x:f32 y:u1}``.
+
+    Array dimensions are written in the order JSON indexes them, the outer one first: an array
+    of 2 arrays of 32 ``u32`` is ``u32[2][32]``, whose JSON value is 2 lists of 32 numbers and
+    whose element ``[1][31]`` is the last one."""
     layout = _as_layout(shape)
     if isinstance(layout, data.ArrayLayout):
-        return f"{describe(layout.elem_shape)}[{layout.length}]"
+        dims = []
+        while isinstance(layout, data.ArrayLayout):
+            dims.append(layout.length)
+            shape = layout.elem_shape
+            layout = _as_layout(shape)
+        return describe(shape) + "".join(f"[{n}]" for n in dims)
     if isinstance(layout, data.Layout):
         return "{" + " ".join(f"{name}:{describe(field.shape)}" for name, field in layout) + "}"
     if shape is Float32:
@@ -239,6 +250,31 @@ def describe(shape):
         return shape.__name__
     cast = Shape.cast(shape)
     return f"{'s' if cast.signed else 'u'}{cast.width}"
+
+
+def layout_at(shape, path):
+    """The shape of the field at ``path`` (``"a"``, ``"a[1]"``, ``"ray.origin"``) inside
+    ``shape``, or ``None`` when there is no such field."""
+    for part in _split(path) if path else []:
+        layout = _as_layout(shape)
+        if isinstance(part, int):
+            if not isinstance(layout, data.ArrayLayout) or not 0 <= part < layout.length:
+                return None
+            shape = layout.elem_shape
+        else:
+            if not isinstance(layout, data.StructLayout | data.UnionLayout):
+                return None
+            try:
+                shape = layout[part].shape
+            except KeyError:
+                return None
+    return shape
+
+
+def array_length(shape):
+    """The number of items of an array shape (a JSON list), or ``None`` for any other shape."""
+    layout = _as_layout(shape)
+    return layout.length if isinstance(layout, data.ArrayLayout) else None
 
 
 def structure(shape):

@@ -83,10 +83,13 @@ def _select(offset, width):
     return f"[{offset + width - 1}:{offset}]" if width > 1 else f"[{offset}]"
 
 
-def fields(shape):
+def fields(shape, notes=None):
     """Every scalar field of the payload ``shape``: its path, bit offset and width inside the
     packed payload, the Verilog bit range, type and meaning (what ``gpurtl export --ports`` and
-    ``gpurtl list --json`` give)."""
+    ``gpurtl list --json`` give). ``notes`` (``{path: text}``, a block's
+    :meth:`~gpurtl.sim.core.registry.Block.field_notes`) gives the meaning of a field whose type
+    does not say it (the members of an integer that selects an operation)."""
+    notes = notes or {}
     return [
         {
             "field": leaf.path,
@@ -94,7 +97,7 @@ def fields(shape):
             "width": leaf.width,
             "bits": _select(leaf.offset, leaf.width),
             "type": _kind_text(leaf),
-            "meaning": _meaning(leaf),
+            "meaning": notes.get(leaf.path) or _meaning(leaf),
         }
         for leaf in L.leaves(shape)
     ]
@@ -104,6 +107,7 @@ def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
     """The JSON-ready port description of ``block`` built with ``params``."""
     in_layout, out_layout = block.layouts(**params)
     win, wout = Shape.cast(in_layout).width, Shape.cast(out_layout).width
+    notes = block.field_notes(params)
     result = {
         "block": block.name,
         "top": block.name,
@@ -137,7 +141,11 @@ def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
                 _port("o__ready", "input", 1, "the consumer takes o__payload at this edge"),
                 _port("o__payload", "output", wout, "output fields, see payloads"),
             ],
-            "payloads": {"i__payload": fields(in_layout), "o__payload": fields(out_layout)},
+            "payloads": {
+                "i__payload": fields(in_layout, notes["in"]),
+                "o__payload": fields(out_layout, notes["out"]),
+            },
+            "notes": {"i__payload": notes["in"], "o__payload": notes["out"]},
         }
     else:
         result |= {
@@ -149,7 +157,11 @@ def describe(block, params, *, timescale=DEFAULT_TIMESCALE):
                 _port("i", "input", win, "this cycle's input fields, see payloads"),
                 _port("o", "output", wout, "this cycle's output fields, see payloads"),
             ],
-            "payloads": {"i": fields(in_layout), "o": fields(out_layout)},
+            "payloads": {
+                "i": fields(in_layout, notes["in"]),
+                "o": fields(out_layout, notes["out"]),
+            },
+            "notes": {"i": notes["in"], "o": notes["out"]},
         }
     result["ports"] = [
         _port("clk", "input", 1, "clock, rising edge"),
@@ -189,6 +201,10 @@ def markdown(description):
         lines += [
             f"| `{f['field']}` | {f['bits']} | {f['type']} | {f['meaning']} |" for f in fields
         ]
+        leaves = {f["field"] for f in fields}
+        grouped = {k: v for k, v in d.get("notes", {}).get(port, {}).items() if k not in leaves}
+        if grouped:  # notes on arrays and structures (a leaf's note is in its meaning column)
+            lines += [""] + [f"* `{path}`: {text}" for path, text in grouped.items()]
     return "\n".join(lines) + "\n"
 
 

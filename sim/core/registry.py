@@ -166,6 +166,12 @@ class Block:
     golden_words : callable, optional
         ``golden_words(words, **params) -> (count, W_out) uint32``: the golden model on a whole
         word array at once.
+    notes : callable, optional
+        ``notes(**params) -> {"in": {field: text}, "out": {field: text}}``: what a field's values
+        mean where its type does not say: the members of an integer that selects one of several
+        things (``op``: ``0 v_wmma_..., 1 v_swmmac_...``), the registers an operation leaves
+        unused. A field is named by its path or by the end of its path (``heuristic`` names
+        ``desc.heuristic`` and ``inst.payload.desc.heuristic``); see :meth:`field_notes`.
     """
 
     name: str
@@ -183,6 +189,30 @@ class Block:
     check: dict = field(default_factory=dict)
     stimulus_words: object = None
     golden_words: object = None
+    notes: object = None
+
+    def field_notes(self, params):
+        """``{"in": {path: text}, "out": {path: text}}``: the :attr:`notes` of the block built
+        with ``params``, on the full paths of the fields they name (every field whose path is a
+        note's name or ends with ``.`` and the name), in layout order."""
+        from . import layouts
+
+        given = self.notes(**params) if self.notes else {}
+        result = {}
+        for side, shape in zip(("in", "out"), self.layouts(**params)):
+            paths = {}  # every field's path, its enclosing ones first, in layout order
+            for leaf in layouts.leaves(shape):
+                parts = leaf.path.replace("[", ".[").split(".")
+                for end in range(1, len(parts) + 1):
+                    paths.setdefault(".".join(parts[:end]).replace(".[", "["), None)
+            notes = given.get(side, {})
+            result[side] = {
+                path: text
+                for path in paths
+                for name, text in notes.items()
+                if path == name or path.endswith("." + name)
+            }
+        return result
 
     def __post_init__(self):
         if self.kind not in ("pipeline", "cycle"):
