@@ -69,6 +69,7 @@ __all__ = [
     "STATUS_OK",
     "STATUS_NOT_MODELLED",
     "STATUS_BAD_NODE",
+    "FIELD_NOTES",
     # pointer flags and heuristics
     "PF_FORCE_OPAQUE",
     "PF_FORCE_NON_OPAQUE",
@@ -244,6 +245,22 @@ OUT_LAYOUT = data.StructLayout(
 STATUS_OK = 0
 STATUS_NOT_MODELLED = 1  # a node kind the build leaves out: every dword 0xFFFFFFFF
 STATUS_BAD_NODE = 2  # a node type undefined for the instruction: every dword 0xFFFFFFFF
+
+#: What the values of the integer fields of the instruction and its result mean, by field name
+#: (``{"in": ..., "out": ...}``, as ``gpurtl list`` and the port tables print them).
+_FIELD_NOTES = {
+    "heuristic": f"sort heuristic of the descriptor: {HEURISTIC_CLOSEST} closest, "
+    f"{HEURISTIC_LARGEST_FIRST} largest first, {HEURISTIC_MIDPOINT} midpoint, {HEURISTIC_NONE} "
+    "none (reserved in the ISA guide: no sort)",
+    "status": f"{STATUS_OK} ok, {STATUS_NOT_MODELLED} a node kind this build leaves out, "
+    f"{STATUS_BAD_NODE} a node type the instruction does not define (both: every dword "
+    "0xFFFFFFFF)",
+}
+FIELD_NOTES = {
+    "in": _FIELD_NOTES,
+    "out": _FIELD_NOTES
+    | {"dw": "the 10 result dwords; `gpurtl decode ray` reads them (hit, child order, t, ids)"},
+}
 
 # --- node types (4-bit RT IP 3.1 types; 3-bit legacy types of the dual form) ---------------------
 NODE_TYPE_BOX8 = 5  # quantized BVH8 box

@@ -334,7 +334,7 @@ def _emit_jsonl(path, shape, values):
 
 def _run_arguments(p):
     _block_argument(p)
-    p.add_argument("--input", required=True, help="JSON Lines input file")
+    p.add_argument("--input", required=True, help="JSON Lines input file ('-' for stdin)")
     p.add_argument("-o", "--output", help="JSON Lines output file (default: stdout)")
     _backend_arguments(p)
     p.add_argument("--no-golden", action="store_true", help="do not compare with the golden model")
@@ -422,26 +422,238 @@ def cmd_stimulus(args):
     return 0
 
 
-def _encode_arguments(p):
-    p.add_argument("--input", required=True, help="JSON Lines file: one node and ray a line")
+#: What ``gpurtl encode`` and ``gpurtl decode`` convert, and the block whose ``-p`` parameters
+#: they take (the wait word's generation, the matrix family and preset).
+CODECS = {
+    "ray": ("ray_accel", "nodes and rays written by hand -> `ray_accel` input lines"),
+    "waitcnt": ("waitcnt", "wait instructions as text (`s_wait_loadcnt 0`) <-> their words"),
+    "matrix": ("matrix_core", "matrices of numbers <-> `matrix_core` VGPR lanes"),
+}
+
+
+def _codec_arguments(p, decode=False):
     p.add_argument(
-        "-o", "--output", help="JSON Lines for `gpurtl run ray_accel --input` (default: stdout)"
+        "what",
+        nargs="?",
+        choices=list(CODECS),
+        default=None if decode else "ray",
+        metavar="WHAT",
+        help="; ".join(f"{name}: {text}" for name, (_, text) in CODECS.items())
+        + ("" if decode else " (default: ray)"),
     )
+    p.add_argument(
+        "values",
+        nargs="*",
+        metavar="VALUE",
+        help="waitcnt only: instructions ("
+        + ("words, decimal or 0x..." if decode else "'s_wait_loadcnt 0'")
+        + ") given here instead of --input, one a line out",
+    )
+    p.add_argument(
+        "--input",
+        help="JSON Lines file ('-' for stdin); for waitcnt a text file of one "
+        + ("word" if decode else "instruction")
+        + " a line",
+    )
+    p.add_argument("-o", "--output", help="output file (default: stdout)")
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="waitcnt: generation=gfx12|gfx11|gfx10|gfx9; matrix: family=..., preset=... "
+        "(as `gpurtl list waitcnt` / `gpurtl list matrix_core` show them)",
+    )
+    if decode:
+        p.add_argument(
+            "--instructions",
+            metavar="FILE",
+            help="ray: the `ray_accel` input lines that gave the results, one a line (each "
+            "result is read as the node it tested: box, triangles, instance, dual)",
+        )
+        p.add_argument(
+            "--node",
+            choices=("box", "triangles", "instance", "dual"),
+            help="ray: read every result as this node kind (instead of --instructions)",
+        )
 
 
-def cmd_encode(args):
-    """``ray_accel`` input lines from hand-written nodes and rays (see :mod:`.ray_encode`)."""
-    from .ray_encode import encode_file
+def _encode_arguments(p):
+    _codec_arguments(p)
 
-    lines = [json.dumps(value) + "\n" for value in encode_file(args.input)]
+
+def _decode_arguments(p):
+    _codec_arguments(p, decode=True)
+
+
+def _codec_validate(args):
+    if getattr(args, "what", None) is None:
+        raise UsageError(f"decode needs WHAT: one of {', '.join(CODECS)}")
+    if args.values and args.what != "waitcnt":
+        raise UsageError(f"values on the command line are for waitcnt; `{args.what}` reads --input")
+    if args.values and args.input:
+        raise UsageError("give the instructions on the command line or with --input, not both")
+    if not args.values and not args.input:
+        example = {
+            "waitcnt": "gpurtl encode waitcnt 's_wait_loadcnt 0'",
+            "ray": "gpurtl encode --input nodes.jsonl",
+            "matrix": "gpurtl encode matrix --input tiles.jsonl",
+        }[args.what]
+        raise UsageError(f"{args.what} needs --input FILE ('-' for stdin), e.g. {example}")
+    if args.param and args.what == "ray":
+        raise UsageError("-p/--param is for waitcnt and matrix (ray takes the node's own fields)")
+    if getattr(args, "instructions", None) or getattr(args, "node", None):
+        if args.what != "ray":
+            raise UsageError("--instructions and --node are for `gpurtl decode ray`")
+        if args.instructions and args.node:
+            raise UsageError("give --instructions or --node, not both")
+    elif getattr(args, "node", "absent") is None and args.what == "ray":
+        raise UsageError(
+            "decode ray needs --instructions FILE (the `ray_accel` input lines) or --node KIND "
+            "(box, triangles, instance, dual): the dwords mean different things per node"
+        )
+    if args.output is not None:
+        files.check_output_file(args.output, "--output")
+
+
+def _codec_params(args):
+    block = registry.get(CODECS[args.what][0])
+    return block.resolve(_overrides(args.param))
+
+
+def _text_lines(args):
+    """``(where, text)`` of the waitcnt values: the command line's, or the lines of --input
+    (blank lines and ``#`` comments skipped)."""
+    from .core.jsonio import read_text
+
+    if args.values:
+        return [(f"argument {n}", text) for n, text in enumerate(args.values, 1)]
+    name = "<stdin>" if args.input == "-" else args.input
+    lines = [
+        (f"{name}:{n}", line.strip())
+        for n, line in enumerate(read_text(args.input).splitlines(), 1)
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    if not lines:
+        raise InputError(f"{name}: nothing to convert (no lines)")
+    return lines
+
+
+def _write_lines(args, lines, what):
     if args.output in (None, "-"):
         sys.stdout.writelines(lines)
     else:
         files.write_atomic(args.output, lines)
-        print(
-            f"{cliutil.plural(len(lines), 'ray_accel instruction')} written to {args.output}",
-            file=sys.stderr,
-        )
+        print(f"{cliutil.plural(len(lines), what)} written to {args.output}", file=sys.stderr)
+
+
+def cmd_encode(args):
+    """``ray``: ``ray_accel`` input lines from hand-written nodes and rays (see
+    :mod:`.ray_encode`); ``waitcnt``: wait words from their text (:mod:`.waitcnt_text`);
+    ``matrix``: ``matrix_core`` input lines from matrices (:mod:`.matrix_tiles`)."""
+    from .core.jsonio import read_json_objects
+
+    if args.what == "ray":
+        from .ray_encode import encode_file
+
+        lines = [json.dumps(value) + "\n" for value in encode_file(args.input)]
+        _write_lines(args, lines, "ray_accel instruction")
+    elif args.what == "waitcnt":
+        from .waitcnt_text import WaitTextError, encode_text
+
+        generation = _codec_params(args)["generation"]
+        lines = []
+        for where, text in _text_lines(args):
+            try:
+                word = encode_text(text, generation)
+            except WaitTextError as error:
+                raise InputError(f"{where}: {error}") from None
+            lines.append(f"{word}  # 0x{word:08x} {text}\n")
+        _write_lines(args, lines, "wait word")
+    else:
+        from .matrix_tiles import encode_line
+
+        params = _codec_params(args)
+        lines = [
+            json.dumps(encode_line(obj, where, family=params["family"], preset=params["preset"]))
+            + "\n"
+            for where, obj in read_json_objects(args.input)
+        ]
+        if not lines:
+            raise InputError(f"{args.input}: no matrices (the input has no JSON lines)")
+        _write_lines(args, lines, "matrix_core transaction")
+    return 0
+
+
+def _wait_word(where, text):
+    text = text.split("#", 1)[0].strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise InputError(
+            f"{where}: a wait word must be an integer (decimal or 0x...), not {text!r}"
+        ) from None
+
+
+def cmd_decode(args):
+    """``waitcnt``: wait words as text; ``matrix``: ``matrix_core`` lines as matrices; ``ray``:
+    ``ray_accel`` results in words (:mod:`.ray_results`)."""
+    from .core.jsonio import parse_value, read_json_objects
+
+    if args.what == "waitcnt":
+        from .waitcnt_text import WaitTextError, decode_word
+
+        generation = _codec_params(args)["generation"]
+        lines = []
+        for where, text in _text_lines(args):
+            try:
+                lines.append(decode_word(_wait_word(where, text), generation) + "\n")
+            except WaitTextError as error:
+                raise InputError(f"{where}: {error}") from None
+        _write_lines(args, lines, "wait instruction")
+        return 0
+    if args.what == "matrix":
+        from .matrix_tiles import decode_line
+
+        params = _codec_params(args)
+        lines = [
+            json.dumps(decode_line(obj, where, family=params["family"], preset=params["preset"]))
+            + "\n"
+            for where, obj in read_json_objects(args.input)
+        ]
+        _write_lines(args, lines, "matrix line")
+        return 0
+    from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
+
+    from .ray_results import decode_result, node_kind
+
+    results = [(w, parse_value(OUT_LAYOUT, obj, w)) for w, obj in read_json_objects(args.input)]
+    if args.instructions:
+        block = registry.get("ray_accel")
+        defaults = block.input_defaults(block.resolve())
+        instructions = [
+            (w, parse_value(INSTR_LAYOUT, obj, w, defaults))
+            for w, obj in read_json_objects(args.instructions)
+        ]
+        if len(instructions) != len(results):
+            raise InputError(
+                f"{args.instructions}: {cliutil.plural(len(instructions), 'instruction')} for "
+                f"{cliutil.plural(len(results), 'result')} in {args.input}: one each, in order"
+            )
+        kinds = []
+        for where, instruction in instructions:
+            kind = node_kind(instruction)
+            if kind is None:
+                raise InputError(
+                    f"{where}: the node (pointer 0x{int(instruction['node_ptr'][0]):08x}, "
+                    f"dual {instruction['dual']}) has no decoded result form: box, triangles, "
+                    "instance or dual box nodes"
+                )
+            kinds.append(kind)
+    else:
+        kinds = [args.node] * len(results)
+    lines = [json.dumps(decode_result(r, k)) + "\n" for (_, r), k in zip(results, kinds)]
+    _write_lines(args, lines, "ray result")
     return 0
 
 
@@ -735,7 +947,9 @@ def _board_arguments(p):
         help="instead of building: send --input's transactions to the "
         "programmed board on this serial port (e.g. /dev/ttyUSB0)",
     )
-    p.add_argument("--input", help="with --port: JSON Lines transactions (as for `gpurtl run`)")
+    p.add_argument(
+        "--input", help="with --port: JSON Lines transactions (as for `gpurtl run`; '-' for stdin)"
+    )
     p.add_argument("--results", help="with --port: JSON Lines output file (default: stdout)")
 
 
@@ -1033,11 +1247,20 @@ COMMANDS = (
     ),
     Command(
         "encode",
-        "`ray_accel` instructions from nodes and rays written by hand in JSON (boxes as floats, "
-        "triangles as vertices, instances with a matrix); see gpurtl.sim.ray_encode",
+        "readable values to what the blocks take: `ray_accel` instructions from nodes and rays "
+        "written by hand (boxes as floats, triangles as vertices, instances with a matrix), wait "
+        "words from wait instructions, `matrix_core` VGPR lanes from matrices (docs/cli.md)",
         _encode_arguments,
         cmd_encode,
-        (_output_file,),
+        (_codec_validate,),
+    ),
+    Command(
+        "decode",
+        "what the blocks give back, readable: wait words as instructions, `matrix_core` D (and "
+        "inputs) as matrices, `ray_accel` results as hits, child order, t and primitive ids",
+        _decode_arguments,
+        cmd_decode,
+        (_codec_validate,),
     ),
     Command(
         "check",

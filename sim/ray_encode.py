@@ -281,5 +281,6 @@ def encode_file(path):
         to_jsonable(INSTR_LAYOUT, encode_line(obj, where)) for where, obj in read_json_objects(path)
     ]
     if not values:
-        raise InputError(f"{path}: no descriptions (the file has no JSON lines)")
+        name = "<stdin>" if str(path) == "-" else path
+        raise InputError(f"{name}: no descriptions (the input has no JSON lines)")
     return values

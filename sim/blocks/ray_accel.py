@@ -18,7 +18,7 @@ import importlib
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
-from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
+from gpurtl.facts.ray_accel import FIELD_NOTES, INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
 from gpurtl.golden.ray_accel.encode import box_node
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
@@ -369,16 +369,8 @@ def _stimulus_words(rng, count, **params):
 
 
 def ray_notes(**_):
-    """The field notes of the ray blocks (:attr:`gpurtl.sim.core.registry.Block.notes`): the
-    sort heuristic's and the status's values, and where to read the result dwords."""
-    shared = {
-        "heuristic": "sort heuristic of the descriptor: 0 closest, 1 largest first, 2 midpoint, "
-        "3 none (reserved in the ISA guide: no sort)",
-        "status": "0 ok, 1 a node kind this build leaves out, 2 a node type the instruction does "
-        "not define (1 and 2: every dword 0xFFFFFFFF)",
-    }
-    dw = "the 10 result dwords; `gpurtl decode ray` reads them (hit, child order, t, ids)"
-    return {"in": shared, "out": shared | {"dw": dw}}
+    """The field notes of the ray blocks (:attr:`gpurtl.sim.core.registry.Block.notes`)."""
+    return FIELD_NOTES
 
 
 register(

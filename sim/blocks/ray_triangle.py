@@ -16,13 +16,13 @@ flags and descriptors, and a few arbitrary-bit (malformed) nodes.
 import numpy as np
 
 from gpurtl.facts.fp32 import f32_bits
+from gpurtl.facts.ray_accel import FIELD_NOTES
 from gpurtl.golden.ray_accel.encode import meshes
 from gpurtl.golden.ray_accel.encode import primitive_node as pn
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.scalar import triangle as tr
 
 from ..core.registry import Block, Param, register
-from .ray_accel import ray_notes
 
 __all__ = [
     "RayTriangleModel",
@@ -288,7 +288,7 @@ def _defaults(**_params):
 register(
     Block(
         name="ray_triangle",
-        notes=ray_notes,
+        notes=lambda **_: FIELD_NOTES,
         doc="RT IP 3.1 triangle-pair test: compressed node decode + 2 watertight FP32 triangle tests/cycle",
         kind="pipeline",
         params=_STAGE_PARAMS,
@@ -391,7 +391,7 @@ def _legacy_build(**params):
 register(
     Block(
         name="ray_triangle_legacy",
-        notes=ray_notes,
+        notes=lambda **_: FIELD_NOTES,
         doc="Legacy 64 B triangle nodes of the dual instruction: 2 watertight FP32 tests/cycle, 4-dword results",
         kind="pipeline",
         params=_STAGE_PARAMS,
@@ -473,6 +473,14 @@ def _decode_build(**_params):
 register(
     Block(
         name="ray_primitive_decode",
+        notes=lambda **_: {
+            "in": {},
+            "out": {
+                "nav": f"where traversal goes after this pair: {pn.NAV_END_OF_PAIR} the next pair "
+                f"of the node, {pn.NAV_END_OF_NODE} pair 0 of the next node, "
+                f"{pn.NAV_END_OF_RANGE} the range is done"
+            },
+        },
         doc="RT IP 3.1 compressed primitive node: one triangle pair decoded (vertices, IDs, flags, nav)",
         kind="pipeline",
         params=(),

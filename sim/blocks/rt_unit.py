@@ -9,6 +9,7 @@ model, sees the same outputs, so the inputs stay legal for it too; where it disa
 lockstep check reports the first differing cycle.
 """
 
+from gpurtl.facts.ray_accel import FIELD_NOTES
 from gpurtl.facts.rt_unit import (
     FETCH_ORDER,
     FETCH_TAG_BITS,
@@ -37,7 +38,7 @@ from gpurtl.hdl.rt_unit import (
 
 from ..core import layouts
 from ..core.registry import Block, Param, component_facts, register
-from .ray_accel import _bvh8_node, _ray, ray_notes
+from .ray_accel import _bvh8_node, _ray
 
 _G = L0Geometry()
 _BEATS = tuple(1 << k for k in range(MAX_BEATS.bit_length()))
@@ -284,7 +285,7 @@ def _fetch_defaults(tag_bits, order, **l0):
 register(
     Block(
         name="node_fetch",
-        notes=ray_notes,
+        notes=lambda **_: FIELD_NOTES,
         doc="RT unit node fetch: intersect instructions wait in a ray buffer while their BVH8 "
         "node line comes through the L0; ray_accel instructions out",
         kind="cycle",
@@ -433,7 +434,7 @@ def _top_defaults(tag_bits, **params):
 register(
     Block(
         name="rt_unit",
-        notes=ray_notes,
+        notes=lambda **_: FIELD_NOTES,
         doc="RT unit: node fetch through the L0, the ray accelerator, results in wave order, "
         "per-wave bvhcnt",
         kind="cycle",

@@ -145,9 +145,21 @@ def _stoc_build(**params):
     return STOCUnit(**params)
 
 
+#: What the values of the STOC unit's integer selector fields mean (``Block.notes``); the
+#: opacity-micromap states and formats are VK_EXT_opacity_micromap's.
+_STOC_NOTES = {
+    "in": {"omm_format": "1 2-state, 2 4-state (VkOpacityMicromapFormatEXT)"},
+    "out": {
+        "state": "the 4-state value found: 0 transparent, 1 opaque, 2 unknown transparent, "
+        "3 unknown opaque (0 also when no micromap is used)"
+    },
+}
+
+
 register(
     Block(
         name="stoc",
+        notes=lambda **_: _STOC_NOTES,
         doc="Xe3 STOC1/STOC3 and opacity-micromap classification of a candidate hit (any-hit culling)",
         kind="pipeline",
         build=_stoc_build,

@@ -13,6 +13,7 @@ starting with ``#`` are skipped.
 """
 
 import json
+import sys
 from pathlib import Path
 
 from gpurtl.facts.fp32 import f32_bits
@@ -24,6 +25,7 @@ __all__ = [
     "InputError",
     "parse_value",
     "read_json_objects",
+    "read_text",
     "read_jsonl",
     "write_jsonl",
     "to_jsonable",
@@ -148,17 +150,30 @@ def parse_value(shape, obj, where, defaults=None):
     return layouts.unpack(shape, bits)
 
 
-def read_json_objects(path):
-    """``(where, object)`` for each JSON line of a file (``where`` is ``file:line``); blank lines
-    and ``#`` comments are skipped. Raises :class:`InputError` for an unreadable file, a line that
-    is not JSON or not an object."""
+def read_text(path):
+    """The text of the file ``path``, or of standard input when ``path`` is ``-``; raises
+    :class:`InputError` for a file that cannot be read or is not UTF-8 text."""
+    if str(path) == "-":
+        try:
+            return sys.stdin.read()
+        except UnicodeDecodeError:
+            raise InputError("<stdin>: not UTF-8 text") from None
     path = Path(path)
     try:
-        text = path.read_text()
+        return path.read_text()
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
+
+
+def read_json_objects(path):
+    """``(where, object)`` for each JSON line of a file, or of standard input when ``path`` is
+    ``-`` (``where`` is ``file:line``, ``<stdin>:line``); blank lines and ``#`` comments are
+    skipped. Raises :class:`InputError` for an unreadable file, a line that
+    is not JSON or not an object."""
+    text = read_text(path)
+    path = "<stdin>" if str(path) == "-" else Path(path)
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -183,7 +198,8 @@ def read_jsonl(path, shape, defaults=None):
     """
     values = [parse_value(shape, obj, where, defaults) for where, obj in read_json_objects(path)]
     if not values:
-        raise InputError(f"{path}: no transactions (the file has no JSON lines)")
+        name = "<stdin>" if str(path) == "-" else path
+        raise InputError(f"{name}: no transactions (the input has no JSON lines)")
     return values
 
 
