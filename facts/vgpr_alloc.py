@@ -73,6 +73,8 @@ __all__ = [
     "xe_config",
     "XE_MODES",
     "dyn_params_ok",
+    "DynVgprConfig",
+    "DYN_DEFAULTS",
 ]
 
 #: Width of the requested register count (``s_alloc_vgpr`` uses source bits [8:0]).
@@ -229,8 +231,35 @@ def xe_config(mode="xe3"):
     raise ValueError(f"`mode` must be one of {', '.join(XE_MODES)}, not {mode!r}")
 
 
+@dataclass(frozen=True)
+class DynVgprConfig:
+    """The build parameters of the RDNA 4 dynamic-VGPR allocator with their defaults (the RTL,
+    the golden model and the registry take them from here): the register file of gfx1200/gfx1201
+    (1536 VGPRs per SIMD) and the ``SQ_DYN_VGPR`` fields ``BLOCK_SIZE`` 16, ``WAVE_LIMIT`` 16,
+    ``MAX_BLOCK_ALLOC + 1`` = 8, ``FWD_PROGRESS`` on; ``reserve`` = ``max_blocks - 1`` blocks
+    kept back, so that one wave can always reach the maximum (the RDNA 4 ISA guide says only that
+    enough is reserved for that; the exact rule is a choice, docs/vgpr_alloc.md)."""
+
+    rf_vgprs: int = 1536
+    block_size: int = 16
+    wave_limit: int = 16
+    max_blocks: int = 8
+    fwd_progress: bool = True
+    reserve: int = 7
+
+
+#: The defaults of :class:`DynVgprConfig`.
+DYN_DEFAULTS = DynVgprConfig()
+
+
 def dyn_params_ok(
-    rf_vgprs=1536, block_size=16, wave_limit=16, max_blocks=8, fwd_progress=True, reserve=7, **_
+    rf_vgprs=DYN_DEFAULTS.rf_vgprs,
+    block_size=DYN_DEFAULTS.block_size,
+    wave_limit=DYN_DEFAULTS.wave_limit,
+    max_blocks=DYN_DEFAULTS.max_blocks,
+    fwd_progress=DYN_DEFAULTS.fwd_progress,
+    reserve=DYN_DEFAULTS.reserve,
+    **_,
 ):
     """Check a dynamic-VGPR allocator configuration; raise :exc:`ValueError` if it cannot be built.
 

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from amaranth.lib import enum
 
 __all__ = [
+    "FULL_POLICIES",
+    "QUEUE_ORDERS",
+    "MemoryConfig",
+    "MEMORY_DEFAULTS",
     "InstClass",
     "WaitField",
     "WaitForm",
@@ -43,6 +47,34 @@ class InstClass(enum.Enum, shape=4):
     EXPORT = 9  #: exports (pos/param/mrt)
     LDS_PARAM = 10  #: ds_param_load / ds_direct_load (LDSDIR)
 
+
+#: What an issue into a counter at its maximum does: ``"stall"`` refuses it, ``"saturate"``
+#: accepts it, leaves the counter at its maximum and flags an overflow.
+FULL_POLICIES = ("stall", "saturate")
+
+#: Return orders of the memory model behind the counters: ``"inorder"`` (RDNA 3: one in-order
+#: queue per counter type, shared by all waves), ``"ooo"`` (RDNA 4: waves and counter types
+#: complete independently).
+QUEUE_ORDERS = ("inorder", "ooo")
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """The build parameters of the wait counters and of the memory latency model behind them,
+    with their defaults (the RTL, the golden models and the registry take them from here). The
+    latencies are choices of a model, not measurements: 20 cycles for a hit, 200 for a miss."""
+
+    generation: str = "gfx12"
+    waves: int = 16
+    full_policy: str = "stall"
+    queue: str = "ooo"
+    queue_depth: int = 16
+    hit_latency: int = 20
+    miss_latency: int = 200
+
+
+#: The defaults of :class:`MemoryConfig`.
+MEMORY_DEFAULTS = MemoryConfig()
 
 #: SOPP words have bits [31:23] = 0x17F; SOPK words have bits [31:28] = 0xB
 #: (``SOPInstructions.td``).

@@ -6,6 +6,7 @@ the rules in words). Each model's ``step(inputs) -> outputs`` takes one cycle's 
 Written as plain Python over lists, independently of the RTL's structure.
 """
 
+from gpurtl.facts.waitcnt import MEMORY_DEFAULTS as _D
 from gpurtl.facts.waitcnt import SOPK_PREFIX, SOPP_PREFIX, InstClass, profile
 
 __all__ = ["WaitCountersModel", "ReturnQueueModel", "WaitcntMemoryModel", "decode_wait"]
@@ -38,7 +39,13 @@ def decode_wait(prof, word):
 class WaitCountersModel:
     """Golden model of :class:`gpurtl.hdl.waitcnt.WaitCounters`."""
 
-    def __init__(self, generation="gfx12", waves=16, full_policy="stall", external_returns=True):
+    def __init__(
+        self,
+        generation=_D.generation,
+        waves=_D.waves,
+        full_policy=_D.full_policy,
+        external_returns=True,
+    ):
         self.prof = profile(generation)
         self.waves, self.full_policy, self.external = waves, full_policy, external_returns
         names = self.prof.counters
@@ -133,7 +140,13 @@ class WaitCountersModel:
 class ReturnQueueModel:
     """Golden model of :class:`gpurtl.hdl.waitcnt.ReturnQueue` (ages instead of timestamps)."""
 
-    def __init__(self, depth=16, order="inorder", hit_latency=20, miss_latency=200):
+    def __init__(
+        self,
+        depth=_D.queue_depth,
+        order="inorder",
+        hit_latency=_D.hit_latency,
+        miss_latency=_D.miss_latency,
+    ):
         self.depth, self.order = depth, order
         self.hit_latency, self.miss_latency = hit_latency, miss_latency
         self.entries = []  # oldest first: [wave, latency, age]
@@ -197,13 +210,13 @@ class WaitcntMemoryModel:
 
     def __init__(
         self,
-        generation="gfx12",
-        waves=16,
-        full_policy="stall",
-        queue="ooo",
-        queue_depth=16,
-        hit_latency=20,
-        miss_latency=200,
+        generation=_D.generation,
+        waves=_D.waves,
+        full_policy=_D.full_policy,
+        queue=_D.queue,
+        queue_depth=_D.queue_depth,
+        hit_latency=_D.hit_latency,
+        miss_latency=_D.miss_latency,
     ):
         self.counters = WaitCountersModel(generation, waves, full_policy, external_returns=False)
         self.prof = self.counters.prof

@@ -42,9 +42,9 @@ def interrupted():
     silence Amaranth's warnings about designs that an interrupted run built but never simulated,
     print one line; returns the exit status."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from amaranth._unused import MustUse
-
-    MustUse._MustUse__silence = True  # as Amaranth itself does when a program crashes
+    # Every warning from here to the exit is left out, Amaranth's about components that were
+    # built and never elaborated (they come when the interpreter frees them) among them: as
+    # Amaranth itself does after a crash, the interruption is the only news.
     warnings.simplefilter("ignore")
     print("gpurtl: interrupted", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED

@@ -34,6 +34,7 @@ an end pushes the released table entries back, lowest logical block first. VGPR 
 lives in physical row ``table[w][v // B] * B + v % B``.
 """
 
+from gpurtl.facts.vgpr_alloc import DYN_DEFAULTS as _D
 from gpurtl.facts.vgpr_alloc import dyn_params_ok
 
 from .common import ERR, OP, as_op
@@ -66,12 +67,12 @@ class DynVgprModel:
 
     def __init__(
         self,
-        rf_vgprs=1536,
-        block_size=16,
-        wave_limit=16,
-        max_blocks=8,
-        fwd_progress=True,
-        reserve=7,
+        rf_vgprs=_D.rf_vgprs,
+        block_size=_D.block_size,
+        wave_limit=_D.wave_limit,
+        max_blocks=_D.max_blocks,
+        fwd_progress=_D.fwd_progress,
+        reserve=_D.reserve,
         assertions=True,
     ):
         dyn_params_ok(rf_vgprs, block_size, wave_limit, max_blocks, fwd_progress, reserve)

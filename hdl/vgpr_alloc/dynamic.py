@@ -30,6 +30,7 @@ from gpurtl.facts.vgpr_alloc import (
     dyn_params_ok,
     result_layout,
 )
+from gpurtl.facts.vgpr_alloc import DYN_DEFAULTS as _D
 
 __all__ = ["DynVgprAllocator", "dyn_layouts"]
 
@@ -204,12 +205,12 @@ class DynVgprAllocator(wiring.Component):
     def __init__(
         self,
         *,
-        rf_vgprs=1536,
-        block_size=16,
-        wave_limit=16,
-        max_blocks=8,
-        fwd_progress=True,
-        reserve=7,
+        rf_vgprs=_D.rf_vgprs,
+        block_size=_D.block_size,
+        wave_limit=_D.wave_limit,
+        max_blocks=_D.max_blocks,
+        fwd_progress=_D.fwd_progress,
+        reserve=_D.reserve,
         assertions=True,
     ):
         dyn_params_ok(rf_vgprs, block_size, wave_limit, max_blocks, fwd_progress, reserve)

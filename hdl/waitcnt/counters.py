@@ -29,12 +29,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from gpurtl.facts.waitcnt import InstClass
+from gpurtl.facts.waitcnt import FULL_POLICIES, MEMORY_DEFAULTS, InstClass
 from gpurtl.facts.waitcnt import profile as _profile
 
-__all__ = ["WaitCounters", "counter_layouts"]
-
-FULL_POLICIES = ("stall", "saturate")
+__all__ = ["WaitCounters", "counter_layouts", "FULL_POLICIES"]
 
 
 def _wave_shape(waves):
@@ -97,7 +95,14 @@ class WaitCounters(wiring.Component):
         Only with ``external_returns=False``: the return of each counter type.
     """
 
-    def __init__(self, generation="gfx12", waves=16, full_policy="stall", *, external_returns=True):
+    def __init__(
+        self,
+        generation=MEMORY_DEFAULTS.generation,
+        waves=MEMORY_DEFAULTS.waves,
+        full_policy=MEMORY_DEFAULTS.full_policy,
+        *,
+        external_returns=True,
+    ):
         self._profile = _profile(generation)
         if not isinstance(waves, int) or not 1 <= waves <= 64:
             raise ValueError(f"`waves` must be an integer from 1 to 64, not {waves!r}")

@@ -11,6 +11,7 @@ from amaranth.hdl import Cat, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.waitcnt import MEMORY_DEFAULTS as _D
 from gpurtl.facts.waitcnt import InstClass
 from gpurtl.facts.waitcnt import profile as _profile
 
@@ -62,13 +63,13 @@ class WaitcntMemory(wiring.Component):
 
     def __init__(
         self,
-        generation="gfx12",
-        waves=16,
-        full_policy="stall",
-        queue="ooo",
-        queue_depth=16,
-        hit_latency=20,
-        miss_latency=200,
+        generation=_D.generation,
+        waves=_D.waves,
+        full_policy=_D.full_policy,
+        queue=_D.queue,
+        queue_depth=_D.queue_depth,
+        hit_latency=_D.hit_latency,
+        miss_latency=_D.miss_latency,
     ):
         self._prof = _profile(generation)
         self._counters = WaitCounters(generation, waves, full_policy, external_returns=False)

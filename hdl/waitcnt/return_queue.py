@@ -24,9 +24,9 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ReturnQueue", "QUEUE_ORDERS"]
+from gpurtl.facts.waitcnt import MEMORY_DEFAULTS, QUEUE_ORDERS
 
-QUEUE_ORDERS = ("inorder", "ooo")
+__all__ = ["ReturnQueue", "QUEUE_ORDERS"]
 
 
 class ReturnQueue(wiring.Component):
@@ -52,7 +52,14 @@ class ReturnQueue(wiring.Component):
         The request leaving this cycle.
     """
 
-    def __init__(self, waves, depth=16, order="inorder", hit_latency=20, miss_latency=200):
+    def __init__(
+        self,
+        waves,
+        depth=MEMORY_DEFAULTS.queue_depth,
+        order="inorder",
+        hit_latency=MEMORY_DEFAULTS.hit_latency,
+        miss_latency=MEMORY_DEFAULTS.miss_latency,
+    ):
         if order not in QUEUE_ORDERS:
             raise ValueError(f"`order` must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
         if not isinstance(depth, int) or not 2 <= depth <= 64:

@@ -31,7 +31,7 @@ from gpurtl.golden.matrix.model import MatrixModel
 from gpurtl.golden.matrix.samples import random_elements
 from gpurtl.hdl.matrix.core import MatrixCore, core_layouts, dots_for
 
-from ..core.registry import Block, Param, register
+from ..core.registry import Block, Param, component_facts, register
 
 __all__ = ["stimulus", "build_params", "notes"]
 
@@ -114,11 +114,12 @@ def stimulus(rng, count, family, preset, **_):
 
 
 def _validate(family, preset, rate, dots, stages):
+    # built only to see the parameters refused, and dropped without being elaborated
+    kwargs = build_params(family, preset, rate, dots, stages)
     try:
-        core = MatrixCore(**build_params(family, preset, rate, dots, stages))
+        component_facts(lambda: MatrixCore(**kwargs), lambda core: None)
     except ValueError as error:
         raise ValueError(str(error)) from None
-    core._MustUse__silence = True  # built only to check the parameters
 
 
 def _defaults(family, preset, rate, dots, stages):

@@ -3,6 +3,7 @@
 older fixed modes (``xe3_grf``). All three are cycle-stepped blocks sharing one port layout
 (:mod:`gpurtl.facts.vgpr_alloc`)."""
 
+from gpurtl.facts.vgpr_alloc import DYN_DEFAULTS as _D
 from gpurtl.facts.vgpr_alloc import XE_MODES, dyn_params_ok, rdna_static_config, xe_config
 from gpurtl.golden.vgpr_alloc.common import OP
 from gpurtl.golden.vgpr_alloc.contiguous import ContigModel
@@ -132,19 +133,32 @@ register(
         params=(
             Param(
                 "rf_vgprs",
-                1536,
+                _D.rf_vgprs,
                 "VGPRs per SIMD (1536 on gfx1200/gfx1201, else 1024)",
                 choices=(1536, 1024),
             ),
-            Param("block_size", 16, "SQ_DYN_VGPR.BLOCK_SIZE: VGPRs per block", choices=(16, 32)),
-            Param("wave_limit", 16, "SQ_DYN_VGPR.WAVE_LIMIT: enabled wave slots", range=(1, 16)),
             Param(
-                "max_blocks", 8, "SQ_DYN_VGPR.MAX_BLOCK_ALLOC + 1: blocks per wave", range=(1, 8)
+                "block_size",
+                _D.block_size,
+                "SQ_DYN_VGPR.BLOCK_SIZE: VGPRs per block",
+                choices=(16, 32),
             ),
-            Param("fwd_progress", True, "SQ_DYN_VGPR.FWD_PROGRESS: deadlock avoidance"),
+            Param(
+                "wave_limit",
+                _D.wave_limit,
+                "SQ_DYN_VGPR.WAVE_LIMIT: enabled wave slots",
+                range=(1, 16),
+            ),
+            Param(
+                "max_blocks",
+                _D.max_blocks,
+                "SQ_DYN_VGPR.MAX_BLOCK_ALLOC + 1: blocks per wave",
+                range=(1, 8),
+            ),
+            Param("fwd_progress", _D.fwd_progress, "SQ_DYN_VGPR.FWD_PROGRESS: deadlock avoidance"),
             Param(
                 "reserve",
-                7,
+                _D.reserve,
                 "blocks deadlock avoidance keeps back (max_blocks - 1 guarantees "
                 "one wave can reach the maximum)",
                 range=(0, 80),

@@ -1,19 +1,18 @@
 """Registry entries of the split wait counters: ``waitcnt`` and ``waitcnt_mem``."""
 
-from gpurtl.facts.waitcnt import PROFILES, InstClass, profile
+from gpurtl.facts.waitcnt import FULL_POLICIES, PROFILES, QUEUE_ORDERS, InstClass, profile
+from gpurtl.facts.waitcnt import MEMORY_DEFAULTS as _D
 from gpurtl.golden.waitcnt import WaitcntMemoryModel, WaitCountersModel
 from gpurtl.hdl.waitcnt import WaitcntMemory, WaitCounters, counter_layouts, memory_layouts
-from gpurtl.hdl.waitcnt.counters import FULL_POLICIES
-from gpurtl.hdl.waitcnt.return_queue import QUEUE_ORDERS
 
 from ..core.registry import Block, Param, register
 
 _COMMON = (
-    Param("generation", "gfx12", "counter set and wait encodings", choices=tuple(PROFILES)),
-    Param("waves", 16, "wave slots", range=(1, 64)),
+    Param("generation", _D.generation, "counter set and wait encodings", choices=tuple(PROFILES)),
+    Param("waves", _D.waves, "wave slots", range=(1, 64)),
     Param(
         "full_policy",
-        "stall",
+        _D.full_policy,
         "issue into a full counter: refuse it, or saturate and flag",
         choices=FULL_POLICIES,
     ),
@@ -22,13 +21,13 @@ _COMMON = (
 _MEMORY = (
     Param(
         "queue",
-        "ooo",
+        _D.queue,
         "return order: inorder (RDNA 3, shared) or ooo (RDNA 4)",
         choices=QUEUE_ORDERS,
     ),
-    Param("queue_depth", 16, "requests per counter type's return queue", range=(2, 64)),
-    Param("hit_latency", 20, "memory latency of a hit, cycles", range=(1, 4096)),
-    Param("miss_latency", 200, "memory latency of a miss, cycles", range=(1, 4096)),
+    Param("queue_depth", _D.queue_depth, "requests per counter type's return queue", range=(2, 64)),
+    Param("hit_latency", _D.hit_latency, "memory latency of a hit, cycles", range=(1, 4096)),
+    Param("miss_latency", _D.miss_latency, "memory latency of a miss, cycles", range=(1, 4096)),
 )
 
 

@@ -5,6 +5,7 @@ Amaranth names the flattened ports ``<port>__<member>`` (``i__payload``, ``o__va
 """
 
 import functools
+import gc
 import hashlib
 import inspect
 import json
@@ -13,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from importlib import metadata
 from pathlib import Path
 
@@ -229,8 +231,23 @@ def to_verilog(block, params, *, name=None, cache=True):
 #: Bumped when :func:`convert` changes the text it gives (keys the caches).
 SHARED_CORES_VERSION = 2
 
-#: Attributes every component has (not parameters of a core).
-_COMPONENT_ATTRIBUTES = ("_MustUse__used", "_MustUse__context", "_Component__signature")
+
+def _component_attributes():
+    """The attributes every component has, Amaranth's own (not parameters of a core): those of
+    a component without ports, which is dropped unelaborated."""
+    from amaranth.hdl import UnusedElaboratable
+    from amaranth.lib import wiring
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        empty = wiring.Component(wiring.Signature({}))
+        names = frozenset(vars(empty))
+        del empty
+        gc.collect()  # while the filter holds
+    return names
+
+
+_COMPONENT_ATTRIBUTES = _component_attributes()
 
 
 def _core_parameters(core):

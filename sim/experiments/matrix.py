@@ -86,8 +86,10 @@ def _measure_rate(family, rate, count=2):
 
     block = registry.get("matrix_core")
     params = block.resolve({"family": family, "rate": rate})
-    dut = block.build(**params)
-    dut._MustUse__silence = True  # built for its latency; run_block elaborates its own
+    # built for its latency and unit count, dropped unelaborated: the run below builds its own
+    latency, dots = registry.component_facts(
+        lambda: block.build(**params), lambda dut: (dut.latency, dut._dots)
+    )
     rng = np.random.default_rng(0)
     txs = []
     for op in range(len(family_variants(family))):
@@ -101,7 +103,7 @@ def _measure_rate(family, rate, count=2):
     # the first and leaves `latency` cycles later; the run ends in the cycle after that
     if report.failed:
         raise RuntimeError(f"matrix_core {family} {rate}: {report.line()}: {report.first}")
-    cycles_per = (report.cycles - dut.latency - 1) / (len(txs) - 1)
+    cycles_per = (report.cycles - latency - 1) / (len(txs) - 1)
     rows = []
     for v in family_variants(family):
         flops = v.flops * 2 / cycles_per  # 2 SIMDs per CU
@@ -110,9 +112,9 @@ def _measure_rate(family, rate, count=2):
             {
                 "instruction": v.name,
                 "rate": rate,
-                "dots": params["dots"] or dut._dots,
+                "dots": params["dots"] or dots,
                 "cycles": cycles_per,
-                "latency": dut.latency,
+                "latency": latency,
                 "flops_per_clk_cu": flops,
                 "gpuopen": peak.get(_CLASS[v.a]) if not v.sparse else None,
                 "sparse": v.sparse,
