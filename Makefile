@@ -5,7 +5,8 @@
 #   make test-verilator - the tests that build Verilator models (cocotb and the fast backend),
 #                every registered block among them; needs a C++ compiler and make
 #   make test-slow - the long runs (million-vector checks, full sweeps)
-#   make lint  - ruff check and ruff format --check (run by .ci/run before the tests)
+#   make lint  - ruff check, ruff format --check and mypy on the typed public API (pyproject's
+#                [tool.mypy] files; run by .ci/run before the tests)
 #   make clean - remove this checkout's build products: .venv, gpurtl-out, test caches, and the
 #                build cache too when $GPURTL_CACHE names a folder inside the checkout
 #   make clean-cache - remove gpurtl's build cache (Verilator models, exports, synthesis runs):
@@ -56,6 +57,7 @@ test-verilator: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -q -m slow

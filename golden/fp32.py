@@ -46,9 +46,15 @@ How the models compute (independent of the references in ``tests/golden/test_fp3
   correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008).
 """
 
+from typing import Any
+
 import numpy as np
 
 from gpurtl.facts.fp32 import CANONICAL_NAN, MAGNITUDE_MASK, NEG_INF, POS_INF, SIGN_BIT
+
+#: Operands: a binary32 bit pattern (``int``) or an array of them; a scalar in gives a scalar
+#: out, an array an array.
+Bits = int | np.integer | np.ndarray
 
 __all__ = [
     "CANONICAL_NAN",
@@ -88,7 +94,7 @@ SIGN = SIGN_BIT
 _MAG = MAGNITUDE_MASK
 
 
-def _in(*args):
+def _in(*args: Any) -> tuple[list[np.ndarray], bool]:
     """uint32 arrays of the arguments (broadcast), and whether all of them were scalars."""
     scalar = all(np.ndim(x) == 0 for x in args)
     arrays = [
@@ -97,8 +103,7 @@ def _in(*args):
         else x
         for x in args
     ]
-    arrays = np.broadcast_arrays(*arrays)
-    return [np.ascontiguousarray(a) for a in arrays], scalar
+    return [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)], scalar
 
 
 def _out(value, scalar):
@@ -232,19 +237,19 @@ def _add(a, b, ftz):
     return _finish(z, ftz)
 
 
-def add(a, b, *, ftz=False):
+def add(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a + b`` (binary32 bit patterns, RNE)."""
     (a, b), scalar = _in(a, b)
     return _out(_add(a, b, ftz), scalar)
 
 
-def sub(a, b, *, ftz=False):
+def sub(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a - b``: ``a + (-b)`` (a NaN ``b`` stays a NaN)."""
     (a, b), scalar = _in(a, b)
     return _out(_add(a, b ^ np.uint32(SIGN), ftz), scalar)
 
 
-def mul(a, b, *, ftz=False):
+def mul(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a * b`` (binary32 bit patterns, RNE)."""
     (a, b), scalar = _in(a, b)
     if ftz:
@@ -264,7 +269,7 @@ def _f32(x):
     return x.view(np.float32)
 
 
-def fma(a, b, c, *, ftz=False):
+def fma(a: Bits, b: Bits, c: Bits, *, ftz: bool = False) -> Any:
     """``a * b + c`` with a single rounding (binary32 bit patterns, RNE)."""
     (a, b, c), scalar = _in(a, b, c)
     if ftz:
@@ -292,13 +297,13 @@ def _div(a, b, ftz):
     return _finish(z, ftz)
 
 
-def div(a, b, *, ftz=False):
+def div(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a / b``, correctly rounded (binary32 bit patterns, RNE)."""
     (a, b), scalar = _in(a, b)
     return _out(_div(a, b, ftz), scalar)
 
 
-def rcp(a, *, ftz=False):
+def rcp(a: Bits, *, ftz: bool = False) -> Any:
     """``1 / a``, correctly rounded: ``div(0x3F800000, a)``."""
     (a,), scalar = _in(a)
     return _out(_div(np.full_like(a, 0x3F800000), a, ftz), scalar)
@@ -317,25 +322,25 @@ def _cmp_in(a, b, ftz):
     return a, b, is_nan(a) | is_nan(b), scalar
 
 
-def lt(a, b, *, ftz=False):
+def lt(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a < b`` (false when either is a NaN)."""
     a, b, un, scalar = _cmp_in(a, b, ftz)
     return _out(~un & (_key(a) < _key(b)), scalar)
 
 
-def le(a, b, *, ftz=False):
+def le(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a <= b`` (false when either is a NaN)."""
     a, b, un, scalar = _cmp_in(a, b, ftz)
     return _out(~un & (_key(a) <= _key(b)), scalar)
 
 
-def eq(a, b, *, ftz=False):
+def eq(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """``a == b`` (false when either is a NaN; ``-0 == +0``)."""
     a, b, un, scalar = _cmp_in(a, b, ftz)
     return _out(~un & (_key(a) == _key(b)), scalar)
 
 
-def unordered(a, b, *, ftz=False):
+def unordered(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """Either operand is a NaN."""
     a, b, un, scalar = _cmp_in(a, b, ftz)
     return _out(un, scalar)
@@ -347,14 +352,14 @@ def _order(x):
     return np.where((x >> np.uint32(31)) == 1, -mag - 1, mag)
 
 
-def fmin(a, b, *, ftz=False):
+def fmin(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """Smaller operand; NaN if either is a NaN; ``-0 < +0``. ``ftz`` flushes subnormal inputs."""
     a, b, un, scalar = _cmp_in(a, b, ftz)
     z = np.where(_order(b) < _order(a), b, a)
     return _out(np.where(un, np.uint32(CANONICAL_NAN), z).astype(np.uint32), scalar)
 
 
-def fmax(a, b, *, ftz=False):
+def fmax(a: Bits, b: Bits, *, ftz: bool = False) -> Any:
     """Larger operand; NaN if either is a NaN; ``+0 > -0``. ``ftz`` flushes subnormal inputs."""
     a, b, un, scalar = _cmp_in(a, b, ftz)
     z = np.where(_order(b) > _order(a), b, a)
@@ -421,7 +426,7 @@ INT32_MAX = (1 << 31) - 1
 UINT32_MAX = (1 << 32) - 1
 
 
-def f2i(a, signed, *, ftz=False):
+def f2i(a: Bits, signed: Bits, *, ftz: bool = False) -> Any:
     """binary32 -> int32 (``signed`` true) or uint32 (``signed`` false), rounding toward zero.
 
     The behaviour of GPU ``cvt_i32_f32`` / ``cvt_u32_f32`` and of C casts for in-range values.
@@ -457,7 +462,7 @@ def f2i(a, signed, *, ftz=False):
     return _out(z, scalar), _out(invalid, scalar)
 
 
-def i2f(a, signed, *, ftz=False):
+def i2f(a: Bits, signed: Bits, *, ftz: bool = False) -> Any:
     """int32 (``signed`` true) or uint32 (``signed`` false) bit pattern ``a`` -> binary32, RNE.
 
     Exact for magnitudes below ``2**24``; ``0`` gives ``+0``; ``0xFFFFFFFF`` as uint32 rounds

@@ -6,13 +6,17 @@ the rules in words). Each model's ``step(inputs) -> outputs`` takes one cycle's 
 Written as plain Python over lists, independently of the RTL's structure.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from gpurtl.facts.waitcnt import MEMORY_DEFAULTS as _D
-from gpurtl.facts.waitcnt import SOPK_PREFIX, SOPP_PREFIX, InstClass, profile
+from gpurtl.facts.waitcnt import SOPK_PREFIX, SOPP_PREFIX, InstClass, Profile, profile
 
 __all__ = ["WaitCountersModel", "ReturnQueueModel", "WaitcntMemoryModel", "decode_wait"]
 
 
-def decode_wait(prof, word):
+def decode_wait(prof: Profile, word: int) -> dict[str, int] | None:
     """Thresholds ``{counter: value}`` asked by a wait word (``None`` if the word is unknown).
 
     Counters the word does not name get their maximum (no constraint); values are clamped to the
@@ -41,11 +45,11 @@ class WaitCountersModel:
 
     def __init__(
         self,
-        generation=_D.generation,
-        waves=_D.waves,
-        full_policy=_D.full_policy,
-        external_returns=True,
-    ):
+        generation: str = _D.generation,
+        waves: int = _D.waves,
+        full_policy: str = _D.full_policy,
+        external_returns: bool = True,
+    ) -> None:
         self.prof = profile(generation)
         self.waves, self.full_policy, self.external = waves, full_policy, external_returns
         names = self.prof.counters
@@ -67,7 +71,9 @@ class WaitCountersModel:
         self._known[w] = (cnt, thr, stalled)
         return stalled
 
-    def step(self, inputs, *, block=False, returns=None):
+    def step(
+        self, inputs: dict[str, Any], *, block: bool = False, returns: Any = None
+    ) -> dict[str, Any]:
         """One clock. ``returns`` (internal use) replaces ``inputs["ret"]``; ``block`` refuses the
         issue (a full queue in :class:`WaitcntMemoryModel`)."""
         prof, names = self.prof, self.prof.counters
@@ -75,7 +81,7 @@ class WaitCountersModel:
         rets = returns if returns is not None else inputs["ret"]
         stalled = [self._stalled(w) for w in range(self.waves)]
         stall_bits = sum(1 << w for w in range(self.waves) if stalled[w])
-        out = {
+        out: dict[str, Any] = {
             "stall": stall_bits,
             "cnt": list(map(dict, self.cnt)),
             "issue_accepted": 0,
@@ -142,14 +148,14 @@ class ReturnQueueModel:
 
     def __init__(
         self,
-        depth=_D.queue_depth,
-        order="inorder",
-        hit_latency=_D.hit_latency,
-        miss_latency=_D.miss_latency,
-    ):
+        depth: int = _D.queue_depth,
+        order: str = "inorder",
+        hit_latency: int = _D.hit_latency,
+        miss_latency: int = _D.miss_latency,
+    ) -> None:
         self.depth, self.order = depth, order
         self.hit_latency, self.miss_latency = hit_latency, miss_latency
-        self.entries = []  # oldest first: [wave, latency, age]
+        self.entries: list[list[int]] = []  # oldest first: [wave, latency, age]
 
     @property
     def full(self):
@@ -210,14 +216,14 @@ class WaitcntMemoryModel:
 
     def __init__(
         self,
-        generation=_D.generation,
-        waves=_D.waves,
-        full_policy=_D.full_policy,
-        queue=_D.queue,
-        queue_depth=_D.queue_depth,
-        hit_latency=_D.hit_latency,
-        miss_latency=_D.miss_latency,
-    ):
+        generation: str = _D.generation,
+        waves: int = _D.waves,
+        full_policy: str = _D.full_policy,
+        queue: str = _D.queue,
+        queue_depth: int = _D.queue_depth,
+        hit_latency: int = _D.hit_latency,
+        miss_latency: int = _D.miss_latency,
+    ) -> None:
         self.counters = WaitCountersModel(generation, waves, full_policy, external_returns=False)
         self.prof = self.counters.prof
         self.queues = {
@@ -225,7 +231,7 @@ class WaitcntMemoryModel:
             for n in self.prof.counters
         }
 
-    def step(self, inputs):
+    def step(self, inputs: dict[str, Any]) -> dict[str, Any]:
         issue = inputs["issue"]
         targets = self.prof.class_map[InstClass(issue["cls"])] if issue["valid"] else ()
         blocked = any(self.queues[n].full for n in targets)

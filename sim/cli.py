@@ -438,8 +438,7 @@ def _codec_arguments(p, decode=False):
         choices=list(CODECS),
         default=None if decode else "ray",
         metavar="WHAT",
-        help="; ".join(f"{name}: {text}" for name, (_, text) in CODECS.items())
-        + ("" if decode else " (default: ray)"),
+        help="; ".join(f"{name}: {text}" for name, (_, text) in CODECS.items()),
     )
     p.add_argument(
         "values",

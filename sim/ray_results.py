@@ -25,6 +25,11 @@ Architecture" guide, ``IMAGE_BVH8_INTERSECT_RAY`` and ``IMAGE_BVH_DUAL_INTERSECT
 A status other than 0 (every dword ``0xFFFFFFFF``) is decoded as ``{"status": ...}``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
 from gpurtl.facts.fp32 import MAGNITUDE_MASK, POS_INF, SIGN_BIT, bits_f32
 from gpurtl.facts.ray_accel import (
     INVALID_NODE,
@@ -44,7 +49,7 @@ KINDS = ("box", "triangles", "instance", "dual")
 _TRIANGLE_TYPES = (0, 1, 2, 3, 8, 9, 10, 11)
 
 
-def node_kind(instruction):
+def node_kind(instruction: Mapping[str, Any]) -> str | None:
     """The kind of node a ``ray_accel`` input dictionary tests: one of :data:`KINDS`, or
     ``None`` for a node whose result has no decoded form here (legacy triangles, undefined
     types)."""
@@ -62,7 +67,7 @@ def node_kind(instruction):
     return None
 
 
-def _float(bits):
+def _float(bits: int) -> float | str:
     value = bits_f32(int(bits) & 0xFFFFFFFF)
     if value != value:
         return "NaN"
@@ -71,15 +76,15 @@ def _float(bits):
     return value
 
 
-def _child(ptr):
+def _child(ptr: int) -> dict[str, int]:
     return {"ptr": ptr, "type": ptr & 0xF, "address": (ptr & ~0xF) << 3}
 
 
-def _children(dwords):
+def _children(dwords: list[int]) -> list[dict[str, int]]:
     return [_child(p) for p in dwords if p != INVALID_NODE]
 
 
-def decode_result(result, kind):
+def decode_result(result: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """The decoded form (module doc string) of one ``ray_accel`` output dictionary
     (``OUT_LAYOUT``: ``dw``, ``origin``, ``dir``, ``status``) of a node of ``kind``."""
     if kind not in KINDS:

@@ -18,8 +18,11 @@ text in the same syntax, counts by name (a word with bits outside its fields as 
 immediate), so that ``encode_text(decode_word(w)) == w`` for every wait word.
 """
 
+from __future__ import annotations
+
 import re
 
+from gpurtl.facts.waitcnt import Profile, WaitField, WaitForm
 from gpurtl.facts.waitcnt import profile as get_profile
 
 __all__ = ["WaitTextError", "count_name", "decode_word", "encode_text"]
@@ -32,7 +35,7 @@ class WaitTextError(ValueError):
     """A wait instruction's text or word that the profile does not have."""
 
 
-def count_name(field):
+def count_name(field: WaitField) -> str:
     """The assembler's name of one count field of a wait immediate: ``vmcnt``, ``lgkmcnt``,
     ``expcnt``, ``loadcnt``, ``dscnt``, ... (a field shared by several GFX12 counters is named as
     on GFX11: ``s_waitcnt``'s ``vmcnt`` and ``lgkmcnt``)."""
@@ -40,7 +43,7 @@ def count_name(field):
     return shared.get(tuple(field.counters), field.counters[0]) + "cnt"
 
 
-def _number(text, what):
+def _number(text: str, what: str) -> int:
     try:
         value = int(text, 0)
     except ValueError:
@@ -50,7 +53,7 @@ def _number(text, what):
     return value
 
 
-def _form(prof, name):
+def _form(prof: Profile, name: str) -> WaitForm:
     try:
         return prof.wait(name)
     except KeyError:
@@ -60,13 +63,13 @@ def _form(prof, name):
         ) from None
 
 
-def _word(form, simm16):
+def _word(form: WaitForm, simm16: int) -> int:
     if form.fmt == "sopp":
         return (0x17F << 23) | (form.opcode << 16) | simm16
     return (0xB << 28) | (form.opcode << 23) | (_NULL << 16) | simm16
 
 
-def encode_text(text, generation="gfx12"):
+def encode_text(text: str, generation: str = "gfx12") -> int:
     """The 32-bit word of the wait instruction ``text`` on ``generation`` (module doc string);
     raises :class:`WaitTextError` with what was expected."""
     prof = get_profile(generation)
@@ -103,7 +106,7 @@ def encode_text(text, generation="gfx12"):
     return form.encode(**counts)
 
 
-def decode_word(word, generation="gfx12"):
+def decode_word(word: int, generation: str = "gfx12") -> str:
     """The text of the wait instruction ``word`` on ``generation`` (module doc string); raises
     :class:`WaitTextError` for a word that is no wait instruction of the profile."""
     prof = get_profile(generation)

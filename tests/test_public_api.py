@@ -115,3 +115,27 @@ def test_registry_defaults_come_from_facts(block, defaults):
     facts = dataclasses.asdict(getattr(importlib.import_module(module), name))
     params = {p.name: p.default for p in registry.get(block).params}
     assert {k: params[k] for k in facts} == facts
+
+
+def test_the_public_api_is_type_checked_in_make_lint():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    files = set(config["files"])
+    assert {"sim/core/registry.py", "sim/harness/backend.py", "sim/harness/session.py"} <= files
+    assert all((ROOT / path).is_file() for path in files)
+    lint = (ROOT / "Makefile").read_text().split("\nlint:")[1].split("\n\n")[0]
+    assert "$(BIN)/mypy" in lint
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("mypy") for req in dev["dev"])
+
+
+def test_the_typed_files_pass_mypy():
+    import subprocess
+    import sys
+
+    pytest.importorskip("mypy", reason="mypy (the dev extra) is not installed")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -12,6 +12,10 @@ they are decoded; bits an instruction does not take are ignored).
 :func:`execute` is the vectorised core; :class:`MatrixModel` wraps it for the registry.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from gpurtl.facts.matrix import (
@@ -117,19 +121,19 @@ def execute(
 class MatrixModel:
     """Golden model of a family under a preset: ``model(tx)`` and ``model.batch(txs)``."""
 
-    def __init__(self, family, preset="rdna4"):
+    def __init__(self, family: str, preset: str = "rdna4") -> None:
         self.family = family
         self.variants = family_variants(family)
         self.shape = family_shape(family)
         self.preset = get_preset(preset)
 
-    def __call__(self, tx):
+    def __call__(self, tx: dict[str, Any]) -> dict[str, Any]:
         return self.batch([tx])[0]
 
-    def batch(self, txs):
+    def batch(self, txs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not txs:
             return []
-        out = [None] * len(txs)
+        out: list[Any] = [None] * len(txs)
         ops = np.array([int(tx["op"]) for tx in txs])
         for op in np.unique(ops):
             sel = np.nonzero(ops == op)[0]

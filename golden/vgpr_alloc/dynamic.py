@@ -34,6 +34,10 @@ an end pushes the released table entries back, lowest logical block first. VGPR 
 lives in physical row ``table[w][v // B] * B + v % B``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from gpurtl.facts.vgpr_alloc import DYN_DEFAULTS as _D
 from gpurtl.facts.vgpr_alloc import dyn_params_ok
 
@@ -67,14 +71,14 @@ class DynVgprModel:
 
     def __init__(
         self,
-        rf_vgprs=_D.rf_vgprs,
-        block_size=_D.block_size,
-        wave_limit=_D.wave_limit,
-        max_blocks=_D.max_blocks,
-        fwd_progress=_D.fwd_progress,
-        reserve=_D.reserve,
-        assertions=True,
-    ):
+        rf_vgprs: int = _D.rf_vgprs,
+        block_size: int = _D.block_size,
+        wave_limit: int = _D.wave_limit,
+        max_blocks: int = _D.max_blocks,
+        fwd_progress: bool = _D.fwd_progress,
+        reserve: int = _D.reserve,
+        assertions: bool = True,
+    ) -> None:
         dyn_params_ok(rf_vgprs, block_size, wave_limit, max_blocks, fwd_progress, reserve)
         self.B, self.wave_limit, self.max_blocks = block_size, wave_limit, max_blocks
         self.total = rf_vgprs // block_size
@@ -123,7 +127,7 @@ class DynVgprModel:
             return False, 0
         return True, self.table[wave][j] * self.B + off
 
-    def step(self, inputs):
+    def step(self, inputs: dict[str, Any]) -> dict[str, Any]:
         op, w, count = as_op(inputs["op"]), inputs["wave"], inputs["count"]
         out = self.outputs(0, ERR.NONE, self.translate(inputs["lk_wave"], inputs["lk_reg"]))
         if op == OP.NONE:

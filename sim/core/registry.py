@@ -20,12 +20,22 @@ Block modules live in :mod:`gpurtl.sim.blocks`; every module there is imported o
 adding a block never edits a shared file.
 """
 
+from __future__ import annotations
+
 import difflib
 import gc
 import importlib
 import pkgutil
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+#: A parameter's value: what ``Param.parse`` gives (the type of the default).
+Value = bool | int | float | str
+#: The build parameters of a block, by name.
+Params = dict[str, Any]
+_T = TypeVar("_T")
 
 __all__ = [
     "Param",
@@ -55,13 +65,13 @@ class Param:
     """
 
     name: str
-    default: object
+    default: Value
     doc: str = ""
-    choices: tuple = None
-    range: tuple = None
+    choices: tuple[Value, ...] | None = None
+    range: tuple[int, int] | None = None
     rule: str = ""
 
-    def parse(self, text):
+    def parse(self, text: object) -> Any:
         """The value of this parameter given as text (or already typed); raises RegistryError."""
         kind = type(self.default)
         value = text
@@ -90,7 +100,7 @@ class Param:
         self.validate(value)
         return value
 
-    def _expected(self):
+    def _expected(self) -> str:
         kind = type(self.default)
         if self.choices is not None:
             return "one of " + ", ".join(
@@ -103,7 +113,8 @@ class Param:
             kind, "a string"
         )
 
-    def validate(self, value):
+    def validate(self, value: Any) -> None:
+        """Raise :class:`RegistryError` unless ``value`` is one of ``choices`` and in ``range``."""
         if self.choices is not None and value not in self.choices:
             raise RegistryError(
                 f"parameter `{self.name}` must be {self._expected()}, not {value!r}"
@@ -113,7 +124,8 @@ class Param:
                 f"parameter `{self.name}` must be {self._expected()}, not {value!r}"
             )
 
-    def summary(self):
+    def summary(self) -> str:
+        """``name=default (allowed values)``, as ``gpurtl list`` prints it."""
         if self.choices is not None:
             allowed = "|".join(str(c) for c in self.choices)
         elif self.range is not None:
@@ -177,30 +189,32 @@ class Block:
     name: str
     doc: str
     kind: str
-    build: object
-    golden: object
-    layouts: object
-    stimulus: object
-    params: tuple = ()
-    defaults: object = None
-    validate: object = None
+    build: Callable[..., Any]
+    golden: Callable[..., Any]
+    layouts: Callable[..., tuple[Any, Any]]
+    stimulus: Callable[..., list[dict[str, Any]]]
+    params: tuple[Param, ...] = ()
+    defaults: Callable[..., Mapping[str, Any]] | None = None
+    validate: Callable[..., None] | None = None
     check_count: int = 1000
-    small: dict = field(default_factory=dict)
-    check: dict = field(default_factory=dict)
-    stimulus_words: object = None
-    golden_words: object = None
-    notes: object = None
+    small: dict[str, Any] = field(default_factory=dict)
+    check: dict[str, Any] = field(default_factory=dict)
+    stimulus_words: Callable[..., Any] | None = None
+    golden_words: Callable[..., Any] | None = None
+    notes: Callable[..., dict[str, dict[str, str]]] | None = None
 
-    def field_notes(self, params):
+    def field_notes(self, params: Params) -> dict[str, dict[str, str]]:
         """``{"in": {path: text}, "out": {path: text}}``: the :attr:`notes` of the block built
         with ``params``, on the full paths of the fields they name (every field whose path is a
         note's name or ends with ``.`` and the name), in layout order."""
         from . import layouts
 
         given = self.notes(**params) if self.notes else {}
-        result = {}
+        result: dict[str, dict[str, str]] = {}
         for side, shape in zip(("in", "out"), self.layouts(**params)):
-            paths = {}  # every field's path, its enclosing ones first, in layout order
+            paths: dict[
+                str, None
+            ] = {}  # every field's path, its enclosing ones first, in layout order
             for leaf in layouts.leaves(shape):
                 parts = leaf.path.replace("[", ".[").split(".")
                 for end in range(1, len(parts) + 1):
@@ -214,18 +228,19 @@ class Block:
             }
         return result
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in ("pipeline", "cycle"):
             raise ValueError(f"`kind` must be 'pipeline' or 'cycle', not {self.kind!r}")
 
-    def param(self, name):
+    def param(self, name: str) -> Param:
+        """The parameter called ``name``; raises :class:`RegistryError` naming the known ones."""
         for p in self.params:
             if p.name == name:
                 return p
         known = ", ".join(p.name for p in self.params) or "none"
         raise RegistryError(f"block `{self.name}` has no parameter `{name}` (parameters: {known})")
 
-    def resolve(self, overrides=None):
+    def resolve(self, overrides: Mapping[str, object] | None = None) -> Params:
         """Full parameter dictionary: defaults updated with ``overrides`` (text or typed values)."""
         values = {p.name: p.default for p in self.params}
         for name, text in (overrides or {}).items():
@@ -237,24 +252,25 @@ class Block:
                 raise RegistryError(f"block `{self.name}`: {error}") from None
         return values
 
-    def small_params(self):
+    def small_params(self) -> Params:
         """Full parameter dictionary of the small variant (see ``small``)."""
         return self.resolve(self.small)
 
-    def check_params(self, overrides=None):
+    def check_params(self, overrides: Mapping[str, object] | None = None) -> Params:
         """Full parameter dictionary for a lockstep check: :meth:`resolve` of ``check`` updated
         with ``overrides``."""
         return self.resolve({**self.check, **(overrides or {})})
 
-    def input_defaults(self, params):
+    def input_defaults(self, params: Params) -> dict[str, Any]:
+        """The values of the input fields a JSON line may leave out (``defaults``), or ``{}``."""
         return dict(self.defaults(**params)) if self.defaults is not None else {}
 
 
-_blocks = {}
+_blocks: dict[str, Block] = {}
 _loaded = False
 
 
-def register(block):
+def register(block: Block) -> Block:
     """Add ``block`` to the registry (called by the modules in :mod:`gpurtl.sim.blocks`)."""
     if block.name in _blocks:
         raise ValueError(f"block `{block.name}` is registered twice")
@@ -262,7 +278,7 @@ def register(block):
     return block
 
 
-def _load():
+def _load() -> None:
     global _loaded
     if _loaded:
         return
@@ -273,13 +289,13 @@ def _load():
         importlib.import_module(f"{package.__name__}.{info.name}")
 
 
-def blocks():
+def blocks() -> list[Block]:
     """All registered blocks, sorted by name."""
     _load()
     return [_blocks[name] for name in sorted(_blocks)]
 
 
-def get(name):
+def get(name: str) -> Block:
     """The block called ``name``; raises RegistryError with close matches otherwise."""
     _load()
     try:
@@ -294,7 +310,7 @@ def get(name):
         raise RegistryError(f"unknown block `{name}`{hint}") from None
 
 
-def component_facts(build, read):
+def component_facts(build: Callable[[], Any], read: Callable[[Any], _T]) -> _T:
     """``read(component)`` of the component ``build()`` makes, for facts that the constructor
     works out (latency, initiation interval, ``details``) without simulating or exporting it.
 
@@ -314,7 +330,7 @@ def component_facts(build, read):
             gc.collect()  # the tree holds reference cycles: drop it while the filter holds
 
 
-def timing_facts(block, params):
+def timing_facts(block: Block, params: Params) -> tuple[Any, Any]:
     """``(latency, initiation_interval)`` a pipeline block's build declares (an initiation
     interval of 1 when it declares none, ``None`` when it declares that the interval varies
     from one transaction to the next: not checked); ``(None, None)`` for a cycle-stepped

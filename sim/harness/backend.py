@@ -5,19 +5,30 @@ The harness and the tools work with any object that implements it; the concrete 
 package imports them.
 """
 
+from __future__ import annotations
+
 import abc
 import resource
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..core import layouts
 from ..core.export import cxx_toolchain
-from ..core.registry import RegistryError
+from ..core.registry import Block, Params, RegistryError
 from .engine import StallPattern
 from .lockstep import free_run_of
+
+if TYPE_CHECKING:
+    from .report import Report
+    from .session import Session
+
+#: ``progress(cycles, report)``: hears a long run every few seconds.
+Progress = Callable[[int, Any], None]
 
 __all__ = ["Backend", "cpu_seconds"]
 
 
-def cpu_seconds():
+def cpu_seconds() -> float:
     """CPU time of this process and its finished children (drivers, cocotb, compilers)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -50,21 +61,21 @@ class Backend(abc.ABC):
         Whether ``gpurtl bench`` measures it when no ``--backends`` are named.
     """
 
-    name = None
-    summary = ""
-    kinds = ("pipeline", "cycle")
-    waveforms = True
-    tools = ()
-    variants = (None,)
-    python_per_cycle = True
-    benched = True
+    name: str | None = None
+    summary: str = ""
+    kinds: tuple[str, ...] = ("pipeline", "cycle")
+    waveforms: bool = True
+    tools: tuple[str, ...] = ()
+    variants: tuple[str | None, ...] = (None,)
+    python_per_cycle: bool = True
+    benched: bool = True
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<backend {self.name}>"
 
     # --- what every caller checks first ---------------------------------------------------------
 
-    def require(self, block, *, vcd=None):
+    def require(self, block: Block, *, vcd: str | None = None) -> None:
         """Raise :class:`~gpurtl.sim.core.registry.RegistryError` when this backend cannot run
         ``block`` (its kind) or write the waveform ``vcd``."""
         if block.kind not in self.kinds:
@@ -78,7 +89,7 @@ class Backend(abc.ABC):
                 f"the {self.name} backend writes no waveform; use a backend that does with --vcd"
             )
 
-    def require_tools(self):
+    def require_tools(self) -> None:
         """Raise :class:`~gpurtl.sim.core.export.ToolchainError` naming what to install when a
         system tool this backend needs is missing."""
         if self.tools:
@@ -88,16 +99,16 @@ class Backend(abc.ABC):
 
     def run(
         self,
-        block,
-        params,
-        inputs,
+        block: Block,
+        params: Params,
+        inputs: Sequence[dict[str, Any]],
         *,
-        expected=None,
-        stalls=None,
-        vcd=None,
-        keep_outputs=False,
-        progress=None,
-    ):
+        expected: Sequence[dict[str, Any]] | None = None,
+        stalls: StallPattern | None = None,
+        vcd: str | None = None,
+        keep_outputs: bool = False,
+        progress: Progress | None = None,
+    ) -> Report:
         """Drive ``inputs`` (a list of dictionaries) through the block's RTL; returns a
         :class:`~.report.Report`.
 
@@ -125,32 +136,32 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def run_bits(
         self,
-        block,
-        params,
-        input_bits,
-        expected_bits,
-        stalls,
+        block: Block,
+        params: Params,
+        input_bits: Sequence[int],
+        expected_bits: Sequence[int] | None,
+        stalls: StallPattern,
         *,
-        vcd=None,
-        keep_outputs=False,
-        progress=None,
-    ):
+        vcd: str | None = None,
+        keep_outputs: bool = False,
+        progress: Progress | None = None,
+    ) -> Report:
         """:meth:`run` on packed bit patterns (``expected_bits`` may be ``None``)."""
 
     def check(
         self,
-        block,
-        params,
+        block: Block,
+        params: Params,
         *,
-        count=None,
-        seed=0,
-        vcd=None,
-        p_valid=0.7,
-        p_ready=0.7,
-        free_run=None,
-        progress=None,
-        log=None,
-    ):
+        count: int | None = None,
+        seed: int = 0,
+        vcd: str | None = None,
+        p_valid: float = 0.7,
+        p_ready: float = 0.7,
+        free_run: int | None = None,
+        progress: Progress | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> Report:
         """Random lockstep check; returns a :class:`~.report.Report`.
 
         Pipelines: the first ``free_run`` transactions (by default the first tenth) run with no
@@ -177,19 +188,38 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def check_stream(
-        self, block, params, count, seed, stalls, *, vcd=None, progress=None, log=None
-    ):
+        self,
+        block: Block,
+        params: Params,
+        count: int,
+        seed: int,
+        stalls: StallPattern,
+        *,
+        vcd: str | None = None,
+        progress: Progress | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> Report:
         """:meth:`check` once its arguments are checked: ``count`` random transactions (or
         cycles) drawn with ``seed``, under ``stalls``."""
 
     # --- measurement ----------------------------------------------------------------------------
 
-    def variant_name(self, variant):
+    def variant_name(self, variant: str | None) -> str:
         """The name ``gpurtl bench`` gives a variant (``fast-batch``)."""
-        return self.name if variant is None else f"{self.name}-{variant}"
+        return str(self.name) if variant is None else f"{self.name}-{variant}"
 
     @abc.abstractmethod
-    def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant=None, work=None):
+    def timed_run(
+        self,
+        block: Block,
+        params: Params,
+        in_rows: Any,
+        expected_rows: Any,
+        stalls: StallPattern,
+        *,
+        variant: str | None = None,
+        work: str | None = None,
+    ) -> tuple[Report, float, float, float]:
         """Run the word rows ``in_rows`` and compare with ``expected_rows``, timing the build
         (elaboration, export, compilation) apart from the simulation; returns ``(report,
         build_seconds, sim_seconds, sim_cpu_seconds)``. The CPU time is that of every process
@@ -198,7 +228,16 @@ class Backend(abc.ABC):
     # --- co-simulation --------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def session(self, block, params, *, golden=True, stalls=None, vcd=None, strict=False):
+    def session(
+        self,
+        block: Block,
+        params: Params,
+        *,
+        golden: bool = True,
+        stalls: StallPattern | None = None,
+        vcd: str | None = None,
+        strict: bool = False,
+    ) -> Session:
         """An open :class:`~.session.Session` on ``block``: the caller sends transactions (or
         applies a cycle's inputs), advances the clock and reads the outputs in order; with
         ``golden`` every output is compared with the golden model (``strict``: a mismatch raises

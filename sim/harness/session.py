@@ -18,9 +18,12 @@ A backend implements two primitives: :meth:`Session._exchange` (pipelines: push 
 the clock until enough outputs came out) and :meth:`Session._run_cycles` (cycle blocks).
 """
 
+from __future__ import annotations
+
 import abc
 import collections
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -36,7 +39,13 @@ from .engine import DONE, StallPattern
 from .golden_io import GoldenModel
 from .report import Comparator, Report, transaction_where
 
-__all__ = ["Exchange", "MismatchError", "Output", "Session"]
+if TYPE_CHECKING:
+    from ..core.registry import Block, Params
+
+__all__ = ["Exchange", "MismatchError", "Output", "Session", "Source"]
+
+#: A transaction or one cycle's inputs (or outputs): a dictionary of the block's layout fields.
+Value = dict[str, Any]
 
 #: ``free_run`` of a session without output stalls: every transaction's latency is checked.
 EVERY = 1 << 62
@@ -67,10 +76,20 @@ class Output(NamedTuple):
     """One output handed to a source by :meth:`Session.drive`: its index, value (dictionary),
     and the cycles its input was accepted and it was read (equal for a cycle block)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the output's index, not tuple.index
     value: dict
     accept_cycle: int
     emit_cycle: int
+
+
+class Source(Protocol):
+    """What :meth:`Session.drive` runs: the next input when asked, and every output."""
+
+    def next(self, cycle: int) -> Any:
+        """The next transaction or cycle's inputs, ``None`` or :data:`~.engine.DONE`."""
+
+    def output(self, output: Output) -> None:
+        """Hear one output."""
 
 
 class Session(abc.ABC):
@@ -96,15 +115,15 @@ class Session(abc.ABC):
 
     def __init__(
         self,
-        block,
-        params,
+        block: Block,
+        params: Params,
         *,
-        golden=True,
-        stalls=None,
-        strict=False,
-        latency=None,
-        initiation_interval=None,
-    ):
+        golden: bool = True,
+        stalls: StallPattern | None = None,
+        strict: bool = False,
+        latency: int | None = None,
+        initiation_interval: int | None = None,
+    ) -> None:
         self.block, self.params, self.kind = block, params, block.kind
         self.in_layout, self.out_layout = block.layouts(**params)
         self._in_words, self._out_words = word_count(self.in_layout), word_count(self.out_layout)
@@ -118,28 +137,33 @@ class Session(abc.ABC):
         # transactions sent with no stalls of either stream: their acceptance is checked
         stalled = self.stalls.p_valid < 1 or self.stalls.p_ready < 1
         self._ii_free = self.stalls.free_run if stalled else EVERY
-        self._pushed = collections.deque()  # (cycle, rows) pushed to the backend, not yet out
+        self._pushed: collections.deque[Any] = (
+            collections.deque()
+        )  # (cycle, rows) pushed to the backend, not yet out
         self._last_accept = None  # the cycle the previous output's input was accepted
         self.cycle = 0
         self.sent = 0  # transactions the caller sent
         self.accepted = 0  # ... that the RTL accepted
         self.produced = 0  # outputs the RTL produced (and the session compared)
         self.received = 0  # outputs handed to the caller
-        self._inbox = []  # rows sent and not yet pushed to the backend
-        self._expected = collections.deque()  # golden rows of the outputs not yet produced
-        self._outbox = collections.deque()  # (rows, accept, emit) produced, not yet received
+        self._inbox: list[np.ndarray] = []  # rows sent and not yet pushed to the backend
+        self._expected: collections.deque[Any] = (
+            collections.deque()
+        )  # golden rows of the outputs not yet produced
+        self._outbox: collections.deque[Any] = (
+            collections.deque()
+        )  # (rows, accept, emit) produced, not yet received
         self._closed = False
 
     # --- context manager ------------------------------------------------------------------------
 
-    def __enter__(self):
+    def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
-        return False
 
-    def close(self):
+    def close(self) -> None:
         """End the simulation (writes the waveform of a backend that records one)."""
         if not self._closed:
             self._closed = True
@@ -159,11 +183,11 @@ class Session(abc.ABC):
     # --- pipelines ------------------------------------------------------------------------------
 
     @property
-    def in_flight(self):
+    def in_flight(self) -> int:
         """Transactions sent whose outputs the caller has not received yet."""
         return self.sent - self.received
 
-    def send(self, transactions):
+    def send(self, transactions: Value | Sequence[Value]) -> None:
         """Queue one transaction (a dictionary) or a list of them for the input stream."""
         self._need("pipeline")
         if isinstance(transactions, dict):
@@ -176,11 +200,11 @@ class Session(abc.ABC):
             )
         self._enqueue(words_from_dicts(self.in_layout, transactions), expected)
 
-    def send_bits(self, values):
+    def send_bits(self, values: Sequence[int]) -> None:
         """:meth:`send` for bit patterns."""
         self.send_words(words_from_ints(self.in_layout, values))
 
-    def send_words(self, rows):
+    def send_words(self, rows: np.ndarray) -> None:
         """:meth:`send` for word rows (``(N, W)`` uint32)."""
         self._need("pipeline")
         rows = np.ascontiguousarray(rows, dtype=np.uint32).reshape(-1, self._in_words)
@@ -194,21 +218,21 @@ class Session(abc.ABC):
         self._inbox.append(rows)
         self.sent += len(rows)
 
-    def step(self, cycles=1):
+    def step(self, cycles: int = 1) -> None:
         """Advance the clock ``cycles`` cycles; outputs that come out wait for :meth:`receive`."""
         self._need("pipeline")
         self._run(outputs=0, cycles=cycles)
 
-    def receive(self, count=None):
+    def receive(self, count: int | None = None) -> list[Value]:
         """The next ``count`` outputs (dictionaries), in order; the clock runs until they are
         out. ``count=None``: every transaction in flight."""
         return dicts_from_words(self.out_layout, self.receive_words(count))
 
-    def receive_bits(self, count=None):
+    def receive_bits(self, count: int | None = None) -> list[int]:
         """:meth:`receive` as bit patterns."""
         return ints_from_words(self.receive_words(count))
 
-    def receive_words(self, count=None):
+    def receive_words(self, count: int | None = None) -> np.ndarray:
         """:meth:`receive` as word rows."""
         self._need("pipeline")
         count = self.in_flight if count is None else count
@@ -238,7 +262,7 @@ class Session(abc.ABC):
 
     def _run(self, outputs, cycles):
         rows = np.concatenate(self._inbox) if self._inbox else None
-        self._inbox = []
+        self._inbox: list[np.ndarray] = []
         if rows is not None:
             self._pushed.append([self.cycle, len(rows)])
         result = self._exchange(rows, outputs=outputs, cycles=cycles)
@@ -298,11 +322,11 @@ class Session(abc.ABC):
 
     # --- cycle-stepped blocks -------------------------------------------------------------------
 
-    def apply(self, inputs):
+    def apply(self, inputs: Value) -> Value:
         """Apply one cycle's inputs (a dictionary); returns the outputs read in that cycle."""
         return self.apply_all([inputs])[0]
 
-    def apply_all(self, inputs):
+    def apply_all(self, inputs: Sequence[Value]) -> list[Value]:
         """Apply a list of per-cycle inputs, one per cycle; returns the outputs of each cycle."""
         self._need("cycle")
         bits = [layouts.pack(self.in_layout, value) for value in inputs]
@@ -312,12 +336,12 @@ class Session(abc.ABC):
             expected = [layouts.pack(self.out_layout, value) for value in outputs]
         return [layouts.unpack(self.out_layout, got) for got in self._cycles(bits, expected)]
 
-    def apply_bits(self, bits):
+    def apply_bits(self, bits: Sequence[int]) -> list[int]:
         """:meth:`apply_all` on bit patterns."""
         self._need("cycle")
         return self._cycles(bits, None if self.golden is None else self.golden.bits(bits))
 
-    def apply_words(self, rows):
+    def apply_words(self, rows: np.ndarray) -> np.ndarray:
         """:meth:`apply_all` on word rows."""
         return words_from_ints(self.out_layout, self.apply_bits(ints_from_words(rows)))
 
@@ -337,7 +361,7 @@ class Session(abc.ABC):
 
     # --- a source in the loop -------------------------------------------------------------------
 
-    def drive(self, source, *, max_cycles=None):
+    def drive(self, source: Source, *, max_cycles: int | None = None) -> Report:
         """Run until ``source`` is done: it is asked for the next transaction whenever the
         previous one was accepted (pipelines) or for every cycle's inputs (cycle blocks), as a
         dictionary, ``None`` (a pipeline source with nothing to send in this cycle) or
