@@ -18,6 +18,14 @@ _COMMON = (
     ),
 )
 
+#: The wait word's meaning (``Block.notes``).
+_WAIT_NOTES = {
+    "in": {
+        "word": "the 32-bit wait instruction (SOPP/SOPK word): `gpurtl encode waitcnt "
+        "'s_wait_loadcnt 0'` writes it, `gpurtl decode waitcnt WORD` reads it"
+    }
+}
+
 _MEMORY = (
     Param(
         "queue",
@@ -110,6 +118,7 @@ def _counter_defaults(generation, waves, full_policy):
 register(
     Block(
         name="waitcnt",
+        notes=lambda **_: _WAIT_NOTES,
         doc="RDNA 4 split wait counters (GFX9-GFX12 profiles): per-wave counters, waits, stalls",
         kind="cycle",
         params=_COMMON,
@@ -164,6 +173,7 @@ def _memory_validate(generation, waves, full_policy, queue, queue_depth, hit_lat
 register(
     Block(
         name="waitcnt_mem",
+        notes=lambda **_: _WAIT_NOTES,
         doc="wait counters behind a hit/miss latency model and RDNA 3 (inorder) or RDNA 4 (ooo) "
         "return queues",
         kind="cycle",
