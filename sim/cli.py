@@ -70,6 +70,7 @@ def _param_json(param):
         "type": type(param.default).__name__,
         "choices": list(param.choices) if param.choices is not None else None,
         "range": list(param.range) if param.range is not None else None,
+        "rule": param.rule or None,
         "doc": param.doc,
     }
 
