@@ -237,7 +237,10 @@ class Hierarchy:
             wait_until = heapq.heappop(c.fills)
             c.mshr_wait += wait_until - start
             start = wait_until
-        fill = self.access(line, start, level + 1, th=th, scope=scope, tag=tag)
+        if th or scope or tag is not None:
+            fill = self.access(line, start, level + 1, th=th, scope=scope, tag=tag)
+        else:  # the plain call, as a subclass written before hints overrides it
+            fill = self.access(line, start, level + 1)
         heapq.heappush(c.fills, fill)
         if hint in ("NT", "LU") and self.policy.nt_fill == "bypass":
             c.drop(line)
