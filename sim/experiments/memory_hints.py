@@ -211,6 +211,7 @@ def _provenance(seeds, quick, stream_lines, waves):
 
 def arguments(parser):
     parser.add_argument("--seeds", type=int, default=None, help="seeds (default 5; quick 3)")
+    parser.add_argument("--waves", type=int, default=None, help="waves per seed (default 160)")
     parser.add_argument(
         "--stream-lines",
         type=int,
@@ -220,7 +221,7 @@ def arguments(parser):
 
 
 def check_options(options):
-    for name in ("seeds", "stream_lines"):
+    for name in ("seeds", "stream_lines", "waves"):
         value = options.get(name)
         if value is not None and value < 1:
             raise ValueError(
@@ -228,13 +229,15 @@ def check_options(options):
             )
 
 
-def measure(*, quick=False, progress=None, seeds=None, stream_lines=None, configs=CONFIGS):
-    """Every configuration on every seed's waves; ``configs``: (name, node TH, shading TH,
-    policy) rows (default :data:`CONFIGS`)."""
+def measure(
+    *, quick=False, progress=None, seeds=None, stream_lines=None, waves=None, configs=CONFIGS
+):
+    """Every configuration on every seed's waves (``waves`` of them, default 160; quick 64);
+    ``configs``: (name, node TH, shading TH, policy) rows (default :data:`CONFIGS`)."""
     seeds = tuple(range(seeds or (3 if quick else 5)))
     stream_lines = stream_lines or 4
     tables, origins, dirs = scene(quick)
-    n_waves = 64 if quick else 160
+    n_waves = waves or (64 if quick else 160)
     result = WF.trace(tables, origins, dirs, record=np.ones(len(origins), bool))
     warm = sorted(set((tables.va >> 7).tolist()))
     total_waves = len(origins) // 32
@@ -242,11 +245,11 @@ def measure(*, quick=False, progress=None, seeds=None, stream_lines=None, config
     for seed in seeds:
         rng = np.random.default_rng(seed)
         pick = rng.permutation(total_waves)[:n_waves].tolist()
-        waves, nxt = wave_traces(result, pick, stream_lines, nxt)
+        traces, nxt = wave_traces(result, pick, stream_lines, nxt)
         for name, node_th, shade_th, policy in configs:
             if progress:
                 progress(len(runs), total, f"seed {seed}: {name}")
-            row = run_config(waves, warm, node_th, shade_th, policy)
+            row = run_config(traces, warm, node_th, shade_th, policy)
             runs.append({"seed": seed, "config": name, **row})
     if progress:
         progress(total, total, "done")
