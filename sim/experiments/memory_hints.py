@@ -13,6 +13,8 @@ Configurations, all on the same waves:
 
 * ``baseline``: every request ``TH_RT`` (today's behaviour: plain LRU);
 * ``nt-stream``: the shading loads ``TH_NT``;
+* ``ht-node``: the node fetches ``TH_HT`` (protected against a few evictions), the shading
+  loads regular;
 * ``nt-stream+ht-node``: the shading loads ``TH_NT``, the node fetches ``TH_HT``;
 * ``wrong-nt`` (a control): the ``nt-stream`` hints under a policy where NT acts as RT (hits and
   fills update the LRU order), which must give the baseline's numbers and so shows that the
@@ -67,6 +69,7 @@ CACHED = ("L0", "L1", "L2", "MALL")
 CONFIGS = (
     ("baseline", TH.RT, TH.RT, HintPolicy()),
     ("nt-stream", TH.RT, TH.NT, HintPolicy()),
+    ("ht-node", TH.HT, TH.RT, HintPolicy()),
     ("nt-stream+ht-node", TH.HT, TH.NT, HintPolicy()),
     ("wrong-nt", TH.RT, TH.NT, HintPolicy(nt_hit="touch", nt_fill="mru")),
 )
@@ -300,6 +303,13 @@ COLUMNS = (
 )
 
 
+def _columns(rows):
+    """:data:`COLUMNS` less the levels that no node request reached (no hit rate)."""
+    return [
+        c for c in COLUMNS if c.key[5:] not in CACHED or any(not math.isnan(r[c.key]) for r in rows)
+    ]
+
+
 def _interval(row, key, scale=100, digits=1):
     lo, mid, hi = (row[f"{key}_diff{s}"] * scale for s in ("_lo", "", "_hi"))
     return f"{mid:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
@@ -313,11 +323,17 @@ def _plot(path, rows, data):
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     width = 0.8 / len(rows)
+    # the levels where node requests both hit and missed (the others add nothing to read)
+    shown = [
+        name
+        for name in CACHED
+        if any(0 <= r[f"node_{name}"] < 1 for r in rows if not math.isnan(r[f"node_{name}"]))
+    ] or list(CACHED[:1])
     for k, row in enumerate(rows):
-        x = np.arange(len(CACHED)) + (k - (len(rows) - 1) / 2) * width
-        values = [100 * row[f"node_{name}"] for name in CACHED]
+        x = np.arange(len(shown)) + (k - (len(rows) - 1) / 2) * width
+        values = [100 * row[f"node_{name}"] for name in shown]
         left.bar(x, values, width, label=row["config"])
-    left.set_xticks(np.arange(len(CACHED)), CACHED)
+    left.set_xticks(np.arange(len(shown)), shown)
     left.set_ylabel("node fetch hit rate at the level (%)")
     left.set_title("BVH node hits per level (median over seeds)", fontsize=10)
     left.legend(fontsize=8)
@@ -374,8 +390,8 @@ def report(data, out_dir):
         document(
             out_dir / "summary.md",
             title,
-            "Medians over seeds:",
-            markdown(rows, COLUMNS),
+            "Medians over seeds (a level no node request reached is left out):",
+            markdown(rows, _columns(rows)),
             "Difference from the baseline on the same waves: median [lowest, highest] over seeds "
             "(pp: percentage points).",
             markdown(diff_rows, diff_cols),
