@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gpurtl.facts.memory_hints import TH, Scope
+from gpurtl.golden.cu import CuParams, WaveTrace, simulate
 from gpurtl.golden.memory import Hierarchy, HintPolicy, Level
 
 
@@ -159,3 +160,38 @@ def test_bad_policy_is_refused():
         HintPolicy(ht_protect=-1)
     with pytest.raises(ValueError, match="reserved"):
         Hierarchy(levels()).access(A, 0, th=TH.RESERVED)
+
+
+def _cu_waves(n=96):
+    """Waves that revisit 14 node lines and each stream 64 shading lines nobody reads again."""
+    rng = np.random.default_rng(1)
+    waves = []
+    for w in range(n):
+        its = [[(lane, int(rng.integers(0, 14)), 0, 8, 0) for lane in range(8)] for _ in range(6)]
+        waves.append(WaveTrace(its, [10_000 + 64 * w + k for k in range(64)]))
+    return waves
+
+
+def test_the_cu_model_takes_the_hints():
+    """The CU model passes its hints to the hierarchy: streaming shading loads marked NT change
+    the node fetches' L0 hits (which way depends on the timing: the experiment's test checks the
+    direction on a real trace); the default is the explicit RT run, request for request."""
+    lv = [Level("L0", 2048, 4, 10, 1.0, 16, scope=Scope.CU)] + levels()[1:]
+    base = CuParams(levels=lv, vgpr_mode="static", memory_tags=True)
+    waves = _cu_waves()
+    runs = {
+        name: simulate(waves, base.replace(**changes), warm_lines=range(14))
+        for name, changes in {
+            "default": {},
+            "rt": {"node_th": 0, "shade_th": 0},
+            "nt": {"shade_th": int(TH.NT)},
+        }.items()
+    }
+    node = {k: r.memory["L0"]["by_tag"]["node"]["hit_rate"] for k, r in runs.items()}
+    assert runs["default"].cycles == runs["rt"].cycles and node["default"] == node["rt"]
+    assert node["nt"] != node["rt"], node
+    assert runs["nt"].memory["L0"]["by_tag"]["shade"]["accesses"] == 96 * 64
+    plain = simulate(waves, CuParams(levels=lv, vgpr_mode="static"), warm_lines=range(14))
+    assert "by_tag" not in plain.memory["L0"] and plain.cycles == runs["rt"].cycles
+    with pytest.raises(ValueError, match="`shade_th` must be a load temporal hint"):
+        CuParams(levels=lv, shade_th=7)
