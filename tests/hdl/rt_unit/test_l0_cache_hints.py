@@ -205,3 +205,12 @@ def test_lockstep_random_hints_on_compiled_simulators(backend):
     report = BACKENDS[backend].check(BLOCK, params, count=count, seed=6)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
+
+
+def test_the_node_fetch_with_hints_sends_regular_requests():
+    """``node_fetch`` built with ``hints`` drives its L0's hint fields with ``TH_RT`` at
+    ``SCOPE_CU`` (its golden model's L0 reads a missing hint as those): lockstep holds."""
+    fetch = registry.get("node_fetch")
+    params = fetch.resolve({"hints": True})
+    report = BACKENDS["pysim"].check(fetch, params, count=600, seed=2)
+    assert report.failed == 0, str(report.first)
