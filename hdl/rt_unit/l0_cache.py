@@ -176,7 +176,8 @@ class L0Cache(wiring.Component):
         else:  # the tree bits, node 0 the root
             st.repl = [Signal(max(1, ways - 1), name=f"plru_s{s}") for s in range(sets)]
         st.entry_l = entry_l
-        st.protect = [Signal(ways, name=f"protect_s{s}") for s in range(sets)]
+        if self.geometry.hints:  # the HT protect bits, one a way
+            st.protect = [Signal(ways, name=f"protect_s{s}") for s in range(sets)]
         st.mshr = Signal(data.ArrayLayout(miss_l, self.mshrs))
         st.drain = Signal(drain_l)
         st.out = Signal(out_l)
@@ -202,10 +203,11 @@ class L0Cache(wiring.Component):
         for s in range(self.sets):
             with m.If(rset == s):
                 m.d.comb += [cur.eq(st.tags[s]), cur_repl.eq(st.repl[s])]
-        st.cur_prot = cur_prot = Signal(ways, name="cur_protect")
-        for s in range(self.sets):
-            with m.If(rset == s):
-                m.d.comb += cur_prot.eq(st.protect[s])
+        if self.geometry.hints:
+            st.cur_prot = cur_prot = Signal(ways, name="cur_protect")
+            for s in range(self.sets):
+                with m.If(rset == s):
+                    m.d.comb += cur_prot.eq(st.protect[s])
         self._hint(m, st)
         st.found = found = Signal()
         st.way = way = Signal(st.way_shape)  # the matching way, or the victim on a miss
@@ -225,7 +227,8 @@ class L0Cache(wiring.Component):
                 m.d.comb += [found.eq(1), way.eq(w)]
         st.entry = entry = cur[way]
         st.kind = kind = Signal(2)
-        present = Mux(st.wide, MISS, HIT)  # a wider scope refetches a present line
+        # a wider scope refetches a present line
+        present = Mux(st.wide, MISS, HIT) if self.geometry.hints else HIT
         m.d.comb += kind.eq(Mux(found, Mux(entry.pending, PENDING, present), MISS))
 
         free = Signal()
@@ -416,7 +419,7 @@ class L0Cache(wiring.Component):
                 with m.If(st.cur_repl[p] == way):
                     m.d.comb += position.eq(p)
             passed = Cat(
-                _any((position > p) & (st.cur_repl[p] == w) for p in range(ways))
+                _any((position > p) & (st.cur_repl[p] == w) for p in range(ways - 1))
                 for w in range(ways)
             )
             evicting = miss & st.entry.valid & ~st.found

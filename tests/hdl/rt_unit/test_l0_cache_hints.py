@@ -12,7 +12,7 @@ from gpurtl.golden.rt_unit import HIT, MISS, PENDING, L0CacheModel
 from gpurtl.golden.rt_unit import l0_cache as golden_l0
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.blocks.rt_unit import MemorySide
-from gpurtl.sim.core import registry
+from gpurtl.sim.core import export, registry
 from gpurtl.sim.harness import golden_io
 
 from .compiled import COCOTB
@@ -214,3 +214,11 @@ def test_the_node_fetch_with_hints_sends_regular_requests():
     params = fetch.resolve({"hints": True})
     report = BACKENDS["pysim"].check(fetch, params, count=600, seed=2)
     assert report.failed == 0, str(report.first)
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("replacement", ["lru", "plru"])
+def test_exported_verilog_with_hints_lints_clean(replacement):
+    params = BLOCK.resolve({"hints": True, "replacement": replacement})
+    ok, messages = export.lint(export.to_verilog(BLOCK, params), "l0_cache")
+    assert ok, messages
