@@ -11,7 +11,7 @@ scope in the ``cpol`` operand of every vector memory instruction. Sources:
 * the meaning of each value: the comments there ("regular", "non-temporal (CU, SE), regular
   (MALL)", ...), the assembler syntax ``th:TH_LOAD_NT``, ``scope:SCOPE_SE`` of LLVM's
   ``docs/AMDGPU/AMDGPUAsmGFX12.rst``, and AMD's "RDNA4 Instruction Set Architecture Reference
-  Guide" (section "Memory Scope and Temporal Hints" of the vector memory chapter);
+  Guide" (the SCOPE and TH fields of the vector memory instruction formats);
 * the scopes' cache levels: LLVM ``docs/AMDGPUUsage.rst``, "Memory Model GFX12" (the L0 is per
   CU, the L1 per shader engine, the L2 per device; ``global_inv scope:SCOPE_SE`` after a
   work-group barrier, ``scope:SCOPE_DEV`` on agent-scope atomics, ``global_wb`` only at

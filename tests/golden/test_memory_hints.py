@@ -195,3 +195,22 @@ def test_the_cu_model_takes_the_hints():
     assert "by_tag" not in plain.memory["L0"] and plain.cycles == runs["rt"].cycles
     with pytest.raises(ValueError, match="`shade_th` must be a load temporal hint"):
         CuParams(levels=lv, shade_th=7)
+
+
+def test_the_facts_are_llvms_cpol_values():
+    """The values as LLVM's ``SIDefines.h`` ``CPol`` writes them (typed in here from there)."""
+    from gpurtl.facts import memory_hints as F
+
+    llvm = {"TH_RT": 0, "TH_NT": 1, "TH_HT": 2, "TH_LU": 3, "TH_NT_RT": 4, "TH_RT_NT": 5}
+    llvm.update(TH_NT_HT=6, TH_RESERVED=7)
+    assert {f"TH_{t.name}": t.value for t in TH} == llvm
+    assert [s.value << 3 for s in Scope] == [0, 8, 16, 24]  # SCOPE_CU .. SCOPE_SYS
+    assert (F.ATOMIC_RETURN, F.ATOMIC_NT, F.ATOMIC_CASCADE) == (1, 2, 4)  # GLC, SLC, 4
+    assert F.cpol(TH.NT_HT, Scope.SYS) == 6 | 3 << 3
+    assert F.th_name(3, "load") == "LU" and F.th_name(3, "store") == "WB"
+    assert F.th_name(7, "store") == "NT_WB" and F.th_name(3, "atomic") == "RETURN|NT"
+    assert F.near_far(TH.NT_RT) == ("NT", "RT") and F.near_far(TH.HT) == ("HT", "HT")
+    with pytest.raises(ValueError, match="`th` must be an integer 0 to 7"):
+        F.th_name(8)
+    with pytest.raises(ValueError, match="`kind` must be one of"):
+        F.th_name(0, "prefetch")
