@@ -138,7 +138,7 @@ class CuParams:
         out = dict(self._v)
         out["levels"] = [lv.as_dict() for lv in self._v["levels"]]
         if out["hint_policy"] is not None:
-            out["hint_policy"] = vars(out["hint_policy"])
+            out["hint_policy"] = dict(vars(out["hint_policy"]))
         return out
 
     @property

@@ -262,7 +262,7 @@ def measure(
         "node_lines": len(warm),
         "levels": [lv.as_dict() for lv in levels()],
         "configs": [
-            {"name": n, "node_th": t1.name, "shade_th": t2.name, "policy": vars(p)}
+            {"name": n, "node_th": t1.name, "shade_th": t2.name, "policy": dict(vars(p))}
             for n, t1, t2, p in configs
         ],
         "runs": runs,
