@@ -68,6 +68,11 @@ class L0Geometry:
     beats : int
         Transfers a line takes on the fill port, each of ``1024 / beats`` bits: a power of two
         up to ``MAX_BEATS``; 1 moves the whole line at once.
+    hints : bool
+        Requests carry a GFX12 load temporal hint ``th`` and a ``scope``
+        (:mod:`gpurtl.facts.memory_hints`), which the L0 follows as
+        :mod:`gpurtl.golden.rt_unit.l0_cache` says; ``False`` (the default) builds the L0 with
+        neither field, every request regular at CU scope.
 
     Raises
     ------
@@ -83,6 +88,7 @@ class L0Geometry:
     line_bits: int = 16
     replacement: str = "lru"
     beats: int = 1
+    hints: bool = False
 
     def __post_init__(self):
         ways, size = self.ways, self.size
@@ -108,6 +114,8 @@ class L0Geometry:
         beats = self.beats
         if not isinstance(beats, int) or not 1 <= beats <= MAX_BEATS or beats & (beats - 1):
             raise ValueError(f"`beats` must be a power of two up to {MAX_BEATS}, not {beats!r}")
+        if self.hints not in (False, True, 0, 1):
+            raise ValueError(f"`hints` must be a boolean, not {self.hints!r}")
 
     @property
     def sets(self):

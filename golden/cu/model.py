@@ -24,7 +24,12 @@ Golden models used (never re-implemented here):
 * registers: one :class:`gpurtl.golden.vgpr_alloc.dynamic.DynVgprModel` per SIMD (``LAUNCH``,
   ``ALLOC``, ``END``) in dynamic mode; static mode holds
   :func:`gpurtl.golden.vgpr_alloc.occupancy.rdna_static_waves` waves per SIMD;
-* memory: :class:`gpurtl.golden.memory.Hierarchy` (node lines and attribute lines).
+* memory: :class:`gpurtl.golden.memory.Hierarchy` (node lines and attribute lines), each
+  request with a GFX12 load temporal hint: ``node_th`` on the node fetches, ``shade_th`` on the
+  shading loads (:class:`gpurtl.facts.memory_hints.TH`; both ``RT`` by default, which is the
+  plain LRU hierarchy), the levels following ``hint_policy``
+  (:class:`gpurtl.golden.memory.HintPolicy`; default its defaults); ``memory_tags`` counts the
+  two kinds apart in the run's memory statistics (``by_tag``: ``node``, ``shade``).
 
 Shared units, each taking one item at a time: the VMEM/LDS issue port (one memory instruction
 a cycle for the CU), the texture address path (``tex_lanes_per_cycle`` lane addresses a cycle),
@@ -95,6 +100,10 @@ class CuParams:
         "lds_latency": 49,
         "queue_depth": 64,
         "levels": None,
+        "node_th": 0,
+        "shade_th": 0,
+        "hint_policy": None,
+        "memory_tags": False,
     }
 
     def __init__(self, **kwargs):
@@ -106,6 +115,12 @@ class CuParams:
             raise ValueError(f"`generation` must be 'gfx11' or 'gfx12', not {v['generation']!r}")
         if v["vgpr_mode"] not in ("dynamic", "static"):
             raise ValueError(f"`vgpr_mode` must be 'dynamic' or 'static', not {v['vgpr_mode']!r}")
+        for name in ("node_th", "shade_th"):
+            if not isinstance(v[name], int) or not 0 <= v[name] <= 6:
+                raise ValueError(
+                    f"`{name}` must be a load temporal hint 0 to 6 (facts.memory_hints.TH), "
+                    f"not {v[name]!r}"
+                )
         if v["levels"] is None:
             raise ValueError("`levels` (the memory hierarchy) must be given")
         self.__dict__["_v"] = v
@@ -122,6 +137,8 @@ class CuParams:
     def as_dict(self):
         out = dict(self._v)
         out["levels"] = [lv.as_dict() for lv in self._v["levels"]]
+        if out["hint_policy"] is not None:
+            out["hint_policy"] = dict(vars(out["hint_policy"]))
         return out
 
     @property
@@ -203,7 +220,8 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
         else prof.wait("s_waitcnt").encode(lgkm=0)
     )
     w_load = prof.wait("s_wait_loadcnt").encode(load=0) if p.generation == "gfx12" else w_bvh
-    mem = Hierarchy(p.levels)
+    mem = Hierarchy(p.levels, p.hint_policy)
+    node_tag, shade_tag = ("node", "shade") if p.memory_tags else (None, None)
     mem.warm(warm_lines, {lv.name for lv in p.levels[1:]})
     alloc = (
         [
@@ -316,7 +334,12 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                 if state == "bvh":
                     done = cycle
                     for k, (_lane, line, _kind, box, tri) in enumerate(w.iterations[st[2]]):
-                        ready = mem.access(line, tex.claim(cycle + k // p.tex_lanes_per_cycle))
+                        ready = mem.access(
+                            line,
+                            tex.claim(cycle + k // p.tex_lanes_per_cycle),
+                            th=p.node_th,
+                            tag=node_tag,
+                        )
                         ra_cycle = ra.claim(ready)
                         run.ra.append((ra_cycle, box, tri))
                         done = max(done, ra_cycle + p.ra_latency)
@@ -326,7 +349,8 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                 else:
                     done = cycle
                     for k, line in enumerate(w.hits):
-                        done = max(done, mem.access(line, tex.claim(cycle + k)))
+                        ready = mem.access(line, tex.claim(cycle + k), th=p.shade_th, tag=shade_tag)
+                        done = max(done, ready)
                 issue = {"valid": 1, "wave": s, "cls": cls, "hit": 0}
                 push = (names, s, max(1, done - cycle))
                 run.instructions.append((st[0], state, cycle, done))

@@ -46,14 +46,46 @@ The rules, shared bit for bit with the RTL (written here as plain Python over li
   ``fill.ready`` follows the same rule for every beat.
 * The payload outputs of the response and memory request registers keep their last value while
   ``valid`` is low.
-* ``event`` reports every accepted request's lookup result (``HIT``, ``PENDING``, ``MISS``).
+* ``event`` reports every accepted request's lookup result (``HIT``, ``PENDING``, ``MISS``:
+  :class:`gpurtl.facts.memory_hints.L0Lookup`).
+* **Hints** (geometry ``hints``): each request also carries a GFX12 load temporal hint ``th``
+  and a ``scope`` (:mod:`gpurtl.facts.memory_hints`). The L0 is a CU-level cache, so a split
+  hint's near half applies (``NT_RT`` and ``NT_HT`` are NT here, ``RT_NT`` is RT). AMD does not
+  say what its L0 does with a hint; these rules are choices (the same as the defaults of
+  :class:`gpurtl.golden.memory.HintPolicy` where the two overlap):
+
+  - ``RT``: as above (every use makes the way the most recent).
+  - ``NT``: the request does not use its way: a hit or pending hit leaves the replacement state
+    as it is, and a miss's line goes in where the victim was, so under LRU it stays the least
+    recently used (the next victim of its set once the set has no invalid way; invalid ways
+    are taken first, as without hints) and under PLRU the tree still points at it.
+  - ``HT`` (true LRU only; under PLRU HT is RT): used as RT, and the way's *protect* bit is set.
+    A miss takes the least recently used way whose protect bit is clear and clears the bits of
+    the protected ways it passed over (each HT line survives one eviction); with every way
+    protected it takes the least recently used way and clears them all. A fill of another hint
+    clears its way's bit.
+  - ``LU`` (last use): a hit is answered and its line invalidated (its way becomes the least
+    recently used); a pending hit or a miss is NT.
+  - ``scope`` wider than ``CU``: a hit is not served from the L0 (the line may be stale for the
+    wider scope): it is taken as a miss into the line's own way (kind ``MISS``), which refetches
+    the line. A pending hit merges as usual (its data is on its way from below).
+  - ``TH`` 7 (reserved for loads) is treated as RT.
+
+  Without ``hints`` every request is RT at CU scope: the rules above reduce to the plain ones.
 """
 
+from gpurtl.facts.memory_hints import L0Lookup, Scope, near_far
 from gpurtl.facts.rt_unit import LINE_BYTES, L0Geometry
 
-__all__ = ["HIT", "PENDING", "MISS", "LINE_BYTES", "L0CacheModel"]
+__all__ = ["HIT", "PENDING", "MISS", "LINE_BYTES", "L0CacheModel", "l0_hint_class"]
 
-HIT, PENDING, MISS = 0, 1, 2
+HIT, PENDING, MISS = L0Lookup.HIT.value, L0Lookup.PENDING.value, L0Lookup.MISS.value
+
+
+def l0_hint_class(th):
+    """What load hint ``th`` means at the L0: ``"RT"``, ``"NT"``, ``"HT"`` or ``"LU"`` (the near
+    half of a split hint; the reserved value 7 is RT)."""
+    return "RT" if th == 7 else near_far(th)[0]
 
 
 class L0CacheModel:
@@ -79,6 +111,7 @@ class L0CacheModel:
         self.tags = [[None] * ways for _ in range(self.sets)]
         self.lru = [list(range(ways)) for _ in range(self.sets)]  # least recently used first
         self.plru = [[0] * (ways - 1) for _ in range(self.sets)]  # tree bits, node 0 the root
+        self.protect = [[0] * ways for _ in range(self.sets)]  # HT protect bits (hints only)
         self.data = [[0] * ways for _ in range(self.sets)]
         # per miss register: None (free) or {"line", "way", "ids", "sent"}
         self.mshr = [None] * mshrs
@@ -89,19 +122,31 @@ class L0CacheModel:
         self.drain = None  # [mshr index, next target] while a fill's targets leave
         self.beat, self.assembled = 0, 0  # fill beats taken of the current line, their data
 
-    def lookup(self, line):
+    def lookup(self, line, scope=0):
         """``(kind, way)`` of ``line`` in the state at the start of this cycle (``way`` is the
-        victim for a miss)."""
+        victim for a miss; a present line's own way for a hit at a scope wider than CU)."""
         s = line % self.sets
         for way, entry in enumerate(self.tags[s]):
             if entry is not None and entry[0] == line:
-                return (PENDING if entry[1] else HIT), way
+                if entry[1]:
+                    return PENDING, way
+                return (MISS if scope > Scope.CU else HIT), way
         return MISS, self.victim(s)
 
     def victim(self, s):
         """The way a miss in set ``s`` replaces."""
         if self.geometry.replacement == "lru":
-            return self.lru[s][0]
+            # Without hints the invalid ways are always first in LRU order and no way is
+            # protected, so this is the least recently used way; with hints an NT line can sit
+            # before an invalid way, and protected ways are passed over.
+            order = self.lru[s]
+            for way in order:
+                if self.tags[s][way] is None:
+                    return way
+            for way in order:
+                if not self.protect[s][way]:
+                    return way
+            return order[0]
         invalid = [way for way, entry in enumerate(self.tags[s]) if entry is None]
         if invalid:
             return invalid[0]
@@ -121,11 +166,22 @@ class L0CacheModel:
             self.plru[s][parent] = int(node == 2 * parent + 1)
             node = parent
 
+    def _passed(self, s, way):
+        """The protected ways an LRU miss into ``way`` passes over: those before it in LRU
+        order, or all of them when every way is protected."""
+        order = self.lru[s]
+        if all(self.protect[s]):
+            return list(order)
+        return order[: order.index(way)]
+
     def step(self, inputs):
         req, fill = inputs["req"], inputs["fill"]
         line = req["payload"]["line"]
+        th = req["payload"].get("th", 0) if self.geometry.hints else 0
+        scope = req["payload"].get("scope", 0) if self.geometry.hints else 0
+        hint = l0_hint_class(th)
         s = line % self.sets
-        kind, way = self.lookup(line)
+        kind, way = self.lookup(line, scope)
         out_free = self.out is None or bool(inputs["resp"]["ready"])
         free = [k for k, m in enumerate(self.mshr) if m is None]
         if kind == HIT:
@@ -190,14 +246,28 @@ class L0CacheModel:
                 self._last_out = self.out
 
         if accept:
+            lru = self.geometry.replacement == "lru"
             if kind == PENDING:
                 self.mshr[self.tags[s][way][2]]["ids"].append(req["payload"]["id"])
             elif kind == MISS:
+                if lru and self.tags[s][way] is not None and self.tags[s][way][0] != line:
+                    for passed in self._passed(s, way):
+                        self.protect[s][passed] = 0
                 k = free[0]
                 self.tags[s][way] = [line, True, k]
                 self.mshr[k] = {"line": line, "way": way, "ids": [req["payload"]["id"]]}
                 self.mshr[k]["sent"] = False
-            self._touch(s, way)
+                self.protect[s][way] = 0
+            if hint == "RT" or hint == "HT":
+                self._touch(s, way)
+            if hint == "HT" and lru:
+                self.protect[s][way] = 1
+            if hint == "LU" and kind == HIT:
+                self.tags[s][way] = None
+                self.protect[s][way] = 0
+                if lru:
+                    self.lru[s].remove(way)
+                    self.lru[s].insert(0, way)
 
         line_data = 0
         if fill_take:

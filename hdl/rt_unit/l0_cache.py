@@ -21,6 +21,9 @@ module is their hardware form. In short:
   is written in the cycle it is accepted; its first target is answered two cycles later (the
   next cycle loads the response register from the written line), then one target a cycle.
   Hits may overtake pending misses; responses carry the request ``id``.
+* With ``hints``: NT requests (the near half of a split hint) do not update the replacement
+  state; HT requests set a per-way protect bit that an LRU miss passes over once; an LU hit
+  invalidates its line; a hit at a scope wider than CU is taken as a miss into its own way.
 
 Timing compared with :mod:`gpurtl.golden.memory.hierarchy` (event-exact, deltas): the hierarchy
 answers a hit ``delta`` cycles after the request and a pending hit ``delta`` after the fill; here
@@ -38,11 +41,20 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.memory_hints import SCOPE_BITS, TH_BITS, L0Lookup
 from gpurtl.facts.rt_unit import LINE_BITS, L0Geometry
 
 __all__ = ["L0Cache", "LINE_BITS", "l0_layouts", "l0_signature"]
 
-HIT, PENDING, MISS = 0, 1, 2
+HIT, PENDING, MISS = L0Lookup.HIT.value, L0Lookup.PENDING.value, L0Lookup.MISS.value
+
+
+def _any(terms):
+    """The OR of ``terms`` (0 for none)."""
+    out = 0
+    for term in terms:
+        out = out | term
+    return out
 
 
 def _bits(count):
@@ -69,7 +81,10 @@ def l0_signature(geometry=None):
 def l0_layouts(geometry):
     """``(request, response, memory request, fill)`` payload layouts of ``geometry``."""
     id_bits, line_bits = geometry.id_bits, geometry.line_bits
-    request = data.StructLayout({"id": id_bits, "line": line_bits})
+    fields = {"id": id_bits, "line": line_bits}
+    if geometry.hints:
+        fields.update(th=TH_BITS, scope=SCOPE_BITS)
+    request = data.StructLayout(fields)
     response = data.StructLayout({"id": id_bits, "data": LINE_BITS})
     mem_request = data.StructLayout({"line": line_bits})
     fill = data.StructLayout({"line": line_bits, "data": geometry.beat_bits})
@@ -90,7 +105,8 @@ class L0Cache(wiring.Component):
     Attributes
     ----------
     req : In(stream.Signature(request))
-        ``id``, ``line``.
+        ``id``, ``line``; with ``hints``, also ``th`` (a GFX12 load temporal hint) and
+        ``scope``, followed as :mod:`gpurtl.golden.rt_unit.l0_cache` says.
     resp : Out(stream.Signature(response))
         ``id``, ``data`` (the 128-byte line, byte 0 in bits 0-7).
     mem_req : Out(stream.Signature(mem_request))
@@ -160,6 +176,8 @@ class L0Cache(wiring.Component):
         else:  # the tree bits, node 0 the root
             st.repl = [Signal(max(1, ways - 1), name=f"plru_s{s}") for s in range(sets)]
         st.entry_l = entry_l
+        if self.geometry.hints:  # the HT protect bits, one a way
+            st.protect = [Signal(ways, name=f"protect_s{s}") for s in range(sets)]
         st.mshr = Signal(data.ArrayLayout(miss_l, self.mshrs))
         st.drain = Signal(drain_l)
         st.out = Signal(out_l)
@@ -185,10 +203,23 @@ class L0Cache(wiring.Component):
         for s in range(self.sets):
             with m.If(rset == s):
                 m.d.comb += [cur.eq(st.tags[s]), cur_repl.eq(st.repl[s])]
-        found = Signal()
+        if self.geometry.hints:
+            st.cur_prot = cur_prot = Signal(ways, name="cur_protect")
+            for s in range(self.sets):
+                with m.If(rset == s):
+                    m.d.comb += cur_prot.eq(st.protect[s])
+        self._hint(m, st)
+        st.found = found = Signal()
         st.way = way = Signal(st.way_shape)  # the matching way, or the victim on a miss
         if self.geometry.replacement == "lru":
             m.d.comb += way.eq(cur_repl[0])
+            if self.geometry.hints:
+                # The first unprotected way in LRU order, and before it the first invalid one
+                # (without hints both are the first way in LRU order).
+                for bad in (lambda w: cur_prot.bit_select(w, 1), lambda w: cur[w].valid):
+                    for p in reversed(range(ways)):
+                        with m.If(~bad(cur_repl[p])):
+                            m.d.comb += way.eq(cur_repl[p])
         else:
             m.d.comb += way.eq(self._plru_victim(m, cur, cur_repl))
         for w in reversed(range(ways)):
@@ -196,7 +227,9 @@ class L0Cache(wiring.Component):
                 m.d.comb += [found.eq(1), way.eq(w)]
         st.entry = entry = cur[way]
         st.kind = kind = Signal(2)
-        m.d.comb += kind.eq(Mux(found, Mux(entry.pending, PENDING, HIT), MISS))
+        # a wider scope refetches a present line
+        present = Mux(st.wide, MISS, HIT) if self.geometry.hints else HIT
+        m.d.comb += kind.eq(Mux(found, Mux(entry.pending, PENDING, present), MISS))
 
         free = Signal()
         st.free_k = Signal(range(self.mshrs))
@@ -219,6 +252,23 @@ class L0Cache(wiring.Component):
             self.req.ready.eq(ready),
             self.event.valid.eq(accept),
             self.event.kind.eq(Mux(accept, kind, 0)),
+        ]
+
+    def _hint(self, m, st):
+        """The request's hint as the L0 reads it: ``touch`` (RT, HT, RT_NT, reserved: the
+        request uses its way), ``ht``, ``lu``, and ``wide`` (a scope beyond the CU). Without
+        ``hints`` every request is RT at CU scope (constants)."""
+        if not self.geometry.hints:
+            st.touch, st.ht, st.lu, st.wide = 1, 0, 0, 0
+            return
+        th, scope = self.req.payload.th, self.req.payload.scope
+        st.touch, st.ht, st.lu, st.wide = Signal(), Signal(), Signal(), Signal()
+        nt = (th == 1) | (th == 4) | (th == 6)  # NT, NT_RT, NT_HT: non-temporal at the CU
+        m.d.comb += [
+            st.lu.eq(th == 3),
+            st.ht.eq(th == 2),
+            st.touch.eq(~nt & ~st.lu),
+            st.wide.eq(scope != 0),
         ]
 
     def _plru_victim(self, m, cur, tree):
@@ -334,13 +384,71 @@ class L0Cache(wiring.Component):
                                 st.tags[s][w].tag.eq(line[self.set_bits :]),
                                 st.tags[s][w].mshr.eq(st.free_k),
                             ]
-            if self.geometry.replacement == "lru":
+            lru = self.geometry.replacement == "lru"
+            if lru:
                 used = self._lru_used(m, st.cur_repl, way)
             else:
                 used = self._plru_used(m, st.cur_repl, way)
-            for s in range(self.sets):
-                with m.If(st.rset == s):
-                    m.d.sync += st.repl[s].eq(used)
+            if self.geometry.hints:
+                self._accept_hinted(m, st, used, lru)
+            else:
+                for s in range(self.sets):
+                    with m.If(st.rset == s):
+                        m.d.sync += st.repl[s].eq(used)
+
+    def _accept_hinted(self, m, st, used, lru):
+        """The replacement state, protect bits and LU invalidation of an accepted request with
+        a hint (inside ``If(accept)``): only RT and HT requests use their way; an LU hit drops
+        its line, first in LRU order; an LRU miss that evicts a line clears the protect bits of
+        the ways it passed over (all of them when all were protected); a fill clears its way's
+        bit and an HT request sets it."""
+        ways, way = self.ways, st.way
+        lu_hit = Signal()
+        m.d.comb += lu_hit.eq(st.lu & (st.kind == HIT))
+        if lru:
+            demoted = self._lru_demoted(m, st.cur_repl, way)
+            nxt = Mux(st.touch, used, Mux(lu_hit, demoted, st.cur_repl))
+        else:
+            nxt = Mux(st.touch, used, st.cur_repl)
+        onehot = Cat(way == w for w in range(ways))
+        cur = st.cur_prot
+        miss = st.kind == MISS
+        if lru:
+            position = Signal.like(way, name="victim_position")
+            for p in reversed(range(ways)):
+                with m.If(st.cur_repl[p] == way):
+                    m.d.comb += position.eq(p)
+            passed = Cat(
+                _any((position > p) & (st.cur_repl[p] == w) for p in range(ways - 1))
+                for w in range(ways)
+            )
+            evicting = miss & st.entry.valid & ~st.found
+            cleared = Mux(evicting, cur & ~Mux(cur.all(), (1 << ways) - 1, passed), cur)
+        else:
+            cleared = cur
+        filled = Mux(miss, cleared & ~onehot, cleared)
+        marked = Mux(st.ht, filled | onehot, filled) if lru else filled
+        final = Mux(lu_hit, marked & ~onehot, marked)
+        for s in range(self.sets):
+            with m.If(st.rset == s):
+                m.d.sync += [st.repl[s].eq(nxt), st.protect[s].eq(final)]
+                for w in range(ways):
+                    with m.If(lu_hit & (way == w)):
+                        m.d.sync += st.tags[s][w].valid.eq(0)
+
+    def _lru_demoted(self, m, order, way):
+        """The LRU ``order`` after an LU hit on ``way``: it moves to the front (the next
+        victim)."""
+        ways = self.ways
+        position = Signal.like(way, name="demoted_position")
+        for p in reversed(range(ways)):
+            with m.If(order[p] == way):
+                m.d.comb += position.eq(p)
+        demoted = Signal(order.shape())
+        m.d.comb += demoted[0].eq(way)
+        for p in range(1, ways):
+            m.d.comb += demoted[p].eq(Mux(p <= position, order[p - 1], order[p]))
+        return demoted
 
     def _lru_used(self, m, order, way):
         """The LRU ``order`` (least recent first) after a use of ``way``: it moves to the end."""

@@ -24,6 +24,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from gpurtl.facts.memory_hints import TH, Scope
 from gpurtl.facts.ray_accel import INSTR_LAYOUT
 from gpurtl.facts.rt_unit import FETCH_ORDER, FETCH_TAG_BITS, ORDERS, L0Geometry
 
@@ -123,6 +124,8 @@ class NodeFetch(wiring.Component):
             wr.en.eq(take),
             self.err.dual.eq(take & inst.dual),
         ]
+        if self.l0.geometry.hints:  # node fetches are regular loads at CU scope
+            m.d.comb += [l0.req.payload.th.eq(TH.RT), l0.req.payload.scope.eq(Scope.CU)]
         if self.order == "l0":
             self._l0_order(m, st)
         else:

@@ -64,6 +64,11 @@ _L0 = (
         choices=REPLACEMENTS,
     ),
     Param("beats", _G.beats, "fill transfers per line, 1024 / beats bits each", choices=_BEATS),
+    Param(
+        "hints",
+        _G.hints,
+        "L0 requests carry a GFX12 temporal hint and scope (the node fetch sends TH_RT, SCOPE_CU)",
+    ),
 )
 #: The small build of all three blocks (``Block.small``: the smoke tests' variant).
 _SMALL = {"size": 1024, "ways": 2, "mshrs": 2, "targets": 2, "line_bits": 8}
@@ -203,9 +208,12 @@ def _l0_stimulus(rng, count, **params):
 
     def offer():
         next_id[0] = (next_id[0] + 1) % (1 << g.id_bits)
-        return {"id": next_id[0], "line": draw()}
+        request = {"id": next_id[0], "line": draw()}
+        if g.hints:
+            request.update(_random_hint(rng))
+        return request
 
-    offer.idle = {"id": 0, "line": 0}
+    offer.idle = _l0_idle(g)
     model = L0CacheModel(g)
     return drive_with_memory(rng, count, model, offer, ("req", "resp"), g.line_bits, beats=g.beats)
 
@@ -221,15 +229,29 @@ def _idle(source, payload, sink, **others):
     }
 
 
+def _random_hint(rng):
+    """A random load hint and scope: half the requests regular at CU scope, the others any
+    hint (the reserved 7 too) and now and then a wider scope."""
+    if rng.random() < 0.5:
+        return {"th": 0, "scope": 0}
+    scope = int(rng.integers(1, 4)) if rng.random() < 0.15 else 0
+    return {"th": int(rng.integers(0, 8)), "scope": scope}
+
+
+def _l0_idle(g):
+    """The idle request payload of L0 geometry ``g``."""
+    return {"id": 0, "line": 0, **({"th": 0, "scope": 0} if g.hints else {})}
+
+
 def _l0_defaults(**params):
-    return _idle("req", {"id": 0, "line": 0}, "resp")
+    return _idle("req", _l0_idle(L0Geometry.split(params)[0]), "resp")
 
 
 register(
     Block(
         name="l0_cache",
         doc="RT unit L0 vector cache: 128-byte lines, true LRU or tree pseudo-LRU, MSHRs with merging, "
-        "out-of-order responses by id",
+        "out-of-order responses by id, optional GFX12 temporal hints and scope",
         kind="cycle",
         params=_L0,
         build=lambda **p: CyclePorts(L0Cache(**p)),
