@@ -88,9 +88,14 @@ def drive(rng, count, params, model=None, memory=None):
                 target[0] = (line << 7) | (int(rng.integers(0, 32)) << 2)
             else:
                 pc[0] = (pc[0] + int(rng.choice([4, 8]))) & mask
-        if start is None and rng.random() < 0.003:
-            most = min(g.entry_lines + 3, (1 << g.entry_bits) - 1)
-            lines = int(rng.integers(0, most + 1)) if rng.random() < 0.4 else int(rng.integers(5))
+        if start is None and rng.random() < 0.004:
+            roll, most = rng.random(), (1 << g.entry_bits) - 1
+            if roll < 0.2:  # more than the block takes: clamped to entry_lines
+                lines = int(rng.integers(min(g.entry_lines + 1, most), most + 1))
+            elif roll < 0.5:
+                lines = int(rng.integers(0, g.entry_lines + 1))
+            else:
+                lines = int(rng.integers(0, 5))
             start = {"line": (pc[0] >> 7) & ((1 << g.line_bits) - 1), "lines": lines}
         if pf is None and rng.random() < 0.02:
             line = target[0] >> 7 if rng.random() < 0.7 else int(rng.integers(0, 1 << g.line_bits))
