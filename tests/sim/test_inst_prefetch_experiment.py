@@ -1,0 +1,64 @@
+"""The instruction-prefetch experiment: its front end against hand-worked cases, the cliff where
+code outgrows the cache, the Intel Gen-like cliffs, and the report written from data.json."""
+
+import json
+
+import numpy as np
+import pytest
+
+from gpurtl.sim import experiments
+from gpurtl.sim.experiments import inst_prefetch as ip
+
+
+def straight(kb, inst_bytes=None):
+    return ip.Kernel(kb * 1024, False, None, 64, inst_bytes=inst_bytes)
+
+
+def test_code_that_fits_has_no_steady_stall_and_code_twice_the_cache_stalls():
+    fits = ip.simulate(straight(16), "none")
+    over = ip.simulate(straight(64), "none")
+    assert fits["stall_per_inst"] == 0 and fits["issue_loss_per_inst"] == 0
+    assert fits["line_requests"] == 128  # each line once: the first wave's cold misses
+    assert over["stall_per_inst"] > 1.0
+    # A cold miss misses the L1 too and hits the warmed L2: 80 + 100 cycles for a line of
+    # 128 / 5.6 instructions.
+    assert fits["cold_stall_per_inst"] == pytest.approx(180 / (128 / 5.6), rel=1e-6)
+
+
+def test_entry_prefetch_hides_the_first_waves_misses_up_to_its_size():
+    none = ip.simulate(straight(8), "none")
+    rdna3 = ip.simulate(straight(8), "rdna3")
+    assert rdna3["cold_stall_per_inst"] < none["cold_stall_per_inst"] / 5
+
+
+def test_the_gen_like_cliffs_sit_at_48_and_128_kb_of_16_byte_instructions():
+    rows = []
+    for count in (2800, 3000, 3300, 7800, 8000, 8400):
+        kernel = ip.Kernel(count * 16, False, None, 64, inst_bytes=16)
+        rows.append((count, ip.simulate(kernel, "none", size=48 * 1024, l1=128 * 1024)))
+    assert ip.cliffs(rows) == [(3000, 3300), (8000, 8400)]
+
+
+def test_branchy_kernels_take_one_side_per_wave_and_software_prefetch_adds_two_instructions():
+    kernel = ip.Kernel(16 * 1024, True, np.random.default_rng(1), 8)
+    lines = {line for path in kernel.paths for line, _ in path}
+    assert lines == set(range(kernel.lines))  # the waves together run every line
+    assert all(len(path) < kernel.lines for path in kernel.paths)
+    base = kernel.instructions(0, False)
+    assert kernel.instructions(0, True) == base + 2 * len(kernel.regions)
+
+
+def test_cliffs_finds_each_run_of_steep_steps():
+    rows = [(x, {"stall_per_inst": v}) for x, v in [(1, 0), (2, 0), (3, 1), (4, 2), (5, 2), (6, 3)]]
+    assert ip.cliffs(rows) == [(2, 3), (5, 6)]
+
+
+def test_quick_run_writes_report_and_provenance(tmp_path):
+    result = experiments.run(ip, tmp_path, quick=True)
+    data = json.loads((tmp_path / experiments.DATA).read_text())
+    assert data["provenance"]["seed"] == ip.SEED and data["provenance"]["experiment"] == ip.NAME
+    assert {r["config"] for r in data["rows"]} == set(ip.CONFIGS)
+    names = {p.rsplit("/", 1)[-1] for p in result["files"]}
+    assert {"inst_prefetch.csv", "inst_prefetch.png", "summary.md", "data.json"} <= names
+    again = experiments.report(ip, tmp_path / "again", data_dir=tmp_path)
+    assert again["rows"] == result["rows"]
