@@ -46,6 +46,8 @@ from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.golden.vgpr_alloc.occupancy import rdna_static_waves
 from gpurtl.golden.waitcnt import ReturnQueueModel, WaitCountersModel
 
+from .icache import CuICache
+
 __all__ = ["CuParams", "CuRun", "WaveTrace", "article_utilization", "simulate"]
 
 
@@ -95,6 +97,7 @@ class CuParams:
         "lds_latency": 49,
         "queue_depth": 64,
         "levels": None,
+        "icache": None,
     }
 
     def __init__(self, **kwargs):
@@ -122,6 +125,8 @@ class CuParams:
     def as_dict(self):
         out = dict(self._v)
         out["levels"] = [lv.as_dict() for lv in self._v["levels"]]
+        if out["icache"] is None:
+            del out["icache"]  # off: the dictionary is what it was before the option
         return out
 
     @property
@@ -146,6 +151,7 @@ class CuRun:
         self.alloc_waits = 0
         self.launch_times, self.end_times = [], []
         self.memory = None
+        self.icache = None  # the instruction cache's counts, when it is on
 
 
 class _Slots:
@@ -205,6 +211,12 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
     w_load = prof.wait("s_wait_loadcnt").encode(load=0) if p.generation == "gfx12" else w_bvh
     mem = Hierarchy(p.levels)
     mem.warm(warm_lines, {lv.name for lv in p.levels[1:]})
+    icache = CuICache(p.icache, mem) if p.icache is not None else None
+
+    def code(phase, cycle):
+        """When a phase's instructions are there (at once without the instruction cache)."""
+        return cycle if icache is None else icache.fetch(phase, cycle)
+
     alloc = (
         [
             DynVgprModel(p.rf_vgprs, p.block_size, p.slots_per_simd, 8, True, 7, assertions=False)
@@ -292,7 +304,9 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                     continue
                 run.launch_times.append(cycle)
                 st[1], st[2] = "iter", 0
-                wake(s, valu(s, cycle, p.setup_cycles, 32))
+                if icache is not None:
+                    icache.launch(cycle)
+                wake(s, valu(s, code("setup", cycle), p.setup_cycles, 32))
             elif state == "iter":
                 if st[2] == len(w.iterations):
                     st[1] = "shade"
@@ -306,7 +320,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                     + p.instance_valu * (2 in kinds)
                 )
                 st[1] = "bvh"
-                wake(s, valu(s, cycle, cost, len(lanes)))
+                wake(s, valu(s, code("loop", cycle), cost, len(lanes)))
             elif state in ("bvh", "ds", "load"):
                 cls = {"bvh": _BVH, "ds": _DS, "load": _LOAD}[state]
                 names = target[cls]
@@ -346,7 +360,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                     wake(s, cycle + p.alloc_retry)
                     continue
                 st[1] = "load" if w.hits else "end"
-                wake(s, valu(s, cycle, p.shade_valu, 32))
+                wake(s, valu(s, code("shade", cycle), p.shade_valu, 32))
             elif state == "end":
                 alloc_op(s, OP.END, 0)
                 run.waves_done += 1
@@ -395,4 +409,5 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                 wake(s, cycle + 1)
         run.cycles = cycle
     run.memory = mem.stats()
+    run.icache = icache.stats() if icache is not None else None
     return run
