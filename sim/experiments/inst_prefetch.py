@@ -68,7 +68,8 @@ CONFIGS = {
 }
 SIMDS, SLOTS = 4, 4
 WAVES = 96
-SEED = 33
+SEED = 33  # the branchy kernels' paths
+SEEDS = (1, 2, 3)  # the first waves' start times: each figure is the median over these
 RDNA_SIZES = ((4, 0.6), (8, 0.4))  # instruction bytes, share
 #: The Intel Gen-like front end: 16-byte (uncompacted) instructions, 48 KB instruction cache and
 #: a 128 KB next level, as the article describes; the same model otherwise.
@@ -171,9 +172,10 @@ class FrontEnd:
             self._request(line, t, touch=False)
 
 
-def simulate(kernel, config, size=ICACHE_SIZE, ways=ICACHE_WAYS, l1=128 * 1024):
+def simulate(kernel, config, size=ICACHE_SIZE, ways=ICACHE_WAYS, l1=128 * 1024, jitter=None):
     """Run every wave of ``kernel`` (one per path) through the front end of configuration
-    ``config`` (a key of ``CONFIGS``); returns the measured figures."""
+    ``config`` (a key of ``CONFIGS``); returns the measured figures. ``jitter`` (a numpy
+    generator) moves each first wave's start by up to one start interval at random."""
     waves = len(kernel.paths)
     entry, distance, software = CONFIGS[config]
     fe = FrontEnd(size, ways, entry, distance, software, l1, kernel.lines)
@@ -231,7 +233,8 @@ def simulate(kernel, config, size=ICACHE_SIZE, ways=ICACHE_WAYS, l1=128 * 1024):
             push(t, 1, "run", simd)
 
     for slot in range(slots):  # the first waves start spread over one lifetime
-        push(slot * lifetime / slots, 0, "launch", slot)
+        shift = float(jitter.random()) if jitter is not None else 0.0
+        push((slot + shift) * lifetime / slots, 0, "launch", slot)
     while events:
         t, _, _, what, who = heapq.heappop(events)
         if what == "launch":
@@ -296,7 +299,7 @@ def simulate(kernel, config, size=ICACHE_SIZE, ways=ICACHE_WAYS, l1=128 * 1024):
     }
 
 
-def _provenance(seed):
+def _provenance(seeds):
     root = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(
@@ -318,14 +321,26 @@ def _provenance(seed):
         "commit": commit or None,
         "versions": versions,
         "python": platform.python_version(),
-        "seed": seed,
+        "seeds": seeds,
+        "kernel_seed": SEED,
     }
+
+
+def _seeds(kernel, config, seeds, **cache):
+    """:func:`simulate` once per seed of the first waves' start times: the median of each
+    figure, and the smallest and largest stall per instruction."""
+    runs = [simulate(kernel, config, jitter=np.random.default_rng(s), **cache) for s in seeds]
+    point = {key: float(np.median([r[key] for r in runs])) for key in runs[0]}
+    stalls = [r["stall_per_inst"] for r in runs]
+    point.update(stall_min=min(stalls), stall_max=max(stalls))
+    return point
 
 
 def measure(*, quick=False, progress=None):
     sizes = QUICK_SIZES_KB if quick else SIZES_KB
     gen = QUICK_GEN_INSTRUCTIONS if quick else GEN_INSTRUCTIONS
     waves = 64 if quick else WAVES
+    seeds = SEEDS[:1] if quick else SEEDS
     rows, gen_rows = [], []
     total = len(sizes) * 2 * len(CONFIGS) + len(gen)
     done = 0
@@ -336,20 +351,21 @@ def measure(*, quick=False, progress=None):
                 if kind == "straight" and config == "rdna4+sw":
                     done += 1
                     continue  # no branches to prefetch
-                point = simulate(kernel, config)
+                point = _seeds(kernel, config, seeds)
                 rows.append({"code": kind, "size_kb": kb, "config": config, **point})
                 done += 1
                 if progress:
                     progress(done, total, f"{kind} {kb} KB {config}")
     for count in gen:
         kernel = Kernel(count * GEN_BYTES, False, None, waves, inst_bytes=GEN_BYTES)
-        point = simulate(kernel, "none", size=GEN_L1, ways=4, l1=GEN_L2)
+        point = _seeds(kernel, "none", seeds, size=GEN_L1, ways=4, l1=GEN_L2)
         gen_rows.append({"instructions": count, "code_kb": count * GEN_BYTES / 1024, **point})
         done += 1
         if progress:
             progress(done, total, f"gen-like {count} instructions")
     return {
-        "provenance": _provenance(SEED),
+        "provenance": _provenance(list(seeds)),
+        "seeds": list(seeds),
         "quick": quick,
         "cache": {"size": ICACHE_SIZE, "ways": ICACHE_WAYS, "line": LINE_BYTES},
         "front_end": {"simds": SIMDS, "slots": SLOTS, "waves": waves},
@@ -393,6 +409,8 @@ COLUMNS = [
     Column("size_kb", "code", "KB"),
     Column("config"),
     Column("stall_per_inst", "stall / instruction", "cycles", 3),
+    Column("stall_min", "min", "cycles", 3),
+    Column("stall_max", "max", "cycles", 3),
     Column("issue_loss_per_inst", "issue loss / instruction", "cycles", 3),
     Column("cold_stall_per_inst", "first wave stall / instruction", "cycles", 3),
     Column("line_requests", "lines from L1"),
@@ -487,8 +505,10 @@ def report(data, out_dir):
             markdown(rows, COLUMNS),
             "Gen-like front end (16-byte instructions, 48 KB cache, 128 KB next level):",
             markdown(gen["rows"], GEN_COLUMNS),
-            f"Made by gpurtl {prov['versions'].get('gpurtl')} at commit {prov['commit']}, seed "
-            f"{prov['seed']}, numpy {prov['versions'].get('numpy')}, Python {prov['python']}.",
+            f"Made by gpurtl {prov['versions'].get('gpurtl')} at commit {prov['commit']}, "
+            f"start-time seeds {prov['seeds']} (medians; branchy paths: seed "
+            f"{prov['kernel_seed']}), numpy {prov['versions'].get('numpy')}, "
+            f"Python {prov['python']}.",
         ),
     ]
     return {"title": title, "rows": summary, "files": files}

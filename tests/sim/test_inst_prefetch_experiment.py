@@ -56,7 +56,9 @@ def test_cliffs_finds_each_run_of_steep_steps():
 def test_quick_run_writes_report_and_provenance(tmp_path):
     result = experiments.run(ip, tmp_path, quick=True)
     data = json.loads((tmp_path / experiments.DATA).read_text())
-    assert data["provenance"]["seed"] == ip.SEED and data["provenance"]["experiment"] == ip.NAME
+    assert (
+        data["provenance"]["seeds"] == [ip.SEEDS[0]] and data["provenance"]["experiment"] == ip.NAME
+    )
     assert {r["config"] for r in data["rows"]} == set(ip.CONFIGS)
     names = {p.rsplit("/", 1)[-1] for p in result["files"]}
     assert {"inst_prefetch.csv", "inst_prefetch.png", "summary.md", "data.json"} <= names
