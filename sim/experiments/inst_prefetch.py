@@ -413,8 +413,8 @@ COLUMNS = [
     Column("stall_max", "max", "cycles", 3),
     Column("issue_loss_per_inst", "issue loss / instruction", "cycles", 3),
     Column("cold_stall_per_inst", "first wave stall / instruction", "cycles", 3),
-    Column("line_requests", "lines from L1"),
-    Column("prefetches"),
+    Column("line_requests", "lines from L1", digits=0),
+    Column("prefetches", digits=0),
 ]
 GEN_COLUMNS = [
     Column("instructions"),
