@@ -64,3 +64,59 @@ def test_quick_run_writes_report_and_provenance(tmp_path):
     assert {"inst_prefetch.csv", "inst_prefetch.png", "summary.md", "data.json"} <= names
     again = experiments.report(ip, tmp_path / "again", data_dir=tmp_path)
     assert again["rows"] == result["rows"]
+
+
+def _cycle_model_requests(lines, distance, **geometry):
+    """The lines the ``icache`` golden model asks memory for when ``lines`` are fetched one
+    after the other (each answered before the next, with idle cycles between for prefetch)."""
+    from gpurtl.facts.inst_prefetch import ICacheGeometry
+    from gpurtl.golden.icache import ICacheModel
+
+    model = ICacheModel(ICacheGeometry(**geometry))
+    due, requested = [], []
+
+    def step(fetch=None):
+        fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
+        if due:
+            fill = {"valid": 1, "payload": {"line": due[0], "data": 0}}
+        out = model.step(
+            {
+                "fetch": {"valid": int(fetch is not None), "payload": {"pc": (fetch or 0) << 7}},
+                "resp": {"ready": 1},
+                "start": {"valid": 0, "payload": {"line": 0, "lines": 0}},
+                "pf": {"valid": 0, "payload": {"line": 0, "count": 0}},
+                "distance": distance,
+                "mem_req": {"ready": 1},
+                "fill": fill,
+            }
+        )
+        if fill["valid"] and out["fill"]["ready"]:
+            due.pop(0)
+        if out["mem_req"]["valid"]:
+            requested.append(out["mem_req"]["payload"]["line"])
+            due.append(out["mem_req"]["payload"]["line"])
+        return out
+
+    for line in lines:
+        while not step(line)["fetch"]["ready"]:
+            pass
+        for _ in range(12):
+            step()
+    return requested
+
+
+@pytest.mark.parametrize("distance", [0, 2])
+def test_the_experiments_cache_asks_for_the_lines_the_block_asks_for(distance):
+    """One wave's line sequence (straight code three times round a 1 KB cache, then some
+    jumps) through the experiment's front end and through the block's cycle-stepped golden
+    model: the same lines requested from memory, in the same order."""
+    lines = list(range(12)) * 3 + [3, 40, 41, 7, 40, 2]
+    expected = _cycle_model_requests(lines, distance, size=1024, ways=2, line_bits=8)
+    fe = ip.FrontEnd(1024, 2, 0, distance, False, 128 * 1024, 1 << 8)
+    got, t = [], 0.0
+    fe.memory.access = lambda line, when, level=0: (got.append(line), when + 5)[1]
+    for line in lines:
+        t = fe.fetch(line, t) + 20
+        for ahead in range(1, distance + 1):
+            fe.prefetch(line + ahead, t - 20)
+    assert got == expected and len(expected) > 20
