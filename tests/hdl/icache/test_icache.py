@@ -52,6 +52,14 @@ def test_stimulus_reaches_every_case(seed):
             if inputs[k - 1][name]["valid"] and not outputs[k - 1][name]["ready"]:
                 assert inputs[k][name] == inputs[k - 1][name]
     assert sum(o["resp"]["valid"] and not i["resp"]["ready"] for i, o in pairs) > 50
+    # The block's own offers keep to the rule too (the RTL's equal the golden model's).
+    for name in ("resp", "mem_req"):
+        held = 0
+        for k in range(1, len(inputs)):
+            if outputs[k - 1][name]["valid"] and not inputs[k - 1][name]["ready"]:
+                assert outputs[k][name] == outputs[k - 1][name]
+                held += 1
+        assert held > 10, name
     assert len({i["distance"] for i in inputs}) == 4
 
 
