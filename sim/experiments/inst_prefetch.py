@@ -31,6 +31,10 @@ The model (every part of it a choice, stated in ``docs/inst_prefetch.md`` and th
   differs), *RDNA 4 + software*: an ``s_prefetch_inst_pc_rel`` of one line at each of a region's
   two branch targets, placed at the region's start (two extra instructions a region).
 
+The ``icache`` RTL itself runs too (Amaranth's simulator, every cycle compared with the golden
+model): one wave fetching every instruction of a small kernel, cold and then warm, with no
+prefetch, the sequential prefetch and the kernel-entry prefetch.
+
 Measured: *stall per instruction*, the cycles waves wait for instruction lines divided by the
 instructions they execute (the steady-state waves: the first and last 16 left out), and
 *issue loss*, the SIMD cycles with no wave ready per instruction; the *cold* stall per
@@ -50,6 +54,7 @@ from gpurtl.golden.icache import MISS, ICacheCore
 from gpurtl.golden.memory import Hierarchy, Level
 
 from ..tables import Column, document, markdown, write_csv
+from . import ExperimentFailed
 
 NAME = "inst-prefetch"
 DESCRIPTION = (
@@ -299,6 +304,104 @@ def simulate(kernel, config, size=ICACHE_SIZE, ways=ICACHE_WAYS, l1=128 * 1024, 
     }
 
 
+#: The RTL runs: the ``icache`` block (4 KB, 4 ways, 8 miss registers) fetching every
+#: instruction of a straight 2 KB kernel twice over (cold, then warm) for one wave, memory
+#: answering 80 cycles after each request; label -> (entry lines, distance).
+RTL_PARAMS = {"size": 4096, "ways": 4, "mshrs": 8, "line_bits": 8, "entry_lines": 64}
+RTL_CONFIGS = {"none": (0, 0), "distance 3": (0, 3), "entry 16 lines": (16, 0)}
+RTL_LINES, RTL_LATENCY = 16, 80
+
+
+def _rtl_inputs(entry, distance):
+    """Per-cycle inputs of one wave running the kernel twice, made by running the golden model
+    (:class:`gpurtl.golden.icache.ICacheModel`); with its outputs and the cycles each pass
+    took."""
+    from gpurtl.facts.inst_prefetch import ICacheGeometry
+    from gpurtl.golden.icache import ICacheModel
+
+    model = ICacheModel(ICacheGeometry(**RTL_PARAMS))
+    pcs = []
+    for pc_line in range(RTL_LINES):  # 4- and 8-byte instructions, 5.6 bytes on average
+        pc = pc_line * LINE_BYTES
+        k = 0
+        while pc < (pc_line + 1) * LINE_BYTES:
+            pcs.append(pc)
+            pc += 8 if k % 5 in (1, 3) else 4
+            k += 1
+    idle_fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
+    due, inputs, outputs, passes = [], [], [], []
+    start = {"line": 0, "lines": entry} if entry else None
+    for _ in range(2):
+        began = len(inputs)
+        queue = list(pcs)
+        waiting = False
+        while queue or waiting:
+            cycle = len(inputs)
+            fill = idle_fill
+            if due and due[0][0] <= cycle:
+                line = due[0][1]
+                fill = {"valid": 1, "payload": {"line": line, "data": line * 0x9E3779B1}}
+            step = {
+                "fetch": {
+                    "valid": int(bool(queue) and not waiting),
+                    "payload": {"pc": queue[0] if queue else 0},
+                },
+                "resp": {"ready": 1},
+                "start": {
+                    "valid": int(start is not None),
+                    "payload": start or {"line": 0, "lines": 0},
+                },
+                "pf": {"valid": 0, "payload": {"line": 0, "count": 0}},
+                "distance": distance,
+                "mem_req": {"ready": 1},
+                "fill": fill,
+            }
+            out = model.step(step)
+            inputs.append(step)
+            outputs.append(out)
+            if start is not None and out["start"]["ready"]:
+                start = None
+            if fill["valid"] and out["fill"]["ready"]:
+                due.pop(0)
+            if out["mem_req"]["valid"]:
+                due.append((cycle + RTL_LATENCY, out["mem_req"]["payload"]["line"]))
+            if out["resp"]["valid"]:
+                waiting = False
+            if step["fetch"]["valid"] and out["fetch"]["ready"]:
+                queue.pop(0)
+                waiting = True
+        passes.append(len(inputs) - began)
+    return inputs, outputs, passes, len(pcs)
+
+
+def measure_rtl():
+    """Every RTL configuration on the Amaranth simulator, each cycle compared with the golden
+    model; raises :class:`ExperimentFailed` on a mismatch."""
+    from ..backends import BACKENDS
+    from ..core import registry
+
+    block = registry.get("icache")
+    params = block.resolve(RTL_PARAMS)
+    rows = []
+    for label, (entry, distance) in RTL_CONFIGS.items():
+        inputs, outputs, passes, count = _rtl_inputs(entry, distance)
+        report = BACKENDS["pysim"].run(block, params, inputs, expected=outputs)
+        if report.failed:
+            raise ExperimentFailed(f"icache RTL differs from its golden model: {report.first}")
+        rows.append(
+            {
+                "config": label,
+                "instructions": count,
+                "cycles_cold": passes[0],
+                "cycles_warm": passes[1],
+                "cold_stall_per_inst": passes[0] / count - 2,
+                "warm_stall_per_inst": passes[1] / count - 2,
+                "cycles_compared": report.passed,
+            }
+        )
+    return rows
+
+
 def _provenance(seeds):
     root = Path(__file__).resolve().parent
     try:
@@ -356,6 +459,9 @@ def measure(*, quick=False, progress=None):
                 done += 1
                 if progress:
                     progress(done, total, f"{kind} {kb} KB {config}")
+    if progress:
+        progress(done, total, "the icache RTL on the Amaranth simulator")
+    rtl_rows = measure_rtl()
     for count in gen:
         kernel = Kernel(count * GEN_BYTES, False, None, waves, inst_bytes=GEN_BYTES)
         point = _seeds(kernel, "none", seeds, size=GEN_L1, ways=4, l1=GEN_L2)
@@ -375,6 +481,7 @@ def measure(*, quick=False, progress=None):
             k: dict(zip(("entry_lines", "distance", "software"), v)) for k, v in CONFIGS.items()
         },
         "rows": rows,
+        "rtl": {"params": RTL_PARAMS, "latency": RTL_LATENCY, "rows": rtl_rows},
         "gen": {
             "inst_bytes": GEN_BYTES,
             "icache": GEN_L1,
@@ -415,6 +522,15 @@ COLUMNS = [
     Column("cold_stall_per_inst", "first wave stall / instruction", "cycles", 3),
     Column("line_requests", "lines from L1", digits=0),
     Column("prefetches", digits=0),
+]
+RTL_COLUMNS = [
+    Column("config"),
+    Column("instructions"),
+    Column("cycles_cold", "cycles, cold"),
+    Column("cycles_warm", "cycles, warm"),
+    Column("cold_stall_per_inst", "cold stall / instruction", "cycles", 3),
+    Column("warm_stall_per_inst", "warm stall / instruction", "cycles", 3),
+    Column("cycles_compared", "cycles compared"),
 ]
 GEN_COLUMNS = [
     Column("instructions"),
@@ -487,11 +603,20 @@ def report(data, out_dir):
             _cliff_text(cliffs(gen_pts), "instructions") + f" (measured: near {measured})",
         )
     )
+    summary.append(
+        (
+            "icache RTL, cold stall / instruction",
+            ", ".join(
+                f"{r['config']}: {r['cold_stall_per_inst']:.2f}" for r in data["rtl"]["rows"]
+            ),
+        )
+    )
     title = "Instruction prefetch: front-end stall against code size"
     prov = data["provenance"]
     files = [
         write_csv(out_dir / "inst_prefetch.csv", rows, COLUMNS),
         write_csv(out_dir / "inst_prefetch_gen.csv", gen["rows"], GEN_COLUMNS),
+        write_csv(out_dir / "inst_prefetch_rtl.csv", data["rtl"]["rows"], RTL_COLUMNS),
         _plot(out_dir / "inst_prefetch.png", data),
         document(
             out_dir / "summary.md",
@@ -503,6 +628,11 @@ def report(data, out_dir):
             "model (docs/inst_prefetch.md), not a measurement of AMD hardware.",
             markdown([{"metric": m, "value": v} for m, v in summary], ["metric", "value"]),
             markdown(rows, COLUMNS),
+            "The icache RTL (Amaranth simulator, every cycle compared with the golden model): "
+            f"one wave fetching each instruction of a {RTL_LINES}-line kernel twice over, "
+            f"memory answering {data['rtl']['latency']} cycles after a request; a fetch that "
+            "hits takes 2 cycles (accepted, answered), so the stall is cycles / instruction - 2:",
+            markdown(data["rtl"]["rows"], RTL_COLUMNS),
             "Gen-like front end (16-byte instructions, 48 KB cache, 128 KB next level):",
             markdown(gen["rows"], GEN_COLUMNS),
             f"Made by gpurtl {prov['versions'].get('gpurtl')} at commit {prov['commit']}, "

@@ -60,6 +60,13 @@ def test_quick_run_writes_report_and_provenance(tmp_path):
         data["provenance"]["seeds"] == [ip.SEEDS[0]] and data["provenance"]["experiment"] == ip.NAME
     )
     assert {r["config"] for r in data["rows"]} == set(ip.CONFIGS)
+    rtl = {r["config"]: r for r in data["rtl"]["rows"]}
+    assert set(rtl) == set(ip.RTL_CONFIGS) and all(
+        r["cycles_compared"] > 1000 for r in rtl.values()
+    )
+    # Prefetch takes the RTL's cold misses; once warm, every fetch hits.
+    assert rtl["entry 16 lines"]["cycles_cold"] < rtl["none"]["cycles_cold"] / 2
+    assert all(r["warm_stall_per_inst"] == 0 for r in rtl.values())
     names = {p.rsplit("/", 1)[-1] for p in result["files"]}
     assert {"inst_prefetch.csv", "inst_prefetch.png", "summary.md", "data.json"} <= names
     again = experiments.report(ip, tmp_path / "again", data_dir=tmp_path)
