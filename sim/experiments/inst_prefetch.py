@@ -402,17 +402,21 @@ def measure_rtl():
     return rows
 
 
-def _provenance(seeds):
+def _git(*args):
     root = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
-        commit = ""
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _provenance(seeds):
+    """What made the data: the commit (and whether the working tree had changes), the versions,
+    the seeds."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
     versions = {}
     for package in ("gpurtl", "numpy", "amaranth"):
         try:
@@ -421,7 +425,8 @@ def _provenance(seeds):
             versions[package] = None
     return {
         "experiment": NAME,
-        "commit": commit or None,
+        "commit": _git("rev-parse", "HEAD"),
+        "modified": None if status is None else bool(status),
         "versions": versions,
         "python": platform.python_version(),
         "seeds": seeds,
@@ -444,6 +449,7 @@ def measure(*, quick=False, progress=None):
     gen = QUICK_GEN_INSTRUCTIONS if quick else GEN_INSTRUCTIONS
     waves = 64 if quick else WAVES
     seeds = SEEDS[:1] if quick else SEEDS
+    provenance = _provenance(list(seeds))  # before measuring: the code that measures
     rows, gen_rows = [], []
     total = len(sizes) * 2 * len(CONFIGS) + len(gen)
     done = 0
@@ -470,7 +476,7 @@ def measure(*, quick=False, progress=None):
         if progress:
             progress(done, total, f"gen-like {count} instructions")
     return {
-        "provenance": _provenance(list(seeds)),
+        "provenance": provenance,
         "seeds": list(seeds),
         "quick": quick,
         "cache": {"size": ICACHE_SIZE, "ways": ICACHE_WAYS, "line": LINE_BYTES},
@@ -635,7 +641,8 @@ def report(data, out_dir):
             markdown(data["rtl"]["rows"], RTL_COLUMNS),
             "Gen-like front end (16-byte instructions, 48 KB cache, 128 KB next level):",
             markdown(gen["rows"], GEN_COLUMNS),
-            f"Made by gpurtl {prov['versions'].get('gpurtl')} at commit {prov['commit']}, "
+            f"Made by gpurtl {prov['versions'].get('gpurtl')} at commit {prov['commit']}"
+            f"{' (with local changes)' if prov.get('modified') else ''}, "
             f"start-time seeds {prov['seeds']} (medians; branchy paths: seed "
             f"{prov['kernel_seed']}), numpy {prov['versions'].get('numpy')}, "
             f"Python {prov['python']}.",
