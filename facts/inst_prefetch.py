@@ -150,7 +150,7 @@ MAX_DISTANCE = 3
 
 #: The instruction cache of a work group processor (RDNA white paper): 32 KB, 4-way, shared by
 #: its two compute units. No public figure for RDNA 3 or RDNA 4 was found; the model keeps
-#: RDNA's (a choice) and the experiment also shows 64 KB.
+#: RDNA's (a choice; ``simulate(size=...)`` of the experiment takes another).
 ICACHE_SIZE = 32 * 1024
 ICACHE_WAYS = 4
 
