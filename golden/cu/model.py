@@ -51,6 +51,8 @@ from gpurtl.golden.vgpr_alloc.dynamic import DynVgprModel
 from gpurtl.golden.vgpr_alloc.occupancy import rdna_static_waves
 from gpurtl.golden.waitcnt import ReturnQueueModel, WaitCountersModel
 
+from .icache import CuICache
+
 __all__ = ["CuParams", "CuRun", "WaveTrace", "article_utilization", "simulate"]
 
 
@@ -104,6 +106,7 @@ class CuParams:
         "shade_th": 0,
         "hint_policy": None,
         "memory_tags": False,
+        "icache": None,
     }
 
     def __init__(self, **kwargs):
@@ -139,6 +142,8 @@ class CuParams:
         out["levels"] = [lv.as_dict() for lv in self._v["levels"]]
         if out["hint_policy"] is not None:
             out["hint_policy"] = dict(vars(out["hint_policy"]))
+        if out["icache"] is None:
+            del out["icache"]  # off: the dictionary is what it was before the option
         return out
 
     @property
@@ -163,6 +168,7 @@ class CuRun:
         self.alloc_waits = 0
         self.launch_times, self.end_times = [], []
         self.memory = None
+        self.icache = None  # the instruction cache's counts, when it is on
 
 
 class _Slots:
@@ -223,6 +229,12 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
     mem = Hierarchy(p.levels, p.hint_policy)
     node_tag, shade_tag = ("node", "shade") if p.memory_tags else (None, None)
     mem.warm(warm_lines, {lv.name for lv in p.levels[1:]})
+    icache = CuICache(p.icache, mem) if p.icache is not None else None
+
+    def code(phase, cycle):
+        """When a phase's instructions are there (at once without the instruction cache)."""
+        return cycle if icache is None else icache.fetch(phase, cycle)
+
     alloc = (
         [
             DynVgprModel(p.rf_vgprs, p.block_size, p.slots_per_simd, 8, True, 7, assertions=False)
@@ -310,7 +322,9 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                     continue
                 run.launch_times.append(cycle)
                 st[1], st[2] = "iter", 0
-                wake(s, valu(s, cycle, p.setup_cycles, 32))
+                if icache is not None:
+                    icache.launch(cycle)
+                wake(s, valu(s, code("setup", cycle), p.setup_cycles, 32))
             elif state == "iter":
                 if st[2] == len(w.iterations):
                     st[1] = "shade"
@@ -324,7 +338,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                     + p.instance_valu * (2 in kinds)
                 )
                 st[1] = "bvh"
-                wake(s, valu(s, cycle, cost, len(lanes)))
+                wake(s, valu(s, code("loop", cycle), cost, len(lanes)))
             elif state in ("bvh", "ds", "load"):
                 cls = {"bvh": _BVH, "ds": _DS, "load": _LOAD}[state]
                 names = target[cls]
@@ -370,7 +384,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                     wake(s, cycle + p.alloc_retry)
                     continue
                 st[1] = "load" if w.hits else "end"
-                wake(s, valu(s, cycle, p.shade_valu, 32))
+                wake(s, valu(s, code("shade", cycle), p.shade_valu, 32))
             elif state == "end":
                 alloc_op(s, OP.END, 0)
                 run.waves_done += 1
@@ -419,4 +433,5 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
                 wake(s, cycle + 1)
         run.cycles = cycle
     run.memory = mem.stats()
+    run.icache = icache.stats() if icache is not None else None
     return run
