@@ -176,6 +176,29 @@ class _Decode:
             m.d.comb += [self.occupancy.eq(1), self.latency.eq(1)]
 
 
+def _first_in_order(m, vec, pos, name):
+    """``(found, index, position)`` of the set bit of ``vec`` with the smallest round-robin
+    position ``pos[t]``: a chain of compares."""
+    T = len(pos)
+    tw = _bits(T)
+    found, index = Signal(name=f"{name}_found"), Signal(tw, name=f"{name}_index")
+    best = Signal(tw + 1, name=f"{name}_pos")
+    cur_pos, cur_idx, cur_found = Const(T, tw + 1), Const(0, tw), Const(0, 1)
+    for t in range(T):
+        take = Signal(name=f"{name}_take{t}")
+        m.d.comb += take.eq(vec[t] & (~cur_found | (pos[t] < cur_pos)))
+        np_ = Signal(tw + 1, name=f"{name}_p{t}")
+        ni, nf = Signal(tw, name=f"{name}_i{t}"), Signal(name=f"{name}_f{t}")
+        m.d.comb += [
+            np_.eq(Mux(take, pos[t], cur_pos)),
+            ni.eq(Mux(take, t, cur_idx)),
+            nf.eq(cur_found | vec[t]),
+        ]
+        cur_pos, cur_idx, cur_found = np_, ni, nf
+    m.d.comb += [found.eq(cur_found), index.eq(cur_idx), best.eq(cur_pos)]
+    return found, index, best
+
+
 class EuIssue(wiring.Component):
     """One EU's issue stage (module doc string; rules in :mod:`gpurtl.golden.eu`).
 
@@ -267,30 +290,6 @@ class EuIssue(wiring.Component):
         for t in range(T):
             m.d.comb += pos[t].eq(Mux(t >= rr, t - rr, t + T - rr))
 
-        def first(vec, name):
-            """(found, index) of the first set bit of ``vec`` in round-robin order."""
-            found, index = Signal(name=f"{name}_found"), Signal(tw, name=f"{name}_index")
-            best = Signal(tw + 1, name=f"{name}_pos")
-            # the candidate with the smallest position wins: a chain of compares
-            cands = [(vec[t], pos[t], t) for t in range(T)]
-            cur_pos, cur_idx, cur_found = Const(T, tw + 1), Const(0, tw), Const(0, 1)
-            for k, (v, pt, t) in enumerate(cands):
-                take = Signal(name=f"{name}_take{k}")
-                m.d.comb += take.eq(v & (~cur_found | (pt < cur_pos)))
-                np_, ni, nf = (
-                    Signal(tw + 1, name=f"{name}_p{k}"),
-                    Signal(tw, name=f"{name}_i{k}"),
-                    Signal(name=f"{name}_f{k}"),
-                )
-                m.d.comb += [
-                    np_.eq(Mux(take, pt, cur_pos)),
-                    ni.eq(Mux(take, t, cur_idx)),
-                    nf.eq(cur_found | v),
-                ]
-                cur_pos, cur_idx, cur_found = np_, ni, nf
-            m.d.comb += [found.eq(cur_found), index.eq(cur_idx), best.eq(cur_pos)]
-            return found, index, best
-
         ready_a = Signal(T)
         for t, d in enumerate(dec):
             unit_ok = Mux(
@@ -299,7 +298,7 @@ class EuIssue(wiring.Component):
                 Mux(d.em, free["em"], Mux(d.dp, free["dp"] & i.dp_ready, 1)),
             )
             m.d.comb += ready_a[t].eq(~i.hold & clear[t] & (d.bytes <= avail) & unit_ok)
-        a_found, a_idx, a_pos = first(ready_a, "a")
+        a_found, a_idx, a_pos = _first_in_order(m, ready_a, pos, "a")
 
         def pick(field, index):
             return Array(getattr(d, field) for d in dec)[index]
@@ -319,7 +318,7 @@ class EuIssue(wiring.Component):
             m.d.comb += ready_b[t].eq(
                 pair_ok & clear[t] & d.dual & (pos[t] > a_pos) & (a_bytes + d.bytes <= avail)
             )
-        b_found, b_idx, _ = first(ready_b, "b")
+        b_found, b_idx, _ = _first_in_order(m, ready_b, pos, "b")
         b_bytes = Signal(_CREDIT_BITS)
         m.d.comb += b_bytes.eq(Mux(b_found, pick("bytes", b_idx), 0))
 
@@ -359,17 +358,24 @@ class EuIssue(wiring.Component):
         with m.If(a_found):
             m.d.sync += rr.eq(Mux(last == T - 1, 0, last + 1))
 
+        issued = [(a_found & (a_idx == t)) | (b_found & (b_idx == t)) for t in range(T)]
+        self._thread_state(m, dec, issued, pc, passes, active, cnt, held)
+        return m
+
+    def _thread_state(self, m, dec, issued, pc, passes, active, cnt, held):
+        """Next scoreboard, pc and pass count of every thread; ``start`` overrides."""
+        i = self.i
         # Per-thread state: scoreboard, pc, passes; start overrides.
         for t, d in enumerate(dec):
-            issued = Signal(name=f"issued{t}")
-            m.d.comb += issued.eq((a_found & (a_idx == t)) | (b_found & (b_idx == t)))
+            issue_t = Signal(name=f"issued{t}")
+            m.d.comb += issue_t.eq(issued[t])
             lat = Signal(_CNT_BITS, name=f"lat{t}")
             m.d.comb += lat.eq(d.latency - 1)
             restart = i.start.valid & i.start.mask[t]
             for r in range(REGS):
                 c = cnt[t][r]
                 dec_c = Mux(c == 0, 0, c - 1)
-                write = issued & d.dsts[r]
+                write = issue_t & d.dsts[r]
                 with m.If(restart):
                     m.d.sync += [c.eq(0), held[t][r].eq(0)]
                 with m.Elif(write):
@@ -382,7 +388,7 @@ class EuIssue(wiring.Component):
                     passes[t].eq(i.start.passes),
                     active[t].eq(i.start.passes != 0),
                 ]
-            with m.Elif(issued):
+            with m.Elif(issue_t):
                 with m.If(d.eot):
                     m.d.sync += pc[t].eq(0)
                     with m.If(passes[t] > 1):
@@ -391,4 +397,3 @@ class EuIssue(wiring.Component):
                         m.d.sync += active[t].eq(0)
                 with m.Else():
                     m.d.sync += pc[t].eq(pc[t] + 1)
-        return m
