@@ -17,9 +17,10 @@ Sources:
   codes used here) and the Gen4-Gen11 vec4 back end's ``opt_set_dependency_control``
   (``elk_vec4.cpp``, formerly ``brw_vec4.cpp``): NoDDClr on the first and NoDDChk on the second
   of two writes that fill disjoint channels of one register.
-* Thread counts of newer generations: Intel's Gen9 and Gen11 compute architecture white papers
-  (7 threads per EU), Xe-HPG and Xe2 (8 threads per XVE; Xe2 4 in large-GRF mode), Xe3
-  (10 threads per XVE).
+* Thread counts of newer generations: Intel, "The Compute Architecture of Intel Processor
+  Graphics Gen9" and "... Gen11" white papers (7 threads per EU); Chips and Cheese's article on
+  Xe3 from Intel's open-source compiler changes (March 2025): "Xe3 XVEs can run 10 threads
+  concurrently, up from eight in prior generations" (Xe-HPG, Xe2; Xe2's large-GRF mode runs 4).
 
 The instruction word of the block is this project's compact encoding of that subset (the
 native Gen encoding is 128 bits with register regions; the fields the issue logic needs are

@@ -51,6 +51,7 @@ from gpurtl.facts.eu import (
     Op,
     Type,
     dual_capable,
+    inst_layout,
     math_rate,
     num_sources,
 )
@@ -71,35 +72,20 @@ PARAM_DEFAULTS = {
     "miss_latency": 84,
 }
 
-_FIELDS = (
-    ("op", 3),
-    ("size", 2),
-    ("type", 2),
-    ("fn", 4),
-    ("dst", 4),
-    ("src0", 4),
-    ("src1", 4),
-    ("src2", 4),
-    ("noddchk", 1),
-    ("noddclr", 1),
-    ("lines", 4),
-    ("miss", 1),
-    ("rlen", 2),
-    ("eot", 1),
-)
+#: ``(name, offset, width)`` of every instruction field (:func:`gpurtl.facts.eu.inst_layout`).
+_FIELDS = tuple((name, field.offset, field.width) for name, field in inst_layout())
 
 
 def encode(**fields):
     """An instruction word (``int``) from field values (enum members or integers); absent
     fields are 0. The layout is :data:`gpurtl.facts.eu.INST_FIELDS`, low bits first."""
-    word, shift = 0, 0
-    for name, width in _FIELDS:
+    word = 0
+    for name, offset, width in _FIELDS:
         value = fields.pop(name, 0)
         value = getattr(value, "value", value)
         if not 0 <= value < (1 << width):
             raise ValueError(f"`{name}` must fit in {width} bits, not {value!r}")
-        word |= value << shift
-        shift += width
+        word |= value << offset
     if fields:
         raise ValueError(f"unknown instruction fields: {', '.join(sorted(fields))}")
     return word
@@ -107,11 +93,7 @@ def encode(**fields):
 
 def fields_of(word):
     """``{field: int}`` of an instruction word."""
-    out, shift = {}, 0
-    for name, width in _FIELDS:
-        out[name] = (word >> shift) & ((1 << width) - 1)
-        shift += width
-    return out
+    return {name: (word >> offset) & ((1 << width) - 1) for name, offset, width in _FIELDS}
 
 
 class Decoded:

@@ -31,7 +31,6 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.eu import (
     GRF_BYTES,
-    INST_FIELDS,
     OPERAND_BUFFER,
     REGS,
     ExecSize,
@@ -238,7 +237,6 @@ class EuIssue(wiring.Component):
             miss_latency=miss_latency,
         )
         check_params(**self.params)
-        assert len(INST_FIELDS) == 14
         in_layout, out_layout = eu_layouts(threads, depth)
         super().__init__({"i": In(in_layout), "o": Out(out_layout)})
 

@@ -173,3 +173,14 @@ def test_noddclr_then_noddchk_chain():
 def test_hold_stops_issue():
     sched = schedule([stream(T.D)], 5, {1: {"hold": 1}, 2: {"hold": 1}}, read_bytes=512)
     assert counts(sched) == [1, 0, 0, 1, 1]
+
+
+def test_instruction_word_layout_by_hand():
+    # Fields low bits first: op 3, size 2, type 2, fn 4, dst 4, src0..2 4 each, noddchk,
+    # noddclr, lines 4, miss, rlen 2, eot.
+    word = encode(op=Op.ADD, size=S.SIMD8, type=T.F, dst=3, src0=1, src1=2, eot=1)
+    assert word == 1 | 2 << 3 | 0 << 5 | 3 << 11 | 1 << 15 | 2 << 19 | 1 << 36
+    word = encode(op=Op.SEND, lines=15, miss=1, rlen=3, noddchk=1, noddclr=1)
+    assert word == 5 | 1 << 27 | 1 << 28 | 15 << 29 | 1 << 33 | 3 << 34
+    with pytest.raises(ValueError, match="`dst` must fit in 4 bits"):
+        encode(dst=16)
