@@ -119,7 +119,9 @@ def _stimulus(rng, count, **params):
                     for a in range(depth)
                 ]
                 plan.extend((t, a, w) for a, w in enumerate(_pair_noddclr(rng, words)))
-            plan.append("start")
+                if rng.random() < 0.5:  # run this thread while the next ones load
+                    plan.append(("start", 1 << t))
+            plan.append(("start", None))
         stall_phase = (len(cycles) // 97) % 3
         hold_p = (0.02, 0.3, 0.0)[stall_phase]
         dp_p = (0.9, 0.5, 1.0)[stall_phase]
@@ -127,14 +129,15 @@ def _stimulus(rng, count, **params):
         inp["hold"] = int(rng.random() < hold_p)
         inp["dp_ready"] = int(rng.random() < dp_p)
         item = plan[0]
-        if item == "start":
+        if isinstance(item, tuple) and item[0] == "start":
             plan.pop(0)
-            mask = full if rng.random() < 0.6 else int(rng.integers(1, full + 1))
+            mask = item[1]
+            if mask is None:
+                mask = full if rng.random() < 0.6 else int(rng.integers(1, full + 1))
             passes = int(rng.integers(0, 5)) if rng.random() < 0.9 else 255
             inp["start"] = {"valid": 1, "mask": mask, "passes": passes}
-            run = int(rng.integers(40, 260))
-            for _ in range(run):
-                plan.append(None)  # run without loads
+            if item[1] is None:
+                plan.extend([None] * int(rng.integers(40, 260)))  # run without loads
         elif item is None:
             plan.pop(0)
             if rng.random() < 0.01:  # a word rewritten while the threads run

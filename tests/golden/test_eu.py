@@ -184,3 +184,16 @@ def test_instruction_word_layout_by_hand():
     assert word == 5 | 1 << 27 | 1 << 28 | 15 << 29 | 1 << 33 | 3 << 34
     with pytest.raises(ValueError, match="`dst` must fit in 4 bits"):
         encode(dst=16)
+
+
+def test_defaults_are_the_seed_article_and_prm_values():
+    from gpurtl.facts.eu import GRF_BYTES, GRF_PER_THREAD, SEED, THREADS
+    from gpurtl.golden.eu import PARAM_DEFAULTS
+
+    assert PARAM_DEFAULTS["read_bytes"] == SEED["read_bytes_per_clock"].value == 96
+    assert PARAM_DEFAULTS["threads"] == SEED["threads_per_eu"].value == THREADS["gen7.5"] == 7
+    assert GRF_BYTES * GRF_PER_THREAD == 4096
+    # hit and miss latencies: 7 threads x (N + 1) clocks for the article's N = 6 and 11
+    assert PARAM_DEFAULTS["hit_latency"] == 7 * (SEED["hide_hit_instructions"].value + 1)
+    assert PARAM_DEFAULTS["miss_latency"] == 7 * (SEED["hide_miss_instructions"].value + 1)
+    assert all(seed.where and seed.text for seed in SEED.values())
