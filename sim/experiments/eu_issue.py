@@ -297,19 +297,10 @@ def _provenance(quick):
         version = metadata.version("gpurtl")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"],
-                cwd=Path(__file__).resolve().parent,
-                capture_output=True,
-                text=True,
-                timeout=10,
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
+    here = Path(__file__).resolve().parent
+    commit = _git(here, "rev-parse", "HEAD") or "unknown"
+    if _git(here, "status", "--porcelain", "--untracked-files=no"):
+        commit += "+changes"  # measured with uncommitted changes to tracked files
     try:
         amaranth = metadata.version("amaranth")
     except metadata.PackageNotFoundError:
@@ -321,9 +312,19 @@ def _provenance(quick):
         "platform": platform.platform(),
         "amaranth": amaranth,
         "seeds": "none: every program is fixed (no random input)",
+        "rtl_backend": "pysim (Amaranth's simulator), every clock compared with the golden model",
         "quick": quick,
         "command": "gpurtl experiment eu-issue" + (" --quick" if quick else ""),
     }
+
+
+def _git(folder, *args):
+    """Output of ``git args`` in ``folder``, or ``""`` when git or the repository is missing."""
+    try:
+        run = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return run.stdout.strip() if run.returncode == 0 else ""
 
 
 def _find(rows, **keys):
