@@ -275,6 +275,27 @@ def _expected_limit(design, config_name, waves):
     return tokens, tokens * waves
 
 
+def _git(root, *args):
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+    ).stdout.strip()
+
+
+def _commit(root):
+    """The checkout's commit (``"with uncommitted changes"`` when its tracked files differ), or
+    ``"not a git checkout"`` for an installed package."""
+    try:
+        top = _git(root, "rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() != root:
+            return "not a git checkout"
+        commit = _git(root, "rev-parse", "HEAD")
+        if _git(root, "status", "--porcelain", "--untracked-files=no"):
+            commit += " with uncommitted changes"
+        return commit
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def _provenance(seeds):
     """Which code and tools made the data (the experiment is deterministic: ``seeds`` lists
     none)."""
@@ -286,19 +307,7 @@ def _provenance(seeds):
         except PackageNotFoundError:
             return "not installed"
 
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"],
-                cwd=Path(__file__).resolve().parent,
-                capture_output=True,
-                text=True,
-                timeout=10,
-            ).stdout.strip()
-            or "unknown"
-        )
-    except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
+    commit = _commit(Path(__file__).resolve().parents[2])
     return {
         "gpurtl": ver("gpurtl"),
         "commit": commit,
@@ -411,18 +420,30 @@ def _plot(path, data):
         zorder=1,
         label="ratio = U (X held back by Y)",
     )
-    for design in DESIGNS:
+    # designs that measure the same draw on top of each other: shrinking markers and dashes
+    # keep every one visible
+    styles = [
+        {"marker": m, "markersize": z, "linestyle": ls}
+        for m, z, ls in (
+            ("o", 11, "-"),
+            ("s", 9, "--"),
+            ("^", 7, "-."),
+            ("D", 5, ":"),
+            ("v", 3, "-"),
+        )
+    ]
+    for design, style in zip(DESIGNS, styles):
         series = [r for r in rows if r["key"] == design.key]
         left.plot(
             [r["U"] for r in series],
             [r["ratio"] for r in series],
-            marker="o",
             label=design.label,
             zorder=2,
+            **style,
         )
         series = [r for r in data["miss_rows"] if r["key"] == design.key]
         middle.plot(
-            [r["U"] for r in series], [r["ratio"] for r in series], marker="o", label=design.label
+            [r["U"] for r in series], [r["ratio"] for r in series], label=design.label, **style
         )
     left.set_xlabel("U: independent hit loads per wave X iteration (count)")
     left.set_ylabel("wave X accesses per wave Y access (ratio)")
@@ -432,10 +453,13 @@ def _plot(path, data):
     middle.set_ylabel("wave X accesses per wave Y access (ratio)")
     middle.set_title("Wave X's loads miss too: Xe2's 16 tokens cap it above U = 16", fontsize=10)
     middle.legend(fontsize=7, loc="upper left")
-    for key in dict.fromkeys(r["design"] for r in limits):
+    for index, key in enumerate(dict.fromkeys(r["design"] for r in limits)):
         series = [r for r in limits if r["design"] == key]
         right.plot(
-            [r["waves"] for r in series], [r["per_simd"] for r in series], marker="o", label=key
+            [r["waves"] for r in series],
+            [r["per_simd"] for r in series],
+            label=key,
+            **styles[index % len(styles)],
         )
     right.set_xlabel("occupancy: waves per SIMD / threads per XVE (count)")
     right.set_ylabel("loads in flight at most, per SIMD / XVE (count)")
