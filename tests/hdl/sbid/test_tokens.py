@@ -182,6 +182,9 @@ def test_token_counts_follow_the_sources():
     assert CONFIGS["xe3_96"].tokens_per_eu == 320
     assert {c.tokens for n, c in CONFIGS.items() if n.startswith("xe3")} == {32}
     assert (CONFIGS["gen12"].threads, CONFIGS["gen12"].tokens) == (7, 16)
+    # IGC's Xe3 rows: 128 GRF 8 threads, 160 GRF 6, 192 GRF 5, 256 GRF 4
+    threads = [CONFIGS[n].threads for n in ("xe3", "xe3_160", "xe3_192", "xe3_large_grf")]
+    assert threads == [8, 6, 5, 4]
 
 
 def test_bad_parameters_are_refused():
