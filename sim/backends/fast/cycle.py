@@ -1,0 +1,321 @@
+"""Cycle-stepped blocks on the fast backend: a compiled driver that steps the block one clock
+cycle per input row, and the golden check of its recorded trace afterwards.
+
+The driver (``cycle_driver.cpp``, a package data file beside this module) has two modes:
+
+* **replay**: the input rows of every cycle come from a file. :func:`check` writes there the
+  stimulus the other backends apply (:func:`gpurtl.sim.harness.golden_io.random_stream`: the
+  block's own ``stimulus``, with the same seed, and its golden outputs), so a replayed check
+  sees the same cycles as ``pysim`` or ``verilator``.
+* **generate**: for a block with a compiled stimulus (:data:`STIMULI`: a C++ header in
+  ``stimulus/`` that follows the rules of the block's ``stimulus`` and may react to the
+  block's outputs), the inputs are made inside the compiled process and written out with the
+  outputs; the golden model then runs over the recorded inputs, a chunk at a time, and every
+  cycle's outputs are compared field by field with its, as in every other check.
+
+Either way no Python runs per simulated cycle in the simulation itself; the golden model runs
+per cycle in Python, after the simulation, on word rows.
+"""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ...core import layouts
+from ...core.files import UsageError
+from ...core.words import width_of, words_from_ints, words_of
+from ...harness.golden_io import CHUNK, GoldenModel, random_stream
+from ...harness.report import Comparator
+from .run import COMPARE_ROWS, FastReport, check_disk, work_dir
+
+__all__ = [
+    "STIMULI",
+    "STIMULUS_ENV",
+    "check",
+    "config_header",
+    "driver_files",
+    "replay",
+    "stimulus_mode",
+]
+
+_HERE = Path(__file__).parent
+
+#: Environment variable choosing where a cycle block's stimulus is made on the fast backend:
+#: ``compiled`` (the default where the block has one, see :data:`STIMULI`) or ``python`` (the
+#: block's own ``stimulus``, replayed).
+STIMULUS_ENV = "GPURTL_FAST_STIMULUS"
+
+
+def _ident(path):
+    """A C++ identifier of a leaf's dotted path (``ret.load.valid`` -> ``ret_load_valid``)."""
+    return "".join(c if c.isalnum() else "_" for c in path).strip("_") or "value"
+
+
+def _fields(prefix, layout):
+    lines = []
+    for leaf in layouts.leaves(layout):
+        if leaf.width <= 64:
+            lines.append(
+                f"static const Field {prefix}_{_ident(leaf.path)} = {{{leaf.offset}, {leaf.width}}};"
+            )
+    return lines
+
+
+def _array(name, ctype, values):
+    return f"static const {ctype} {name}[] = {{{', '.join(str(v) for v in values)}}};"
+
+
+def _waitcnt_constants(generation, waves, full_policy):
+    """The constants of ``stimulus/waitcnt.h``: the profile's counters, class map and wait
+    forms (see :mod:`gpurtl.facts.waitcnt`)."""
+    from gpurtl.facts.waitcnt import InstClass, profile
+
+    prof = profile(generation)
+    classes = sorted(InstClass, key=lambda c: c.value)
+    if [c.value for c in classes] != list(range(len(classes))):
+        raise ValueError("the instruction classes must be numbered 0, 1, ...")
+    masks = [sum(1 << prof.counters.index(n) for n in prof.class_map[cls]) for cls in classes]
+    most = max(len(form.fields) for form in prof.waits)
+    if most > 4:
+        raise ValueError("the compiled waitcnt stimulus takes up to 4 fields a wait form")
+
+    def table(values):
+        rows = [values(form) + [0] * (4 - len(form.fields)) for form in prof.waits]
+        return "{" + ", ".join("{" + ", ".join(map(str, row)) + "}" for row in rows) + "}"
+
+    base = [form.encode(**{f.counters[0]: 0 for f in form.fields}) for form in prof.waits]
+    return [
+        f"static const int WAVES = {waves};",
+        f"static const int COUNTERS = {len(prof.counters)};",
+        f"static const int CLASSES = {len(classes)};",
+        _array("CLASS_COUNTERS", "uint32_t", masks),
+        "static const Field RET_VALID[] = {"
+        + ", ".join(f"IN_ret_{n}_valid" for n in prof.counters)
+        + "};",
+        "static const Field RET_WAVE[] = {"
+        + ", ".join(f"IN_ret_{n}_wave" for n in prof.counters)
+        + "};",
+        f"static const int FORMS = {len(prof.waits)};",
+        _array("FORM_BASE", "uint32_t", [f"0x{word:08x}u" for word in base]),
+        _array("FORM_FIELDS", "int", [len(form.fields) for form in prof.waits]),
+        "static const uint32_t FORM_LO_SHIFT[][4] = "
+        + table(lambda form: [f.lo_shift for f in form.fields])
+        + ";",
+        "static const uint32_t FORM_LO_BITS[][4] = "
+        + table(lambda form: [f.lo_bits for f in form.fields])
+        + ";",
+        "static const uint32_t FORM_HI_SHIFT[][4] = "
+        + table(lambda form: [f.hi_shift for f in form.fields])
+        + ";",
+        "static const uint32_t FORM_HI_BITS[][4] = "
+        + table(lambda form: [f.hi_bits for f in form.fields])
+        + ";",
+    ]
+
+
+#: Blocks with a compiled stimulus: block name -> (header in ``stimulus/``, the function of the
+#: block's parameters that gives the header's constants as C++ lines).
+STIMULI = {"waitcnt": ("waitcnt.h", _waitcnt_constants)}
+
+
+def stimulus_mode(block):
+    """``"compiled"`` when ``block`` has a compiled stimulus and ``$GPURTL_FAST_STIMULUS`` does
+    not say ``python``; else ``"python"``."""
+    mode = os.environ.get(STIMULUS_ENV, "compiled")
+    if mode not in ("compiled", "python"):
+        raise UsageError(f"${STIMULUS_ENV} must be `compiled` or `python`, not {mode!r}")
+    return mode if block.name in STIMULI else "python"
+
+
+def config_header(top, block, params):
+    """``cycle_config.h`` of the verilated module ``V<top>`` of ``block`` with ``params``."""
+    in_layout, out_layout = block.layouts(**params)
+    in_width = width_of(in_layout)
+    top_bits = in_width - 32 * (words_of(in_width) - 1)
+    lines = [
+        f"// The build of `{block.name}` the cycle driver steps (gpurtl.sim.backends.fast.cycle).",
+        "#pragma once",
+        f'#include "V{top}.h"',
+        '#include "cycle_common.h"',
+        f"typedef V{top} Top;",
+        f"static const int IN_WORDS = {words_of(in_width)};",
+        f"static const int OUT_WORDS = {words_of(width_of(out_layout))};",
+        f"static const uint32_t IN_MASK = 0x{(1 << top_bits) - 1:x}u;",
+        *_fields("IN", in_layout),
+        *_fields("OUT", out_layout),
+    ]
+    if block.name in STIMULI:
+        lines += ["#define STIMULUS 1", *STIMULI[block.name][1](**params)]
+    return "\n".join(lines) + "\n"
+
+
+def driver_files(top, block, params):
+    """The sources of a cycle block's driver: ``{file name: text}`` (``.cpp`` files compile,
+    the headers are included)."""
+    files = {
+        "driver.cpp": (_HERE / "cycle_driver.cpp").read_text(),
+        "cycle_common.h": (_HERE / "cycle_common.h").read_text(),
+        "cycle_config.h": config_header(top, block, params),
+    }
+    if block.name in STIMULI:
+        files["stimulus.h"] = (_HERE / "stimulus" / STIMULI[block.name][0]).read_text()
+    return files
+
+
+def _run(model, arguments):
+    result = subprocess.run(
+        [str(model.executable), *map(str, arguments)], capture_output=True, text=True
+    )
+    lines = result.stdout.strip().splitlines()
+    summary = (
+        json.loads(lines[-1])
+        if lines and lines[-1].startswith("{")
+        else {"error": result.stderr.strip()[-2000:] or f"exit status {result.returncode}"}
+    )
+    if "error" in summary or result.returncode != 0:
+        raise RuntimeError(f"the fast model `{model.top}` failed: {summary.get('error')}")
+    return summary
+
+
+def replay(model, in_path, out_path, cycles):
+    """Step ``model`` through ``cycles`` input rows of ``in_path``, writing the output rows to
+    ``out_path``; returns the driver's summary."""
+    return _run(model, ["--replay", in_path, out_path, cycles])
+
+
+def _rows(path, count, width):
+    if not count:
+        return np.zeros((0, words_of(width)), dtype="<u4")
+    return np.memmap(path, dtype="<u4", mode="r", shape=(count, words_of(width)))
+
+
+def _where(index):
+    return f"cycle {index}"
+
+
+def check(block, params, *, count=None, seed=0, log=None, fp_cores="rtl", model=None):
+    """Random lockstep check of a cycle-stepped block on its compiled model; a
+    :class:`~.run.FastReport` (``golden_seconds``: stimulus and golden model; see the module
+    doc string for where the stimulus is made)."""
+    from .build import model as build_model
+
+    count = block.check_count if count is None else count
+    if count < 1:
+        raise ValueError(f"`count` must be a positive integer, not {count}")
+    in_layout, out_layout = block.layouts(**params)
+    check_disk(count, width_of(in_layout), width_of(out_layout))
+    report = FastReport()
+    report.top, report.fp_cores = "cycle", fp_cores
+    model = model or build_model(block, params, top="stalled", log=log, fp_cores=fp_cores)
+    report.build_seconds = model.build_seconds
+    mode = stimulus_mode(block)
+    comparator = Comparator(report, out_layout)
+    with work_dir() as work:
+        in_path, out_path = Path(work) / "in.bin", Path(work) / "out.bin"
+        if mode == "compiled":
+            started = time.monotonic()
+            summary = _run(model, ["--generate", in_path, out_path, count, seed])
+            report.sim_seconds = time.monotonic() - started
+            started = time.monotonic()
+            golden = GoldenModel(block, params)
+            inputs = _rows(in_path, count, width_of(in_layout))
+            outputs = _rows(out_path, count, width_of(out_layout))
+            for first in range(0, count, CHUNK):
+                want = golden.rows(np.asarray(inputs[first : first + CHUNK]))
+                comparator.rows(first, outputs[first : first + len(want)], want, _where)
+            report.golden_seconds = time.monotonic() - started
+            del inputs, outputs
+        else:
+            expected_path = Path(work) / "expected.bin"
+            started = time.monotonic()
+            stream, expected = random_stream(block, params, count, seed)
+            with open(in_path, "wb") as rows, open(expected_path, "wb") as golden_rows:
+                batch = []
+                for bits in stream:
+                    batch.append(bits)
+                    if len(batch) == CHUNK:
+                        words_from_ints(in_layout, batch).tofile(rows)
+                        words_from_ints(out_layout, [next(expected) for _ in batch]).tofile(
+                            golden_rows
+                        )
+                        batch = []
+                if batch:
+                    words_from_ints(in_layout, batch).tofile(rows)
+                    words_from_ints(out_layout, [next(expected) for _ in batch]).tofile(golden_rows)
+            report.golden_seconds = time.monotonic() - started
+            started = time.monotonic()
+            summary = replay(model, in_path, out_path, count)
+            report.sim_seconds = time.monotonic() - started
+            started = time.monotonic()
+            outputs = _rows(out_path, count, width_of(out_layout))
+            want = _rows(expected_path, count, width_of(out_layout))
+            for first in range(0, count, COMPARE_ROWS):
+                comparator.rows(
+                    first,
+                    outputs[first : first + COMPARE_ROWS],
+                    want[first : first + COMPARE_ROWS],
+                    _where,
+                )
+            report.compare_seconds = time.monotonic() - started
+            del outputs, want
+        report.cycles = summary["cycles"]
+    comparator.finish()
+    report.stimulus = mode
+    return report
+
+
+def _compare_file(report, out_layout, out_path, count, expected, keep_outputs=False):
+    comparator = Comparator(report, out_layout, keep_outputs=keep_outputs)
+    outputs = _rows(out_path, count, width_of(out_layout))
+    for first in range(0, count, COMPARE_ROWS):
+        want = None if expected is None else expected[first : first + COMPARE_ROWS]
+        comparator.rows(first, outputs[first : first + COMPARE_ROWS], want, _where)
+    del outputs
+    comparator.finish()
+    return report
+
+
+def run_bits(block, params, input_bits, expected_bits=None, *, keep_outputs=False, fp_cores="rtl"):
+    """Apply the bit patterns ``input_bits``, one a cycle, to the compiled model (``gpurtl
+    run``, the backend's ``run``); compares with ``expected_bits`` when given."""
+    from .build import model as build_model
+
+    in_layout, out_layout = block.layouts(**params)
+    report = FastReport()
+    report.top, report.fp_cores = "cycle", fp_cores
+    model = build_model(block, params, top="stalled", fp_cores=fp_cores)
+    report.build_seconds = model.build_seconds
+    if not input_bits:
+        return report
+    expected = None if expected_bits is None else words_from_ints(out_layout, expected_bits)
+    with work_dir() as work:
+        in_path, out_path = Path(work) / "in.bin", Path(work) / "out.bin"
+        words_from_ints(in_layout, input_bits).tofile(in_path)
+        started = time.monotonic()
+        report.cycles = replay(model, in_path, out_path, len(input_bits))["cycles"]
+        report.sim_seconds = time.monotonic() - started
+        _compare_file(report, out_layout, out_path, len(input_bits), expected, keep_outputs)
+    return report
+
+
+def timed_run(block, params, in_rows, expected_rows, fp_cores, work):
+    """``Backend.timed_run`` of a cycle block: the replay of ``in_rows`` (one a cycle), the
+    simulation time and CPU time that of the driver process."""
+    from ...harness.backend import cpu_seconds
+    from .build import model as build_model
+
+    model = build_model(block, params, top="stalled", fp_cores=fp_cores)
+    _, out_layout = block.layouts(**params)
+    in_path, out_path = Path(work) / "in-cycle.bin", Path(work) / "out-cycle.bin"
+    np.ascontiguousarray(in_rows, dtype="<u4").tofile(in_path)
+    report = FastReport()
+    report.top, report.fp_cores = "cycle", fp_cores
+    started, cpu = time.monotonic(), cpu_seconds()
+    report.cycles = replay(model, in_path, out_path, len(in_rows))["cycles"]
+    sim_seconds, cpu = time.monotonic() - started, cpu_seconds() - cpu
+    _compare_file(report, out_layout, out_path, len(in_rows), expected_rows)
+    return report, model.build_seconds, sim_seconds, cpu
