@@ -27,7 +27,7 @@ from . import cycle
 from .build import TOPS, BuildError
 from .build import model as build_model
 from .run import FastReport, check, compare_slices, run_rows, run_transactions
-from .session import FastSession
+from .session import FastCycleSession, FastSession
 from .top import BatchTop
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "BuildError",
     "FastBackend",
     "FastBehaviouralBackend",
+    "FastCycleSession",
     "FastReport",
     "FastSession",
     "default_top",
@@ -153,9 +154,8 @@ class FastBackend(Backend):
     ):
         self.require(block, vcd=vcd)
         if block.kind == "cycle":
-            raise RegistryError(
-                f"the {self.name} backend has no session on a cycle-stepped block such as "
-                f"`{block.name}` (use --backend verilator or pysim)"
+            return FastCycleSession(
+                block, params, golden=golden, strict=strict, log=log, fp_cores=self.fp_cores
             )
         return FastSession(
             block,

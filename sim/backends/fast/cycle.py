@@ -39,7 +39,10 @@ __all__ = [
     "config_header",
     "driver_files",
     "replay",
+    "model_of",
+    "run_bits",
     "stimulus_mode",
+    "timed_run",
 ]
 
 _HERE = Path(__file__).parent
@@ -195,6 +198,13 @@ def _rows(path, count, width):
 
 def _where(index):
     return f"cycle {index}"
+
+
+def model_of(block, params, *, fp_cores="rtl", log=None):
+    """The compiled model of a cycle-stepped ``block`` (its own ports, the cycle driver)."""
+    from .build import model as build_model
+
+    return build_model(block, params, top="stalled", log=log, fp_cores=fp_cores)
 
 
 def check(block, params, *, count=None, seed=0, log=None, fp_cores="rtl", model=None):

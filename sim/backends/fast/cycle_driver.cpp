@@ -14,6 +14,9 @@
 // Modes (the last line on stdout is a JSON summary, or {"error": ...}):
 //   sim --replay IN OUT CYCLES
 //       input rows from the file IN, one per cycle; the output rows to OUT.
+//   sim --session REQUEST_FD ANSWER_FD
+//       serves gpurtl.sim.backends.fast.session.FastCycleSession over two pipes: any number of
+//       cycles' input rows a request, answered by their output rows.
 //   sim --generate IN OUT CYCLES SEED
 //       the block's compiled stimulus (only in a build that has one) makes each cycle's inputs,
 //       hearing each cycle's outputs (its reactive rules); the input rows go to IN, the output
@@ -26,6 +29,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
+#include <vector>
 
 // ---- ports: scalars of up to 64 bits, or VlWide ------------------------------------------
 template <typename T>
@@ -124,6 +129,57 @@ static int replay_main(int argc, char** argv) {
     return 0;
 }
 
+// ---- session mode: cycles in, outputs out, over two pipes ---------------------------------
+static bool read_all(int fd, void* data, size_t size) {
+    char* at = (char*)data;
+    while (size) {
+        ssize_t got = read(fd, at, size);
+        if (got <= 0) return false;
+        at += got;
+        size -= (size_t)got;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void* data, size_t size) {
+    const char* at = (const char*)data;
+    while (size) {
+        ssize_t put = write(fd, at, size);
+        if (put <= 0) return false;
+        at += put;
+        size -= (size_t)put;
+    }
+    return true;
+}
+
+// A request is `u32 op, u32 cycles`; op 1 continues with `cycles` input rows and is answered by
+// as many output rows, op 2 ends the session.
+static int session_main(int argc, char** argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s --session REQUEST_FD ANSWER_FD\n", argv[0]);
+        return 2;
+    }
+    int requests = atoi(argv[2]), answers = atoi(argv[3]);
+    VerilatedContext* context = new VerilatedContext;
+    {
+        Block block{context};
+        std::vector<uint32_t> rows, outputs;
+        for (;;) {
+            uint32_t request[2];
+            if (!read_all(requests, request, sizeof request) || request[0] == 2) break;
+            if (request[0] != 1) return 3;
+            rows.resize((size_t)request[1] * IN_WORDS);
+            outputs.resize((size_t)request[1] * OUT_WORDS);
+            if (!read_all(requests, rows.data(), rows.size() * 4)) return 3;
+            for (uint32_t t = 0; t < request[1]; t++)
+                block.step(&rows[(size_t)t * IN_WORDS], &outputs[(size_t)t * OUT_WORDS]);
+            if (!write_all(answers, outputs.data(), outputs.size() * 4)) return 3;
+        }
+    }
+    delete context;
+    return 0;
+}
+
 #ifdef STIMULUS
 #include "stimulus.h"
 
@@ -164,9 +220,11 @@ static int generate_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     if (argc > 1 && strcmp(argv[1], "--replay") == 0) return replay_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "--session") == 0) return session_main(argc, argv);
 #ifdef STIMULUS
     if (argc > 1 && strcmp(argv[1], "--generate") == 0) return generate_main(argc, argv);
 #endif
-    fprintf(stderr, "usage: %s --replay IN OUT CYCLES | --generate IN OUT CYCLES SEED\n", argv[0]);
+    fprintf(stderr, "usage: %s --replay IN OUT CYCLES | --session REQUEST_FD ANSWER_FD | "
+                    "--generate IN OUT CYCLES SEED\n", argv[0]);
     return 2;
 }
