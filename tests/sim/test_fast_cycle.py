@@ -13,6 +13,7 @@ from gpurtl.sim.backends.fast import cycle
 from gpurtl.sim.core import layouts, registry
 from gpurtl.sim.core.words import words_of
 from gpurtl.sim.harness import golden_io
+from gpurtl.sim.harness.session import MismatchError
 
 WAITCNT = {"waves": "4"}
 
@@ -140,3 +141,27 @@ def test_rt_unit_check_passes_on_the_small_build():
     params = block.resolve({k: str(v) for k, v in block.small.items()})
     report = BACKENDS["fast-behavioural"].check(block, params, count=300, seed=3)
     assert (report.passed, report.failed, report.cycles) == (300, 0, 300)
+
+
+@pytest.mark.verilator
+def test_cycle_session_agrees_with_amaranths_simulator(monkeypatch):
+    block, params = _waitcnt()
+    inputs = block.stimulus(np.random.default_rng(5), 600, **params)
+    with BACKENDS["fast"].session(block, params, golden=True, strict=True) as session:
+        got = [session.apply(value) for value in inputs[:100]] + session.apply_all(inputs[100:])
+        assert (session.report.passed, session.report.failed, session.cycle) == (600, 0, 600)
+    with BACKENDS["pysim"].session(block, params, golden=False) as session:
+        assert session.apply_all(inputs) == got
+    outputs = golden_io.GoldenModel.outputs
+
+    def wrong(self, values):
+        result = outputs(self, values)
+        if len(values) == 7:  # the second call below: its last cycle
+            result[-1] = {**result[-1], "stall": result[-1]["stall"] ^ 1}
+        return result
+
+    monkeypatch.setattr(golden_io.GoldenModel, "outputs", wrong)
+    with BACKENDS["fast"].session(block, params, golden=True, strict=True) as session:
+        session.apply_all(inputs[:10])
+        with pytest.raises(MismatchError, match="cycle 16: field `stall`"):
+            session.apply_all(inputs[10:17])

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
+from ...core import cache
 from ...core.export import (
     DEDUPE_VERSION,
     SHARED_CORES_VERSION,
@@ -269,6 +270,9 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
             log(f"exporting {block.name} ({top} top, {fp_cores} FP32 cores)")
             text, record = _design(block, params, top, fp_cores)
         _compile(folder, text, record, evals, files, log)
+    cache.touch(folder)
+    if not cached:
+        cache.prune()
     if design is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(index, json.dumps(record))
