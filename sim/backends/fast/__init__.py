@@ -7,8 +7,8 @@ Python runs per simulated cycle.
 * :mod:`.build`: export, Verilator build and the build cache;
 * :mod:`.run`: running the model on a file of transactions and comparing with the golden model;
 * :mod:`.session`: a session on the driver's session mode;
-* :mod:`.cycle`: cycle-stepped blocks: the compiled cycle driver and the golden check of its
-  recorded trace;
+* :mod:`.cycle` and :mod:`.cycle_source`: cycle-stepped blocks: the compiled cycle driver, its
+  sources, and the golden check of its recorded trace;
 * :mod:`.behavioural`: the behavioural FP32 cores of the ``fast-behavioural`` backend.
 
 Which model runs -- ``batch`` (the block inside :class:`BatchTop`) or ``stalled`` (the block

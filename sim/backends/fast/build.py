@@ -299,7 +299,7 @@ def _driver_files(block, params, record, evals):
                 record["top"], record["in_width"], record["out_width"], evals
             )
         }
-    from .cycle import driver_files
+    from .cycle_source import driver_files
 
     return driver_files(record["top"], block, params)
 
