@@ -244,9 +244,7 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
         {
             "verilog": record["verilog"],
             "evals": evals,  # one evaluation: the Verilog is clocked on both edges
-            "driver": {
-                name: hashlib.sha256(text.encode()).hexdigest() for name, text in files.items()
-            },
+            "driver": _files_digest(block, files),
             "dpi": _dpi_digest(record),
             "dedupe": DEDUPE_VERSION,
             "verilator": VERILATOR_FLAGS,
@@ -302,6 +300,14 @@ def _driver_files(block, params, record, evals):
     from .cycle_source import driver_files
 
     return driver_files(record["top"], block, params)
+
+
+def _files_digest(block, files):
+    """The driver sources' part of a build key: a pipeline's as it always was (the hash of its
+    one file, so models built before cycle blocks ran here stay valid), a cycle block's per file."""
+    if block.kind == "pipeline":
+        return hashlib.sha256(files["driver.cpp"].encode()).hexdigest()
+    return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files.items()}
 
 
 def _dpi_digest(record):
