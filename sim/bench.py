@@ -120,13 +120,28 @@ class _Stimulus:
         )
 
 
+def _cycle_rows(block, names, *, explicit):
+    """The rows of ``names`` that run a cycle-stepped ``block``: each backend once, the fast
+    backends as the block itself (``-stalled``: a cycle block has no batch top)."""
+    kept = []
+    for name in names:
+        backend, variant = BENCH_ROWS[name]
+        if "cycle" not in backend.kinds:
+            if explicit:
+                raise RegistryError(f"the {name} backend runs pipelines only, not `{block.name}`")
+        elif variant in (None, "stalled"):
+            kept.append(name)
+        elif explicit:
+            raise RegistryError(
+                f"`{block.name}` is cycle-stepped: it runs as the block itself "
+                f"({backend.variant_name('stalled')}), not {name}"
+            )
+    return kept
+
+
 def _check_block(block, total, params):
     from .backends.fast.run import check_disk
 
-    if block.kind != "pipeline":
-        raise RegistryError(
-            f"`gpurtl bench` measures pipeline blocks; `{block.name}` is cycle-stepped"
-        )
     in_layout, out_layout = block.layouts(**params)
     check_disk(total, width_of(in_layout), width_of(out_layout))
 
@@ -168,6 +183,8 @@ def bench(
     from .backends.fast.run import work_dir
 
     names = _chosen(backends)
+    if block.kind == "cycle":
+        names = _cycle_rows(block, names, explicit=bool(backends))
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise RegistryError(f"`repeat` must be a positive integer, not {repeat!r}")
     log = log or (lambda text: None)

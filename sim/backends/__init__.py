@@ -13,8 +13,8 @@ from .verilator import IcarusBackend, VerilatorBackend
 __all__ = ["BACKENDS", "get"]
 
 #: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, the compiled
-#: driver (pipeline blocks only) with the RTL FP32 cores or with behavioural ones, and cocotb on
-#: Icarus Verilog.
+#: drivers (pipelines and cycle-stepped blocks) with the RTL FP32 cores or with behavioural ones,
+#: and cocotb on Icarus Verilog.
 BACKENDS = {
     backend.name: backend
     for backend in (

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core import ports
+from ..core import cache, ports
 from ..core.export import ToolchainError, cache_dir, cxx_toolchain, to_verilog, verilator_env
 from ..core.files import write_atomic
 from ..core.progress import progress
@@ -222,8 +222,10 @@ def build(block, params, *, waves=False, simulator=VERILATOR):
         raise RuntimeError(
             f"the {simulator.title} build of `{block.name}` failed (log: {log})\n{tail}"
         )
+    cache.touch(folder)
     if fresh:
         progress(f"{simulator.name}: `{block.name}` compiled in {time.monotonic() - started:.0f} s")
+        cache.prune()
     return folder
 
 

@@ -77,7 +77,7 @@ RT_UNIT = {
 #: simulator the triangle-capable accelerator runs some tens of cycles a second, so the quick
 #: run is one wave of four rays.
 RAYS = (64, 4)
-BACKENDS_RTL = ("pysim", "verilator")
+BACKENDS_RTL = ("pysim", "verilator", "fast", "fast-behavioural")
 
 
 def arguments(group):
@@ -111,7 +111,7 @@ def arguments(group):
         "--rtl-backend",
         choices=BACKENDS_RTL,
         default=argparse.SUPPRESS,
-        help="simulator of the --rtl run (default pysim; verilator builds the RT unit once)",
+        help="simulator of the --rtl run (default pysim; verilator and fast build the RT unit once)",
     )
     group.add_argument(
         "--rtl-param",

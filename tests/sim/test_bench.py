@@ -39,11 +39,23 @@ def test_bench_cli_json(capsys):
     assert result["rows"][0]["passed"] == 1000
 
 
-def test_bench_refuses_unknown_backend_and_cycle_blocks(capsys):
+def test_bench_refuses_unknown_backend_and_a_batch_top_for_cycle_blocks(capsys):
     assert main(["bench", "fp32_add", "--backends", "fastest"]) == 2
     assert "backend must be one of" in capsys.readouterr().err
-    assert main(["bench", "waitcnt"]) == 2
-    assert "pipeline blocks" in capsys.readouterr().err
+    assert main(["bench", "waitcnt", "--backends", "fast-batch"]) == 2
+    assert "cycle-stepped: it runs as the block itself (fast-stalled)" in capsys.readouterr().err
+
+
+@pytest.mark.verilator
+def test_bench_of_a_cycle_block(capsys):
+    argv = ["bench", "waitcnt", "-p", "waves=4", "--count", "3000", "--slow-count", "200"]
+    assert main([*argv, "--backends", "pysim,fast-stalled", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["backend"], r["transactions"], r["cycles"]) for r in rows] == [
+        ("pysim", 200, 200),
+        ("fast-stalled", 3000, 3000),
+    ]
+    assert all(r["passed"] == r["transactions"] and r["failed"] == 0 for r in rows)
 
 
 @pytest.mark.verilator

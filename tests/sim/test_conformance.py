@@ -3,8 +3,8 @@ and a small cycle-stepped block (``waitcnt``), with golden checking on and off, 
 model caught, the initiation interval asserted (a build that declares the wrong one is caught),
 and a loop whose inputs depend on the RTL's outputs.
 
-The fast backend runs pipeline blocks only (its compiled driver implements the stream protocol);
-a cycle-stepped block is refused there with one clear error. The parts on a compiled model
+The fast backends run both kinds (a cycle-stepped block under the compiled cycle driver, its
+sessions over the driver's session mode). The parts on a compiled model
 (Verilator, Icarus Verilog) are marked ``verilator``; the Icarus ones skip without ``iverilog``.
 """
 
@@ -15,7 +15,6 @@ import pytest
 
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
-from gpurtl.sim.core.registry import RegistryError
 from gpurtl.sim.harness.engine import DONE, StallPattern
 from gpurtl.sim.harness.golden_io import golden_outputs
 from gpurtl.sim.harness.session import MismatchError
@@ -224,11 +223,3 @@ def test_cycle_block_check_and_session(name):
     with BACKENDS[name].session(wrong, params, golden=True) as session:
         session.apply_all(cycles[:10])
         assert session.report.failed == 10 and session.report.first.where == "cycle 0"
-
-
-def test_fast_backend_refuses_a_cycle_block_with_one_line():
-    block = registry.get(CYCLE)
-    with pytest.raises(RegistryError, match="pipeline blocks only; `waitcnt` is cycle-stepped"):
-        BACKENDS["fast"].session(block, block.small_params())
-    with pytest.raises(RegistryError, match="pipeline blocks only"):
-        BACKENDS["fast"].check(block, block.small_params(), count=10)

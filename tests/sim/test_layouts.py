@@ -59,3 +59,23 @@ def test_diff_names_first_differing_leaf():
     leaf, expected, got = layouts.diff(LAYOUT, a, b)
     assert leaf.path == "arr[2].y" and (expected, got) == (0, 1)
     assert layouts.diff(LAYOUT, a, a) is None
+
+
+def test_generated_pack_and_unpack_equal_the_general_loops():
+    import random
+
+    import numpy as np
+
+    rng = random.Random(5)
+    for _ in range(200):
+        bits = rng.getrandbits(LAYOUT.size)
+        value = layouts._unpack(LAYOUT, bits)
+        assert layouts.unpack(LAYOUT, bits) == value
+        assert layouts.pack(LAYOUT, value) == bits
+    # numpy integers are taken as their values, not wrapped at their own width
+    value = layouts._unpack(LAYOUT, (1 << LAYOUT.size) - 1)
+    value["arr"][2]["x"] = np.uint8(3)
+    assert layouts.pack(LAYOUT, value) == (1 << LAYOUT.size) - 1
+    # a float in an integer field is refused by name, as by the general loop
+    with pytest.raises(layouts.LayoutValueError, match=r"field `a`: must be an integer"):
+        layouts.pack(LAYOUT, {**value, "a": 1.0})

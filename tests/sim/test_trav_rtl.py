@@ -162,7 +162,7 @@ def test_rtl_loop_on_verilator(bunny):
         (["obb", "--rtl"], "--rtl is an option of experiment `traversal`, not `obb`"),
         (["traversal", "--rtl-rays", "3"], "--rtl-rays is an option of --rtl: give --rtl too"),
         (["traversal", "--rtl", "--rtl-rays", "0"], "must be a positive integer, not '0'"),
-        (["traversal", "--rtl", "--rtl-backend", "fast"], "invalid choice: 'fast'"),
+        (["traversal", "--rtl", "--rtl-backend", "fastest"], "invalid choice: 'fastest'"),
         (["traversal", "--rtl", "--rtl-scale", "10"], "--rtl-scale and --rtl are two different"),
         (["traversal", "--rtl-param", "size=512"], "--rtl-param is an option of --rtl"),
         (["traversal", "--rtl", "--rtl-param", "size"], "--rtl-param must be written NAME=VALUE"),

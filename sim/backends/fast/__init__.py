@@ -1,5 +1,5 @@
-"""The ``fast`` backend: a pipeline block's Verilog compiled by Verilator with a generated C++
-driver, so that no Python runs per cycle.
+"""The ``fast`` backend: a block's Verilog compiled by Verilator with a C++ driver, so that no
+Python runs per simulated cycle.
 
 * :mod:`.top`: :class:`BatchTop`, the simulation wrapper that keeps ``o.ready`` out of the
   block's registers;
@@ -7,6 +7,8 @@ driver, so that no Python runs per cycle.
 * :mod:`.build`: export, Verilator build and the build cache;
 * :mod:`.run`: running the model on a file of transactions and comparing with the golden model;
 * :mod:`.session`: a session on the driver's session mode;
+* :mod:`.cycle` and :mod:`.cycle_source`: cycle-stepped blocks: the compiled cycle driver, its
+  sources, and the golden check of its recorded trace;
 * :mod:`.behavioural`: the behavioural FP32 cores of the ``fast-behavioural`` backend.
 
 Which model runs -- ``batch`` (the block inside :class:`BatchTop`) or ``stalled`` (the block
@@ -21,10 +23,11 @@ import numpy as np
 
 from ...core.registry import RegistryError
 from ...harness.backend import Backend, cpu_seconds
+from . import cycle
 from .build import TOPS, BuildError
 from .build import model as build_model
 from .run import FastReport, check, compare_slices, run_rows, run_transactions
-from .session import FastSession
+from .session import FastCycleSession, FastSession
 from .top import BatchTop
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "BuildError",
     "FastBackend",
     "FastBehaviouralBackend",
+    "FastCycleSession",
     "FastReport",
     "FastSession",
     "default_top",
@@ -53,8 +57,8 @@ def default_top():
 
 class FastBackend(Backend):
     name = "fast"
-    summary = "the Verilator model with a compiled C++ driver (pipelines only)"
-    kinds = ("pipeline",)
+    summary = "the Verilator model with a compiled C++ driver (no Python per simulated cycle)"
+    kinds = ("pipeline", "cycle")
     waveforms = False
     tools = ("c++", "make")
     variants = TOPS
@@ -75,6 +79,15 @@ class FastBackend(Backend):
         progress=None,
         top=None,
     ):
+        if block.kind == "cycle":
+            return cycle.run_bits(
+                block,
+                params,
+                list(input_bits),
+                None if expected_bits is None else list(expected_bits),
+                keep_outputs=keep_outputs,
+                fp_cores=self.fp_cores,
+            )
         return run_transactions(
             block,
             params,
@@ -92,6 +105,10 @@ class FastBackend(Backend):
     def check_stream(
         self, block, params, count, seed, stalls, *, vcd=None, progress=None, log=None, top=None
     ):
+        if block.kind == "cycle":
+            return cycle.check(
+                block, params, count=count, seed=seed, log=log, fp_cores=self.fp_cores
+            )
         return check(
             block,
             params,
@@ -108,6 +125,8 @@ class FastBackend(Backend):
     def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant=None, work=None):
         """The batch driver on ``in_rows`` with the model ``variant`` (a top, see :data:`TOPS`);
         the simulation time is that of the driver processes, the comparison is not timed."""
+        if block.kind == "cycle":
+            return cycle.timed_run(block, params, in_rows, expected_rows, self.fp_cores, work)
         model = build_model(block, params, top=variant or default_top(), fp_cores=self.fp_cores)
         count = len(in_rows)
         in_path = Path(work) / f"in-{model.top}.bin"
@@ -134,6 +153,10 @@ class FastBackend(Backend):
         self, block, params, *, golden=True, stalls=None, vcd=None, strict=False, top=None, log=None
     ):
         self.require(block, vcd=vcd)
+        if block.kind == "cycle":
+            return FastCycleSession(
+                block, params, golden=golden, strict=strict, log=log, fp_cores=self.fp_cores
+            )
         return FastSession(
             block,
             params,

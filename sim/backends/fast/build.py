@@ -22,6 +22,7 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 
+from ...core import cache
 from ...core.export import (
     DEDUPE_VERSION,
     SHARED_CORES_VERSION,
@@ -168,13 +169,14 @@ def _design(block, params, top_kind, fp_cores="rtl"):
         text, _ = dedupe_modules(text)
         if platform is not None:
             text += "\n" + behavioural.verilog_library()
-        latency, ii = dut.latency, getattr(dut, "initiation_interval", 1)
+        # a cycle-stepped block has no latency of its own
+        latency, ii = getattr(dut, "latency", None), getattr(dut, "initiation_interval", 1)
     else:  # the block itself: the export the other backends share
         name = block.name
         text = to_verilog(block, params)
         latency, ii = component_facts(
             lambda: block.build(**params),
-            lambda dut: (dut.latency, getattr(dut, "initiation_interval", 1)),
+            lambda dut: (getattr(dut, "latency", None), getattr(dut, "initiation_interval", 1)),
         )
     record = {
         "top": name,
@@ -203,9 +205,9 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
     evals = default_evals(top) if evals is None else evals
     if evals != 2 and top != "batch":
         raise ValueError(f"the `{top}` top runs with two evaluations per cycle, not {evals!r}")
-    if block.kind != "pipeline":
+    if block.kind != "pipeline" and top != "stalled":
         raise ValueError(
-            f"the fast backend runs pipeline blocks only; `{block.name}` is cycle-stepped"
+            f"a cycle-stepped block builds with the `stalled` top (the block itself), not {top!r}"
         )
     log = log or (lambda text: None)
     tools = _tools()  # before any work: names what to install when the compiler is missing
@@ -237,12 +239,12 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
     else:
         log(f"exporting {block.name} ({top} top, {fp_cores} FP32 cores)")
         text, record = _design(block, params, top, fp_cores)
-    driver = driver_source(record["top"], record["in_width"], record["out_width"], evals)
+    files = _driver_files(block, params, record, evals)
     build_key = json.dumps(
         {
             "verilog": record["verilog"],
             "evals": evals,  # one evaluation: the Verilog is clocked on both edges
-            "driver": hashlib.sha256(driver.encode()).hexdigest(),
+            "driver": _files_digest(block, files),
             "dpi": _dpi_digest(record),
             "dedupe": DEDUPE_VERSION,
             "verilator": VERILATOR_FLAGS,
@@ -265,7 +267,10 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
         if text is None:  # the Verilog was removed but the index kept: export again
             log(f"exporting {block.name} ({top} top, {fp_cores} FP32 cores)")
             text, record = _design(block, params, top, fp_cores)
-        _compile(folder, text, record, evals, log)
+        _compile(folder, text, record, evals, files, log)
+    cache.touch(folder)
+    if not cached:
+        cache.prune()
     if design is not None:
         index.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(index, json.dumps(record))
@@ -283,6 +288,28 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
     )
 
 
+def _driver_files(block, params, record, evals):
+    """The driver's sources, ``{file name: text}``: the generated pipeline driver
+    (:mod:`.driver`), or a cycle block's (:func:`.cycle.driver_files`)."""
+    if block.kind == "pipeline":
+        return {
+            "driver.cpp": driver_source(
+                record["top"], record["in_width"], record["out_width"], evals
+            )
+        }
+    from .cycle_source import driver_files
+
+    return driver_files(record["top"], block, params)
+
+
+def _files_digest(block, files):
+    """The driver sources' part of a build key: a pipeline's as it always was (the hash of its
+    one file, so models built before cycle blocks ran here stay valid), a cycle block's per file."""
+    if block.kind == "pipeline":
+        return hashlib.sha256(files["driver.cpp"].encode()).hexdigest()
+    return {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files.items()}
+
+
 def _dpi_digest(record):
     """Hash of the C++ and flags of the behavioural cores of a build (``None``: RTL cores)."""
     if record.get("fp_cores", "rtl") != "behavioural":
@@ -291,11 +318,11 @@ def _dpi_digest(record):
     return hashlib.sha256(source.encode()).hexdigest()
 
 
-def _compile(folder, text, record, evals, log):
+def _compile(folder, text, record, evals, files, log):
     top = record["top"]
     if evals == 1:
         text = both_edges(text)
-    sources = ["driver.cpp"]
+    sources = [name for name in files if name.endswith(".cpp")]
     flags = []
     if record.get("fp_cores", "rtl") == "behavioural":
         sources.append("fp32_dpi.cpp")
@@ -304,9 +331,8 @@ def _compile(folder, text, record, evals, log):
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     (scratch / f"{top}.v").write_text(text)
-    (scratch / "driver.cpp").write_text(
-        driver_source(top, record["in_width"], record["out_width"], evals)
-    )
+    for name, source in files.items():
+        (scratch / name).write_text(source)
     if "fp32_dpi.cpp" in sources:
         (scratch / "fp32_dpi.cpp").write_text(behavioural.cxx_source(top))
     command = [

@@ -3,6 +3,9 @@
 The driver process (:mod:`.driver`, ``--session``) reads requests from one pipe and writes answers
 to another: rows to append to its input queue, and how many outputs (or cycles) to run for. The
 stall policy is the batch mode's, applied cycle by cycle as the session runs.
+
+A cycle-stepped block's session (:class:`FastCycleSession`) runs the cycle driver's session mode
+(``cycle_driver.cpp``): any number of cycles' inputs a request, answered with their outputs.
 """
 
 import os
@@ -15,7 +18,7 @@ from ...core.words import words_of
 from ...harness.session import Exchange, Session
 from .build import model as build_model
 
-__all__ = ["FastSession"]
+__all__ = ["FastCycleSession", "FastSession"]
 
 _EXCHANGE, _CLOSE = 1, 2
 
@@ -125,3 +128,67 @@ class FastSession(Session):
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+
+
+class _Pipes:
+    """A driver process in session mode and its two pipes."""
+
+    def start(self, command):
+        request_read, self._requests = os.pipe()
+        self._answers, answer_write = os.pipe()
+        try:
+            self._process = subprocess.Popen(
+                [*command, str(request_read), str(answer_write)],
+                pass_fds=(request_read, answer_write),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(request_read)
+            os.close(answer_write)
+
+    _write = FastSession._write
+    _read = FastSession._read
+
+    def stop(self, close_request):
+        try:
+            self._write(close_request)
+        except OSError:
+            pass
+        os.close(self._requests)
+        os.close(self._answers)
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+class FastCycleSession(_Pipes, Session):
+    """A :class:`~gpurtl.sim.harness.session.Session` on a cycle-stepped block's compiled model
+    (its own ports, :mod:`.cycle`); ``fp_cores`` are its FP32 cores (``"rtl"`` or
+    ``"behavioural"``). Each :meth:`apply_all` (or :meth:`apply`) is one round trip."""
+
+    def __init__(self, block, params, *, golden, strict, log=None, fp_cores="rtl"):
+        from .cycle import model_of
+
+        self.model = model_of(block, params, fp_cores=fp_cores, log=log)
+        super().__init__(block, params, golden=golden, stalls=None, strict=strict)
+        self._in_words = words_of(self.model.in_width)
+        self._out_words = words_of(self.model.out_width)
+        self.start([str(self.model.executable), "--session"])
+
+    def _exchange(self, rows, *, outputs, cycles):
+        raise NotImplementedError("a cycle-stepped block is stepped with `apply`")
+
+    def _run_cycles(self, bits):
+        if not bits:
+            return []
+        width = 4 * self._in_words
+        data = b"".join(int(value).to_bytes(width, "little") for value in bits)
+        self._write(struct.pack("<II", 1, len(bits)) + data)
+        answer = self._read(4 * self._out_words * len(bits))
+        size = 4 * self._out_words
+        return [int.from_bytes(answer[k : k + size], "little") for k in range(0, len(answer), size)]
+
+    def _close(self):
+        self.stop(struct.pack("<II", 2, 0))
