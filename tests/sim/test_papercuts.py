@@ -315,6 +315,7 @@ def test_ctrl_c_in_an_experiment_leaves_no_files(tmp_path):
 # 8. synth says what its Fmax times ----------------------------------------------------------------
 
 
+@pytest.mark.full
 def test_synth_output_says_what_was_timed(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
     code, out, _ = run(capsys, "synth", "fp32_cmp", "-p", "stages=1")
