@@ -32,8 +32,11 @@ def test_ctrl_c_while_the_console_script_imports_is_one_line():
     it: the import of the command line (Amaranth, numpy, the registry) is still running."""
     script = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["gpurtl"]
     module, function = script.split(":")
+    # Python's own SIGINT handler, as a shell starts it (a test runner's worker may ignore SIGINT,
+    # which a child inherits)
     code = (
-        "import sys; print('started', flush=True); "
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "print('started', flush=True); "
         f"from {module} import {function}; sys.exit({function}(['list']))"
     )
     child = subprocess.Popen(
