@@ -5,11 +5,15 @@ from cocotb.triggers import RisingEdge, Timer
 
 from ..harness.engine import PortIO, UndefinedValue
 
-__all__ = ["OUTPUTS", "CocotbIO"]
+__all__ = ["INPUTS", "OUTPUTS", "CocotbIO"]
 
 
 #: The outputs of each kind of block, as the exported Verilog names them.
 OUTPUTS = {"pipeline": ("i__ready", "o__valid", "o__payload"), "cycle": ("o",)}
+
+#: The inputs, driven to 0 from the start of reset: an input no one drives is Z on a four-state
+#: simulator, and the X it makes would be the testbench's, not the design's.
+INPUTS = {"pipeline": ("i__valid", "i__payload", "o__ready"), "cycle": ("i",)}
 
 
 class CocotbIO(PortIO):

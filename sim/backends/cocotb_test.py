@@ -22,14 +22,16 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-from gpurtl.sim.backends.cocotb_io import OUTPUTS, CocotbIO
+from gpurtl.sim.backends.cocotb_io import INPUTS, OUTPUTS, CocotbIO
 from gpurtl.sim.core import registry
 from gpurtl.sim.harness.engine import PipelineDriver, Source, StallPattern, UndefinedValue
 from gpurtl.sim.harness.golden_io import random_stream
 from gpurtl.sim.harness.lockstep import compare_events, drive_block, timing_facts
 
 
-async def _reset(dut):
+async def _reset(dut, block):
+    for name in INPUTS[block.kind]:
+        getattr(dut, name).value = 0
     Clock(dut.clk, 10, unit="ns").start()
     dut.rst.value = 1
     await RisingEdge(dut.clk)
@@ -52,7 +54,7 @@ async def _batch(dut, job, block, params):
     else:
         inputs = [int(text, 16) for text in job["inputs"]]
         expected = None if job["expected"] is None else [int(t, 16) for t in job["expected"]]
-    await _reset(dut)
+    await _reset(dut, block)
     latency, ii = timing_facts(block, params)
     report, on_output = compare_events(
         block,
@@ -77,7 +79,7 @@ class _Queue(Source):
 
 async def _serve(dut, job, block, params):
     """Answer the requests of the calling process's session until it closes."""
-    await _reset(dut)
+    await _reset(dut, block)
     io = _io(dut, job, block)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(job["socket"])
