@@ -19,7 +19,7 @@ import pytest
 from gpurtl.sim.cli import build_parser, main
 from gpurtl.sim.core import export, ports, registry
 
-from .test_papercuts import one_line_error
+from .test_cli_usage import one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 GPURTL = str(Path(sys.executable).parent / "gpurtl")
