@@ -1,7 +1,9 @@
 # gpurtl: two commands on a fresh machine.
 #   make demo  - create .venv, install from PyPI, run every experiment on its built-in default
 #   make test  - create .venv, install from PyPI, run the default test suite (no C++ compiler
-#                needed: the tests that build a Verilator model are the next tier)
+#                needed: the tests that build a Verilator model are the next tier); a few
+#                minutes: the heavy tests run here at a smaller size
+#   make test-full - the default suite with those tests at their full size too (what CI runs)
 #   make test-verilator - the tests that build Verilator models (cocotb and the fast backend),
 #                every registered block among them; needs a C++ compiler and make
 #   make test-slow - the long runs (million-vector checks, full sweeps)
@@ -25,7 +27,7 @@ JOBS   ?= 2
 # mapped, so nothing does). The build runs in a pip subprocess, which inherits this filter.
 QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 
-.PHONY: all demo test test-verilator test-slow lint install scenes mmasim clean clean-cache
+.PHONY: all demo test test-full test-verilator test-slow lint install scenes mmasim clean clean-cache
 
 all: test
 
@@ -48,11 +50,17 @@ mmasim: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out
 
+# pytest's progress: a count of the tests done, then the slowest ones.
+PROGRESS := -o console_output_style=count --durations=10
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -q -m "not slow and not verilator"
+	$(BIN)/python -m pytest -n $(JOBS) $(PROGRESS) -m "not slow and not verilator and not full"
+
+test-full: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) $(PROGRESS) -m "not slow and not verilator"
 
 test-verilator: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -q -m "verilator and not slow"
+	$(BIN)/python -m pytest -n $(JOBS) $(PROGRESS) -m "verilator and not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -60,7 +68,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
+	$(BIN)/python -m pytest -n $(JOBS) $(PROGRESS) -m slow
 
 # The cache is removed only when it lies inside this checkout (the per-user one is shared).
 CACHE_HERE = $(filter $(abspath .)/%,$(abspath $(GPURTL_CACHE)))

@@ -19,11 +19,13 @@ from . import cliutil
 from .backends import BACKENDS
 from .backends.fast.build import BuildError
 from .bench import BENCH_ROWS, default_rows
-from .core import files, layouts, ports, registry
+from .core import files, layouts, ports, provenance, registry
 from .core.export import ToolchainError
 from .core.files import UsageError
 from .core.jsonio import InputError
 from .core.progress import progress
+from .harness.engine import UndefinedValue
+from .harness.report import cycles_per_second
 from .synth import SynthError
 
 __all__ = ["main"]
@@ -678,6 +680,15 @@ def _check_arguments(p):
     _backend_arguments(p)
 
 
+def _simulation_seconds(report, elapsed):
+    """The seconds of ``elapsed`` that the simulation took: the fast backend times its phases
+    (build, golden, simulation, compare); the cocotb backends leave out their build (minutes the
+    first time, cached after), which is not simulation speed."""
+    if hasattr(report, "sim_seconds"):
+        return report.sim_seconds
+    return elapsed - getattr(report, "build_s", 0.0)
+
+
 def cmd_check(args):
     from .backends import get
 
@@ -696,8 +707,7 @@ def cmd_check(args):
         progress=_cycle_progress("check", count),
         log=lambda text: progress(f"check: {text}"),
     )
-    # The Verilator build (minutes the first time, cached after) is not simulation speed.
-    elapsed = time.monotonic() - started - getattr(report, "build_s", 0.0)
+    elapsed = time.monotonic() - started
     # A cycle block's compared cycles are its clock cycles: one count, not the same one twice.
     compared = report.passed + report.failed - report.timing_errors
     counts = (
@@ -705,7 +715,8 @@ def cmd_check(args):
         if block.kind == "pipeline"
         else cliutil.plural(report.cycles, "clock cycle")
     )
-    print(f"{counts}, {elapsed:.1f} s ({report.cycles / max(elapsed, 1e-9):.0f} cycles/s)")
+    rate = cycles_per_second(report.cycles, _simulation_seconds(report, elapsed))
+    print(f"{counts}, {elapsed:.1f} s ({rate})")
     if report.first:
         print(f"first mismatch: {report.first}")
         if not args.vcd:
@@ -781,6 +792,7 @@ def cmd_bench(args):
         result = bench_sessions(
             block, params, count=args.session_count, seed=args.seed, backend=args.session, log=log
         )
+        result["provenance"] = provenance.provenance(seeds={"stimulus": args.seed})
         print(json.dumps(result, indent=1) if args.json else format_session_table(result))
         return EXIT_FAIL if result["batch"]["failed"] else 0
     result = bench(
@@ -793,6 +805,7 @@ def cmd_bench(args):
         log=log,
         repeat=args.repeat,
     )
+    result["provenance"] = provenance.provenance(seeds={"stimulus": args.seed})
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return EXIT_FAIL if any(row.get("failed") for row in result["rows"]) else 0
 
@@ -1213,6 +1226,7 @@ def _demo_validate(args):
 
 def _output_file(args):
     files.check_output_file(args.output, "--output")
+    files.check_not_input(args.output, [("--input", getattr(args, "input", None))], "--output")
 
 
 class Command:
@@ -1369,6 +1383,7 @@ def main(argv=None):
     if previous is signal.default_int_handler:  # not when started with SIGINT ignored
         signal.signal(signal.SIGINT, _first_sigint)
     try:
+        provenance.set_command(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
         _validate(args)
         return args.command_object.run(args)
@@ -1377,6 +1392,9 @@ def main(argv=None):
         return EXIT_USAGE
     except (BuildError, SynthError) as error:  # names the tool, its log and the log's tail
         print(f"gpurtl: {error}", file=sys.stderr)
+        return EXIT_FAIL
+    except UndefinedValue as error:  # an X or Z on a four-state simulator: the RTL's fault
+        print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_FAIL
     except KeyboardInterrupt:
         previous = None  # keep ignoring Ctrl-C until the process has exited

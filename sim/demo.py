@@ -19,6 +19,7 @@ from .backends import BACKENDS
 from .core import files, registry
 from .core.files import UsageError
 from .core.progress import Progress, progress
+from .core.provenance import markdown, provenance
 
 __all__ = ["DEMO_VCD_COUNT", "QUICK_VCD_BLOCKS", "run_experiment", "demo", "report"]
 
@@ -30,6 +31,9 @@ DEMO_VCD_COUNT = {False: 50, True: 8}
 #: each. The large ray-accelerator blocks take a minute or more each in Amaranth's simulator
 #: (mostly building the simulation).
 QUICK_VCD_BLOCKS = ("fp32_add", "omm_index", "ray_sort", "stoc", "vgpr_dyn", "waitcnt")
+
+#: The seed of the demo's waveform runs.
+WAVEFORM_SEED = 1
 
 #: The demo's own results (the waveform runs), beside the experiments' folders.
 DEMO_DATA = "demo.json"
@@ -103,7 +107,13 @@ def demo(out, *, quick=False, vcd_count=None):
     count = vcd_count or DEMO_VCD_COUNT[quick]
     started_vcd = time.monotonic()
     waves = _waveforms(out / "vcd", count, quick)
-    saved = {"quick": quick, "vcd_count": count, "vcd": waves, "failed": failed}
+    saved = {
+        "quick": quick,
+        "vcd_count": count,
+        "vcd": waves,
+        "failed": failed,
+        "provenance": provenance(seeds={"waveform stimulus": WAVEFORM_SEED}),
+    }
     files.write_atomic(out / DEMO_DATA, json.dumps(saved, indent=1) + "\n")
     files.write_atomic(out / "summary.md", _summary(out, saved, results))
     vcd_s, total_s = time.monotonic() - started_vcd, time.monotonic() - started_demo
@@ -126,7 +136,7 @@ def _waveforms(folder, count, quick):
             try:
                 line = (
                     BACKENDS["pysim"]
-                    .check(block, block.resolve(), count=count, seed=1, vcd=str(path))
+                    .check(block, block.resolve(), count=count, seed=WAVEFORM_SEED, vcd=str(path))
                     .line()
                 )
                 rows.append({"block": block.name, "result": line, "vcd": f"vcd/{path.name}"})
@@ -181,6 +191,7 @@ def _summary(out, saved, results):
             ],
         )
         + "\n"
+        + (f"\n{markdown(saved['provenance'])}" if saved.get("provenance") else "")
     )
 
 

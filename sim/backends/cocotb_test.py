@@ -22,19 +22,26 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-from gpurtl.sim.backends.cocotb_io import CocotbIO
+from gpurtl.sim.backends.cocotb_io import INPUTS, OUTPUTS, CocotbIO
 from gpurtl.sim.core import registry
-from gpurtl.sim.harness.engine import PipelineDriver, Source, StallPattern
+from gpurtl.sim.harness.engine import PipelineDriver, Source, StallPattern, UndefinedValue
 from gpurtl.sim.harness.golden_io import random_stream
 from gpurtl.sim.harness.lockstep import compare_events, drive_block, timing_facts
 
 
-async def _reset(dut):
+async def _reset(dut, block):
+    for name in INPUTS[block.kind]:
+        getattr(dut, name).value = 0
     Clock(dut.clk, 10, unit="ns").start()
     dut.rst.value = 1
     await RisingEdge(dut.clk)
     await RisingEdge(dut.clk)
     dut.rst.value = 0
+
+
+def _io(dut, job, block):
+    """The ports; with the job's ``all_outputs``, every output is read in every cycle."""
+    return CocotbIO(dut, OUTPUTS[block.kind] if job.get("all_outputs") else ())
 
 
 async def _batch(dut, job, block, params):
@@ -47,7 +54,7 @@ async def _batch(dut, job, block, params):
     else:
         inputs = [int(text, 16) for text in job["inputs"]]
         expected = None if job["expected"] is None else [int(t, 16) for t in job["expected"]]
-    await _reset(dut)
+    await _reset(dut, block)
     latency, ii = timing_facts(block, params)
     report, on_output = compare_events(
         block,
@@ -58,7 +65,7 @@ async def _batch(dut, job, block, params):
         keep_outputs=job["keep_outputs"],
         free_run=stalls.free_run,
     )
-    await drive_block(block, CocotbIO(dut), inputs, stalls, report, on_output)
+    await drive_block(block, _io(dut, job, block), inputs, stalls, report, on_output)
     return report.to_json()
 
 
@@ -72,8 +79,8 @@ class _Queue(Source):
 
 async def _serve(dut, job, block, params):
     """Answer the requests of the calling process's session until it closes."""
-    await _reset(dut)
-    io = CocotbIO(dut)
+    await _reset(dut, block)
+    io = _io(dut, job, block)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(job["socket"])
     stream = connection.makefile("rw")
@@ -118,6 +125,8 @@ async def _serve(dut, job, block, params):
                     await io.tick()
                     cycle += 1
                 answer = {"outputs": outputs, "cycle": cycle}
+        except UndefinedValue as error:  # the session raises it, with the block's name
+            answer = {"error": str(error), "type": "UndefinedValue", "undefined": error.to_json()}
         except Exception as error:  # the session raises it in the calling process
             answer = {"error": f"{type(error).__name__}: {error}", "type": type(error).__name__}
         stream.write(json.dumps(answer) + "\n")
@@ -135,6 +144,8 @@ async def run(dut):
         params = job["params"]
         serve = _serve if job["mode"] == "session" else _batch
         result = await serve(dut, job, block, params)
+    except UndefinedValue as error:  # the parent process names the block and the field
+        result = {"undefined": error.to_json()}
     except Exception as error:  # reported to the parent process, which prints it
         result = {"error": f"{error}\n{traceback.format_exc()}"}
     with open(job["result"], "w") as file:

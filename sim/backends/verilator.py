@@ -22,12 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core import cache, ports
+from ..core import cache, layouts, ports, registry
 from ..core.export import ToolchainError, cache_dir, cxx_toolchain, to_verilog, verilator_env
 from ..core.files import write_atomic
 from ..core.progress import progress
 from ..core.words import ints_from_words, words_from_ints
 from ..harness.backend import Backend, cpu_seconds
+from ..harness.engine import UndefinedValue
 from ..harness.lockstep import timing_facts
 from ..harness.report import Report
 from ..harness.session import Exchange, Session
@@ -90,6 +91,9 @@ class Simulator:
     name = "verilator"
     #: What it is called in messages.
     title = "Verilator"
+    #: Whether it simulates X and Z: then every output is read in every cycle, so that an
+    #: undefined one is reported where it first appears.
+    four_state = False
 
     def require(self):
         """Raise :class:`~gpurtl.sim.core.export.ToolchainError` naming what to install when a
@@ -145,6 +149,7 @@ class _Icarus(Simulator):
 
     name = "icarus"
     title = "Icarus Verilog"
+    four_state = True
 
     def require(self):
         icarus_toolchain(f"the {self.name} backend")
@@ -241,13 +246,36 @@ def _test_kwargs(name, folder, work, waves, module):
     }
 
 
-def _result(work, what):
+def undefined(data, block_name, params, simulator):
+    """The :class:`~gpurtl.sim.harness.engine.UndefinedValue` that the cocotb test reported as
+    ``data``, naming the block, the simulator and the payload field of the lowest undefined bit."""
+    field = None
+    name = data["signal"]
+    if data["bits"] and name in ("o", "o__payload", "i__payload", "i"):
+        try:
+            in_layout, out_layout = registry.get(block_name).layouts(**params)
+            bit = data["bits"][0]
+            layout = out_layout if name.startswith("o") else in_layout
+            field = next(
+                leaf.path
+                for leaf in layouts.leaves(layout)
+                if leaf.offset <= bit < leaf.offset + leaf.width
+            )
+        except (StopIteration, registry.RegistryError):  # a design outside the registry
+            field = None
+    return UndefinedValue.from_json(data, block=block_name, backend=simulator.name, field=field)
+
+
+def _result(work, what, job=None, simulator=VERILATOR):
     result_path = Path(work) / "result.json"
     if not result_path.exists():
         log = Path(work) / "sim.log"
         tail = log.read_text()[-3000:] if log.exists() else ""
         raise RuntimeError(f"the cocotb run of {what} wrote no result\n{tail}")
     result = json.loads(result_path.read_text())
+    if "undefined" in result:
+        block = job.get("block", what.strip("`"))
+        raise undefined(result["undefined"], block, job.get("params", {}), simulator)
     if "error" in result:
         raise RuntimeError(f"cocotb run of {what} failed: {result['error']}")
     return result
@@ -269,7 +297,7 @@ def run_test(name, folder, job, *, module, vcd=None, simulator=VERILATOR):
             simulator=simulator.name,
             extra_env={"GPURTL_JOB": str(job_path), "COCOTB_LOG_LEVEL": "WARNING"},
         )
-        result = _result(work, f"`{name}`")
+        result = _result(work, f"`{name}`", job, simulator)
         if vcd:
             _copy_waveform(Path(work), vcd, name)
         return result
@@ -313,6 +341,7 @@ def run_cocotb(
         "expected": None if expected_bits is None else [f"{bits:x}" for bits in expected_bits],
         "stalls": {"seed": 0, **stalls.to_json()},
         "keep_outputs": keep_outputs,
+        "all_outputs": simulator.four_state,
     }
     result = run_test(
         block.name,
@@ -343,6 +372,7 @@ class VerilatorSession(Session):
             initiation_interval=ii,
         )
         self._vcd = vcd
+        self._simulator = simulator
         self._folder = build(block, params, waves=bool(vcd), simulator=simulator)
         self._work = tempfile.TemporaryDirectory(dir=self._folder)
         work = Path(self._work.name)
@@ -359,6 +389,7 @@ class VerilatorSession(Session):
             "stalls": {"seed": 0, **self.stalls.to_json()},
             "socket": address,
             "result": str(work / "result.json"),
+            "all_outputs": simulator.four_state,
         }
         (work / "job.json").write_text(json.dumps(job))
         self._process = cocotb_runner.start(
@@ -403,6 +434,8 @@ class VerilatorSession(Session):
         if not line:
             self._failed("ended unexpectedly")
         answer = json.loads(line)
+        if "undefined" in answer:
+            raise undefined(answer["undefined"], self.block.name, self.params, self._simulator)
         if "error" in answer:
             kind = {"TimeoutError": TimeoutError}.get(answer.get("type"), AssertionError)
             raise kind(answer["error"])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 __all__ = [
     "UsageError",
+    "check_not_input",
     "check_output_file",
     "check_output_folder",
     "staged_folder",
@@ -64,6 +65,25 @@ def check_output_file(path, option):
     _check_writable_folder(folder, option, path)
     if target.exists() and not os.access(target, os.W_OK):
         raise UsageError(f"{option} `{path}`: the file is not writable")
+
+
+def check_not_input(path, inputs, option):
+    """Raise :class:`UsageError` if the output ``path`` is one of the files ``inputs`` (a pair
+    of option and path each; ``None`` and ``-`` are skipped): writing it would replace an
+    input before it was read. Links and other names of the same file count as the same."""
+    if path is None or str(path) == "-":
+        return
+    for input_option, source in inputs:
+        if source is None or str(source) == "-":
+            continue
+        same = os.path.realpath(path) == os.path.realpath(source)
+        with contextlib.suppress(OSError):
+            same = same or os.path.samefile(path, source)
+        if same:
+            raise UsageError(
+                f"{option} `{path}` is the {input_option} file; name another output file "
+                f"(writing it would replace the input)"
+            )
 
 
 def write_atomic(path, data):

@@ -283,10 +283,45 @@ _TIME_ZERO = re.compile(
 )
 
 
+#: Yosys writes a register that is driven partly by a process and partly by connections as a
+#: bare ``always @*`` of one assignment (``always @* out_next[0] = s3[0];``), which does not read
+#: the trigger: a four-state simulator runs it only when its right-hand side changes, so the bits
+#: stay x while the right-hand side keeps its reset value.
+_BARE_ALWAYS = re.compile(r"^( *)always @\*\n( +)(?!begin\b)([^\n]*;)$", re.M)
+
+_MODULE = re.compile(r"^module [^;]*;\n.*?^endmodule$", re.M | re.S)
+
+_TRIGGER = re.compile(r"^ *initial (\\\S+ ) = 1'b0;$", re.M)
+
+#: The trigger declared in a module whose only processes are bare ``always @*`` blocks.
+_OWN_TRIGGER = "\\$gpurtl$time0 "
+
+
+def _trigger_bare_always(module):
+    if not _BARE_ALWAYS.search(module):
+        return module
+    found = _TRIGGER.search(module)
+    if found:
+        trigger = found[1]
+    else:
+        trigger = _OWN_TRIGGER
+        header = module.index(";\n") + 2
+        declare = f"  reg {trigger};\n  initial {trigger} = 1'b0;\n"
+        module = module[:header] + declare + module[header:]
+    return _BARE_ALWAYS.sub(
+        lambda m: f"{m[1]}always @* begin\n{m[2]}if ({trigger}) begin end\n{m[2]}{m[3]}\n{m[1]}end",
+        module,
+    )
+
+
 def time_zero_trigger(verilog):
     """``verilog`` with Yosys's time-0 trigger registers set by an ``initial`` statement, which
-    is an event at time 0 in Verilog-2005 and SystemVerilog alike."""
-    return _TIME_ZERO.sub(lambda m: f"{m[1]}reg {m[2]};\n{m[1]}initial {m[2]} = 1'b0;", verilog)
+    is an event at time 0 in Verilog-2005 and SystemVerilog alike, and read by every
+    combinational ``always @*`` block (also the bare one-assignment blocks, which Yosys writes
+    without it), so that a four-state simulator evaluates each block once at time 0 and every
+    output is defined from the first cycle after reset."""
+    verilog = _TIME_ZERO.sub(lambda m: f"{m[1]}reg {m[2]};\n{m[1]}initial {m[2]} = 1'b0;", verilog)
+    return _MODULE.sub(lambda m: _trigger_bare_always(m[0]), verilog)
 
 
 def verilog_file(verilog, block, params, *, timescale=DEFAULT_TIMESCALE, with_wrapper=False):

@@ -11,6 +11,8 @@ Each module here defines
 * ``report(data, out_dir) -> {"title": str, "rows": [(metric, value), ...], "files": [paths]}``:
   tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
   from ``data`` alone;
+* optionally ``SEEDS``: ``{what: seed}`` of the fixed seeds its random numbers come from (``{}``
+  when it draws none), recorded in the run's provenance;
 * optionally ``arguments(parser)``: the experiment's own options of ``gpurtl experiment NAME``
   (``parser.add_argument`` as argparse has it; every option's default must be ``None`` or
   ``argparse.SUPPRESS``, meaning "not given"), passed to ``measure`` as keyword arguments when given, and
@@ -18,6 +20,9 @@ Each module here defines
 
 :func:`run` is ``report(measure(...), out_dir)`` for every experiment and keeps the data as
 ``data.json`` beside the report, so :func:`report` can write the report again without measuring.
+``data.json`` also holds the run's provenance (:mod:`gpurtl.sim.core.provenance`: version,
+commit, command line, seeds, tool versions, machine) under ``"provenance"``, and ``summary.md``
+ends with it; :func:`report` keeps the provenance of the run that measured.
 A module that defines only ``run(out_dir, *, quick=False, progress=None)`` is run as it is and
 keeps no data.
 """
@@ -27,8 +32,11 @@ import json
 import pkgutil
 from pathlib import Path
 
+from ..core.provenance import markdown, provenance
+
 __all__ = [
     "DATA",
+    "PROVENANCE",
     "ExperimentFailed",
     "check_params",
     "dumps",
@@ -36,6 +44,7 @@ __all__ = [
     "get",
     "report",
     "run",
+    "run_provenance",
 ]
 
 #: The file, in an experiment's output folder, that holds what ``measure()`` returned.
@@ -81,10 +90,34 @@ def run(module, out_dir, *, quick=False, progress=None, options=None):
     out_dir = Path(out_dir)
     if not _has_data(module):
         return module.run(out_dir, quick=quick, progress=progress)
-    text = dumps(module.measure(quick=quick, progress=progress, **(options or {})))
+    data = module.measure(quick=quick, progress=progress, **(options or {}))
+    if isinstance(data, dict):
+        data = {**data, PROVENANCE: run_provenance(module)}
+    text = dumps(data)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / DATA).write_text(text + "\n")
-    return _with_data_file(module.report(json.loads(text), out_dir), out_dir)
+    return _with_data_file(_reported(module, json.loads(text), out_dir), out_dir)
+
+
+#: The key of ``data.json`` that holds the run's provenance.
+PROVENANCE = "provenance"
+
+
+def run_provenance(module):
+    """The provenance of a run of ``module``, with its ``SEEDS`` (``"not declared"`` without)."""
+    return provenance(seeds=getattr(module, "SEEDS", "not declared"))
+
+
+def _reported(module, data, out_dir):
+    """``module.report(data, out_dir)``, with the provenance kept in ``data.json`` added to the
+    end of ``summary.md`` (the report functions read their own keys only)."""
+    record = data.pop(PROVENANCE, None) if isinstance(data, dict) else None
+    result = module.report(data, out_dir)
+    summary = Path(out_dir) / "summary.md"
+    if record and summary.exists():
+        text = summary.read_text().rstrip("\n")
+        summary.write_text(f"{text}\n\n{markdown(record)}")
+    return result
 
 
 def report(module, out_dir, data_dir=None):
@@ -98,7 +131,7 @@ def report(module, out_dir, data_dir=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     if source != out_dir / DATA:
         (out_dir / DATA).write_text(text)
-    return _with_data_file(module.report(json.loads(text), out_dir), out_dir)
+    return _with_data_file(_reported(module, json.loads(text), out_dir), out_dir)
 
 
 def dumps(data):

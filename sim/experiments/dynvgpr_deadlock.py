@@ -15,6 +15,9 @@ from ..tables import Column, document, metrics, write_csv
 from . import check_params
 from ._vgpr_sched import Program, Simd, run_rtl
 
+#: The seed of the programs of grow-at-once trial ``k``.
+SEEDS = {"grow-at-once trial k": "100 + k"}
+
 NAME = "dynvgpr-deadlock"
 DESCRIPTION = (
     "RDNA 4 dynamic VGPRs: all waves grow at once with and without the deadlock "

@@ -17,6 +17,9 @@ from gpurtl.sim.tables import Column, document, markdown, write_csv
 
 from . import check_params
 
+#: No random numbers: synthesis of fixed builds.
+SEEDS = {}
+
 NAME = "fp32-synth"
 DESCRIPTION = "FP32 units on ECP5-85k speed 8: LUT4, FF, DSP, Fmax at default stages"
 

@@ -14,7 +14,7 @@ Tables (each with a CSV file and a plot):
 
 Sizes: ``--quick`` (seconds), the default (what ``gpurtl demo`` runs: the IU8 core at both rates,
 1000 dot products per format and preset as the full run; under a minute of CPU) and the full run
-(``python -m gpurtl.sim.experiments.matrix --full``: every build of :data:`RATE_BUILDS` and
+(``gpurtl experiment matrix --full``: every build of :data:`RATE_BUILDS` and
 :data:`SYNTH_BUILDS`, 1000 dot products; tens of minutes).
 3. ``errors``: per preset and input format, the error in FP32 ulps of random dot products
    (depth 16) against the exact rational result, and the FTTN-style targeted cases with each
@@ -34,10 +34,22 @@ from gpurtl.golden.matrix.exact import exact_dot, ulp_error
 from gpurtl.golden.matrix.formats import to_float
 from gpurtl.golden.matrix.samples import encode, random_elements, targeted
 
+#: The seeds of the random stimulus of the rates table and of the error table's dot products.
+SEEDS = {"rates stimulus": 0, "error dot products": 0}
+
 NAME = "matrix"
 DESCRIPTION = "matrix core: cycles/instruction, FLOPs/clk/CU vs GPUOpen, sparse speed-up, ECP5 cost, preset errors"
 
-__all__ = ["NAME", "DESCRIPTION", "measure", "report", "main", "RATE_BUILDS", "SYNTH_BUILDS"]
+__all__ = [
+    "NAME",
+    "DESCRIPTION",
+    "arguments",
+    "measure",
+    "report",
+    "main",
+    "RATE_BUILDS",
+    "SYNTH_BUILDS",
+]
 
 #: (family, rate) builds whose cycles are measured with ``full``; ``--quick`` measures the first
 #: only, the default run :data:`DEFAULT_RATE_BUILDS`.
@@ -496,15 +508,29 @@ def report(data, out_dir):
 _COMMANDS = {
     "quick": "`gpurtl experiment matrix --quick`",
     "default": "`gpurtl experiment matrix`",
-    "full": "`python -m gpurtl.sim.experiments.matrix --full`",
+    "full": "`gpurtl experiment matrix --full`",
 }
 
 
-def main(argv=None):
-    """``python -m gpurtl.sim.experiments.matrix --full [--out DIR]``: every build (the
-    ``gpurtl experiment`` command runs the default sample); writes ``DIR/matrix/data.json`` and
-    the report like ``gpurtl experiment``, so ``gpurtl report DIR/matrix`` writes it again."""
+def arguments(parser):
+    """The experiment's own option of ``gpurtl experiment matrix``."""
     import argparse
+
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="every build of the rates table and every ECP5 synthesis (tens of minutes)",
+    )
+
+
+def main(argv=None):
+    """``python -m gpurtl.sim.experiments.matrix --full [--out DIR]``: every build, as
+    ``gpurtl experiment matrix --full`` (``gpurtl experiment matrix`` without ``--full`` runs
+    the default sample); writes ``DIR/matrix/data.json`` and the report like ``gpurtl
+    experiment``, so ``gpurtl report DIR/matrix`` writes it again."""
+    import argparse
+    import sys
     from pathlib import Path
 
     from gpurtl.sim import experiments
@@ -520,10 +546,8 @@ def main(argv=None):
     def progress(done, total, what):
         print(f"[{done}/{total}] {what}", flush=True)
 
-    text = experiments.dumps(measure(progress=progress, full=args.full))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / experiments.DATA).write_text(text + "\n")
-    result = report(json.loads(text), out)
+    module = sys.modules[__name__]
+    result = experiments.run(module, out, progress=progress, options={"full": args.full})
     for metric, value in result["rows"]:
         print(f"{metric}: {value}")
     print(f"report: {out / 'summary.md'}")

@@ -28,6 +28,9 @@ import numpy as np
 from ..tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 
+#: The seeds of the rod and chain scenes and of each scene's rays.
+SEEDS = {"rods": 1, "chains": 2, "rays of a scene": "the length of its name"}
+
 NAME = "obb"
 DESCRIPTION = "OBB (rotated box) nodes vs axis-aligned BVH8/BVH4: box tests and nodes per ray"
 

@@ -19,6 +19,9 @@ from ..tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 from ._vgpr_sched import Program, Simd, run_rtl
 
+#: No random numbers: the occupancy tables are computed from fixed programs.
+SEEDS = {}
+
 NAME = "occupancy"
 DESCRIPTION = (
     "ray-tracing-like waves under RDNA static, RDNA 4 dynamic (16/32 blocks) and Xe3 "

@@ -32,6 +32,9 @@ import numpy as np
 from ..tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 
+#: The seeds of the cards of the scene and the RTL replay sample, and of the grass texture.
+SEEDS = {"scene and RTL replay": 2020, "grass texture": 7}
+
 NAME = "stoc"
 DESCRIPTION = (
     "sub-triangle opacity (Xe3 STOC1/STOC3, opacity micromaps L1-6): any-hit "

@@ -41,6 +41,9 @@ import numpy as np
 
 from ._trav_scalar import build_scene, rtl_replay, stack_replay
 
+#: The seeds of the ray sets, of the rays of the ``--rtl`` run and of the waves sampled per set.
+SEEDS = {"ray sets": 7, "--rtl rays": 3, "wave sample of a ray set": "the length of its name"}
+
 NAME = "traversal"
 DESCRIPTION = (
     "BVH8 traversal on real scenes at 10^6 rays (golden wave-batched loop) timed on a CU model "

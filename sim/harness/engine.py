@@ -26,6 +26,7 @@ __all__ = [
     "PipelineEvent",
     "CycleEvent",
     "StreamRuleError",
+    "UndefinedValue",
     "PipelineDriver",
     "CycleDriver",
     "as_source",
@@ -37,8 +38,39 @@ __all__ = [
 DONE = type("Done", (), {"__repr__": lambda self: "DONE"})()
 
 
+class UndefinedValue(RuntimeError):
+    """A port read as X or Z (a four-state simulator such as Icarus Verilog): ``signal`` (the
+    port's name in the exported Verilog), ``cycle`` (clock cycles since reset ended, the first is
+    0), ``bits`` (the undefined bit indices, least significant first) and ``value`` (the
+    simulator's text of it, most significant bit first); ``block`` and ``backend`` name what
+    read it once known. Its text is one line."""
+
+    def __init__(self, signal, cycle, bits, value, *, block=None, backend=None, field=None):
+        self.signal, self.cycle, self.bits, self.value = signal, cycle, list(bits), value
+        self.block, self.backend, self.field = block, backend, field
+        super().__init__(self._text())
+
+    def _text(self):
+        where = f"`{self.block}` on {self.backend}: " if self.block else ""
+        kinds = "/".join(sorted({self.value[len(self.value) - 1 - b].upper() for b in self.bits}))
+        bits, when = self.bits, f"in cycle {self.cycle} after reset"
+        if len(self.value) == 1:
+            return f"{where}output `{self.signal}` is {kinds} {when}"
+        which = f"bit {bits[0]}" if len(bits) == 1 else f"{len(bits)} bits from bit {bits[0]}"
+        field = f" (field `{self.field}`)" if self.field else ""
+        return f"{where}output `{self.signal}` has {kinds} in {which}{field} {when}"
+
+    def to_json(self):
+        return {"signal": self.signal, "cycle": self.cycle, "bits": self.bits, "value": self.value}
+
+    @classmethod
+    def from_json(cls, data, **where):
+        return cls(data["signal"], data["cycle"], data["bits"], data["value"], **where)
+
+
 class PortIO:
-    """What a simulator backend provides to the drivers."""
+    """What a simulator backend provides to the drivers. A four-state simulator's :meth:`get`
+    raises :class:`UndefinedValue` for a port with an X or Z bit."""
 
     def set(self, name, value):  # pragma: no cover - interface
         raise NotImplementedError

@@ -7,7 +7,16 @@ import numpy as np
 from ..core import layouts
 from ..core.words import ints_from_words
 
-__all__ = ["Mismatch", "Report", "Comparator", "transaction_where"]
+__all__ = ["Mismatch", "Report", "Comparator", "cycles_per_second", "transaction_where"]
+
+
+def cycles_per_second(cycles, seconds):
+    """``"1234 cycles/s"``, or to three significant figures below 100 (``"0.42 cycles/s"``),
+    never a rate rounded to 0; ``"not timed"`` when no time was measured."""
+    if seconds <= 0:
+        return "not timed"
+    rate = cycles / seconds
+    return f"{rate:.0f} cycles/s" if rate >= 100 or rate == 0 else f"{rate:.3g} cycles/s"
 
 
 class Mismatch:

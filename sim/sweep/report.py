@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from ..core.files import write_atomic
+from ..core.provenance import markdown
 
 __all__ = ["pareto_front", "untimed_datapath", "write_report", "write_table"]
 
@@ -157,6 +158,10 @@ def write_report(spec, rows, out_dir):
         ]
     if plots:
         lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
+    # The provenance of the newest point (each point's own is in its JSON file).
+    newest = [r["provenance"] for r in rows if r.get("provenance")]
+    if newest:
+        lines += ["", markdown(max(newest, key=lambda record: record.get("date", ""))).rstrip()]
     write_atomic(out_dir / "report.md", "\n".join(lines) + "\n")
     return [out_dir / "report.md"] + plots + files
 

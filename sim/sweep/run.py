@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..core.files import write_atomic
 from ..core.progress import Every
+from ..core.provenance import command_line, provenance
 from .report import write_report, write_table
 
 __all__ = [
@@ -172,7 +173,21 @@ def run_point(run, target, params, options):
         result["error"] = f"{type(error).__name__}: {error}".strip()
     result["seconds"] = round(time.monotonic() - started, 3)
     result["worker_pid"] = os.getpid()
+    result["provenance"] = provenance(seeds=_point_seeds(run, target, options))
     return result
+
+
+def _point_seeds(run, target, options):
+    """The seeds of one point: the sweep's ``seed`` option (the check's stimulus, nextpnr's
+    placement), or an experiment's own ``SEEDS``."""
+    if run == "experiment":
+        from .. import experiments
+
+        try:
+            return getattr(experiments.get(target), "SEEDS", "not declared")
+        except Exception:  # an unknown experiment is the point's own failure, recorded above
+            return "not declared"
+    return {"seed": options.get("seed")}
 
 
 def _write_json_atomic(path, obj):
@@ -299,6 +314,11 @@ def run_sweep(
                     }
                 result["key"] = key
                 result["versions"] = tool_versions(spec.run)
+                # the worker knows its machine and tools; the command line is this process's
+                record = result.get("provenance") or provenance(
+                    seeds=_point_seeds(spec.run, target, spec.options)
+                )
+                result["provenance"] = {**record, "command": command_line()}
                 _write_json_atomic(points_dir / f"{key}.json", result)
                 status = result["status"]
                 counts[

@@ -168,6 +168,7 @@ def _ports(text, module):
     return re.search(rf"^module {re.escape(module)}\s*\(([^)]*)\)", text, re.M)[1].split(", ")
 
 
+@pytest.mark.full
 def test_yosys_proves_the_shared_export_of_a_bank_of_compares_equal(tmp_path):
     """Three compare cores of which the design reads only ``lt``. The per-instance export drops
     each core's unread results (its module has no ``eq`` port and no register for it); the shared

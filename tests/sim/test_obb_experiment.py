@@ -3,10 +3,13 @@
 import json
 import pathlib
 
+import pytest
+
 from gpurtl.sim import experiments
 from gpurtl.sim.experiments import obb
 
 
+@pytest.mark.full
 def test_obb_experiment_quick(tmp_path):
     result = experiments.run(obb, tmp_path, quick=True)
     for path in result["files"]:

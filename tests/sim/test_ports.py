@@ -203,6 +203,78 @@ def test_wrapper_behaves_like_the_block_on_icarus(name, tmp_path):
     assert "DONE errors=0 unknown=0" in run.stdout, run.stdout[-3000:]
 
 
+#: Yosys's two kinds of combinational process: a block that reads the time-0 trigger, and the
+#: bare one-assignment block it writes for a register that is partly driven elsewhere.
+BARE = """module m(clk, rst, o);
+  reg \\$auto$verilog_backend.cc:2355:dump_module$1  = 0;
+  input clk;
+  input rst;
+  output [1:0] o;
+  reg [1:0] s = 2'h1;
+  reg [1:0] n;
+  always @(posedge clk)
+    if (rst) s <= 2'h1; else s <= n;
+  always @* begin
+    if (\\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    n[1] = s[1];
+  end
+  always @*
+    n[0] = s[0];
+  assign o = n;
+endmodule
+"""
+
+
+def test_every_combinational_block_reads_the_time_zero_trigger():
+    text = ports.time_zero_trigger(BARE)
+    assert "always @*\n" not in text
+    assert text.count("if (\\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end") == 2
+    assert "initial \\$auto$verilog_backend.cc:2355:dump_module$1  = 1'b0;" in text
+    alone = BARE.replace("  reg \\$auto$verilog_backend.cc:2355:dump_module$1  = 0;\n", "")
+    alone = alone[: alone.index("  always @* begin")] + alone[alone.index("  always @*\n") :]
+    text = ports.time_zero_trigger(alone)  # a module with only a bare block gets a trigger
+    assert "initial \\$gpurtl$time0  = 1'b0;" in text and "if (\\$gpurtl$time0 ) begin end" in text
+    assert ports.time_zero_trigger(text) == text
+
+
+@pytest.mark.skipif(IVERILOG is None, reason="Icarus Verilog (`iverilog`) is not installed")
+@pytest.mark.parametrize("fixed", [False, True])
+def test_bare_always_blocks_are_defined_after_reset_on_icarus(tmp_path, fixed):
+    """As Yosys writes it, ``n[0]`` stays x on Icarus (``-g2012``) while ``s`` keeps its reset
+    value; with every block reading the trigger, ``o`` is defined from the first cycle."""
+    text = ports.time_zero_trigger(BARE) if fixed else BARE
+    bench = """`timescale 1ns/1ps
+module tb;
+  reg clk = 0, rst = 1;
+  wire [1:0] o;
+  integer cycle;
+  m dut(.clk(clk), .rst(rst), .o(o));
+  always #5 clk = ~clk;
+  initial begin
+    for (cycle = 0; cycle < 4; cycle = cycle + 1) begin
+      @(negedge clk);
+      if (cycle == 1) rst = 0;
+      $display("cycle %0d o=%b", cycle, o);
+    end
+    $finish;
+  end
+endmodule
+"""
+    (tmp_path / "m.v").write_text(text)
+    (tmp_path / "tb.v").write_text(bench)
+    binary = tmp_path / "tb.vvp"
+    subprocess.run(
+        [IVERILOG, "-g2012", "-s", "tb", "-o", str(binary), "m.v", "tb.v"], cwd=tmp_path, check=True
+    )
+    run = subprocess.run(["vvp", "-n", str(binary)], capture_output=True, text=True)
+    values = re.findall(r"o=(\S+)", run.stdout)
+    assert len(values) == 4, run.stdout
+    if fixed:
+        assert values == ["01"] * 4, run.stdout
+    else:  # the pattern this export step removes
+        assert "x" in "".join(values), run.stdout
+
+
 @pytest.mark.skipif(IVERILOG is None, reason="Icarus Verilog (`iverilog`) is not installed")
 def test_wrapper_testbench_sees_a_wrong_field(tmp_path):
     """The comparison above can fail: a wrapper with two output fields swapped differs."""

@@ -137,6 +137,7 @@ def test_sweep_end_to_end_on_a_local_cluster(tmp_path):
     assert heat_maps, "a two-parameter grid gets a heat map"
 
 
+@pytest.mark.full
 def test_interrupted_sweep_resumes_only_missing_points(tmp_path):
     spec = load_spec(_spec(tmp_path, CHECK_SPEC))
     out = tmp_path / "out"
@@ -162,6 +163,7 @@ def test_interrupted_sweep_resumes_only_missing_points(tmp_path):
     assert len(collect(out / "points", spec)) == 6
 
 
+@pytest.mark.full
 def test_killed_worker_loses_no_finished_point(tmp_path):
     spec = load_spec(_spec(tmp_path, CHECK_SPEC.replace("count = 12", "count = 60")))
     out = tmp_path / "out"
@@ -194,6 +196,7 @@ def test_shipped_example_specs_parse(name):
     assert spec.name == name and spec.tasks()
 
 
+@pytest.mark.full
 def test_cli_sweep_runs_and_prints_counts(tmp_path):
     path = _spec(
         tmp_path,

@@ -36,6 +36,7 @@ _BANK = Block(
 )
 
 
+@pytest.mark.full
 def test_keep_hierarchy_counts_every_instance(tmp_path, monkeypatch):
     """With the hierarchy kept, each distinct module is mapped once, and the totals still count
     every instance: three cores are about three times one core, and, when the design reads every
@@ -67,6 +68,7 @@ def test_keep_hierarchy_counts_every_instance(tmp_path, monkeypatch):
         synthesize(_BANK, {"units": 1}, workdir=tmp_path / "bad", keep_hierarchy=True)
 
 
+@pytest.mark.full
 def test_keep_hierarchy_counts_results_the_design_does_not_read(tmp_path, monkeypatch):
     """Each FP32 core is exported once with all its results (gpurtl.sim.core.export.convert), so
     with the hierarchy kept the registers and logic of results the design never reads are

@@ -75,6 +75,7 @@ def _assert_loop(result, golden):
     return cmp
 
 
+@pytest.mark.full
 def test_rtl_loop_on_pysim(bunny):
     rt = R.rt_unit_params()
     result, golden = _run(bunny, 2, "pysim", params=_short(rt), rt=rt)

@@ -24,7 +24,7 @@ from ...core.progress import Every
 from ...core.words import width_of, words_from_ints, words_of
 from ...harness.golden_io import batches
 from ...harness.lockstep import free_run_of
-from ...harness.report import Comparator, Report, transaction_where
+from ...harness.report import Comparator, Report, cycles_per_second, transaction_where
 from .build import model as build_model
 
 __all__ = [
@@ -68,12 +68,12 @@ class FastReport(Report):
 
     def phases(self):
         """One line: the top, the processes and the time of each phase."""
-        rate = self.cycles / max(self.sim_seconds, 1e-9)
+        rate = cycles_per_second(self.cycles, self.sim_seconds)
         return (
             f"fast backend ({self.top} top, {_CORES[self.fp_cores]} FP32 cores, {self.processes} "
             f"processes): build "
             f"{self.build_seconds:.1f} s, golden {self.golden_seconds:.1f} s, simulation "
-            f"{self.sim_seconds:.1f} s ({rate:.0f} cycles/s), compare {self.compare_seconds:.1f} s"
+            f"{self.sim_seconds:.1f} s ({rate}), compare {self.compare_seconds:.1f} s"
         )
 
 

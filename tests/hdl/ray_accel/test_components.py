@@ -14,8 +14,10 @@ from .drive import run_lockstep
     [
         ("ray_decode", {}, 40),
         ("ray_decode", {"triangles": "0", "transforms": "0"}, 20),
-        ("ray_setup", {"fp": "shallow"}, 16),
-        ("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 20),
+        ("ray_setup", {"fp": "shallow"}, 6),
+        pytest.param("ray_setup", {"fp": "shallow"}, 16, marks=pytest.mark.full),
+        ("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 8),
+        pytest.param("ray_box_engine", {"fp": "shallow", "boxes": "2"}, 20, marks=pytest.mark.full),
         ("ray_box_engine", {"boxes": "1"}, 24),  # fpga preset: c3 split over three cycles
         ("ray_dedup", {}, 200),
         ("ray_result", {}, 100),

@@ -16,17 +16,20 @@ def _check(name, count, **params):
     return report
 
 
+@pytest.mark.full
 def test_obb_transform_every_index():
     # the stimulus starts with every index 0..103 and 0x7F in order, then random ones
     _check("obb_transform", 115, fma_stages=1)
 
 
-def test_obb_transform_dual_lanes():
-    _check("obb_transform", 24, fma_stages=2, lanes=2)
+@pytest.mark.parametrize("count", [8, pytest.param(24, marks=pytest.mark.full)])
+def test_obb_transform_dual_lanes(count):
+    _check("obb_transform", count, fma_stages=2, lanes=2)
 
 
-def test_instance_transform():
-    _check("instance_transform", 60, fma_stages=1)
+@pytest.mark.parametrize("count", [20, pytest.param(60, marks=pytest.mark.full)])
+def test_instance_transform(count):
+    _check("instance_transform", count, fma_stages=1)
 
 
 def test_latency_and_units():

@@ -20,9 +20,10 @@ from .drive import run_lockstep
 BLOCK = registry.get("ray_accel")
 
 
-def test_box_build_lockstep_throughput_and_stalls():
+@pytest.mark.parametrize("count", [16, pytest.param(40, marks=pytest.mark.full)])
+def test_box_build_lockstep_throughput_and_stalls(count):
     """Box paths only (2 engines x 4 boxes): one instruction per cycle, N in N - 1 + latency."""
-    dut = run_lockstep("ray_accel", {"triangles": "0", "transforms": "0"}, 40, seed=11)
+    dut = run_lockstep("ray_accel", {"triangles": "0", "transforms": "0"}, count, seed=11)
     assert dut.initiation_interval == 1
 
 

@@ -148,7 +148,12 @@ def _watertight_transactions(rng, rays):
 
 
 @pytest.mark.parametrize(
-    "random_count, edge_rays", [(40, 12), pytest.param(140, 36, marks=pytest.mark.slow)]
+    "random_count, edge_rays",
+    [
+        (16, 6),
+        pytest.param(40, 12, marks=pytest.mark.full),
+        pytest.param(140, 36, marks=pytest.mark.slow),
+    ],
 )
 def test_lockstep_pysim_and_watertight_on_rtl(random_count, edge_rays):
     """One Amaranth simulation (the design is large: ~15 s to compile): random transactions from

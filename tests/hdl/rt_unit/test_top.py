@@ -13,11 +13,12 @@ from .compiled import COCOTB
 BLOCK = registry.get("rt_unit")
 
 
-def test_lockstep_random():
+@pytest.mark.parametrize("count", [60, pytest.param(150, marks=pytest.mark.full)])
+def test_lockstep_random(count):
     params = BLOCK.small_params()
-    report = BACKENDS["pysim"].check(BLOCK, params, count=150, seed=3)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=count, seed=3)
     assert report.failed == 0, str(report.first)
-    assert report.passed == 150
+    assert report.passed == count
 
 
 @pytest.mark.slow  # a second elaboration of the accelerator
