@@ -13,7 +13,9 @@ from gpurtl.facts.rt_unit import (
     FETCH_ORDER,
     FETCH_TAG_BITS,
     MAX_BEATS,
+    MAX_WAVE_TAG_BITS,
     ORDERS,
+    PRESETS,
     REPLACEMENTS,
     WAVE_TAG_BITS,
     L0Geometry,
@@ -304,12 +306,27 @@ _ACCEL = (
     Param("transforms", False, "ray accelerator: OBB and instance transforms"),
     Param("fp", "shallow", "ray accelerator: FP32 core depths", choices=tuple(FP_PRESETS)),
 )
-_TOP = _L0 + (Param("tag_bits", WAVE_TAG_BITS, "2 ** tag_bits waves", range=(1, 4)),) + _ACCEL
+_TOP = (
+    _L0
+    + (Param("tag_bits", WAVE_TAG_BITS, "2 ** tag_bits waves", range=(1, MAX_WAVE_TAG_BITS)),)
+    + _ACCEL
+    + (
+        Param(
+            "preset",
+            "none",
+            "named build: rdna4 (32 KB L0, 32 waves, 2 engines x 4 boxes with the triangle "
+            "paths; docs/rt_unit.md); other parameters given apply over it",
+            choices=tuple(PRESETS),
+        ),
+    )
+)
 _ACCEL_NAMES = tuple(p.name for p in _ACCEL)
 
 
 def _split(params):
-    """``(geometry, tag_bits, accelerator build)`` of the ``rt_unit`` parameters."""
+    """``(geometry, tag_bits, accelerator build)`` of the ``rt_unit`` parameters (``preset``
+    is already applied by the registry)."""
+    params = {k: v for k, v in params.items() if k != "preset"}
     geometry, rest = L0Geometry.split(params)
     accel = {name: rest[name] for name in _ACCEL_NAMES}
     return geometry, rest["tag_bits"], accel
@@ -440,5 +457,6 @@ register(
         validate=_top_validate,
         check_count=600,
         small=dict(_SMALL, id_bits=3),
+        presets=PRESETS,
     )
 )

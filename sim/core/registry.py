@@ -161,6 +161,11 @@ class Block:
     golden_words : callable, optional
         ``golden_words(words, **params) -> (count, W_out) uint32``: the golden model on a whole
         word array at once.
+    presets : dict, optional
+        ``{name: {parameter: value}}``: named builds. A block with presets has a ``preset``
+        parameter (default ``"none"``); :meth:`resolve` applies the named preset's values over
+        the defaults and the other given parameters over the preset, so ``-p preset=rdna4 -p
+        mshrs=8`` is the preset with 8 MSHRs.
     """
 
     name: str
@@ -178,10 +183,22 @@ class Block:
     check: dict = field(default_factory=dict)
     stimulus_words: object = None
     golden_words: object = None
+    presets: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in ("pipeline", "cycle"):
             raise ValueError(f"`kind` must be 'pipeline' or 'cycle', not {self.kind!r}")
+        if self.presets:
+            names = {p.name for p in self.params}
+            if "preset" not in names:
+                raise ValueError(f"block `{self.name}` has presets but no `preset` parameter")
+            for preset, values in self.presets.items():
+                unknown = sorted(set(values) - names)
+                if unknown:
+                    raise ValueError(
+                        f"preset `{preset}` of block `{self.name}` sets unknown parameters "
+                        f"{', '.join(unknown)}"
+                    )
 
     def param(self, name):
         for p in self.params:
@@ -193,7 +210,11 @@ class Block:
     def resolve(self, overrides=None):
         """Full parameter dictionary: defaults updated with ``overrides`` (text or typed values)."""
         values = {p.name: p.default for p in self.params}
-        for name, text in (overrides or {}).items():
+        overrides = dict(overrides or {})
+        if self.presets and "preset" in overrides:
+            values["preset"] = self.param("preset").parse(overrides.pop("preset"))
+            values.update(self.presets.get(values["preset"], {}))
+        for name, text in overrides.items():
             values[name] = self.param(name).parse(text)
         if self.validate is not None:
             try:

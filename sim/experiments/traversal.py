@@ -448,10 +448,13 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
         if not quick:
             base_levels = params.levels
             variants = {
-                "L0 16 KB": params.replace(levels=K._levels(16, 128, 8, 64)),
-                "L0 64 KB": params.replace(levels=K._levels(64, 128, 8, 64)),
+                "L0 16 KB": params.replace(levels=K.rdna4_levels(16)),
+                "L0 64 KB": params.replace(levels=K.rdna4_levels(64)),
                 "MALL and DRAM latency x2": params.replace(
-                    levels=base_levels[:3] + [_scaled(lv, 2.0) for lv in base_levels[3:]]
+                    levels=[
+                        _scaled(lv, 2.0) if lv.name in ("MALL", "DRAM") else lv
+                        for lv in base_levels
+                    ]
                 ),
                 "VALU work x2": params.replace(
                     box_valu=2 * params.box_valu,
@@ -638,6 +641,13 @@ def _rtl(quick):
 # --- report -------------------------------------------------------------------------------------
 
 
+def _level(r, name):
+    """A level's hit rate, or ``none`` for a level the configuration does not have (RDNA 4 has
+    no graphics L1)."""
+    key = f"hit_{name}"
+    return _pm(r[key]) if key in r else "none"
+
+
 def _pm(v, k=1):
     return f"{v[0]:.{k}f} ± {v[1]:.{k}f}"
 
@@ -754,7 +764,7 @@ def report(data, out_dir):
         for set_name, r in sc["timing"].items():
             lines.append(
                 f"| {set_name} | {r['waves']} | {_pm(r['article'])} | {_pm(r['engine'])} | "
-                f"{_pm(r['issue'])} | {_pm(r['hit_L0'])} | {_pm(r['hit_L1'])} | {_pm(r['hit_L2'])} | "
+                f"{_pm(r['issue'])} | {_pm(r['hit_L0'])} | {_level(r, 'L1')} | {_pm(r['hit_L2'])} | "
                 f"{_pm(r['hit_MALL'])} | {_pm(r['lane_eff'])} | {r['alloc_waits'][0]:.0f} |"
             )
             rows.append(

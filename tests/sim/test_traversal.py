@@ -226,3 +226,20 @@ def test_missing_scenes_give_one_line(monkeypatch, capsys, absent):
     assert names[1] == "3 bunnies"
     assert names[0] == ("bunny (907 tris)" if "pymeshlab" in absent else "Stanford Bunny")
     assert [kind for _, kind, *_ in scenes] == ["blas", "tlas"]
+
+
+def test_rdna4_memory_follows_amds_table():
+    """RDNA 4 (RX 9070) behind the L0: no graphics L1 (AMD's GPU specifications table lists it
+    N/A), the 8 MB L2 and 64 MB Infinity Cache; the 32 KiB L0; RDNA 2 keeps its 128 KB L1. Every
+    level's figure has a row in the calibration table."""
+    from gpurtl.sim.experiments import _trav_calib as K
+
+    levels = {lv.name: lv for lv in K.rdna4_params().levels}
+    assert list(levels) == ["L0", "L2", "MALL", "DRAM"]
+    assert levels["L0"].size == 32 * 1024
+    assert levels["L2"].size == 8 << 20 and levels["MALL"].size == 64 << 20
+    rdna2 = {lv.name: lv.size for lv in K.rdna2_params().levels}
+    assert rdna2["L1"] == 128 * 1024 and rdna2["L0"] == 16 * 1024
+    figures = " ".join(row[0] for row in K.CALIBRATION)
+    for word in ("L0", "L1", "L2", "Infinity Cache", "DRAM"):
+        assert word in figures
