@@ -337,7 +337,9 @@ def _top_build(**params):
     return CyclePorts(RtUnit(geometry, tag_bits, **accel))
 
 
-def _top_golden(**params):
+def top_golden(**params):
+    """The golden :class:`~gpurtl.golden.rt_unit.RtUnitModel` of an ``rt_unit`` parameter
+    dictionary (its accelerator's timing read from the RTL build)."""
     geometry, tag_bits, accel = _split(params)
     groups, latency = component_facts(
         lambda: RayAccel(**accel), lambda d: (d.initiation_interval, d.latency)
@@ -412,7 +414,7 @@ def _top_stimulus(rng, count, **params):
         return sum(int(w) << (32 * k) for k, w in enumerate(_bvh8_node(rng, o, d)))
 
     offer.idle = layouts.unpack(shape, 0)
-    model = _top_golden(**params)
+    model = top_golden(**params)
     model = _WithWaits(model, rng, tag_bits)
     names = ("inst", "out")
     return drive_with_memory(rng, count, model, offer, names, g.line_bits, make_line, g.beats)
@@ -450,7 +452,7 @@ register(
         kind="cycle",
         params=_TOP,
         build=_top_build,
-        golden=_top_golden,
+        golden=top_golden,
         layouts=_top_layouts,
         stimulus=_top_stimulus,
         defaults=_top_defaults,

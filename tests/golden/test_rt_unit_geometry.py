@@ -78,7 +78,7 @@ def test_the_rdna4_preset_is_an_rdna4_size_build():
     """``-p preset=rdna4``: AMD's 32 KiB L0 of 128-byte lines, 32 wave tags, 8 box tests a
     cycle in 2 engines (one BVH8 node a cycle) with the triangle paths, ray buffer and MSHRs
     for 32 waves; another given parameter applies over the preset."""
-    from gpurtl.sim.blocks.rt_unit import _top_golden
+    from gpurtl.sim.blocks.rt_unit import top_golden
 
     block = registry.get("rt_unit")
     params = block.resolve({"preset": "rdna4"})
@@ -87,7 +87,7 @@ def test_the_rdna4_preset_is_an_rdna4_size_build():
     assert 1 << params["tag_bits"] == 32
     assert (params["engines"], params["boxes_per_engine"], params["triangles"]) == (2, 4, True)
     assert geometry.mshrs >= 32 and (1 << geometry.id_bits) >= 32
-    model = _top_golden(**params)
+    model = top_golden(**params)
     assert model.accel.groups == 1  # initiation interval 1
     assert model.waves == 32
     assert block.resolve({"preset": "rdna4", "mshrs": "8"})["mshrs"] == 8

@@ -6,11 +6,11 @@ import pytest
 
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.memory import Level
+from gpurtl.golden.traversal.loop import trace_wave
+from gpurtl.golden.traversal.rays import sphere_rays as make_rays
+from gpurtl.golden.traversal.scene import build_scene
 from gpurtl.sim.core import layouts
-from gpurtl.sim.experiments import _trav_rtl as R
-from gpurtl.sim.experiments._trav_loop import trace_wave
-from gpurtl.sim.experiments._trav_scalar import build_scene
-from gpurtl.sim.experiments.obb import make_rays
+from gpurtl.sim.experiments.traversal import rtl as R
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,11 @@ from gpurtl.golden.bvh import traversal as T
 from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
 from gpurtl.golden.ray_accel.scalar import intersect as scalar
 from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
-from gpurtl.sim.experiments import _trav_loop as L
+from gpurtl.golden.traversal import loop as L
+from gpurtl.golden.traversal.rays import sphere_rays as make_rays
 from gpurtl.sim.experiments import traversal as X
-from gpurtl.sim.experiments._trav_scalar import rtl_replay
-from gpurtl.sim.experiments.obb import make_rays
+from gpurtl.sim.experiments.traversal import scenes as SC
+from gpurtl.sim.experiments.traversal.replay import rtl_replay
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +106,7 @@ def test_closest_hits_match_reference(bunny, rays, mode, stack_size):
     ref = T.traverse(scene.top, origins, dirs)
     tr = L.trace_wave(scene, origins, dirs, stack_size=stack_size)
     if mode == "bvh4x2" and stack_size == 4:
-        # known limit: the walk-back follows one of the two paths (module doc of _trav_loop)
+        # known limit: the walk-back follows one of the two paths (module doc of golden/traversal/loop.py)
         assert (tr.prim == ref.prim).mean() >= 0.85
         return
     assert (tr.prim == ref.prim).all()
@@ -216,7 +217,7 @@ def test_missing_scenes_give_one_line(monkeypatch, capsys, absent):
     if "pymeshlab" not in absent:  # present: stand in the packaged bunny to stay quick
         monkeypatch.setattr(S, "stanford_bunny", M.bunny)
     notes = []
-    scenes = X._scenes(False, notes, warn=X._warn)
+    scenes = SC.scenes(False, notes, warn=SC.warn)
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and len(notes) == 1
     assert "pip install 'gpurtl[scenes]'" in err and "instead" in err
@@ -232,7 +233,7 @@ def test_rdna4_memory_follows_amds_table():
     """RDNA 4 (RX 9070) behind the L0: no graphics L1 (AMD's GPU specifications table lists it
     N/A), the 8 MB L2 and 64 MB Infinity Cache; the 32 KiB L0; RDNA 2 keeps its 128 KB L1. Every
     level's figure has a row in the calibration table."""
-    from gpurtl.sim.experiments import _trav_calib as K
+    from gpurtl.golden.traversal import calibration as K
 
     levels = {lv.name: lv for lv in K.rdna4_params().levels}
     assert list(levels) == ["L0", "L2", "MALL", "DRAM"]
@@ -243,3 +244,31 @@ def test_rdna4_memory_follows_amds_table():
     figures = " ".join(row[0] for row in K.CALIBRATION)
     for word in ("L0", "L1", "L2", "Infinity Cache", "DRAM"):
         assert word in figures
+
+
+def test_the_traversal_package_imports_no_private_name_and_no_other_experiment():
+    """The traversal experiments share their scenes module and the golden models; none imports
+    a ``_name`` from another module or package, nor another experiment."""
+    import ast
+    from pathlib import Path
+
+    import gpurtl.sim.experiments as E
+
+    others = {name for name in E.experiments()} | {
+        m.__name__.rsplit(".", 1)[-1] for m in E.experiments().values()
+    }
+    others.discard("traversal")
+    package = Path(X.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                parts = module.split(".")
+                assert not any(p.startswith("_") for p in parts), (path.name, module)
+                assert not any(a.name.startswith("_") for a in node.names), (path.name, module)
+                if node.level >= 2 or module.startswith("gpurtl.sim.experiments."):
+                    assert not set(parts) & others, (path.name, module)
+                    assert not {a.name for a in node.names} & others, (path.name, module)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not any(p.startswith("_") for p in alias.name.split(".")), path.name

@@ -13,7 +13,7 @@ of it.
 Timing part: whole waves sampled across the image (never replayed) run on
 :func:`gpurtl.golden.cu.simulate`: the golden wait counters and return queues, the dynamic VGPR
 allocator with ``s_alloc_vgpr`` at the switch to shading, the memory hierarchy of
-:mod:`gpurtl.golden.memory`, calibrated in :mod:`._trav_calib`. Utilization is reported three
+:mod:`gpurtl.golden.memory`, calibrated in :mod:`gpurtl.golden.traversal.calibration`. Utilization is reported three
 ways: the article's formula, engine-cycle utilization and issue-slot occupancy.
 
 BVH comparison: BVH8 / BVH4 / BVH4x2 built over the same triangle pairs with the SAH-optimal
@@ -23,13 +23,13 @@ OBBs, every build on the same rays (up to :data:`BVH_RAYS` per set) in the wave-
 RTL in the loop: one wave's stack instructions per mode replay through the ``ds_bvh_stack``
 RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray_accel`` RTL.
 
-``--rtl-scale RAYS`` runs instead the loop at scale on the RTL (:mod:`._trav_scale`): at least
+``--rtl-scale RAYS`` runs instead the loop at scale on the RTL (:mod:`.scale`): at least
 ``RAYS`` camera rays on the 56k bunny, every intersect and stack instruction through the
 ``ray_accel`` and ``ds_bvh_stack`` RTL on the ``fast-behavioural`` backend, for each accelerator
-build of :data:`._trav_scale.BUILDS` side by side; ``--rtl-scale-rays SETS`` adds ray sets of
+build of :data:`.scale.BUILDS` side by side; ``--rtl-scale-rays SETS`` adds ray sets of
 the default run that start at the camera rays' hits (shadow, AO, diffuse bounces).
 
-``--rtl`` runs instead the whole loop on the RTL (:mod:`._trav_rtl`): every intersect through the
+``--rtl`` runs instead the whole loop on the RTL (:mod:`.rtl`): every intersect through the
 ``rt_unit`` RTL, every stack instruction through ``ds_bvh_stack``, timed against the CU model.
 """
 
@@ -39,7 +39,10 @@ import time
 
 import numpy as np
 
-from ._trav_scalar import build_scene, rtl_replay, stack_replay
+from gpurtl.golden.traversal.scene import build_scene
+
+from . import scenes as SC
+from .replay import rtl_replay, stack_replay
 
 NAME = "traversal"
 DESCRIPTION = (
@@ -97,9 +100,9 @@ def arguments(parser):
         help="ray sets of the --rtl-scale run after its camera rays, from their hits: a comma "
         f"list of {', '.join(RAY_SETS[1:])} or `all` (the default run's sets)",
     )
-    from . import _trav_rtl
+    from . import rtl
 
-    _trav_rtl.arguments(parser)
+    rtl.arguments(parser)
 
 
 def check_options(options):
@@ -121,9 +124,9 @@ def check_options(options):
     loose = [name for name in ("rtl_rays", "rtl_backend", "rtl_param") if name in options]
     if loose and "rtl" not in options:
         raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
-    from . import _trav_rtl
+    from . import rtl
 
-    _trav_rtl.check_options(options)
+    rtl.check_options(options)
 
 
 def utilization_table():
@@ -140,134 +143,7 @@ def utilization_table():
     return rows
 
 
-# --- scenes -------------------------------------------------------------------------------------
-
-
-def _scenes(quick, notes, warn=None):
-    """``[(name, kind, geometry, up axis)]``. Without the optional scenes (``gpurtl[scenes]``)
-    the default run uses the packaged ones and says so in one line (``notes`` and ``warn``)."""
-    from gpurtl.golden.bvh import mesh as M
-    from gpurtl.golden.bvh import scenes as S
-
-    small = M.bunny()
-    small_inst = [
-        (small, np.hstack([M.rotation_matrix((0, 1, 0), 0.9 * k), [[0.17 * k], [0.0], [0.0]]]))
-        for k in range(3)
-    ]
-    if quick:
-        return [("bunny (907 tris)", "blas", small, 1), ("3 bunnies", "tlas", small_inst, 1)]
-    out, missing, instead = [], [], []
-    try:
-        out.append(("Stanford Bunny", "blas", S.stanford_bunny(), 1))
-    except S.SceneUnavailable as error:
-        missing.append(error)
-        instead.append("the packaged 907-triangle bunny")
-        out.append(("bunny (907 tris)", "blas", small, 1))
-    try:
-        out.append(("San Francisco", "tlas", S.sionna_city("san_francisco"), 2))
-    except S.SceneUnavailable as error:
-        missing.append(error)
-        instead.append("3 instanced copies of the packaged bunny")
-        out.append(("3 bunnies", "tlas", small_inst, 1))
-    if missing:
-        if all(e.package for e in missing):
-            why = f"need {' and '.join(f'`{e.package}`' for e in missing)}: {S.SCENES_EXTRA}"
-        else:
-            why = "; ".join(str(e) for e in missing)
-        note = f"the real scenes {why}; running on {' and '.join(instead)} instead"
-        notes.append(note)
-        if warn is not None:
-            warn(note)
-    return out
-
-
-def _warn(line):
-    from ..core.progress import progress
-
-    progress(line)
-
-
-def _build(kind, geometry):
-    from gpurtl.golden.bvh import wide as W
-
-    if kind == "blas":
-        return W.build_wide(geometry, width=8, leaf_pairs=4)
-    return W.build_wide_tlas(geometry, leaf_pairs=4)
-
-
-def _world_tris(kind, geometry, top):
-    """World triangles (n, 3, 3) and the base index of each instance (TLAS)."""
-    if kind == "blas":
-        return geometry.triangles.astype(np.float64), None
-    tris, base, k = [], [], 0
-    for mesh, m in geometry:
-        m = np.asarray(m, np.float64)
-        tris.append(mesh.triangles.astype(np.float64) @ m[:3, :3].T + m[:3, 3])
-        base.append(k)
-        k += len(mesh)
-    return np.concatenate(tris), np.array(base, np.int64)
-
-
-def _camera(world_tris, up_axis, quick):
-    from ._trav_rays import Camera
-
-    lo, hi = world_tris.reshape(-1, 3).min(axis=0), world_tris.reshape(-1, 3).max(axis=0)
-    center, ext = (lo + hi) / 2, float(np.linalg.norm(hi - lo))
-    up = np.eye(3)[up_axis]
-    if up_axis == 1:  # an object: from the front, a little above
-        eye = center + np.array([0.25, 0.2, 1.0]) / np.linalg.norm([0.25, 0.2, 1.0]) * 1.3 * ext
-        return Camera(eye, center, up, 0.42), center, ext
-    # a city: from above the south-west edge, looking at the centre
-    eye = center + np.array([-0.35, -0.35, 0.45]) * ext
-    return Camera(eye, center, up, 0.75), center, ext
-
-
 # --- measure ------------------------------------------------------------------------------------
-
-
-def _key(res, base):
-    if base is None:
-        return np.where(res.prim >= 0, res.prim, -1)
-    return np.where(res.prim >= 0, base[np.maximum(res.inst, 0)] + res.prim, -1)
-
-
-def _deriver(world_tris, base, center, ext, up_axis):
-    """``derive(set_name, result, origins, dirs)`` of a scene: the ray sets that start at the
-    hits of set ``set_name`` (``{name: (origins, dirs, tmax, first_hit)}``: shadow rays to the
-    point light (extent 1: the whole segment), AO rays (extent a tenth of the scene's size) and
-    the first diffuse bounce from the camera rays' hits, the second bounce from the first's) and
-    the hit frame ``(ok, points, normals)``. Random directions come from one generator per scene
-    (seed 7), drawn in the order of the sets."""
-    from ._trav_rays import bounce_rays, hit_frame, shadow_rays
-
-    light = center + np.eye(3)[up_axis] * 0.9 * ext + np.array([0.3, 0.3, 0.3]) * ext * 0.3
-    eps = 1e-4 * ext
-    rng = np.random.default_rng(7)
-
-    def derive(set_name, res, o, d):
-        ok, pts, nrm = hit_frame(world_tris, o, d, res.t, _key(res, base))
-        new = {}
-        if set_name == "camera":
-            so, sd = shadow_rays(pts, nrm, light, eps)
-            new["shadow"] = (so, sd, np.ones(len(so)), True)
-            ao, ad = bounce_rays(pts, nrm, eps, rng)
-            new["ao"] = (ao, ad, np.full(len(ao), 0.1 * ext), True)
-            bo, bd = bounce_rays(pts, nrm, eps, rng)
-            new["diffuse1"] = (bo, bd, None, False)
-        elif set_name == "diffuse1":
-            bo, bd = bounce_rays(pts, nrm, eps, rng)
-            new["diffuse2"] = (bo, bd, None, False)
-        return new, (ok, pts, nrm)
-
-    return derive
-
-
-def _scale_sets(world_tris):
-    """The ``derive`` of :func:`_deriver` for the ``--rtl-scale`` run's object scene (its ray
-    sets only)."""
-    _, center, ext = _camera(world_tris, 1, False)
-    derive = _deriver(world_tris, None, center, ext, 1)
-    return lambda set_name, res, o, d: derive(set_name, res, o, d)[0]
 
 
 def _func_stats(res, seconds):
@@ -356,26 +232,25 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
     the camera rays); ``rtl=True`` (with ``rtl_rays``, ``rtl_backend``): the loop on the RT unit
     RTL instead (module doc string)."""
     if rtl_scale is not None:
-        from . import _trav_scale
+        from . import scale
 
-        return _trav_scale.measure(
+        return scale.measure(
             rtl_scale,
-            lambda tris: _camera(tris, 1, False)[0],
+            lambda tris: SC.camera(tris, 1, False)[0],
             progress=progress,
-            warn=lambda note: _warn(f"{NAME}: {note}"),
+            warn=lambda note: SC.warn(f"{NAME}: {note}"),
             sets=("camera", *(rtl_scale_rays or ())),
-            derive=_scale_sets,
+            derive=SC.scale_sets,
         )
     if rtl_options.get("rtl"):
-        from . import _trav_rtl
+        from . import rtl
 
-        return _trav_rtl.measure(quick=quick, progress=progress, **rtl_options)
+        return rtl.measure(quick=quick, progress=progress, **rtl_options)
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
-
-    from . import _trav_calib as K
-    from . import _trav_waves as TW
-    from ._trav_rays import camera_rays
+    from gpurtl.golden.traversal import calibration as K
+    from gpurtl.golden.traversal import waves as TW
+    from gpurtl.golden.traversal.rays import camera_rays
 
     started = time.monotonic()
     cpu0 = time.process_time()
@@ -384,7 +259,7 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
     width, height = (128, 96) if quick else (IMAGE_W, IMAGE_H)
     reps, per_group = (2, 12) if quick else (TIMING_GROUPS, TIMING_WAVES)
     n_waves = reps * per_group
-    scenes = _scenes(quick, notes, warn=lambda note: _warn(f"{NAME}: {note}"))
+    scenes = SC.scenes(quick, notes, warn=lambda note: SC.warn(f"{NAME}: {note}"))
     steps_total = len(scenes) * 4 + 3
     done = 0
 
@@ -398,13 +273,13 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
     bvh_rays = {}
     for name, kind, geometry, up_axis in scenes:
         t0 = time.process_time()
-        top = _build(kind, geometry)
+        top = SC.build(kind, geometry)
         tables = WF.Tables(top)
         build_s = time.process_time() - t0
         tick(f"{name}: built")
-        world_tris, base = _world_tris(kind, geometry, top)
-        cam, center, ext = _camera(world_tris, up_axis, quick)
-        derive = _deriver(world_tris, base, center, ext, up_axis)
+        world_tris, base = SC.world_tris(kind, geometry, top)
+        cam, center, ext = SC.camera(world_tris, up_axis, quick)
+        derive = SC.deriver(world_tris, base, center, ext, up_axis)
         sets, func, waves_of = {}, {}, {}
         o, d, pixel = camera_rays(cam, width, height)
         src = {"camera": (o, d, None, False)}
@@ -471,7 +346,7 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
                     r["effect_" + key] = _effect(r, timing[sweep_set], key)
                 sens[label] = r
         tick(f"{name}: sweeps")
-        stats = W.tree_stats(top) if kind == "blas" else _tlas_stats(top)
+        stats = W.tree_stats(top) if kind == "blas" else SC.tlas_stats(top)
         data["scenes"].append(
             {
                 "name": name,
@@ -506,16 +381,6 @@ def _scaled(level, factor):
     return Level(
         level.name, level.size, level.ways, level.delta * factor, level.lines_per_cycle, level.mshrs
     )
-
-
-def _tlas_stats(top):
-    fill = [len(b.children) for b in top.boxes]
-    return {
-        "box_nodes": len(top.boxes),
-        "leaves": len(top.leaves),
-        "mean_children": float(np.mean(fill)),
-        "sah_cost": float(getattr(top, "sah_cost", float("nan"))),
-    }
 
 
 def _images(res, ok, pts, nrm, pixel, cam, width, height, quick):
@@ -618,12 +483,11 @@ def _bvh_comparison(scene, ray_sets):
 def _rtl(quick):
     """Stack replay (always) and intersect replay (not with --quick) on the small bunny."""
     from gpurtl.golden.bvh import mesh as M
-
-    from . import _trav_loop as L
-    from .obb import make_rays
+    from gpurtl.golden.traversal import loop as L
+    from gpurtl.golden.traversal.rays import sphere_rays
 
     bunny = M.bunny()
-    o, d = make_rays(bunny, 32, seed=3)
+    o, d = sphere_rays(bunny, 32, seed=3)
     scenes = [build_scene("bunny", bunny, mode) for mode in ("bvh8", "bvh4x2")]
     t0 = time.monotonic()
     passed, failed, ops = stack_replay(scenes, o, d, limit=48 if quick else 128)
@@ -675,13 +539,13 @@ def _reading(r):
 def report(data, out_dir):
     """Summary page, CSV, JSON and pictures of :func:`measure`'s data."""
     if "scale" in data:
-        from . import _trav_scale
+        from . import scale
 
-        return _trav_scale.report(data, out_dir)
+        return scale.report(data, out_dir)
     if data.get("rtl_loop"):
-        from . import _trav_rtl
+        from . import rtl
 
-        return _trav_rtl.report(data, out_dir)
+        return rtl.report(data, out_dir)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""Calibration of the traversal experiment's CU and memory model: every figure with its source.
+"""Calibration of the traversal runs' CU and memory model: every figure with its source.
 
 Sources (public measurements; cited by title):
 
