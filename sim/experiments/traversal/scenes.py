@@ -5,6 +5,7 @@ set's hits (shadow, ambient occlusion, diffuse bounces)."""
 import numpy as np
 
 __all__ = [
+    "TERRAIN_NAME",
     "build",
     "camera",
     "deriver",
@@ -17,9 +18,16 @@ __all__ = [
 ]
 
 
+#: The large scene of the default run without the optional scenes: a deterministic procedural
+#: landscape (:func:`gpurtl.golden.bvh.mesh.terrain`).
+TERRAIN_NAME = "terrain (51968 tris)"
+
+
 def scenes(quick, notes, warn=None):
     """``[(name, kind, geometry, up axis)]``. Without the optional scenes (``gpurtl[scenes]``)
-    the default run uses the packaged ones and says so in one line (``notes`` and ``warn``)."""
+    the default run uses the generated terrain (instead of the Stanford Bunny) and the packaged
+    bunny (instanced, instead of San Francisco) and says so in one line (``notes`` and
+    ``warn``)."""
     from gpurtl.golden.bvh import mesh as M
     from gpurtl.golden.bvh import scenes as S
 
@@ -35,8 +43,8 @@ def scenes(quick, notes, warn=None):
         out.append(("Stanford Bunny", "blas", S.stanford_bunny(), 1))
     except S.SceneUnavailable as error:
         missing.append(error)
-        instead.append("the packaged 907-triangle bunny")
-        out.append(("bunny (907 tris)", "blas", small, 1))
+        instead.append(f"the generated {TERRAIN_NAME}")
+        out.append((TERRAIN_NAME, "blas", M.terrain(), 2))
     try:
         out.append(("San Francisco", "tlas", S.sionna_city("san_francisco"), 2))
     except S.SceneUnavailable as error:
