@@ -100,6 +100,24 @@ def arguments(parser):
         help="ray sets of the --rtl-scale run after its camera rays, from their hits: a comma "
         f"list of {', '.join(RAY_SETS[1:])} or `all` (the default run's sets)",
     )
+    parser.add_argument(
+        "--scene",
+        metavar="PATH",
+        help="your own mesh instead of the default scenes: an .obj or .ply file (one BLAS; "
+        "docs/traversal.md, Your own scene and rays)",
+    )
+    parser.add_argument(
+        "--camera",
+        metavar="EX,EY,EZ,TX,TY,TZ[,UX,UY,UZ[,FOV]]",
+        help="the --scene run's camera: eye, target, optional up (default 0,1,0) and horizontal "
+        "field of view in degrees (default 45)",
+    )
+    parser.add_argument(
+        "--rays",
+        metavar="PATH",
+        help="the --scene run's primary rays instead of the camera's: a text file of rows "
+        "`ox oy oz dx dy dz tmax` (at least 32 rays)",
+    )
     from . import rtl
 
     rtl.arguments(parser)
@@ -124,6 +142,24 @@ def check_options(options):
     loose = [name for name in ("rtl_rays", "rtl_backend", "rtl_param") if name in options]
     if loose and "rtl" not in options:
         raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
+    own = [name for name in ("scene", "camera", "rays") if name in options]
+    if own and (rays is not None or "rtl" in options):
+        raise ValueError(f"--{own[0]} is an option of the default run, not of --rtl or --rtl-scale")
+    if ("camera" in options or "rays" in options) and "scene" not in options:
+        raise ValueError(
+            f"--{'camera' if 'camera' in options else 'rays'} is an option of --scene: give "
+            "--scene too"
+        )
+    if "camera" in options and "rays" in options:
+        raise ValueError("--camera and --rays are two sources of primary rays: give one of them")
+    from . import inputs
+
+    if "scene" in options:
+        inputs.read_scene(options["scene"])
+    if "camera" in options:
+        inputs.parse_camera(options["camera"])
+    if "rays" in options:
+        inputs.read_rays(options["rays"])
     from . import rtl
 
     rtl.check_options(options)
@@ -226,11 +262,21 @@ def _t95(n):
     return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
-def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **rtl_options):
+def measure(
+    quick=False,
+    progress=None,
+    rtl_scale=None,
+    rtl_scale_rays=None,
+    scene=None,
+    camera=None,
+    rays=None,
+    **rtl_options,
+):
     """Everything the report shows, as plain data (lists, dicts, numbers, strings);
     ``rtl_scale``: the run at scale on the RTL instead (``rtl_scale_rays``: its ray sets after
     the camera rays); ``rtl=True`` (with ``rtl_rays``, ``rtl_backend``): the loop on the RT unit
-    RTL instead (module doc string)."""
+    RTL instead (module doc string). ``scene``, ``camera``, ``rays``: your own mesh file, camera
+    and primary-ray file instead of the default scenes (:mod:`.inputs`)."""
     if rtl_scale is not None:
         from . import scale
 
@@ -259,7 +305,18 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
     width, height = (128, 96) if quick else (IMAGE_W, IMAGE_H)
     reps, per_group = (2, 12) if quick else (TIMING_GROUPS, TIMING_WAVES)
     n_waves = reps * per_group
-    scenes = SC.scenes(quick, notes, warn=lambda note: SC.warn(f"{NAME}: {note}"))
+    from pathlib import Path
+
+    from gpurtl.golden.traversal.rays import Camera
+
+    from . import inputs
+
+    if scene is not None:
+        mesh = inputs.read_scene(scene)
+        scenes = [(f"{Path(scene).name} ({len(mesh)} tris)", "blas", mesh, 1)]
+    else:
+        scenes = SC.scenes(quick, notes, warn=lambda note: SC.warn(f"{NAME}: {note}"))
+    data["scene_names"] = [name for name, *_ in scenes]
     steps_total = len(scenes) * 4 + 3
     done = 0
 
@@ -279,12 +336,19 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
         tick(f"{name}: built")
         world_tris, base = SC.world_tris(kind, geometry, top)
         cam, center, ext = SC.camera(world_tris, up_axis, quick)
+        if camera is not None:
+            cam = Camera(*inputs.parse_camera(camera))
         derive = SC.deriver(world_tris, base, center, ext, up_axis)
         sets, func, waves_of = {}, {}, {}
-        o, d, pixel = camera_rays(cam, width, height)
-        src = {"camera": (o, d, None, False)}
+        if rays is not None:
+            o, d, tmax = inputs.read_rays(rays)
+            pixel, src = None, {"camera": (o, d, tmax, False)}
+        else:
+            o, d, pixel = camera_rays(cam, width, height)
+            src = {"camera": (o, d, None, False)}
+        data_img = None
         for set_name in RAY_SETS:
-            if set_name not in src:
+            if set_name not in src or not len(src[set_name][0]):
                 break
             o, d, tmax, first = src[set_name]
             pick = TW.sample_waves(len(o), n_waves, seed=len(set_name))
@@ -298,29 +362,36 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
             sets[set_name] = res
             if not data["scenes"] and set_name in ("camera", "diffuse1"):
                 hit = res.prim >= 0 if set_name == "camera" else slice(None)
-                bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
+                if len(o[hit]):
+                    bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
             new, (ok, pts, nrm) = derive(set_name, res, o, d)
             src.update(new)
-            if set_name == "camera":
+            if set_name == "camera" and pixel is not None:
                 data_img = _images(res, ok, pts, nrm, pixel, cam, width, height, quick)
         tick(f"{name}: {sum(f['rays'] for f in func.values())} rays traced")
         warm = (tables.va >> 7).tolist()
         params = K.rdna4_params()
         timing = {}
         for set_name in TIMED_SETS:
-            timing[set_name] = _timing(waves_of[set_name], params, warm, reps)
+            if len(waves_of.get(set_name, ())) >= reps:
+                timing[set_name] = _timing(waves_of[set_name], params, warm, reps)
+            else:
+                notes.append(
+                    f"{name}: the {set_name} rays fill fewer than {reps} waves, so they are not "
+                    "timed"
+                )
         tick(f"{name}: timed")
         sweep_set = "diffuse1"
         w_sweep = (1, 2, 4, 8, 16) if not quick else (2, 8)
         by_waves = {}
-        for slots in w_sweep:
+        for slots in w_sweep if sweep_set in timing else ():
             if slots == params.slots_per_simd:
                 r = timing[sweep_set]
             else:
                 r = _timing(waves_of[sweep_set], params.replace(slots_per_simd=slots), warm, reps)
             by_waves[str(2 * slots)] = r
         sens = {}
-        if not quick:
+        if not quick and sweep_set in timing:
             base_levels = params.levels
             variants = {
                 "L0 16 KB": params.replace(levels=K.rdna4_levels(16)),
@@ -639,14 +710,20 @@ def report(data, out_dir):
                     ),
                 )
             )
-        lines += [
-            "",
-            "Utilization against resident waves (diffuse bounce 1; sensitivity; mean ± 95% "
-            "interval over the same groups of waves):",
-            "",
-            "| waves per CU | article formula % | engine % | issue % | L0 hit % |",
-            "|---|---|---|---|---|",
-        ]
+        if not sc["by_waves"]:
+            lines += [
+                "",
+                "No table against resident waves: the diffuse bounce rays were not timed.",
+            ]
+        else:
+            lines += [
+                "",
+                "Utilization against resident waves (diffuse bounce 1; sensitivity; mean ± 95% "
+                "interval over the same groups of waves):",
+                "",
+                "| waves per CU | article formula % | engine % | issue % | L0 hit % |",
+                "|---|---|---|---|---|",
+            ]
         for k, r in sc["by_waves"].items():
             lines.append(
                 f"| {k} | {_pm(r['article'])} | {_pm(r['engine'])} | {_pm(r['issue'])} | "
@@ -775,6 +852,15 @@ def _scene_plots(plt, out_dir, sc):
     files = []
     slug = "".join(ch if ch.isalnum() else "_" for ch in sc["name"].lower()).strip("_")
     img = sc["images"]
+    if img is not None:
+        files.append(str(_image_plot(plt, out_dir, slug, sc, img)))
+    if sc["by_waves"]:
+        files.append(str(_waves_plot(plt, out_dir, slug, sc)))
+    return files
+
+
+def _image_plot(plt, out_dir, slug, sc, img):
+    """Depth, normal and per-pixel steps of the camera rays (not drawn for a ray file)."""
     depth = np.array(img["depth"], np.float64)
     depth = np.where(depth < 0, np.nan, depth)
     normal = np.array(img["normal"], np.float64)
@@ -797,8 +883,11 @@ def _scene_plots(plt, out_dir, sc):
     path = out_dir / f"traversal_{slug}_images.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    files.append(str(path))
+    return path
 
+
+def _waves_plot(plt, out_dir, slug, sc):
+    """Utilization against resident waves, with the article's points."""
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     xs = [int(k) for k in sc["by_waves"]]
     for key, label, style in (
@@ -822,5 +911,4 @@ def _scene_plots(plt, out_dir, sc):
     path = out_dir / f"traversal_{slug}_waves.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    files.append(str(path))
-    return files
+    return path
