@@ -178,6 +178,76 @@ def test_quick_experiment(tmp_path):
         assert 0 < sc["timing"]["diffuse1"]["issue"][0] <= 100
     passed, failed, _ops = data["rtl"]["stack"]
     assert failed == 0 and passed > 0
+    _assert_honest_summary(data, result, summary, tmp_path)
+
+
+def _assert_honest_summary(data, result, summary, tmp_path):
+    """A quick run says so and names its scenes; runs with no more waves than slots are marked
+    as having no steady state (and only those); the waves plot draws the intervals; the
+    article's line says it is the article's formula on the article's counters; no claim of what
+    the counter counts."""
+    import matplotlib.axes
+
+    title = summary.splitlines()[0]
+    assert "quick run on bunny (907 tris), 3 bunnies" in title
+    assert "quick run on bunny (907 tris), 3 bunnies" in result["title"]
+    assert "A quick run:" in summary and "not the default run's" in summary
+    for sc in data["scenes"]:
+        # --quick: 12 waves a CU run; the default's 2 x 16 slots have no steady state, 4 slots do
+        assert not any(r["steady"] for r in sc["timing"].values())
+        assert [r["waves_per_run"] for r in sc["timing"].values()] == [12] * len(sc["timing"])
+        assert sc["by_waves"]["4"]["steady"] and not sc["by_waves"]["16"]["steady"]
+    unsteady = sum(
+        not r["steady"]
+        for sc in data["scenes"]
+        for r in [*sc["timing"].values(), *sc["by_waves"].values()]
+    )
+    assert summary.count("(no steady state: ") == unsteady
+    rows = dict(result["rows"])
+    key = "the article's formula on the article's counters, triangle rate 1 (quoted 24.0%, 10.23%)"
+    assert rows[key] == "23.99%, 10.23%"
+    assert not any("reproduced" in str(k) for k in rows)
+    assert "counts triangle nodes" not in summary and "equally well" in summary
+    drawn = []
+    real = matplotlib.axes.Axes.errorbar
+
+    def errorbar(self, x, y, yerr=None, **kw):
+        drawn.append((list(y), list(yerr)))
+        return real(self, x, y, yerr=yerr, **kw)
+
+    matplotlib.axes.Axes.errorbar = errorbar
+    try:
+        X.report(data, tmp_path / "again")
+    finally:
+        matplotlib.axes.Axes.errorbar = real
+    sc = data["scenes"][0]
+    assert (
+        [r["article"][0] for r in sc["by_waves"].values()],
+        [r["article"][1] for r in sc["by_waves"].values()],
+    ) in drawn
+    assert len(drawn) == 3 * len(data["scenes"])
+
+
+def test_a_run_with_more_waves_than_slots_has_a_steady_state():
+    """The steady-state window exists once a CU run has more waves than slots (and is then
+    shorter than the run): the mark is the model's, not a rule of thumb."""
+    from gpurtl.golden.bvh import wavefront as WF
+    from gpurtl.golden.cu import simulate
+    from gpurtl.golden.traversal import calibration as K
+    from gpurtl.golden.traversal import waves as TW
+
+    bunny = M.bunny()
+    scene = X.SC.build("blas", bunny)
+    tables = WF.Tables(scene)
+    o, d = make_rays(bunny, 32 * 12, seed=2)
+    res = WF.trace(tables, o, d, record=np.ones(len(o), bool))
+    waves = TW.wave_traces(res, np.arange(12))
+    params = K.rdna4_params(slots_per_simd=2)  # 4 slots for 12 waves
+    run = simulate(waves, params, warm_lines=(tables.va >> 7).tolist())
+    ra, cycles, steady = X._steady(run)
+    assert steady and 0 < cycles < run.cycles
+    few = simulate(waves[:4], params, warm_lines=(tables.va >> 7).tolist())
+    assert not X._steady(few)[2] and X._steady(few)[1] == few.cycles
 
 
 def test_stack_rtl_replay_of_a_wave(bunny, rays):
