@@ -123,6 +123,9 @@ def arguments(group):
     )
 
 
+#: Simulated cycles between two progress lines of the loop on the RTL.
+PROGRESS_CYCLES = 500
+
 #: Parameters the loop cannot run without: BVH8 leaves are triangle pairs.
 _NEEDED = {"triangles": True}
 
@@ -265,6 +268,7 @@ def run_loop(
     params=None,
     stack_size=16,
     hook=None,
+    progress=None,
 ):
     """Trace ``origins``/``directions`` (float arrays (n, 3); waves of 32 consecutive rays)
     through ``scene`` (a BVH8 BLAS :class:`gpurtl.golden.traversal.loop.Scene`) with every intersect and stack
@@ -274,6 +278,8 @@ def run_loop(
     ``rt``: the ``rt_unit`` parameters (default :func:`rt_unit_params`); ``params``: the
     shader side's :class:`~gpurtl.golden.cu.CuParams` (default :func:`cu_params`).
     ``hook(session)`` sees the RT unit's session once it is open (tests corrupt its outputs).
+    ``progress(line)`` hears when the sessions are open (the builds are done) and every
+    :data:`PROGRESS_CYCLES` simulated cycles.
 
     Returns a dictionary: per-wave :class:`gpurtl.golden.traversal.loop.WaveTrace` (``traces``), the run
     (:class:`gpurtl.golden.cu.rt_unit.RtRun`: instruction records, cycles, L0 lookups, busy
@@ -305,9 +311,25 @@ def run_loop(
         ):
             if hook is not None:
                 hook(rt_s)
+            if progress is not None:
+                progress(f"RTL sessions open after {time.monotonic() - started:.0f} s; simulating")
+            step = rt_s.apply
+            if progress is not None:
+                cycle = [0]
+
+                def step(inputs):
+                    cycle[0] += 1
+                    if cycle[0] % PROGRESS_CYCLES == 0:
+                        progress(
+                            f"cycle {cycle[0]}, {rt_s.report.passed} RT unit outputs and "
+                            f"{ds_s.report.passed} stack results checked"
+                        )
+                    return rt_s.apply(inputs)
 
             class Unit:  # the RT unit RTL, one cycle a step
-                step = staticmethod(rt_s.apply)
+                pass
+
+            Unit.step = staticmethod(step)
 
             def program(first):
                 # the wave's stacks are in the LDS region of the slot it runs in
@@ -514,7 +536,8 @@ def measure(
     origins, directions = sphere_rays(bunny, rays, seed=3)
     if progress:
         progress(0, 2, f"{rays} rays on the {rtl_backend} RTL, build {_build_text(changes)}")
-    result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt)
+    tell = (lambda line: progress(0, 2, line)) if progress else None
+    result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt, progress=tell)
     if progress:
         progress(1, 2, f"{result['cycles']} cycles on the RTL; the CU model")
     golden = [
