@@ -1,6 +1,7 @@
 """Experiments that reproduce, on the RTL, what the source articles describe.
 
-Each module here defines
+Each module here defines (a package of experiments lists its further experiment modules in
+``EXPERIMENTS``, names of its submodules)
 
 * ``NAME`` (the CLI name) and ``DESCRIPTION``;
 * ``measure(*, quick=False, progress=None, **params) -> data``: the simulation, returning plain
@@ -47,8 +48,13 @@ def experiments():
     found = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "NAME") and (_has_data(module) or hasattr(module, "run")):
-            found[module.NAME] = module
+        named = [module] + [
+            importlib.import_module(f"{module.__name__}.{sub}")
+            for sub in getattr(module, "EXPERIMENTS", ())
+        ]
+        for each in named:
+            if hasattr(each, "NAME") and (_has_data(each) or hasattr(each, "run")):
+                found[each.NAME] = each
     return dict(sorted(found.items()))
 
 

@@ -75,6 +75,8 @@ ARTICLE = {
     },
 }
 CLOCK = 2.5e9
+#: The package's further experiments (``traversal-rtl``).
+EXPERIMENTS = ("traversal_rtl",)
 #: Timing samples per ray set: groups of waves, each group one CU run of this many waves (a
 #: steady state needs several times the CU's 32 wave slots).
 TIMING_GROUPS, TIMING_WAVES = 4, 64
@@ -116,7 +118,7 @@ def arguments(parser):
         "--rays",
         metavar="PATH",
         help="the --scene run's primary rays instead of the camera's: a text file of rows "
-        "`ox oy oz dx dy dz tmax` (at least 32 rays)",
+        "`ox oy oz dx dy dz tmax` (at least 32 rays); of traversal-rtl: a number of rays",
     )
     from . import rtl
 
