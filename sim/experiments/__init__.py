@@ -12,6 +12,8 @@ Each module here defines (a package of experiments lists its further experiment 
 * ``report(data, out_dir) -> {"title": str, "rows": [(metric, value), ...], "files": [paths]}``:
   tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
   from ``data`` alone;
+* optionally ``IN_DEMO = False``: ``gpurtl demo`` leaves the experiment out (its quick run
+  still takes minutes);
 * optionally ``arguments(parser)``: the experiment's own options of ``gpurtl experiment NAME``
   (``parser.add_argument`` as argparse has it; every option's default must be ``None`` or
   ``argparse.SUPPRESS``, meaning "not given"), passed to ``measure`` as keyword arguments when given, and

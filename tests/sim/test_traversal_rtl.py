@@ -78,3 +78,20 @@ def test_a_small_run_on_the_rtl_has_no_mismatch():
     data = TR.measure(rays=2, rtl_scene="bunny", simulator="pysim")
     assert data["mismatches"] == 0 and data["instructions"] > 0 and data["cycles"] > 0
     assert data["sessions"]["rt_unit"][1] == 0 and data["check"]["differ"] == 0
+
+
+def test_the_demo_leaves_it_out(tmp_path, monkeypatch):
+    """``gpurtl demo`` runs every experiment but this one (its quick run builds the RTL)."""
+    from gpurtl.sim import demo, experiments
+    from gpurtl.sim.backends import BACKENDS
+
+    ran = []
+    monkeypatch.setattr(demo, "run_experiment", lambda m, out, quick: ran.append(m.NAME) or {})
+    monkeypatch.setattr(demo, "print_result", lambda *a: None)
+    monkeypatch.setattr(demo, "_waveforms", lambda *a: [])
+    monkeypatch.setattr(demo, "_summary", lambda *a: "")
+    monkeypatch.setattr(BACKENDS["pysim"], "check", None)
+    (tmp_path / "demo").mkdir()
+    demo.demo(tmp_path / "demo", quick=True)
+    assert "traversal-rtl" not in ran and "traversal" in ran
+    assert set(ran) == set(experiments.experiments()) - {"traversal-rtl"}

@@ -33,7 +33,20 @@ DESCRIPTION = (
     "against the golden models and the golden traversal"
 )
 
-__all__ = ["BUILDS", "DESCRIPTION", "ENGINES", "NAME", "arguments", "measure", "report"]
+__all__ = [
+    "BUILDS",
+    "DESCRIPTION",
+    "ENGINES",
+    "IN_DEMO",
+    "NAME",
+    "arguments",
+    "check_options",
+    "measure",
+    "report",
+]
+
+#: Not part of ``gpurtl demo``: even the quick run builds the RT unit RTL (minutes).
+IN_DEMO = False
 
 #: The builds of ``--build``: ``rt_unit`` parameters. ``small``: the ``traversal --rtl`` build;
 #: ``rdna4``: the registry's ``preset=rdna4`` (docs/rt_unit.md).
