@@ -17,7 +17,7 @@ experiment. The frame split across CUs (``--frame``, ``--cus``) is not built.
 
 Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 triangles) or the
 packaged ``bunny`` (907). Rays: camera rays of a 256x192 image of the scene (the ``traversal``
-experiment's camera), whole waves of 32 evenly spaced over the image.
+experiment's camera), whole waves of 32, the 8x4 tiles nearest the image's centre.
 """
 
 import resource
@@ -130,9 +130,13 @@ def _rays(mesh, up_axis, count):
     from .scenes import camera
 
     cam, _, _ = camera(mesh.triangles.astype(np.float64), up_axis, False)
-    o, d, _ = camera_rays(cam, *IMAGE)
+    o, d, pixel = camera_rays(cam, *IMAGE)
     waves = len(o) // 32
-    pick = np.unique(np.linspace(0, waves - 1, min(waves, -(-count // 32))).astype(np.int64))
+    # the waves (8x4 tiles) nearest the image's centre, where the camera looks at the scene
+    w, h = IMAGE
+    first = pixel[::32][:waves]
+    far = np.hypot(first % w - w / 2, first // w - h / 2)
+    pick = np.sort(np.argsort(far, kind="stable")[: min(waves, -(-count // 32))])
     rows = np.concatenate([np.arange(32 * w, 32 * w + 32) for w in pick])[:count]
     return o[rows], d[rows]
 
