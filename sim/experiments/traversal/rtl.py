@@ -321,8 +321,8 @@ def run_loop(
                     cycle[0] += 1
                     if cycle[0] % PROGRESS_CYCLES == 0:
                         progress(
-                            f"cycle {cycle[0]}, {rt_s.report.passed} RT unit outputs and "
-                            f"{ds_s.report.passed} stack results checked"
+                            f"cycle {cycle[0]}: the RT unit's outputs of every cycle and "
+                            f"{ds_s.report.passed} stack results equal to the golden models'"
                         )
                     return rt_s.apply(inputs)
 

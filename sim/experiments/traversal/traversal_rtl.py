@@ -5,9 +5,11 @@ Every intersect instruction goes through the ``rt_unit`` RTL and every stack ins
 ``ds_bvh_stack``, in the CU model's RT unit mode (:func:`gpurtl.golden.cu.rt_unit.run`), each
 output checked against its golden model as it comes out, and at the end the loop's closest hits
 and instruction counts against the golden traversal (the engine of ``traversal --rtl``,
-:func:`.rtl.run_loop`). ``data.json`` holds ``rays``, ``instructions`` (intersect and stack
-instructions that went through the RTL), ``mismatches`` (RTL outputs and golden-traversal
-figures that differ; a mismatch stops the run with exit status 1, so a finished run has 0),
+:func:`.rtl.run_loop`). ``data.json`` holds ``rays``, ``instructions`` (the intersect
+and stack wave instructions that went through the RTL: one per wave and loop iteration,
+whatever its active lanes), ``lane_instructions`` (the same counted per lane), ``mismatches``
+(RTL outputs and golden-traversal figures that differ; a mismatch stops the run with exit
+status 1, so a finished run has 0),
 ``cycles`` (the CU's cycles from the first wave's start to the last one's end), ``cpu_seconds``
 (this process and its children: Verilator builds included) and ``build``.
 
@@ -71,6 +73,7 @@ def _session_engine(scene, origins, directions, rt, backend, progress):
     failed = result["sessions"]["rt_unit"][1] + result["sessions"]["ds_bvh_stack"][1]
     return {
         "instructions": len(result["records"]),
+        "lane_instructions": check["steps"][0] + check["stack_ops"][0],
         "mismatches": int(failed + check["differ"]),
         "cycles": int(result["cycles"]),
         "check": check,
@@ -176,6 +179,7 @@ def measure(
     return {
         "rays": int(len(origins)),
         "instructions": out["instructions"],
+        "lane_instructions": out.get("lane_instructions"),
         "mismatches": out["mismatches"],
         "cycles": out["cycles"],
         "cpu_seconds": _cpu() - cpu0,
@@ -201,7 +205,8 @@ def report(data, out_dir):
         "| figure | value |",
         "|---|---|",
         f"| rays | {data['rays']} |",
-        f"| RTL instructions (intersect and stack) | {data['instructions']} |",
+        f"| RTL wave instructions (intersect and stack) | {data['instructions']} |",
+        f"| the same per lane | {data.get('lane_instructions')} |",
         f"| mismatches | {data['mismatches']} |",
         f"| cycles | {data['cycles']} |",
         f"| CPU seconds (this process and its children, builds included) | "
