@@ -2,9 +2,9 @@
 (:mod:`gpurtl.golden.rt_unit`) and the registry (``sim/blocks/rt_unit.py``): the L0 geometry as
 one bundle, :class:`L0Geometry`, and the defaults of the node fetch and the RT unit top.
 
-The default L0 is small so the smoke tests stay quick; the CU model's RDNA 4 L0 (32 KB, 4 ways,
-64 misses in flight, ``sim/experiments/_trav_calib.py``) is a parameter away. These defaults are
-choices, not measurements.
+The default L0 is small so the smoke tests stay quick; the RDNA 4-size build is the preset
+:data:`RDNA4_RT_UNIT` (32 KB L0, 32 waves, 2 engines x 4 boxes), each value cited or marked as a
+choice. The small defaults are choices, not measurements.
 """
 
 from dataclasses import dataclass, fields, replace
@@ -16,7 +16,10 @@ __all__ = [
     "LINE_BITS",
     "LINE_BYTES",
     "MAX_BEATS",
+    "MAX_WAVE_TAG_BITS",
     "ORDERS",
+    "PRESETS",
+    "RDNA4_RT_UNIT",
     "REPLACEMENTS",
     "WAVE_TAG_BITS",
 ]
@@ -36,6 +39,46 @@ FETCH_TAG_BITS = 4
 FETCH_ORDER = "wave"
 #: The RT unit top's default: ``2 ** 2`` waves.
 WAVE_TAG_BITS = 2
+#: Most wave tag bits of the RT unit top: 32 waves, an RDNA 4 CU's (2 SIMDs x 16 wave slots).
+MAX_WAVE_TAG_BITS = 5
+
+#: The RDNA 4-size RT unit (``gpurtl check rt_unit -p preset=rdna4``): each value with its
+#: source, or marked CHOICE where no public figure was found.
+RDNA4_RT_UNIT = {
+    # AMD ROCm documentation, "AMD GPU specifications" (docs/reference/gpu-specs.rst), Radeon
+    # table: 32 KiB L0 vector cache per CU on the RX 9070 family (RDNA 4, gfx1201).
+    "size": 32 * 1024,
+    # CHOICE: 4 ways (no public figure; the CU model's RDNA 4 L0 uses the same).
+    "ways": 4,
+    # CHOICE: 32 lines missing at once, one per wave of the 32 (no public figure).
+    "mshrs": 32,
+    # CHOICE: 8 requests merged into a miss (the lanes of a wave that meet the same node).
+    "targets": 8,
+    # CHOICE: 2 ** 6 = 64 ray buffer slots, two lanes in flight for each of the 32 waves.
+    "id_bits": 6,
+    # CHOICE: node lines of a 128 MiB address range (the 56k-triangle bunny's BVH8 takes
+    # about 4 MiB).
+    "line_bits": 20,
+    # CHOICE: true LRU, whole-line fills.
+    "replacement": "lru",
+    "beats": 1,
+    # 32 waves: an RDNA 4 CU has 2 SIMDs of 16 wave slots (the CU model's `slots_per_simd`;
+    # RDNA 2's 16 slots a SIMD: Chips and Cheese, "AMD's RDNA 2: Shooting For the Top").
+    "tag_bits": MAX_WAVE_TAG_BITS,
+    # Chips and Cheese, "RDNA 4's Raytracing Improvements" (2025): 8 box tests or 2 triangle
+    # tests a cycle per ray accelerator, in two engines: 2 engines x 4 boxes, one BVH8 node a
+    # cycle (initiation interval 1), with the triangle-pair path.
+    "engines": 2,
+    "boxes_per_engine": 4,
+    "triangles": True,
+    # CHOICE: no OBB or instance transforms in the build (the BLAS loop does not need them;
+    # `-p transforms=1` adds them), no flush of subnormals, the project's shallow FP32 cores.
+    "transforms": False,
+    "ftz": False,
+    "fp": "shallow",
+}
+#: The RT unit top's named builds (``preset`` parameter; ``none``: the defaults).
+PRESETS = {"none": {}, "rdna4": RDNA4_RT_UNIT}
 
 
 def _positive(name, value):

@@ -1162,23 +1162,32 @@ def _experiment_arguments(p):
     p.add_argument("--list", action="store_true", help="list the experiments")
     p.add_argument("--out", default="gpurtl-out", help="output folder")
     p.add_argument("--quick", action="store_true", help="small sizes (seconds)")
-    declared = {}
+    declared, known = {}, {}
     for name, module in experiments.experiments().items():
         if hasattr(module, "arguments"):
-            group = _Declared(p.add_argument_group(f"options of experiment {name}"))
+            group = _Declared(p.add_argument_group(f"options of experiment {name}"), known)
             module.arguments(group)
             declared[name] = group.dests
     p.set_defaults(experiment_options=declared)
 
 
 class _Declared:
-    """An argument group that remembers the destinations of the options added to it."""
+    """An argument group that remembers the destinations of the options added to it. An option
+    that an earlier experiment declared already (``known``: option string -> action) is shared:
+    the first declaration parses it (each experiment checks the value its own way), and it
+    belongs to both experiments."""
 
-    def __init__(self, group):
+    def __init__(self, group, known=None):
         self.group, self.dests = group, []
+        self.known = {} if known is None else known
 
     def add_argument(self, *args, **kwargs):
+        earlier = next((self.known[a] for a in args if a in self.known), None)
+        if earlier is not None:
+            self.dests.append(earlier.dest)
+            return earlier
         action = self.group.add_argument(*args, **kwargs)
+        self.known.update(dict.fromkeys(action.option_strings, action))
         self.dests.append(action.dest)
         return action
 
@@ -1197,7 +1206,10 @@ def _experiment_options(args):
 def _experiment_validate(args):
     from . import experiments
 
+    own = set(args.experiment_options.get(args.name, ()))
     for name, values in _experiment_options(args).items():
+        if name != args.name and set(values) <= own:
+            continue  # an option both experiments declare
         if name != args.name:
             option = "--" + next(iter(values)).replace("_", "-")
             other = f"not `{args.name}`" if args.name else "name it: gpurtl experiment " + name

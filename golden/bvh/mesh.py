@@ -10,7 +10,9 @@ Scenes (all in float32, deterministic from a seed): :func:`rods` (thin boxes at 
 :func:`chains` (hanging chains of thin links), :func:`chandelier` (a ring of arms with four
 support chains of different rotations, after the Elden Ring example of Chips and Cheese, "RDNA 4's
 Raytracing Improvements", 2025), and
-:func:`knot_mesh` (a closed torus-knot tube, a smooth organic mesh).
+:func:`knot_mesh` (a closed torus-knot tube, a smooth organic mesh), and :func:`terrain` (a
+fractal height field with boulders, 51,968 triangles by default: the large scene of the default
+runs without the optional scenes extra).
 
 A real scanned mesh ships with the package: :func:`bunny`, the Stanford Bunny at reconstruction
 resolution 4 (453 vertices; Stanford 3D Scanning Repository, Stanford University Computer Graphics
@@ -35,6 +37,7 @@ __all__ = [
     "chandelier",
     "knot_mesh",
     "rotation_matrix",
+    "terrain",
     "bunny",
     "BUNNY_PATH",
 ]
@@ -391,3 +394,62 @@ def knot_mesh(p=2, q=3, *, segments=240, sides=10, tube=0.25):
             d = i * sides + (j + 1) % sides
             faces += [[a, b, c], [a, c, d]]
     return Mesh(verts, np.array(faces))
+
+
+def _lattice(ix, iy, octave):
+    """A value in [0, 1) for each integer lattice point: a 64-bit integer hash (splitmix64's
+    finalizer), so the terrain is the same on every machine and numpy version."""
+    h = (ix.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ (
+        iy.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F) + np.uint64(octave)
+    )
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def _value_noise(x, y, octave):
+    """Smoothly interpolated lattice values at real points ``(x, y)``."""
+    x0, y0 = np.floor(x), np.floor(y)
+    fx, fy = x - x0, y - y0
+    fx, fy = fx * fx * (3 - 2 * fx), fy * fy * (3 - 2 * fy)
+    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+    v00 = _lattice(x0, y0, octave)
+    v10 = _lattice(x0 + 1, y0, octave)
+    v01 = _lattice(x0, y0 + 1, octave)
+    v11 = _lattice(x0 + 1, y0 + 1, octave)
+    return (v00 * (1 - fx) + v10 * fx) * (1 - fy) + (v01 * (1 - fx) + v11 * fx) * fy
+
+
+def terrain(cells=160, *, boulders=64, size=100.0, height=18.0, octaves=5):
+    """A procedural landscape, z up: a fractal height field of ``cells`` x ``cells`` squares
+    (two triangles each) over ``size`` x ``size`` units, and ``boulders`` rotated boxes resting
+    on it (12 triangles each). Deterministic: no random generator, only an integer hash of the
+    lattice points (the same mesh on every machine). The default has 160 x 160 x 2 + 64 x 12 =
+    51,968 triangles, the large scene of the runs without ``gpurtl[scenes]``."""
+    n = cells + 1
+    g = np.linspace(0.0, 1.0, n)
+    x, y = np.meshgrid(g, g, indexing="ij")
+    z = np.zeros_like(x)
+    for k in range(octaves):
+        freq = 4.0 * 2**k
+        z += _value_noise(x * freq, y * freq, k) / 2**k
+    z = height * (z / z.max()) ** 2  # valleys flatter than peaks
+    verts = np.stack([(x - 0.5) * size, (y - 0.5) * size, z], axis=-1).reshape(-1, 3)
+    i, j = np.meshgrid(np.arange(cells), np.arange(cells), indexing="ij")
+    a = (i * n + j).ravel()
+    b, c, d = a + n, a + 1, a + n + 1
+    faces = np.concatenate([np.stack([a, b, d], 1), np.stack([a, d, c], 1)])
+    parts = [Mesh(verts, faces)]
+    for k in range(boulders):
+        u = _lattice(np.array([k]), np.array([7]), 101)[0]
+        v = _lattice(np.array([k]), np.array([11]), 103)[0]
+        w = _lattice(np.array([k]), np.array([13]), 107)[0]
+        ci, cj = int(u * (cells - 1)), int(v * (cells - 1))
+        ground = verts[ci * n + cj]
+        half = size / cells * (0.6 + 2.4 * w) * np.array([1.0, 0.7, 0.5])
+        rot = rotation_matrix((u - 0.5, v - 0.5, 1.0), 6.283 * w)
+        parts.append(box_mesh(half, rot, ground + np.array([0, 0, half[2] * 0.6])))
+    return merge(parts)

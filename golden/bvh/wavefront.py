@@ -2,7 +2,7 @@
 
 Every ray runs the loop of gpurt ``src/shaders/TraceRay3_1.hlsl`` (``TraceRayImpl3_1``) as the
 hardware sees it, exactly as the per-wave loop of the traversal experiment
-(``sim/experiments/_trav_loop.py``) does, in one of three modes:
+(``golden/traversal/loop.py``) does, in one of three modes:
 
 * ``bvh8`` (RDNA 4): ``image_bvh8_intersect_ray`` on one BVH8 node, triangle pair or instance
   node a step, leaf handling with the primitive-range update, instance transitions,
@@ -44,7 +44,7 @@ END_SEARCH``, the shadow- and AO-ray setting). ``tmax`` is the initial ray exten
 Executors (``bvh8``): :func:`trace` takes the intersect step, the stack step and the choice of
 the rays that run each step as replaceable functions (defaults: :func:`intersect_golden`,
 :class:`GoldenStack`, every active ray), so that one loop, with the shader's decisions written
-once, also runs on other models of the two instructions (``sim/experiments/_trav_scale.py``
+once, also runs on other models of the two instructions (``sim/experiments/traversal/scale.py``
 runs them on the RTL with a limit of resident waves).
 
 Records (``bvh8``): for the rays of ``record`` (a boolean mask) every step's ray index, step
@@ -883,7 +883,7 @@ def trace(
 
     Executors (``bvh8`` mode): the loop's two instructions and its scheduler can be replaced, so
     that one loop serves the golden model and runs on other models of the hardware (the RTL:
-    ``sim/experiments/_trav_scale.py``); the shader side (the closest-hit update, the leaf's
+    ``sim/experiments/traversal/scale.py``); the shader side (the closest-hit update, the leaf's
     last-node pointer, the instance transition, first-hit termination, the decisions taken from
     the popped node, the walk-back) stays here.
 

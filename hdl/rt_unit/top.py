@@ -78,7 +78,7 @@ class RtUnit(wiring.Component):
         The L0's and the ray buffer's (:class:`~.node_fetch.NodeFetch`); ``**fields`` replace
         its fields.
     tag_bits : int
-        ``2 ** tag_bits`` waves (1..4: the wait counters take up to 64 waves, the per-wave
+        ``2 ** tag_bits`` waves (1..5, up to an RDNA 4 CU's 32: the wait counters take up to 64 waves, the per-wave
         sequence state of the node fetch grows with the wave count).
     engines, boxes_per_engine, ftz, triangles, transforms, fp
         The ray accelerator build (:class:`~gpurtl.hdl.ray_accel.ray_accel.RayAccel`).

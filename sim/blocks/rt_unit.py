@@ -14,7 +14,9 @@ from gpurtl.facts.rt_unit import (
     FETCH_ORDER,
     FETCH_TAG_BITS,
     MAX_BEATS,
+    MAX_WAVE_TAG_BITS,
     ORDERS,
+    PRESETS,
     REPLACEMENTS,
     WAVE_TAG_BITS,
     L0Geometry,
@@ -332,12 +334,27 @@ _ACCEL = (
     Param("transforms", False, "ray accelerator: OBB and instance transforms"),
     Param("fp", "shallow", "ray accelerator: FP32 core depths", choices=tuple(FP_PRESETS)),
 )
-_TOP = _L0 + (Param("tag_bits", WAVE_TAG_BITS, "2 ** tag_bits waves", range=(1, 4)),) + _ACCEL
+_TOP = (
+    _L0
+    + (Param("tag_bits", WAVE_TAG_BITS, "2 ** tag_bits waves", range=(1, MAX_WAVE_TAG_BITS)),)
+    + _ACCEL
+    + (
+        Param(
+            "preset",
+            "none",
+            "named build: rdna4 (32 KB L0, 32 waves, 2 engines x 4 boxes with the triangle "
+            "paths; docs/rt_unit.md); other parameters given apply over it",
+            choices=tuple(PRESETS),
+        ),
+    )
+)
 _ACCEL_NAMES = tuple(p.name for p in _ACCEL)
 
 
 def _split(params):
-    """``(geometry, tag_bits, accelerator build)`` of the ``rt_unit`` parameters."""
+    """``(geometry, tag_bits, accelerator build)`` of the ``rt_unit`` parameters (``preset``
+    is already applied by the registry)."""
+    params = {k: v for k, v in params.items() if k != "preset"}
     geometry, rest = L0Geometry.split(params)
     accel = {name: rest[name] for name in _ACCEL_NAMES}
     return geometry, rest["tag_bits"], accel
@@ -348,7 +365,9 @@ def _top_build(**params):
     return CyclePorts(RtUnit(geometry, tag_bits, **accel))
 
 
-def _top_golden(**params):
+def top_golden(**params):
+    """The golden :class:`~gpurtl.golden.rt_unit.RtUnitModel` of an ``rt_unit`` parameter
+    dictionary (its accelerator's timing read from the RTL build)."""
     geometry, tag_bits, accel = _split(params)
     groups, latency = component_facts(
         lambda: RayAccel(**accel), lambda d: (d.initiation_interval, d.latency)
@@ -423,7 +442,7 @@ def _top_stimulus(rng, count, **params):
         return sum(int(w) << (32 * k) for k, w in enumerate(_bvh8_node(rng, o, d)))
 
     offer.idle = layouts.unpack(shape, 0)
-    model = _top_golden(**params)
+    model = top_golden(**params)
     model = _WithWaits(model, rng, tag_bits)
     names = ("inst", "out")
     return drive_with_memory(rng, count, model, offer, names, g.line_bits, make_line, g.beats)
@@ -462,12 +481,13 @@ register(
         kind="cycle",
         params=_TOP,
         build=_top_build,
-        golden=_top_golden,
+        golden=top_golden,
         layouts=_top_layouts,
         stimulus=_top_stimulus,
         defaults=_top_defaults,
         validate=_top_validate,
         check_count=600,
         small=dict(_SMALL, id_bits=3),
+        presets=PRESETS,
     )
 )

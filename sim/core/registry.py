@@ -184,6 +184,11 @@ class Block:
         things (``op``: ``0 v_wmma_..., 1 v_swmmac_...``), the registers an operation leaves
         unused. A field is named by its path or by the end of its path (``heuristic`` names
         ``desc.heuristic`` and ``inst.payload.desc.heuristic``); see :meth:`field_notes`.
+    presets : dict, optional
+        ``{name: {parameter: value}}``: named builds. A block with presets has a ``preset``
+        parameter (default ``"none"``); :meth:`resolve` applies the named preset's values over
+        the defaults and the other given parameters over the preset, so ``-p preset=rdna4 -p
+        mshrs=8`` is the preset with 8 MSHRs.
     """
 
     name: str
@@ -202,6 +207,7 @@ class Block:
     stimulus_words: Callable[..., Any] | None = None
     golden_words: Callable[..., Any] | None = None
     notes: Callable[..., dict[str, dict[str, str]]] | None = None
+    presets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def field_notes(self, params: Params) -> dict[str, dict[str, str]]:
         """``{"in": {path: text}, "out": {path: text}}``: the :attr:`notes` of the block built
@@ -231,6 +237,17 @@ class Block:
     def __post_init__(self) -> None:
         if self.kind not in ("pipeline", "cycle"):
             raise ValueError(f"`kind` must be 'pipeline' or 'cycle', not {self.kind!r}")
+        if self.presets:
+            names = {p.name for p in self.params}
+            if "preset" not in names:
+                raise ValueError(f"block `{self.name}` has presets but no `preset` parameter")
+            for preset, values in self.presets.items():
+                unknown = sorted(set(values) - names)
+                if unknown:
+                    raise ValueError(
+                        f"preset `{preset}` of block `{self.name}` sets unknown parameters "
+                        f"{', '.join(unknown)}"
+                    )
 
     def param(self, name: str) -> Param:
         """The parameter called ``name``; raises :class:`RegistryError` naming the known ones."""
@@ -243,7 +260,11 @@ class Block:
     def resolve(self, overrides: Mapping[str, object] | None = None) -> Params:
         """Full parameter dictionary: defaults updated with ``overrides`` (text or typed values)."""
         values = {p.name: p.default for p in self.params}
-        for name, text in (overrides or {}).items():
+        overrides = dict(overrides or {})
+        if self.presets and "preset" in overrides:
+            values["preset"] = self.param("preset").parse(overrides.pop("preset"))
+            values.update(self.presets.get(values["preset"], {}))
+        for name, text in overrides.items():
             values[name] = self.param(name).parse(text)
         if self.validate is not None:
             try:

@@ -1,6 +1,7 @@
 """Experiments that reproduce, on the RTL, what the source articles describe.
 
-Each module here defines
+Each module here defines (a package of experiments lists its further experiment modules in
+``EXPERIMENTS``, names of its submodules)
 
 * ``NAME`` (the CLI name) and ``DESCRIPTION``;
 * ``measure(*, quick=False, progress=None, **params) -> data``: the simulation, returning plain
@@ -13,6 +14,8 @@ Each module here defines
   from ``data`` alone;
 * optionally ``SEEDS``: ``{what: seed}`` of the fixed seeds its random numbers come from (``{}``
   when it draws none), recorded in the run's provenance;
+* optionally ``IN_DEMO = False``: ``gpurtl demo`` leaves the experiment out (its quick run
+  still takes minutes);
 * optionally ``arguments(parser)``: the experiment's own options of ``gpurtl experiment NAME``
   (``parser.add_argument`` as argparse has it; every option's default must be ``None`` or
   ``argparse.SUPPRESS``, meaning "not given"), passed to ``measure`` as keyword arguments when given, and
@@ -56,8 +59,13 @@ def experiments():
     found = {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "NAME") and (_has_data(module) or hasattr(module, "run")):
-            found[module.NAME] = module
+        named = [module] + [
+            importlib.import_module(f"{module.__name__}.{sub}")
+            for sub in getattr(module, "EXPERIMENTS", ())
+        ]
+        for each in named:
+            if hasattr(each, "NAME") and (_has_data(each) or hasattr(each, "run")):
+                found[each.NAME] = each
     return dict(sorted(found.items()))
 
 

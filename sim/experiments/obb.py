@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gpurtl.golden.traversal.rays import sphere_rays as make_rays
+
 from ..tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 
@@ -35,22 +37,6 @@ NAME = "obb"
 DESCRIPTION = "OBB (rotated box) nodes vs axis-aligned BVH8/BVH4: box tests and nodes per ray"
 
 __all__ = ["NAME", "DESCRIPTION", "measure", "report", "make_rays", "scenes"]
-
-
-def make_rays(mesh, n, seed):
-    """Rays from a sphere around the mesh towards random points on random triangles."""
-    rng = np.random.default_rng(seed)
-    lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
-    center, radius = (lo + hi) / 2, float(np.linalg.norm(hi - lo))
-    u = rng.normal(size=(n, 3))
-    u /= np.linalg.norm(u, axis=1, keepdims=True)
-    origins = center + u * radius
-    tris = mesh.triangles.astype(np.float64)[rng.integers(0, len(mesh), n)]
-    w = rng.dirichlet((1, 1, 1), n)
-    targets = np.einsum("nk,nkj->nj", w, tris)
-    # a third of the rays aim next to the geometry (they test the box fit, not the triangles)
-    jitter = rng.normal(0, 0.02 * radius, (n, 3)) * (rng.random((n, 1)) < 0.33)
-    return origins, targets + jitter - origins
 
 
 def scenes(quick, out_dir):

@@ -171,3 +171,32 @@ def test_bvh4_legacy_leaves(scene):
     )[leaf.prims[0]].tolist()
     with pytest.raises(ValueError, match="one triangle"):
         B.build_bvh(scene, width=4, leaf_size=2)
+
+
+def test_terrain_is_a_large_deterministic_scene():
+    """The default run's large scene without the optional extra: at least 50k triangles, the
+    same mesh on every call (an integer hash, no random generator: checked against the
+    splitmix64 finalizer in Python integers), a closed height field (every inner edge of the
+    grid shared by two triangles) within its stated extent."""
+    a, b = M.terrain(), M.terrain()
+    assert len(a) == 160 * 160 * 2 + 64 * 12 >= 50_000
+    assert np.array_equal(a.vertices, b.vertices) and np.array_equal(a.faces, b.faces)
+    grid = a.faces[: 160 * 160 * 2]
+    edges = np.sort(np.concatenate([grid[:, [0, 1]], grid[:, [1, 2]], grid[:, [0, 2]]]), axis=1)
+    _, uses = np.unique(edges, axis=0, return_counts=True)
+    assert set(uses.tolist()) == {1, 2} and (uses == 1).sum() == 4 * 160  # the border only
+    z = a.vertices[: 161 * 161, 2]
+    assert 0.0 <= z.min() and z.max() == pytest.approx(18.0)
+    mask = (1 << 64) - 1
+
+    def lattice(ix, iy, octave):
+        h = ((ix * 0x9E3779B97F4A7C15) & mask) ^ ((iy * 0xC2B2AE3D27D4EB4F + octave) & mask)
+        h ^= h >> 30
+        h = (h * 0xBF58476D1CE4E5B9) & mask
+        h ^= h >> 27
+        h = (h * 0x94D049BB133111EB) & mask
+        h ^= h >> 31
+        return (h >> 11) / float(1 << 53)
+
+    got = M._lattice(np.array([3, 12345]), np.array([7, 99]), 2)
+    assert got.tolist() == [lattice(3, 7, 2), lattice(12345, 99, 2)]

@@ -72,3 +72,28 @@ def test_the_fill_port_carries_one_beat(beats):
     request, response, mem_request, fill = l0_layouts(L0Geometry(beats=beats))
     assert fill["data"].width == 1024 // beats
     assert response["data"].width == 1024
+
+
+def test_the_rdna4_preset_is_an_rdna4_size_build():
+    """``-p preset=rdna4``: AMD's 32 KiB L0 of 128-byte lines, 32 wave tags, 8 box tests a
+    cycle in 2 engines (one BVH8 node a cycle) with the triangle paths, ray buffer and MSHRs
+    for 32 waves; another given parameter applies over the preset."""
+    from gpurtl.sim.blocks.rt_unit import top_golden
+
+    block = registry.get("rt_unit")
+    params = block.resolve({"preset": "rdna4"})
+    geometry, _ = L0Geometry.split({k: v for k, v in params.items() if k != "preset"})
+    assert geometry.size == 32 * 1024 and geometry.sets * geometry.ways * 128 == 32768
+    assert 1 << params["tag_bits"] == 32
+    assert (params["engines"], params["boxes_per_engine"], params["triangles"]) == (2, 4, True)
+    assert geometry.mshrs >= 32 and (1 << geometry.id_bits) >= 32
+    model = top_golden(**params)
+    assert model.accel.groups == 1  # initiation interval 1
+    assert model.waves == 32
+    assert block.resolve({"preset": "rdna4", "mshrs": "8"})["mshrs"] == 8
+    assert block.resolve({"mshrs": "8", "preset": "rdna4"})["mshrs"] == 8
+    assert block.resolve({"preset": "none"}) == dict(block.resolve(), preset="none")
+    with pytest.raises(registry.RegistryError, match="`preset` must be one of 'none', 'rdna4'"):
+        block.resolve({"preset": "rdna5"})
+    with pytest.raises(registry.RegistryError, match="`tag_bits` must be an integer from 1 to 5"):
+        block.resolve({"tag_bits": "6"})

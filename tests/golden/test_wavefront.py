@@ -16,9 +16,9 @@ from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector import batch
 from gpurtl.golden.ray_accel.vector import batch_box as BB
 from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields
+from gpurtl.golden.traversal import loop as L
+from gpurtl.golden.traversal.rays import sphere_rays as make_rays
 from gpurtl.sim.core.words import words_from_dicts
-from gpurtl.sim.experiments import _trav_loop as L
-from gpurtl.sim.experiments.obb import make_rays
 
 
 @pytest.fixture(scope="module")

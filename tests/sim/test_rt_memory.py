@@ -3,7 +3,7 @@
 import pytest
 
 from gpurtl.golden.memory import Level
-from gpurtl.sim.experiments._rt_memory import HierarchyMemory, run_l0
+from gpurtl.sim.experiments.traversal.memory import HierarchyMemory, run_l0
 
 from ..hdl.rt_unit.compiled import COCOTB
 

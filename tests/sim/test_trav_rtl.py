@@ -6,11 +6,11 @@ import pytest
 
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.memory import Level
+from gpurtl.golden.traversal.loop import trace_wave
+from gpurtl.golden.traversal.rays import sphere_rays as make_rays
+from gpurtl.golden.traversal.scene import build_scene
 from gpurtl.sim.core import layouts
-from gpurtl.sim.experiments import _trav_rtl as R
-from gpurtl.sim.experiments._trav_loop import trace_wave
-from gpurtl.sim.experiments._trav_scalar import build_scene
-from gpurtl.sim.experiments.obb import make_rays
+from gpurtl.sim.experiments.traversal import rtl as R
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +36,19 @@ def _short(rt):
     )
 
 
-def _run(bunny, rays, backend, params=None, rt=None, hook=None):
+def _run(bunny, rays, backend, params=None, rt=None, hook=None, progress=None):
     mesh, scene = bunny
     origins, directions = make_rays(mesh, rays, seed=3)
     rt = rt or R.rt_unit_params()
     result = R.run_loop(
-        scene, origins, directions, backend=backend, rt=rt, params=params, hook=hook
+        scene,
+        origins,
+        directions,
+        backend=backend,
+        rt=rt,
+        params=params,
+        hook=hook,
+        progress=progress,
     )
     golden = [
         trace_wave(scene, origins[k : k + 32], directions[k : k + 32]) for k in range(0, rays, 32)
@@ -76,10 +83,17 @@ def _assert_loop(result, golden):
 
 
 @pytest.mark.full
-def test_rtl_loop_on_pysim(bunny):
+def test_rtl_loop_on_pysim(bunny, monkeypatch):
+    monkeypatch.setattr(R, "PROGRESS_CYCLES", 50)
     rt = R.rt_unit_params()
-    result, golden = _run(bunny, 2, "pysim", params=_short(rt), rt=rt)
+    lines = []
+    result, golden = _run(bunny, 2, "pysim", params=_short(rt), rt=rt, progress=lines.append)
     _assert_loop(result, golden)
+    # progress while it runs: once the sessions are open, then every PROGRESS_CYCLES cycles
+    assert lines[0].startswith("RTL sessions open after") and lines[0].endswith("simulating")
+    ticks = [line for line in lines[1:] if line.startswith("cycle ")]
+    assert ticks == lines[1:] and len(ticks) > 0
+    assert abs(len(ticks) - result["cycles"] // 50) <= 1
     # the RT unit is busy (some bvhcnt > 0) at most every cycle, at least II per result
     assert result["accel_results"] * result["accel_ii"] <= result["busy"] <= result["cycles"]
 

@@ -1,4 +1,4 @@
-"""The traversal loop at scale (``sim/experiments/_trav_scale.py``): every intersect and stack
+"""The traversal loop at scale (``sim/experiments/traversal/scale.py``): every intersect and stack
 instruction through a session, the loop's decisions from the session's outputs, the same closest
 hits and instruction counts as the golden wave-batched loop (``golden/bvh/wavefront.py``).
 
@@ -14,9 +14,9 @@ import pytest
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.bvh import wavefront as WF
 from gpurtl.golden.bvh import wide as W
+from gpurtl.golden.traversal.rays import sphere_rays as make_rays
 from gpurtl.sim.core import registry
-from gpurtl.sim.experiments import _trav_scale as S
-from gpurtl.sim.experiments.obb import make_rays
+from gpurtl.sim.experiments.traversal import scale as S
 from gpurtl.sim.harness.golden_io import GoldenModel
 from gpurtl.sim.harness.session import Exchange, MismatchError, Session
 
@@ -207,7 +207,7 @@ def test_small_run_on_the_fast_backend(tmp_path, bunny):
     the packaged one without the scenes extra) with stacks of 8 entries; then rays that overflow
     8-entry stacks on the packaged bunny, so the walk-back runs on the RTL's answers whichever
     scene the first part had."""
-    from gpurtl.sim.experiments.traversal import _camera
+    from gpurtl.sim.experiments.traversal.scenes import camera as scene_camera
 
     mesh, tables = bunny
     o, d = make_rays(mesh, 200, seed=3)
@@ -219,7 +219,7 @@ def test_small_run_on_the_fast_backend(tmp_path, bunny):
     assert walk["stack_report"] == [walk["stack"], 0, 0]
     assert walk["same_hits"] and all(walk["same_counts"].values())
 
-    camera = lambda tris: _camera(tris, 1, False)[0]  # noqa: E731 - the default run's camera
+    camera = lambda tris: scene_camera(tris, 1, False)[0]  # noqa: E731 - the default run's camera
     data = S.measure(512, camera, backend="fast-behavioural", stack_size=8)
     sc = data["scale"]
     assert sc["rays"] >= 512 and len(sc["builds"]) == len(S.BUILDS)
@@ -263,10 +263,11 @@ def _check_sets(sc, names):
 
 def _all_sets(rays, backend, **kw):
     from gpurtl.sim.experiments import traversal as T
+    from gpurtl.sim.experiments.traversal import scenes as SC
 
-    camera = lambda tris: T._camera(tris, 1, False)[0]  # noqa: E731 - the default run's camera
+    camera = lambda tris: SC.camera(tris, 1, False)[0]  # noqa: E731 - the default run's camera
     sets = ("camera", *T.RAY_SETS[1:])
-    data = S.measure(rays, camera, backend=backend, sets=sets, derive=T._scale_sets, **kw)
+    data = S.measure(rays, camera, backend=backend, sets=sets, derive=SC.scale_sets, **kw)
     return data, sets[1:]
 
 

@@ -1,6 +1,6 @@
 """The traversal loop on the RTL: ``gpurtl experiment traversal --rtl``.
 
-The shader side of the loop runs in Python (:func:`._trav_loop.wave_program`, the bit-exact
+The shader side of the loop runs in Python (:func:`gpurtl.golden.traversal.loop.wave_program`, the bit-exact
 loop of gpurt ``TraceRay3_1.hlsl``), every decision taken from the RTL's outputs: each lane's
 ``image_bvh8_intersect_ray`` goes through the ``rt_unit`` RTL (node fetch through its L0, the ray
 accelerator, per-wave ``bvhcnt`` counting wave instructions: the mode marks each instruction's
@@ -29,12 +29,12 @@ from gpurtl.facts.ds_bvh_stack import StackOp
 from gpurtl.golden.cu import WaveTrace, simulate
 from gpurtl.golden.memory import Level
 from gpurtl.golden.ray_accel.ds_bvh_stack import pack_stack_addr, unpack_stack_addr
+from gpurtl.golden.traversal.calibration import rdna4_params
 
-from ..backends import BACKENDS
-from ..core import registry
-from ..harness.session import MismatchError
-from . import ExperimentFailed
-from ._trav_calib import rdna4_params
+from ...backends import BACKENDS
+from ...core import registry
+from ...harness.session import MismatchError
+from .. import ExperimentFailed
 
 __all__ = [
     "RAYS",
@@ -123,6 +123,9 @@ def arguments(group):
     )
 
 
+#: Simulated cycles between two progress lines of the loop on the RTL.
+PROGRESS_CYCLES = 500
+
 #: Parameters the loop cannot run without: BVH8 leaves are triangle pairs.
 _NEEDED = {"triangles": True}
 
@@ -158,8 +161,7 @@ def check_options(options):
     rt = rt_unit_params(changes)
     if "line_bits" in changes:
         from gpurtl.golden.bvh import mesh as M
-
-        from ._trav_scalar import build_scene
+        from gpurtl.golden.traversal.scene import build_scene
 
         need = max(node_memory(build_scene("bunny", M.bunny(), "bvh8"))).bit_length()
         if rt["line_bits"] < need:
@@ -180,15 +182,15 @@ def rt_unit_params(changes=None):
 
 def accel_timing(rt):
     """``(initiation interval, latency)`` of the RT unit build's ray accelerator."""
-    from gpurtl.sim.blocks.rt_unit import _top_golden
+    from gpurtl.sim.blocks.rt_unit import top_golden
 
-    accel = _top_golden(**rt).accel
+    accel = top_golden(**rt).accel
     return accel.groups, accel.groups + len(accel.line)
 
 
 def cu_params(rt, **changes):
     """The CU model's configuration for the same run: RDNA 4's shader side
-    (:func:`._trav_calib.rdna4_params`), ``2 ** tag_bits`` wave slots on two SIMDs with static
+    (:func:`gpurtl.golden.traversal.calibration.rdna4_params`), ``2 ** tag_bits`` wave slots on two SIMDs with static
     VGPRs, the L0 level with the RT unit's geometry, its hit latency (1 cycle) and misses in
     flight, the levels below as RDNA 4's, the accelerator's initiation interval and latency;
     then ``changes``."""
@@ -219,7 +221,7 @@ def node_memory(scene):
 
 
 class _ProgramSource:
-    """A wave of the loop (:func:`._trav_loop.wave_program`) as the CU model's RT unit mode asks
+    """A wave of the loop (:func:`gpurtl.golden.traversal.loop.wave_program`) as the CU model's RT unit mode asks
     for it (:func:`gpurtl.golden.cu.rt_unit.run`): its intersect instructions go to the RT unit
     the mode drives, its stack instructions through the ``ds_bvh_stack`` session ``stack``."""
 
@@ -266,23 +268,25 @@ def run_loop(
     params=None,
     stack_size=16,
     hook=None,
+    progress=None,
 ):
     """Trace ``origins``/``directions`` (float arrays (n, 3); waves of 32 consecutive rays)
-    through ``scene`` (a BVH8 BLAS :class:`._trav_loop.Scene`) with every intersect and stack
+    through ``scene`` (a BVH8 BLAS :class:`gpurtl.golden.traversal.loop.Scene`) with every intersect and stack
     instruction on the RTL of ``backend``, under the rules of the CU model's RT unit mode
     (:func:`gpurtl.golden.cu.rt_unit.run`).
 
     ``rt``: the ``rt_unit`` parameters (default :func:`rt_unit_params`); ``params``: the
     shader side's :class:`~gpurtl.golden.cu.CuParams` (default :func:`cu_params`).
     ``hook(session)`` sees the RT unit's session once it is open (tests corrupt its outputs).
+    ``progress(line)`` hears when the sessions are open (the builds are done) and every
+    :data:`PROGRESS_CYCLES` simulated cycles.
 
-    Returns a dictionary: per-wave :class:`._trav_loop.WaveTrace` (``traces``), the run
+    Returns a dictionary: per-wave :class:`gpurtl.golden.traversal.loop.WaveTrace` (``traces``), the run
     (:class:`gpurtl.golden.cu.rt_unit.RtRun`: instruction records, cycles, L0 lookups, busy
     cycles), the sessions' passed/failed counts and the CU model's wave traces of the same
     run. Raises :class:`RtlLoopError` at the first output that differs from a golden model."""
     from gpurtl.golden.cu.rt_unit import HierarchyPort, run
-
-    from ._trav_loop import node_tests, wave_program
+    from gpurtl.golden.traversal.loop import node_tests, wave_program
 
     rt = rt if rt is not None else rt_unit_params()
     ii, latency = accel_timing(rt)
@@ -307,9 +311,25 @@ def run_loop(
         ):
             if hook is not None:
                 hook(rt_s)
+            if progress is not None:
+                progress(f"RTL sessions open after {time.monotonic() - started:.0f} s; simulating")
+            step = rt_s.apply
+            if progress is not None:
+                cycle = [0]
+
+                def step(inputs):
+                    cycle[0] += 1
+                    if cycle[0] % PROGRESS_CYCLES == 0:
+                        progress(
+                            f"cycle {cycle[0]}: the RT unit's outputs of every cycle and "
+                            f"{ds_s.report.passed} stack results equal to the golden models'"
+                        )
+                    return rt_s.apply(inputs)
 
             class Unit:  # the RT unit RTL, one cycle a step
-                step = staticmethod(rt_s.apply)
+                pass
+
+            Unit.step = staticmethod(step)
 
             def program(first):
                 # the wave's stacks are in the LDS region of the slot it runs in
@@ -368,7 +388,7 @@ def _payload(wave, instr):
 def _zero_payload(params):
     from gpurtl.hdl.rt_unit import fetch_layout
 
-    from ..core import layouts
+    from ...core import layouts
 
     return layouts.unpack(fetch_layout(params["tag_bits"]), 0)
 
@@ -504,20 +524,20 @@ def measure(
     against the golden traversal, and the CU model on the same configuration. ``rtl_param``:
     the ``--rtl-param`` texts (``NAME=VALUE``) that change the RT unit build."""
     from gpurtl.golden.bvh import mesh as M
-
-    from ._trav_loop import trace_wave
-    from ._trav_scalar import build_scene
-    from .obb import make_rays
+    from gpurtl.golden.traversal.loop import trace_wave
+    from gpurtl.golden.traversal.rays import sphere_rays
+    from gpurtl.golden.traversal.scene import build_scene
 
     rays = rtl_rays or RAYS[1 if quick else 0]
     changes = build_changes(rtl_param)
     rt = rt_unit_params(changes)
     bunny = M.bunny()
     scene = build_scene("bunny", bunny, "bvh8")
-    origins, directions = make_rays(bunny, rays, seed=3)
+    origins, directions = sphere_rays(bunny, rays, seed=3)
     if progress:
         progress(0, 2, f"{rays} rays on the {rtl_backend} RTL, build {_build_text(changes)}")
-    result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt)
+    tell = (lambda line: progress(0, 2, line)) if progress else None
+    result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt, progress=tell)
     if progress:
         progress(1, 2, f"{result['cycles']} cycles on the RTL; the CU model")
     golden = [

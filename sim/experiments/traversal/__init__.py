@@ -13,7 +13,7 @@ of it.
 Timing part: whole waves sampled across the image (never replayed) run on
 :func:`gpurtl.golden.cu.simulate`: the golden wait counters and return queues, the dynamic VGPR
 allocator with ``s_alloc_vgpr`` at the switch to shading, the memory hierarchy of
-:mod:`gpurtl.golden.memory`, calibrated in :mod:`._trav_calib`. Utilization is reported three
+:mod:`gpurtl.golden.memory`, calibrated in :mod:`gpurtl.golden.traversal.calibration`. Utilization is reported three
 ways: the article's formula, engine-cycle utilization and issue-slot occupancy.
 
 BVH comparison: BVH8 / BVH4 / BVH4x2 built over the same triangle pairs with the SAH-optimal
@@ -23,13 +23,13 @@ OBBs, every build on the same rays (up to :data:`BVH_RAYS` per set) in the wave-
 RTL in the loop: one wave's stack instructions per mode replay through the ``ds_bvh_stack``
 RTL; (not with ``--quick``) a sample of intersect instructions through the ``ray_accel`` RTL.
 
-``--rtl-scale RAYS`` runs instead the loop at scale on the RTL (:mod:`._trav_scale`): at least
+``--rtl-scale RAYS`` runs instead the loop at scale on the RTL (:mod:`.scale`): at least
 ``RAYS`` camera rays on the 56k bunny, every intersect and stack instruction through the
 ``ray_accel`` and ``ds_bvh_stack`` RTL on the ``fast-behavioural`` backend, for each accelerator
-build of :data:`._trav_scale.BUILDS` side by side; ``--rtl-scale-rays SETS`` adds ray sets of
+build of :data:`.scale.BUILDS` side by side; ``--rtl-scale-rays SETS`` adds ray sets of
 the default run that start at the camera rays' hits (shadow, AO, diffuse bounces).
 
-``--rtl`` runs instead the whole loop on the RTL (:mod:`._trav_rtl`): every intersect through the
+``--rtl`` runs instead the whole loop on the RTL (:mod:`.rtl`): every intersect through the
 ``rt_unit`` RTL, every stack instruction through ``ds_bvh_stack``, timed against the CU model.
 """
 
@@ -39,7 +39,10 @@ import time
 
 import numpy as np
 
-from ._trav_scalar import build_scene, rtl_replay, stack_replay
+from gpurtl.golden.traversal.scene import build_scene
+
+from . import scenes as SC
+from .replay import rtl_replay, stack_replay
 
 #: The seeds of the ray sets, of the rays of the ``--rtl`` run and of the waves sampled per set.
 SEEDS = {"ray sets": 7, "--rtl rays": 3, "wave sample of a ray set": "the length of its name"}
@@ -75,6 +78,8 @@ ARTICLE = {
     },
 }
 CLOCK = 2.5e9
+#: The package's further experiments (``traversal-rtl``).
+EXPERIMENTS = ("traversal_rtl",)
 #: Timing samples per ray set: groups of waves, each group one CU run of this many waves (a
 #: steady state needs several times the CU's 32 wave slots).
 TIMING_GROUPS, TIMING_WAVES = 4, 64
@@ -100,9 +105,27 @@ def arguments(parser):
         help="ray sets of the --rtl-scale run after its camera rays, from their hits: a comma "
         f"list of {', '.join(RAY_SETS[1:])} or `all` (the default run's sets)",
     )
-    from . import _trav_rtl
+    parser.add_argument(
+        "--scene",
+        metavar="PATH",
+        help="your own mesh instead of the default scenes: an .obj or .ply file (one BLAS; "
+        "docs/traversal.md, Your own scene and rays)",
+    )
+    parser.add_argument(
+        "--camera",
+        metavar="EX,EY,EZ,TX,TY,TZ[,UX,UY,UZ[,FOV]]",
+        help="the --scene run's camera: eye, target, optional up (default 0,1,0) and horizontal "
+        "field of view in degrees (default 45)",
+    )
+    parser.add_argument(
+        "--rays",
+        metavar="PATH",
+        help="the --scene run's primary rays instead of the camera's: a text file of rows "
+        "`ox oy oz dx dy dz tmax` (at least 32 rays); of traversal-rtl: a number of rays",
+    )
+    from . import rtl
 
-    _trav_rtl.arguments(parser)
+    rtl.arguments(parser)
 
 
 def check_options(options):
@@ -124,9 +147,27 @@ def check_options(options):
     loose = [name for name in ("rtl_rays", "rtl_backend", "rtl_param") if name in options]
     if loose and "rtl" not in options:
         raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
-    from . import _trav_rtl
+    own = [name for name in ("scene", "camera", "rays") if name in options]
+    if own and (rays is not None or "rtl" in options):
+        raise ValueError(f"--{own[0]} is an option of the default run, not of --rtl or --rtl-scale")
+    if ("camera" in options or "rays" in options) and "scene" not in options:
+        raise ValueError(
+            f"--{'camera' if 'camera' in options else 'rays'} is an option of --scene: give "
+            "--scene too"
+        )
+    if "camera" in options and "rays" in options:
+        raise ValueError("--camera and --rays are two sources of primary rays: give one of them")
+    from . import inputs
 
-    _trav_rtl.check_options(options)
+    if "scene" in options:
+        inputs.read_scene(options["scene"])
+    if "camera" in options:
+        inputs.parse_camera(options["camera"])
+    if "rays" in options:
+        inputs.read_rays(options["rays"])
+    from . import rtl
+
+    rtl.check_options(options)
 
 
 def utilization_table():
@@ -143,134 +184,7 @@ def utilization_table():
     return rows
 
 
-# --- scenes -------------------------------------------------------------------------------------
-
-
-def _scenes(quick, notes, warn=None):
-    """``[(name, kind, geometry, up axis)]``. Without the optional scenes (``gpurtl[scenes]``)
-    the default run uses the packaged ones and says so in one line (``notes`` and ``warn``)."""
-    from gpurtl.golden.bvh import mesh as M
-    from gpurtl.golden.bvh import scenes as S
-
-    small = M.bunny()
-    small_inst = [
-        (small, np.hstack([M.rotation_matrix((0, 1, 0), 0.9 * k), [[0.17 * k], [0.0], [0.0]]]))
-        for k in range(3)
-    ]
-    if quick:
-        return [("bunny (907 tris)", "blas", small, 1), ("3 bunnies", "tlas", small_inst, 1)]
-    out, missing, instead = [], [], []
-    try:
-        out.append(("Stanford Bunny", "blas", S.stanford_bunny(), 1))
-    except S.SceneUnavailable as error:
-        missing.append(error)
-        instead.append("the packaged 907-triangle bunny")
-        out.append(("bunny (907 tris)", "blas", small, 1))
-    try:
-        out.append(("San Francisco", "tlas", S.sionna_city("san_francisco"), 2))
-    except S.SceneUnavailable as error:
-        missing.append(error)
-        instead.append("3 instanced copies of the packaged bunny")
-        out.append(("3 bunnies", "tlas", small_inst, 1))
-    if missing:
-        if all(e.package for e in missing):
-            why = f"need {' and '.join(f'`{e.package}`' for e in missing)}: {S.SCENES_EXTRA}"
-        else:
-            why = "; ".join(str(e) for e in missing)
-        note = f"the real scenes {why}; running on {' and '.join(instead)} instead"
-        notes.append(note)
-        if warn is not None:
-            warn(note)
-    return out
-
-
-def _warn(line):
-    from ..core.progress import progress
-
-    progress(line)
-
-
-def _build(kind, geometry):
-    from gpurtl.golden.bvh import wide as W
-
-    if kind == "blas":
-        return W.build_wide(geometry, width=8, leaf_pairs=4)
-    return W.build_wide_tlas(geometry, leaf_pairs=4)
-
-
-def _world_tris(kind, geometry, top):
-    """World triangles (n, 3, 3) and the base index of each instance (TLAS)."""
-    if kind == "blas":
-        return geometry.triangles.astype(np.float64), None
-    tris, base, k = [], [], 0
-    for mesh, m in geometry:
-        m = np.asarray(m, np.float64)
-        tris.append(mesh.triangles.astype(np.float64) @ m[:3, :3].T + m[:3, 3])
-        base.append(k)
-        k += len(mesh)
-    return np.concatenate(tris), np.array(base, np.int64)
-
-
-def _camera(world_tris, up_axis, quick):
-    from ._trav_rays import Camera
-
-    lo, hi = world_tris.reshape(-1, 3).min(axis=0), world_tris.reshape(-1, 3).max(axis=0)
-    center, ext = (lo + hi) / 2, float(np.linalg.norm(hi - lo))
-    up = np.eye(3)[up_axis]
-    if up_axis == 1:  # an object: from the front, a little above
-        eye = center + np.array([0.25, 0.2, 1.0]) / np.linalg.norm([0.25, 0.2, 1.0]) * 1.3 * ext
-        return Camera(eye, center, up, 0.42), center, ext
-    # a city: from above the south-west edge, looking at the centre
-    eye = center + np.array([-0.35, -0.35, 0.45]) * ext
-    return Camera(eye, center, up, 0.75), center, ext
-
-
 # --- measure ------------------------------------------------------------------------------------
-
-
-def _key(res, base):
-    if base is None:
-        return np.where(res.prim >= 0, res.prim, -1)
-    return np.where(res.prim >= 0, base[np.maximum(res.inst, 0)] + res.prim, -1)
-
-
-def _deriver(world_tris, base, center, ext, up_axis):
-    """``derive(set_name, result, origins, dirs)`` of a scene: the ray sets that start at the
-    hits of set ``set_name`` (``{name: (origins, dirs, tmax, first_hit)}``: shadow rays to the
-    point light (extent 1: the whole segment), AO rays (extent a tenth of the scene's size) and
-    the first diffuse bounce from the camera rays' hits, the second bounce from the first's) and
-    the hit frame ``(ok, points, normals)``. Random directions come from one generator per scene
-    (seed 7), drawn in the order of the sets."""
-    from ._trav_rays import bounce_rays, hit_frame, shadow_rays
-
-    light = center + np.eye(3)[up_axis] * 0.9 * ext + np.array([0.3, 0.3, 0.3]) * ext * 0.3
-    eps = 1e-4 * ext
-    rng = np.random.default_rng(7)
-
-    def derive(set_name, res, o, d):
-        ok, pts, nrm = hit_frame(world_tris, o, d, res.t, _key(res, base))
-        new = {}
-        if set_name == "camera":
-            so, sd = shadow_rays(pts, nrm, light, eps)
-            new["shadow"] = (so, sd, np.ones(len(so)), True)
-            ao, ad = bounce_rays(pts, nrm, eps, rng)
-            new["ao"] = (ao, ad, np.full(len(ao), 0.1 * ext), True)
-            bo, bd = bounce_rays(pts, nrm, eps, rng)
-            new["diffuse1"] = (bo, bd, None, False)
-        elif set_name == "diffuse1":
-            bo, bd = bounce_rays(pts, nrm, eps, rng)
-            new["diffuse2"] = (bo, bd, None, False)
-        return new, (ok, pts, nrm)
-
-    return derive
-
-
-def _scale_sets(world_tris):
-    """The ``derive`` of :func:`_deriver` for the ``--rtl-scale`` run's object scene (its ray
-    sets only)."""
-    _, center, ext = _camera(world_tris, 1, False)
-    derive = _deriver(world_tris, None, center, ext, 1)
-    return lambda set_name, res, o, d: derive(set_name, res, o, d)[0]
 
 
 def _func_stats(res, seconds):
@@ -293,14 +207,17 @@ def _func_stats(res, seconds):
 
 def _steady(run):
     """RA work and cycles in the steady-state window: from the first wave's end (every slot
-    has been busy) to the last wave's launch (no slot idles for want of work)."""
+    has been busy) to the last wave's launch (no slot idles for want of work); and whether
+    there is such a window. With no more waves than slots every wave launches at the start, so
+    there is none and the whole run is taken (start-up and drain included)."""
     t0 = min(run.end_times) if run.end_times else 0
     t1 = max(run.launch_times) if run.launch_times else run.cycles
-    if t1 <= t0:
+    steady = t1 > t0
+    if not steady:
         t0, t1 = 0, run.cycles
     ra = np.array(run.ra, np.int64).reshape(-1, 3)
     sel = (ra[:, 0] >= t0) & (ra[:, 0] < t1)
-    return ra[sel], t1 - t0
+    return ra[sel], t1 - t0, steady
 
 
 def _timing(waves, params, warm, reps):
@@ -310,10 +227,11 @@ def _timing(waves, params, warm, reps):
     from gpurtl.golden.cu import simulate
 
     groups = [waves[k::reps] for k in range(reps)]
-    rows = []
+    rows, steady = [], []
     for group in groups:
         run = simulate(group, params, warm_lines=warm)
-        ra, cyc = _steady(run)
+        ra, cyc, window = _steady(run)
+        steady.append(window)
         box, tri = ra[:, 1].sum(), ra[:, 2].sum()
         nodes = len(ra)
         pairs = int((ra[:, 2] > 0).sum())
@@ -330,8 +248,17 @@ def _timing(waves, params, warm, reps):
         )
     out = {key: _interval([r[key] for r in rows]) for key in rows[0]}
     out["waves"] = int(sum(len(g) for g in groups))
+    out["waves_per_run"] = int(min(len(g) for g in groups))
+    out["steady"] = bool(all(steady))
     out["groups"] = rows
     return out
+
+
+def _no_steady(r):
+    """The mark of a timing row without a steady state (``""`` for one with it)."""
+    if r.get("steady", True):
+        return ""
+    return f" (no steady state: {r['waves_per_run']} waves a CU run, whole run taken)"
 
 
 def _interval(values):
@@ -353,32 +280,41 @@ def _t95(n):
     return {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36}.get(n, 2.0)
 
 
-def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **rtl_options):
+def measure(
+    quick=False,
+    progress=None,
+    rtl_scale=None,
+    rtl_scale_rays=None,
+    scene=None,
+    camera=None,
+    rays=None,
+    **rtl_options,
+):
     """Everything the report shows, as plain data (lists, dicts, numbers, strings);
     ``rtl_scale``: the run at scale on the RTL instead (``rtl_scale_rays``: its ray sets after
     the camera rays); ``rtl=True`` (with ``rtl_rays``, ``rtl_backend``): the loop on the RT unit
-    RTL instead (module doc string)."""
+    RTL instead (module doc string). ``scene``, ``camera``, ``rays``: your own mesh file, camera
+    and primary-ray file instead of the default scenes (:mod:`.inputs`)."""
     if rtl_scale is not None:
-        from . import _trav_scale
+        from . import scale
 
-        return _trav_scale.measure(
+        return scale.measure(
             rtl_scale,
-            lambda tris: _camera(tris, 1, False)[0],
+            lambda tris: SC.camera(tris, 1, False)[0],
             progress=progress,
-            warn=lambda note: _warn(f"{NAME}: {note}"),
+            warn=lambda note: SC.warn(f"{NAME}: {note}"),
             sets=("camera", *(rtl_scale_rays or ())),
-            derive=_scale_sets,
+            derive=SC.scale_sets,
         )
     if rtl_options.get("rtl"):
-        from . import _trav_rtl
+        from . import rtl
 
-        return _trav_rtl.measure(quick=quick, progress=progress, **rtl_options)
+        return rtl.measure(quick=quick, progress=progress, **rtl_options)
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
-
-    from . import _trav_calib as K
-    from . import _trav_waves as TW
-    from ._trav_rays import camera_rays
+    from gpurtl.golden.traversal import calibration as K
+    from gpurtl.golden.traversal import waves as TW
+    from gpurtl.golden.traversal.rays import camera_rays
 
     started = time.monotonic()
     cpu0 = time.process_time()
@@ -387,7 +323,18 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
     width, height = (128, 96) if quick else (IMAGE_W, IMAGE_H)
     reps, per_group = (2, 12) if quick else (TIMING_GROUPS, TIMING_WAVES)
     n_waves = reps * per_group
-    scenes = _scenes(quick, notes, warn=lambda note: _warn(f"{NAME}: {note}"))
+    from pathlib import Path
+
+    from gpurtl.golden.traversal.rays import Camera
+
+    from . import inputs
+
+    if scene is not None:
+        mesh = inputs.read_scene(scene)
+        scenes = [(f"{Path(scene).name} ({len(mesh)} tris)", "blas", mesh, 1)]
+    else:
+        scenes = SC.scenes(quick, notes, warn=lambda note: SC.warn(f"{NAME}: {note}"))
+    data["scene_names"] = [name for name, *_ in scenes]
     steps_total = len(scenes) * 4 + 3
     done = 0
 
@@ -401,18 +348,25 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
     bvh_rays = {}
     for name, kind, geometry, up_axis in scenes:
         t0 = time.process_time()
-        top = _build(kind, geometry)
+        top = SC.build(kind, geometry)
         tables = WF.Tables(top)
         build_s = time.process_time() - t0
         tick(f"{name}: built")
-        world_tris, base = _world_tris(kind, geometry, top)
-        cam, center, ext = _camera(world_tris, up_axis, quick)
-        derive = _deriver(world_tris, base, center, ext, up_axis)
+        world_tris, base = SC.world_tris(kind, geometry, top)
+        cam, center, ext = SC.camera(world_tris, up_axis, quick)
+        if camera is not None:
+            cam = Camera(*inputs.parse_camera(camera))
+        derive = SC.deriver(world_tris, base, center, ext, up_axis)
         sets, func, waves_of = {}, {}, {}
-        o, d, pixel = camera_rays(cam, width, height)
-        src = {"camera": (o, d, None, False)}
+        if rays is not None:
+            o, d, tmax = inputs.read_rays(rays)
+            pixel, src = None, {"camera": (o, d, tmax, False)}
+        else:
+            o, d, pixel = camera_rays(cam, width, height)
+            src = {"camera": (o, d, None, False)}
+        data_img = None
         for set_name in RAY_SETS:
-            if set_name not in src:
+            if set_name not in src or not len(src[set_name][0]):
                 break
             o, d, tmax, first = src[set_name]
             pick = TW.sample_waves(len(o), n_waves, seed=len(set_name))
@@ -426,35 +380,45 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
             sets[set_name] = res
             if not data["scenes"] and set_name in ("camera", "diffuse1"):
                 hit = res.prim >= 0 if set_name == "camera" else slice(None)
-                bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
+                if len(o[hit]):
+                    bvh_rays[_BVH_SETS[set_name]] = (o[hit], d[hit])
             new, (ok, pts, nrm) = derive(set_name, res, o, d)
             src.update(new)
-            if set_name == "camera":
+            if set_name == "camera" and pixel is not None:
                 data_img = _images(res, ok, pts, nrm, pixel, cam, width, height, quick)
         tick(f"{name}: {sum(f['rays'] for f in func.values())} rays traced")
         warm = (tables.va >> 7).tolist()
         params = K.rdna4_params()
         timing = {}
         for set_name in TIMED_SETS:
-            timing[set_name] = _timing(waves_of[set_name], params, warm, reps)
+            if len(waves_of.get(set_name, ())) >= reps:
+                timing[set_name] = _timing(waves_of[set_name], params, warm, reps)
+            else:
+                notes.append(
+                    f"{name}: the {set_name} rays fill fewer than {reps} waves, so they are not "
+                    "timed"
+                )
         tick(f"{name}: timed")
         sweep_set = "diffuse1"
         w_sweep = (1, 2, 4, 8, 16) if not quick else (2, 8)
         by_waves = {}
-        for slots in w_sweep:
+        for slots in w_sweep if sweep_set in timing else ():
             if slots == params.slots_per_simd:
                 r = timing[sweep_set]
             else:
                 r = _timing(waves_of[sweep_set], params.replace(slots_per_simd=slots), warm, reps)
             by_waves[str(2 * slots)] = r
         sens = {}
-        if not quick:
+        if not quick and sweep_set in timing:
             base_levels = params.levels
             variants = {
-                "L0 16 KB": params.replace(levels=K._levels(16, 128, 8, 64)),
-                "L0 64 KB": params.replace(levels=K._levels(64, 128, 8, 64)),
+                "L0 16 KB": params.replace(levels=K.rdna4_levels(16)),
+                "L0 64 KB": params.replace(levels=K.rdna4_levels(64)),
                 "MALL and DRAM latency x2": params.replace(
-                    levels=base_levels[:3] + [_scaled(lv, 2.0) for lv in base_levels[3:]]
+                    levels=[
+                        _scaled(lv, 2.0) if lv.name in ("MALL", "DRAM") else lv
+                        for lv in base_levels
+                    ]
                 ),
                 "VALU work x2": params.replace(
                     box_valu=2 * params.box_valu,
@@ -471,7 +435,7 @@ def measure(quick=False, progress=None, rtl_scale=None, rtl_scale_rays=None, **r
                     r["effect_" + key] = _effect(r, timing[sweep_set], key)
                 sens[label] = r
         tick(f"{name}: sweeps")
-        stats = W.tree_stats(top) if kind == "blas" else _tlas_stats(top)
+        stats = W.tree_stats(top) if kind == "blas" else SC.tlas_stats(top)
         data["scenes"].append(
             {
                 "name": name,
@@ -506,16 +470,6 @@ def _scaled(level, factor):
     return Level(
         level.name, level.size, level.ways, level.delta * factor, level.lines_per_cycle, level.mshrs
     )
-
-
-def _tlas_stats(top):
-    fill = [len(b.children) for b in top.boxes]
-    return {
-        "box_nodes": len(top.boxes),
-        "leaves": len(top.leaves),
-        "mean_children": float(np.mean(fill)),
-        "sah_cost": float(getattr(top, "sah_cost", float("nan"))),
-    }
 
 
 def _images(res, ok, pts, nrm, pixel, cam, width, height, quick):
@@ -618,12 +572,11 @@ def _bvh_comparison(scene, ray_sets):
 def _rtl(quick):
     """Stack replay (always) and intersect replay (not with --quick) on the small bunny."""
     from gpurtl.golden.bvh import mesh as M
-
-    from . import _trav_loop as L
-    from .obb import make_rays
+    from gpurtl.golden.traversal import loop as L
+    from gpurtl.golden.traversal.rays import sphere_rays
 
     bunny = M.bunny()
-    o, d = make_rays(bunny, 32, seed=3)
+    o, d = sphere_rays(bunny, 32, seed=3)
     scenes = [build_scene("bunny", bunny, mode) for mode in ("bvh8", "bvh4x2")]
     t0 = time.monotonic()
     passed, failed, ops = stack_replay(scenes, o, d, limit=48 if quick else 128)
@@ -639,6 +592,13 @@ def _rtl(quick):
 
 
 # --- report -------------------------------------------------------------------------------------
+
+
+def _level(r, name):
+    """A level's hit rate, or ``none`` for a level the configuration does not have (RDNA 4 has
+    no graphics L1)."""
+    key = f"hit_{name}"
+    return _pm(r[key]) if key in r else "none"
 
 
 def _pm(v, k=1):
@@ -668,13 +628,13 @@ def _reading(r):
 def report(data, out_dir):
     """Summary page, CSV, JSON and pictures of :func:`measure`'s data."""
     if "scale" in data:
-        from . import _trav_scale
+        from . import scale
 
-        return _trav_scale.report(data, out_dir)
+        return scale.report(data, out_dir)
     if data.get("rtl_loop"):
-        from . import _trav_rtl
+        from . import rtl
 
-        return _trav_rtl.report(data, out_dir)
+        return rtl.report(data, out_dir)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -684,7 +644,21 @@ def report(data, out_dir):
     files = []
     (out_dir / "traversal.json").write_text(json.dumps(data))
     files.append(str(out_dir / "traversal.json"))
-    lines = ["# Traversal on real scenes, timed on a CU model of golden blocks", ""]
+    names = data.get("scene_names") or [sc["name"] for sc in data["scenes"]]
+    kind = "quick run" if data.get("quick") else "run"
+    lines = [
+        f"# Traversal ({kind} on {', '.join(names)}), timed on a CU model of golden blocks",
+        "",
+    ]
+    if data.get("quick"):
+        first = data["scenes"][0]
+        lines += [
+            f"A quick run: {first['image'][0]}x{first['image'][1]} camera rays per scene on "
+            f"{', '.join(names)}, few timed waves per ray set; the figures show that the run "
+            "works, they are not the default run's (`gpurtl experiment traversal` without "
+            "`--quick`).",
+            "",
+        ]
     for note in data["notes"]:
         lines.append(f"Note: {note}.")
     lines += [
@@ -700,10 +674,10 @@ def report(data, out_dir):
         lines.append(f"| {r['gpu']} | {r['quoted']}% | {r['tri_1']:.2f}% | {r['tri_2']:.2f}% |")
     lines += [
         "",
-        "Only a triangle rate of 1 per CU-cycle reproduces the quoted figures: a counted triangle "
-        "test costs the accelerator a whole cycle, i.e. the counter counts triangle nodes (an RDNA 4 "
-        "pair, an RDNA 2 triangle) as the accelerator takes them. So the article's figure is, up "
-        "to box nodes with fewer than 8 (4) children, the accelerator's issue-slot occupancy. The "
+        "The article's formula on the article's counters gives the quoted figures only with a "
+        "triangle rate of 1 per CU-cycle. The arithmetic does not say why: a counter of triangle "
+        "nodes (an RDNA 4 pair, an RDNA 2 triangle) each taking the accelerator a cycle, and the "
+        "article's taking one triangle per clock as the peak, explain it equally well. The "
         "model reports three figures: the article's formula on the model's counts (box tests / 8 + "
         "pair nodes), engine-cycle utilization (box tests / 8 + triangles / 2: the fraction of the "
         "peak test rate used) and issue-slot occupancy (nodes taken per cycle).",
@@ -756,30 +730,37 @@ def report(data, out_dir):
         ]
         for set_name, r in sc["timing"].items():
             lines.append(
-                f"| {set_name} | {r['waves']} | {_pm(r['article'])} | {_pm(r['engine'])} | "
-                f"{_pm(r['issue'])} | {_pm(r['hit_L0'])} | {_pm(r['hit_L1'])} | {_pm(r['hit_L2'])} | "
+                f"| {set_name} | {r['waves']}{_no_steady(r)} | {_pm(r['article'])} | {_pm(r['engine'])} | "
+                f"{_pm(r['issue'])} | {_pm(r['hit_L0'])} | {_level(r, 'L1')} | {_pm(r['hit_L2'])} | "
                 f"{_pm(r['hit_MALL'])} | {_pm(r['lane_eff'])} | {r['alloc_waits'][0]:.0f} |"
             )
             rows.append(
                 (
-                    f"{sc['name']} {set_name}: article / engine / issue %, L0 hit %",
+                    f"{sc['name']} {set_name}: article / engine / issue %, L0 hit %"
+                    + _no_steady(r),
                     (
                         f"{r['article'][0]:.1f} / {r['engine'][0]:.1f} / {r['issue'][0]:.1f}, {r['hit_L0'][0]:.1f}"
                     ),
                 )
             )
-        lines += [
-            "",
-            "Utilization against resident waves (diffuse bounce 1; sensitivity; mean ± 95% "
-            "interval over the same groups of waves):",
-            "",
-            "| waves per CU | article formula % | engine % | issue % | L0 hit % |",
-            "|---|---|---|---|---|",
-        ]
+        if not sc["by_waves"]:
+            lines += [
+                "",
+                "No table against resident waves: the diffuse bounce rays were not timed.",
+            ]
+        else:
+            lines += [
+                "",
+                "Utilization against resident waves (diffuse bounce 1; sensitivity; mean ± 95% "
+                "interval over the same groups of waves):",
+                "",
+                "| waves per CU | article formula % | engine % | issue % | L0 hit % |",
+                "|---|---|---|---|---|",
+            ]
         for k, r in sc["by_waves"].items():
             lines.append(
-                f"| {k} | {_pm(r['article'])} | {_pm(r['engine'])} | {_pm(r['issue'])} | "
-                f"{_pm(r['hit_L0'])} |"
+                f"| {k}{_no_steady(r)} | {_pm(r['article'])} | {_pm(r['engine'])} | "
+                f"{_pm(r['issue'])} | {_pm(r['hit_L0'])} |"
             )
         if sc["sensitivity"]:
             d = sc["timing"]["diffuse1"]
@@ -865,14 +846,15 @@ def report(data, out_dir):
     files.append(str(csv_path))
     rows += [
         (
-            "article 24.0% / 10.23% reproduced (triangle rate 1)",
+            "the article's formula on the article's counters, triangle rate 1 (quoted 24.0%, "
+            "10.23%)",
             ", ".join(f"{r['tri_1']:.2f}%" for r in data["article"]),
         ),
         ("rays traced", sum(f["rays"] for sc in data["scenes"] for f in sc["func"].values())),
         ("run time (s wall / CPU)", f"{data['wall_s']:.0f} / {data['cpu_s']:.0f}"),
     ]
     return {
-        "title": "Traversal on real scenes: utilization, hit rates, BVH widths",
+        "title": f"Traversal ({kind} on {', '.join(names)}): utilization, hit rates, BVH widths",
         "rows": rows,
         "files": files,
     }
@@ -904,6 +886,15 @@ def _scene_plots(plt, out_dir, sc):
     files = []
     slug = "".join(ch if ch.isalnum() else "_" for ch in sc["name"].lower()).strip("_")
     img = sc["images"]
+    if img is not None:
+        files.append(str(_image_plot(plt, out_dir, slug, sc, img)))
+    if sc["by_waves"]:
+        files.append(str(_waves_plot(plt, out_dir, slug, sc)))
+    return files
+
+
+def _image_plot(plt, out_dir, slug, sc, img):
+    """Depth, normal and per-pixel steps of the camera rays (not drawn for a ray file)."""
     depth = np.array(img["depth"], np.float64)
     depth = np.where(depth < 0, np.nan, depth)
     normal = np.array(img["normal"], np.float64)
@@ -926,8 +917,11 @@ def _scene_plots(plt, out_dir, sc):
     path = out_dir / f"traversal_{slug}_images.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    files.append(str(path))
+    return path
 
+
+def _waves_plot(plt, out_dir, slug, sc):
+    """Utilization against resident waves, with the article's points."""
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     xs = [int(k) for k in sc["by_waves"]]
     for key, label, style in (
@@ -935,7 +929,25 @@ def _scene_plots(plt, out_dir, sc):
         ("engine", "engine-cycle utilization", "--s"),
         ("issue", "issue-slot occupancy", ":^"),
     ):
-        ax.plot(xs, [r[key][0] for r in sc["by_waves"].values()], style, label=label)
+        rows = list(sc["by_waves"].values())
+        ax.errorbar(
+            xs,
+            [r[key][0] for r in rows],
+            yerr=[r[key][1] for r in rows],
+            fmt=style,
+            capsize=3,
+            label=f"{label} (95% interval)",
+        )
+    unsteady = [k for k, r in sc["by_waves"].items() if not r.get("steady", True)]
+    if unsteady:
+        ax.text(
+            0.02,
+            0.02,
+            f"no steady state at {', '.join(unsteady)} waves per CU (no more waves a run than "
+            "slots: the whole run, start-up and drain included)",
+            transform=ax.transAxes,
+            fontsize=7,
+        )
     ax.axhline(24.0, color="red", ls="--", lw=1)
     ax.text(xs[0], 24.6, "article: RX 9070, 24% (3DMark DXR test)", color="red", fontsize=8)
     ax.axhline(10.23, color="grey", ls="--", lw=1)
@@ -951,5 +963,4 @@ def _scene_plots(plt, out_dir, sc):
     path = out_dir / f"traversal_{slug}_waves.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    files.append(str(path))
-    return files
+    return path

@@ -1,10 +1,11 @@
-"""Rays of the traversal experiment: camera rays in 8x4 tiles (one wave per tile, as a 2-D
+"""Rays of the traversal runs: camera rays in 8x4 tiles (one wave per tile, as a 2-D
 ray-generation dispatch assigns them), shadow rays towards a point light, ambient-occlusion
-rays and diffuse bounces, all from the hit points in pixel order."""
+rays and diffuse bounces, all from the hit points in pixel order; and rays from a sphere around
+a mesh at its triangles (:func:`sphere_rays`, the ``obb`` experiment's and the RTL loop's)."""
 
 import numpy as np
 
-__all__ = ["Camera", "bounce_rays", "camera_rays", "hit_frame", "shadow_rays"]
+__all__ = ["Camera", "bounce_rays", "camera_rays", "hit_frame", "shadow_rays", "sphere_rays"]
 
 
 class Camera:
@@ -61,3 +62,19 @@ def bounce_rays(points, normals, eps, rng):
     d = normals + u
     d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-30)
     return points + normals * eps, d
+
+
+def sphere_rays(mesh, n, seed):
+    """Rays from a sphere around the mesh towards random points on random triangles."""
+    rng = np.random.default_rng(seed)
+    lo, hi = mesh.vertices.min(axis=0), mesh.vertices.max(axis=0)
+    center, radius = (lo + hi) / 2, float(np.linalg.norm(hi - lo))
+    u = rng.normal(size=(n, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    origins = center + u * radius
+    tris = mesh.triangles.astype(np.float64)[rng.integers(0, len(mesh), n)]
+    w = rng.dirichlet((1, 1, 1), n)
+    targets = np.einsum("nk,nkj->nj", w, tris)
+    # a third of the rays aim next to the geometry (they test the box fit, not the triangles)
+    jitter = rng.normal(0, 0.02 * radius, (n, 3)) * (rng.random((n, 1)) < 0.33)
+    return origins, targets + jitter - origins

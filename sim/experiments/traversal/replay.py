@@ -1,58 +1,8 @@
-"""The scalar per-wave traversal loop's helpers for the traversal experiment: scenes for the
-loop (:class:`._trav_loop.Scene`), traces, per-ray means and the RTL replays (ray_accel and
-ds_bvh_stack RTL in Amaranth's simulator, against the results the loop used)."""
+"""The RTL replays of the traversal experiment: instructions of the per-wave loop
+(:func:`gpurtl.golden.traversal.loop.trace_wave`) through the ``ray_accel`` and ``ds_bvh_stack``
+RTL in Amaranth's simulator, against the results the loop used."""
 
-import numpy as np
-
-__all__ = ["build_scene", "per_ray", "rtl_replay", "stack_replay", "trace_all"]
-
-
-def build_scene(name, geometry, mode):
-    """:class:`._trav_loop.Scene` of a mesh or an instance list ``[(mesh, 3x4)]`` for a mode."""
-    from gpurtl.golden.bvh import builder as B
-
-    from ._trav_loop import Scene
-
-    width = 8 if mode == "bvh8" else 4
-    if isinstance(geometry, list):
-        blas = {}
-        inst = []
-        for mesh, m in geometry:
-            if id(mesh) not in blas:
-                blas[id(mesh)] = B.build_bvh(mesh, width=8, obb_threshold=None)
-            inst.append((blas[id(mesh)], m))
-        return Scene(name, B.build_tlas(inst, obb_threshold=None), mode)
-    return Scene(name, B.build_bvh(geometry, width=width, obb_threshold=None), mode)
-
-
-def trace_all(scene, origins, dirs, stack_size, record=None):
-    from ._trav_loop import trace_wave
-
-    return [
-        trace_wave(
-            scene, origins[w : w + 32], dirs[w : w + 32], stack_size=stack_size, record=record
-        )
-        for w in range(0, len(origins), 32)
-    ]
-
-
-def per_ray(traces, ref=None):
-    """Per-ray means of the counters; ``same_hits``: fraction of rays whose closest hit equals
-    the reference traversal ``ref`` (when given)."""
-    from ._trav_loop import COUNTERS
-
-    rays = sum(len(tr.t) for tr in traces)
-    out = {name: sum(int(tr.counts[name].sum()) for tr in traces) / rays for name in COUNTERS}
-    out["lds_bytes"] = 4 * (out["pushes"] + out["pops"])
-    out["overflow_rays"] = sum(int((tr.counts["overflows"] > 0).sum()) for tr in traces) / rays
-    out["rays"] = rays
-    slots = sum(tr.dual_slots for tr in traces)
-    out["two_live"] = sum(tr.dual_live for tr in traces) / slots if slots else float("nan")
-    if ref is not None:
-        prim = np.concatenate([tr.prim for tr in traces])
-        inst = np.concatenate([tr.inst for tr in traces])
-        out["same_hits"] = float(((prim == ref.prim) & (inst == ref.inst)).mean())
-    return out
+__all__ = ["replay_instructions", "rtl_replay", "stack_replay"]
 
 
 def rtl_replay(buckets, limit):
@@ -62,10 +12,12 @@ def rtl_replay(buckets, limit):
     records = [
         recs[k * len(recs) // per] for recs in buckets.values() for k in range(min(per, len(recs)))
     ]
-    return _replay_instructions(records)
+    return replay_instructions(records)
 
 
-def _replay_instructions(records):
+def replay_instructions(records):
+    """``(passed, failed, {kind: count})`` of ``records`` (``(instruction, result)``) through
+    the ``ray_accel`` RTL; None for no records."""
     from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
 
@@ -100,10 +52,9 @@ def stack_replay(scenes, origins, dirs, *, stack_size=16, limit=None):
     which keeps the LDS contents consistent). Returns ``(passed, failed, {opcode: count})``."""
     from gpurtl.facts.ray_accel import INVALID_NODE
     from gpurtl.golden.ray_accel.ds_bvh_stack import unpack_stack_addr
+    from gpurtl.golden.traversal.loop import trace_wave
     from gpurtl.sim.backends import BACKENDS
     from gpurtl.sim.core import registry
-
-    from ._trav_loop import trace_wave
 
     requests, expected = [], []
 

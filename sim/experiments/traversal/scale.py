@@ -42,7 +42,7 @@ from gpurtl.facts.ray_accel import (
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_fields, write_fields
 
-from ..core.words import words_from_dicts
+from ...core.words import words_from_dicts
 
 __all__ = ["BUILDS", "SLOTS", "STACK_SIZE", "measure", "report", "trace"]
 
@@ -395,7 +395,7 @@ def measure(
     derive=None,
 ):
     """``{"scale": ..., "notes": [...]}``: ``rays`` camera rays (``camera(triangles)``: the
-    :class:`._trav_rays.Camera` of a mesh's triangles (n, 3, 3); a 4:3 image of at least ``rays``
+    :class:`gpurtl.golden.traversal.rays.Camera` of a mesh's triangles (n, 3, 3); a 4:3 image of at least ``rays``
     pixels) on the 56k bunny, the golden wave-batched loop once, then
     :func:`trace` on each accelerator build of ``builds`` (label, parameter changes) on
     ``backend``, with stacks of ``stack_size`` entries.
@@ -407,8 +407,7 @@ def measure(
     ``scale["sets"]``."""
     from gpurtl.golden.bvh import wavefront as WF
     from gpurtl.golden.bvh import wide as W
-
-    from ._trav_rays import camera_rays
+    from gpurtl.golden.traversal.rays import camera_rays
 
     notes = []
     total = 1 + len(sets) * (1 + len(builds))

@@ -12,7 +12,7 @@ sees) for every active lane:
    replaced by ``INVALID_NODE`` (legacy nodes);
 3. instance nodes: the transformed ray replaces the lane's ray and the BLAS root is pushed alone
    (DW6 = ``SKIP_0_7``, DW7 = root); a pop flagged ``blas2tlas_pop`` returns to the world ray;
-4. ``ds_bvh_stack_push8_pop1`` / ``push8_pop2`` / ``push4_pop1`` (:mod:`._trav_stack`) returns the
+4. ``ds_bvh_stack_push8_pop1`` / ``push8_pop2`` / ``push4_pop1`` (:mod:`.stack`) returns the
    next node(s); ``INVALID_NODE`` from an empty stack that overflowed starts the stackless
    walk-back: the parent of the last node (parent pointers of the BVH) is intersected again and
    the stack re-pushes only the siblings after that node; ``TERMINAL_NODE`` ends the lane.
@@ -46,7 +46,7 @@ from gpurtl.facts.ray_accel import INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMIN
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 
-from . import _trav_stack as S
+from . import stack as S
 
 __all__ = [
     "COUNTERS",

@@ -1,4 +1,4 @@
-"""Calibration of the traversal experiment's CU and memory model: every figure with its source.
+"""Calibration of the traversal runs' CU and memory model: every figure with its source.
 
 Sources (public measurements; cited by title):
 
@@ -13,6 +13,9 @@ Sources (public measurements; cited by title):
 * [C&C-R3P] Chips and Cheese, "Latency Testing is Hard (RDNA 3 Power Saving)" (2023): RX 7900 XTX
   vector-path Infinity Cache latency 150.3 ns in the high power state.
 * [AMD-9070] AMD Radeon RX 9070 specifications: 56 CUs, 64 MB Infinity Cache; Navi 48 L2 8 MB.
+* [ROCm-specs] AMD ROCm documentation, "AMD GPU specifications" (``docs/reference/gpu-specs.rst``),
+  Radeon table: RX 9070 family (RDNA 4, gfx1201): 32 KiB L0 vector cache per CU, graphics L1
+  "N/A" (none; RDNA 3 lists 256 KiB), 8 MB L2, 64 MB Infinity Cache.
 
 Figures with no public measurement found are marked CHOICE.
 """
@@ -20,7 +23,7 @@ Figures with no public measurement found are marked CHOICE.
 from gpurtl.golden.cu import CuParams
 from gpurtl.golden.memory import Level
 
-__all__ = ["CALIBRATION", "rdna2_params", "rdna4_params"]
+__all__ = ["CALIBRATION", "rdna2_levels", "rdna2_params", "rdna4_levels", "rdna4_params"]
 
 CLOCK_GHZ = 2.5  # [C&C-RT] the article's assumed clock
 
@@ -29,15 +32,27 @@ CALIBRATION = [
     (
         "RDNA 4 L0 vector cache per CU",
         "32 KB, 128 B lines, 4-way (ways: CHOICE)",
-        "issue 20 (16/32 KB); RDNA 3/4 doubled RDNA 2's 16 KB",
+        "[ROCm-specs] 32 KiB L0 vector cache (RX 9070 family)",
     ),
     ("RDNA 2 L0 vector cache per CU", "16 KB", "[C&C-R2]"),
-    ("L1 per shader array", "128 KB (RDNA 2)", "[C&C-R2]; RDNA 4 figure: CHOICE, same size"),
-    ("L2", "4 MB (RX 6900 XT), 8 MB (Navi 48)", "[C&C-R2], [AMD-9070]"),
-    ("Infinity Cache (MALL)", "128 MB (RX 6900 XT), 64 MB (RX 9070)", "[C&C-R2], [AMD-9070]"),
+    (
+        "graphics L1 per shader array",
+        "none (RDNA 4); 128 KB (RDNA 2)",
+        "[ROCm-specs] RX 9070: N/A; [C&C-R2] RDNA 2",
+    ),
+    ("L2", "4 MB (RX 6900 XT), 8 MB (Navi 48)", "[C&C-R2], [AMD-9070], [ROCm-specs]"),
+    (
+        "Infinity Cache (MALL)",
+        "128 MB (RX 6900 XT), 64 MB (RX 9070)",
+        "[C&C-R2], [AMD-9070], [ROCm-specs]",
+    ),
     ("L0 hit latency", "40 cycles", "CHOICE (no text figure found; C&C latency plots are charts)"),
-    ("L1 hit latency", "+40 cycles (80 total)", "CHOICE"),
-    ("L2 hit latency", "+100 cycles (180 total)", "CHOICE"),
+    ("L1 hit latency (RDNA 2)", "+40 cycles (80 total)", "CHOICE"),
+    (
+        "L2 hit latency",
+        "+140 cycles after L0 on RDNA 4 (no L1), +100 after L1 on RDNA 2 (180 total on both)",
+        "CHOICE",
+    ),
     (
         "Infinity Cache hit latency",
         "+196 cycles (376 total = 150.3 ns at 2.5 GHz)",
@@ -57,11 +72,11 @@ CALIBRATION = [
     ),
     ("L0 bandwidth", "1 line (128 B) a cycle", "CHOICE"),
     (
-        "L1/L2/MALL/DRAM bandwidth per CU",
+        "L1 (RDNA 2)/L2/MALL/DRAM bandwidth per CU",
         "1/2, 1/4, 1/8, 1/16 line a cycle",
         "CHOICE (GPU totals shared by all CUs)",
     ),
-    ("misses in flight", "L0 64, L1 64, L2 128, MALL 128", "CHOICE"),
+    ("misses in flight", "L0 64, L1 64 (RDNA 2), L2 128, MALL 128", "CHOICE"),
     ("register file", "1536 VGPRs per SIMD (RDNA 4), 1024 (RDNA 2)", "[C&C-RT], [C&C-R2] 128 KB"),
     (
         "VGPRs: traversal / shading",
@@ -76,12 +91,25 @@ CALIBRATION = [
 ]
 
 
-def _levels(l0_kb, l1_kb, l2_mb, mall_mb):
+def rdna4_levels(l0_kb=32):
+    """RDNA 4's (RX 9070) hierarchy: the L0 (``l0_kb``), no graphics L1 ([ROCm-specs]), the
+    8 MB L2, the 64 MB Infinity Cache, DRAM; latencies and bandwidths as :data:`CALIBRATION`."""
     return [
         Level("L0", l0_kb * 1024, 4, 40, 1.0, 64),
-        Level("L1", l1_kb * 1024, 16, 40, 0.5, 64),
-        Level("L2", l2_mb * 1024 * 1024, 16, 100, 0.25, 128),
-        Level("MALL", mall_mb * 1024 * 1024, 16, 196, 0.125, 128),
+        Level("L2", 8 * 1024 * 1024, 16, 140, 0.25, 128),
+        Level("MALL", 64 * 1024 * 1024, 16, 196, 0.125, 128),
+        Level("DRAM", 0, 1, 200, 0.0625, 0),
+    ]
+
+
+def rdna2_levels(l0_kb=16):
+    """RDNA 2's (RX 6900 XT): the L0, the 128 KB L1, the 4 MB L2, the 128 MB Infinity Cache, DRAM
+    ([C&C-R2])."""
+    return [
+        Level("L0", l0_kb * 1024, 4, 40, 1.0, 64),
+        Level("L1", 128 * 1024, 16, 40, 0.5, 64),
+        Level("L2", 4 * 1024 * 1024, 16, 100, 0.25, 128),
+        Level("MALL", 128 * 1024 * 1024, 16, 196, 0.125, 128),
         Level("DRAM", 0, 1, 200, 0.0625, 0),
     ]
 
@@ -94,7 +122,7 @@ def rdna4_params(**changes):
         rf_vgprs=1536,
         ra_latency=32,
         lds_latency=49,
-        levels=_levels(32, 128, 8, 64),
+        levels=rdna4_levels(),
     )
     return base.replace(**changes)
 
@@ -109,6 +137,6 @@ def rdna2_params(**changes):
         shade_vgprs=96,
         ra_latency=32,
         lds_latency=49,
-        levels=_levels(16, 128, 4, 128),
+        levels=rdna2_levels(),
     )
     return base.replace(**changes)

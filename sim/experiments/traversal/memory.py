@@ -2,7 +2,7 @@
 
 :class:`HierarchyMemory` answers the L0's memory requests when
 :class:`gpurtl.golden.memory.Hierarchy` built from the levels below L0 (L1, L2, Infinity Cache,
-DRAM: by default the RDNA 4 levels of the CU model, :func:`._trav_calib.rdna4_params`, with the
+DRAM: by default the RDNA 4 levels of the CU model, :func:`gpurtl.golden.traversal.calibration.rdna4_params`, with the
 same latencies, bandwidths and misses in flight) says the line is back. :func:`run_l0` drives the
 ``l0_cache`` RTL through a session (``docs/session.md``) on any backend that runs cycle-stepped
 blocks, every output checked against the golden model as it comes out.
@@ -14,11 +14,11 @@ experiment.
 import math
 
 from gpurtl.golden.memory import Hierarchy
+from gpurtl.golden.traversal.calibration import rdna4_params
 
-from ..backends import BACKENDS
-from ..blocks.rt_unit import MemorySide
-from ..core import registry
-from ._trav_calib import rdna4_params
+from ...backends import BACKENDS
+from ...blocks.rt_unit import MemorySide
+from ...core import registry
 
 __all__ = ["HierarchyMemory", "run_l0"]
 

@@ -1,0 +1,98 @@
+"""``gpurtl experiment traversal-rtl`` (sim/experiments/traversal/traversal_rtl.py): the
+interface's keys in ``data.json``, the builds, the rays, the engine that can be replaced; and
+(slow) a real run on the Amaranth simulator with 0 mismatches."""
+
+import json
+
+import pytest
+
+from gpurtl.sim.cli import main
+from gpurtl.sim.core import registry
+from gpurtl.sim.experiments.traversal import traversal_rtl as TR
+
+KEYS = {"rays", "instructions", "mismatches", "cycles", "cpu_seconds", "build"}
+
+
+def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
+    """Through the command line with an engine that answers from the golden loop alone (the
+    experiment's bookkeeping, not the RTL: the slow test below runs the RTL)."""
+    from gpurtl.golden.traversal.loop import trace_wave
+
+    seen = {}
+
+    def engine(scene, origins, directions, rt, backend, progress):
+        seen.update(rt=rt, backend=backend, rays=len(origins), scene=scene.name)
+        traces = [trace_wave(scene, origins[k : k + 32], directions[k : k + 32]) for k in (0, 32)]
+        steps = sum(int(t.counts["steps"].sum()) for t in traces)
+        return {"instructions": 2 * steps, "mismatches": 0, "cycles": 1234}
+
+    monkeypatch.setitem(TR.ENGINES, "session", engine)
+    code = main(["experiment", "traversal-rtl", "--rays", "40", "--build", "rdna4",
+                 "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    data = json.loads((tmp_path / "traversal-rtl" / "data.json").read_text())
+    assert KEYS <= set(data)
+    assert data["rays"] == 40 == seen["rays"] and data["build"] == "rdna4"
+    assert seen["rt"] == registry.get("rt_unit").resolve({"preset": "rdna4"})
+    assert seen["backend"] == "verilator" and seen["scene"] == "terrain"
+    assert data["scene"]["triangles"] >= 50_000
+    assert data["instructions"] > 0 and data["cycles"] == 1234 and data["cpu_seconds"] > 0
+    assert (tmp_path / "traversal-rtl" / "summary.md").exists()
+
+
+def test_the_rays_are_whole_waves_at_the_image_centre():
+    mesh, _ = TR._scene("bunny")
+    o, d = TR._rays(mesh, 1, 70)
+    assert o.shape == d.shape == (70, 3)
+    o2, d2 = TR._rays(mesh, 1, 70)
+    assert (o == o2).all() and (d == d2).all()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--rays", "x"), "--rays must be a positive number of rays, not 'x'"),
+        (("--rays", "0"), "--rays must be a positive number of rays, not '0'"),
+        (("--build", "big"), "invalid choice: 'big'"),
+    ],
+)
+def test_mistakes_exit_2(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) if argv[0] == "--build" else _nothing():
+        code = main(["experiment", "traversal-rtl", *argv, "--out", str(tmp_path)])
+        assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.slow
+def test_a_small_run_on_the_rtl_has_no_mismatch():
+    """Two rays of the packaged bunny through the small build's RTL on pysim."""
+    data = TR.measure(rays=2, rtl_scene="bunny", simulator="pysim")
+    assert data["mismatches"] == 0 and data["instructions"] > 2 and data["cycles"] > 0
+    assert data["check"]["hits"] > 0  # the middle of the image: rays that meet the bunny
+    assert data["sessions"]["rt_unit"][1] == 0 and data["check"]["differ"] == 0
+
+
+def test_the_demo_leaves_it_out(tmp_path, monkeypatch):
+    """``gpurtl demo`` runs every experiment but this one (its quick run builds the RTL)."""
+    from gpurtl.sim import demo, experiments
+    from gpurtl.sim.backends import BACKENDS
+
+    ran = []
+    monkeypatch.setattr(demo, "run_experiment", lambda m, out, quick: ran.append(m.NAME) or {})
+    monkeypatch.setattr(demo, "print_result", lambda *a: None)
+    monkeypatch.setattr(demo, "_waveforms", lambda *a: [])
+    monkeypatch.setattr(demo, "_summary", lambda *a: "")
+    monkeypatch.setattr(BACKENDS["pysim"], "check", None)
+    (tmp_path / "demo").mkdir()
+    demo.demo(tmp_path / "demo", quick=True)
+    assert "traversal-rtl" not in ran and "traversal" in ran
+    assert set(ran) == set(experiments.experiments()) - {"traversal-rtl"}
