@@ -263,7 +263,7 @@ class Block:
         overrides = dict(overrides or {})
         if self.presets and "preset" in overrides:
             values["preset"] = self.param("preset").parse(overrides.pop("preset"))
-            values.update(self.presets.get(values["preset"], {}))
+            values.update(self.presets.get(str(values["preset"]), {}))
         for name, text in overrides.items():
             values[name] = self.param(name).parse(text)
         if self.validate is not None:
