@@ -262,7 +262,11 @@ def test_layers_point_one_way():
             [("gpurtl.hdl.stoc.stoc", "gpurtl.golden")],
         ),
         ("from gpurtl import sim\n", "gpurtl.facts.fp32", [("gpurtl.facts.fp32", "gpurtl.sim")]),
-        ("import tests.sim.toy\n", "gpurtl.sim.cli", [("gpurtl.sim.cli", "tests.sim.toy")]),
+        (
+            "import tests.sim.toy\n",
+            "gpurtl.sim.tools.cli",
+            [("gpurtl.sim.tools.cli", "tests.sim.toy")],
+        ),
         # Allowed directions.
         (
             "from gpurtl.facts.fp32 import Float32\nfrom . import common\n",
@@ -279,3 +283,9 @@ def test_layers_point_one_way():
 )
 def test_checker_flags_forbidden_imports(source, name, expected):
     assert violations(source, name) == expected
+
+
+def test_sim_root_holds_packages_only():
+    """The tools layer lives in ``sim/tools/``: no module lies loose at ``sim/``'s root."""
+    loose = sorted(p.name for p in (ROOT / "sim").glob("*.py") if p.name != "__init__.py")
+    assert loose == []

@@ -38,7 +38,7 @@ def test_the_check_can_fail():
 def test_an_interrupt_silences_unused_component_warnings():
     from amaranth.lib import wiring
 
-    from gpurtl.sim import cliutil
+    from gpurtl.sim.tools import cliutil
 
     previous = signal.getsignal(signal.SIGINT)
     with warnings.catch_warnings(record=True) as seen:

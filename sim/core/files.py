@@ -1,7 +1,7 @@
 """Files a run writes: atomic writes, output paths checked before any work, staged folders.
 
 A :class:`UsageError` (an output path that cannot be written, a run that would not fit on the
-disk) becomes one ``gpurtl: error: ...`` line and exit status 2 in :func:`gpurtl.sim.cli.main`.
+disk) becomes one ``gpurtl: error: ...`` line and exit status 2 in :func:`gpurtl.sim.tools.cli.main`.
 """
 
 import contextlib

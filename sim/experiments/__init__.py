@@ -10,7 +10,7 @@ Each module here defines (a package of experiments lists its further experiment 
   ``PARAMS`` (name -> (default, meaning)) and what a point returns in ``METRICS``; called with a
   point's parameters, ``measure`` returns that point's metrics;
 * ``report(data, out_dir) -> {"title": str, "rows": [(metric, value), ...], "files": [paths]}``:
-  tables (through :mod:`gpurtl.sim.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
+  tables (through :mod:`gpurtl.sim.tools.tables`), CSV files, plots and a ``summary.md`` in ``out_dir``,
   from ``data`` alone;
 * optionally ``SEEDS``: ``{what: seed}`` of the fixed seeds its random numbers come from (``{}``
   when it draws none), recorded in the run's provenance;

@@ -11,7 +11,7 @@ pending ``s_alloc_vgpr`` could succeed.
 
 import random
 
-from ..tables import Column, document, metrics, write_csv
+from ..tools.tables import Column, document, metrics, write_csv
 from . import check_params
 from ._vgpr_sched import Program, Simd, run_rtl
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from gpurtl.facts.eu import ARTICLE, SEED, ExecSize, MathFn, Op, Type
 from gpurtl.golden.eu import PARAM_DEFAULTS, EuIssueModel, encode
 
-from ..tables import Column, document, markdown, metrics, write_csv
+from ..tools.tables import Column, document, markdown, metrics, write_csv
 
 NAME = "eu-issue"
 DESCRIPTION = (

@@ -1,6 +1,6 @@
 """ECP5-85k (speed 8) resources and Fmax of the FP32 units at their default stage counts.
 
-Each registered ``fp32_*`` block is synthesised out of context with :func:`gpurtl.sim.synth.
+Each registered ``fp32_*`` block is synthesised out of context with :func:`gpurtl.sim.tools.synth.
 synthesize` behind one extra input register stage (:class:`InputRegistered`): out of context,
 nextpnr does not time paths from input ports, so without it the logic in front of a unit's
 first pipeline register would go unmeasured. The FF column subtracts that input register
@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.registry import Block
-from gpurtl.sim.tables import Column, document, markdown, write_csv
+from gpurtl.sim.tools.tables import Column, document, markdown, write_csv
 
 from . import check_params
 
@@ -62,7 +62,7 @@ class InputRegistered(wiring.Component):
 def synth_unit(name, overrides=None, freq=150.0):
     """Synthesis result dictionary of one block (``ff_unit``: ``ff`` without the input
     register)."""
-    from gpurtl.sim.synth import synthesize
+    from gpurtl.sim.tools.synth import synthesize
 
     block = registry.get(name)
     params = block.resolve(overrides or {})

@@ -53,7 +53,7 @@ from gpurtl.facts.inst_prefetch import ENTRY_PREFETCH_LINES, ICACHE_SIZE, ICACHE
 from gpurtl.golden.icache import MISS, ICacheCore
 from gpurtl.golden.memory import Hierarchy, Level
 
-from ..tables import Column, document, markdown, write_csv
+from ..tools.tables import Column, document, markdown, write_csv
 from . import ExperimentFailed
 
 NAME = "inst-prefetch"

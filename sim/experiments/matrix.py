@@ -157,7 +157,7 @@ def _dot_unit_block():
 def _synth(family, preset, progress=None):
     """Synthesis-only ECP5 figures of one dot unit, cached by the Verilog's hash."""
     from gpurtl.sim.core.export import cache_dir, to_verilog
-    from gpurtl.sim.synth import ABC_LUTS, SynthError, synthesize
+    from gpurtl.sim.tools.synth import ABC_LUTS, SynthError, synthesize
 
     block = _dot_unit_block()
     params = {"family": family, "preset": preset}

@@ -51,7 +51,7 @@ from gpurtl.golden.bvh.builder import build_bvh
 from gpurtl.golden.cu import CuParams, WaveTrace, article_utilization, simulate
 from gpurtl.golden.memory import HintPolicy, Level
 
-from ..tables import Column, document, markdown, write_csv
+from ..tools.tables import Column, document, markdown, write_csv
 
 NAME = "memory-hints"
 DESCRIPTION = (

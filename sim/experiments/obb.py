@@ -27,7 +27,7 @@ import numpy as np
 
 from gpurtl.golden.traversal.rays import sphere_rays as make_rays
 
-from ..tables import Column, document, markdown, metrics, write_csv
+from ..tools.tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 
 #: The seeds of the rod and chain scenes and of each scene's rays.

@@ -15,7 +15,7 @@ used on both vendors (``n`` VGPRs of a wave32 wave ~ ``n`` GRFs of a SIMD16 thre
 
 from gpurtl.golden.vgpr_alloc import occupancy as occ
 
-from ..tables import Column, document, markdown, metrics, write_csv
+from ..tools.tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 from ._vgpr_sched import Program, Simd, run_rtl
 

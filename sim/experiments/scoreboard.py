@@ -29,7 +29,7 @@ from gpurtl.facts.waitcnt import InstClass, profile
 
 from ..backends import BACKENDS
 from ..core import registry
-from ..tables import Column, document, markdown, write_csv
+from ..tools.tables import Column, document, markdown, write_csv
 from . import ExperimentFailed
 
 NAME = "scoreboard"

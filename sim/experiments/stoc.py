@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from ..tables import Column, document, markdown, metrics, write_csv
+from ..tools.tables import Column, document, markdown, metrics, write_csv
 from . import check_params
 
 #: The seeds of the cards of the scene and the RTL replay sample, and of the grass texture.

@@ -170,7 +170,7 @@ def untimed_datapath(row):
     """Whether a synthesis point's Fmax times none of its datapath: with a latency of one cycle
     all of the logic lies between the unregistered input ports and the one register stage, and an
     out-of-context place and route times register-to-register paths only
-    (:data:`gpurtl.sim.synth.TIMED`), so the figure (hundreds of MHz) says nothing about the
+    (:data:`gpurtl.sim.tools.synth.TIMED`), so the figure (hundreds of MHz) says nothing about the
     logic."""
     latency = row["metrics"].get("latency")
     return latency is not None and latency <= 1

@@ -120,7 +120,7 @@ def _block_metrics(run, target, params, options):
             lambda: block.build(**resolved), lambda dut: dut.latency
         )
     if run == "synth":
-        from ..synth import synthesize
+        from ..tools.synth import synthesize
 
         figures = synthesize(
             block,

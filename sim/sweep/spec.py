@@ -232,7 +232,7 @@ def _check_option_values(reader, run, options):
         reader.fail(message, key, "sweep.options")
 
     if run == "synth":
-        from ..synth import DEVICES
+        from ..tools.synth import DEVICES
 
         if options["device"] not in DEVICES:
             fail(f"must be one of {', '.join(DEVICES)}, not {options['device']!r}", "device")

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from gpurtl.sim.bench import bench, format_table
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.registry import RegistryError
+from gpurtl.sim.tools.bench import bench, format_table
+from gpurtl.sim.tools.cli import main
 
 
 @pytest.mark.verilator
@@ -60,7 +60,7 @@ def test_bench_of_a_cycle_block(capsys):
 
 @pytest.mark.verilator
 def test_session_bench_rows():
-    from gpurtl.sim.bench import bench_sessions, format_session_table
+    from gpurtl.sim.tools.bench import bench_sessions, format_session_table
 
     block = registry.get("fp32_add")
     result = bench_sessions(block, block.resolve(), count=600, batches=(1, 32), repeat=1)
@@ -80,9 +80,9 @@ def test_ray_accel_bench_adds_the_box_only_build(monkeypatch):
     was asked to run (no model is built)."""
     import numpy as np
 
-    from gpurtl.sim import bench as bench_module
-    from gpurtl.sim.bench import box_only_params
     from gpurtl.sim.harness.report import Report
+    from gpurtl.sim.tools import bench as bench_module
+    from gpurtl.sim.tools.bench import box_only_params
 
     calls = []
 
@@ -124,8 +124,8 @@ def test_ray_accel_bench_adds_the_box_only_build(monkeypatch):
 def test_repeat_keeps_the_run_of_median_cpu_time_taken_in_turn(monkeypatch):
     """With ``repeat=3`` each compiled row runs three times, alternating between the rows, and
     shows the run of median CPU time; the Python-per-cycle row runs once; a mismatch wins."""
-    from gpurtl.sim import bench as bench_module
     from gpurtl.sim.harness.report import Report
+    from gpurtl.sim.tools import bench as bench_module
 
     order = []
 

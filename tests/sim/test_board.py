@@ -11,11 +11,11 @@ import pytest
 from amaranth.hdl import Shape
 
 from gpurtl.hdl.board.harness import ERR_COMMAND
-from gpurtl.sim import board
-from gpurtl.sim.board import parse_responses, request_bytes, run_verilator
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import layouts, registry
 from gpurtl.sim.harness.golden_io import golden_outputs
+from gpurtl.sim.tools import board
+from gpurtl.sim.tools.board import parse_responses, request_bytes, run_verilator
+from gpurtl.sim.tools.cli import main
 
 from .pty_board import serve
 

@@ -10,15 +10,15 @@ import pytest
 from amaranth.hdl import Shape
 
 from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
-from gpurtl.sim.board_rt import (
+from gpurtl.sim.core import registry
+from gpurtl.sim.tools.board_rt import (
     board_block,
     board_layouts,
     expected_outputs,
     expected_result,
     scene_image,
 )
-from gpurtl.sim.cli import main
-from gpurtl.sim.core import registry
+from gpurtl.sim.tools.cli import main
 
 from .pty_board import serve
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim.cli import main
+from gpurtl.sim.tools.cli import main
 
 
 def run(capsys, *argv):
@@ -188,7 +188,7 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     "module, function, argv",
     [
         ("gpurtl.sim.backends.fast.run", "build_model", ["check", "fp32_add", "--backend", "fast"]),
-        ("gpurtl.sim.synth", "synthesize", ["synth", "fp32_add"]),
+        ("gpurtl.sim.tools.synth", "synthesize", ["synth", "fp32_add"]),
     ],
 )
 def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, module, function, argv):
@@ -197,7 +197,7 @@ def test_a_failed_tool_is_reported_without_a_traceback(capsys, monkeypatch, modu
     import importlib
 
     from gpurtl.sim.backends.fast.build import BuildError
-    from gpurtl.sim.synth import SynthError
+    from gpurtl.sim.tools.synth import SynthError
 
     error = BuildError if function == "build_model" else SynthError
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import cli
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.backends.fast.run import FastReport
 from gpurtl.sim.harness.engine import UndefinedValue
 from gpurtl.sim.harness.report import cycles_per_second
+from gpurtl.sim.tools import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

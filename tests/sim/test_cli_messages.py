@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim import cli
-from gpurtl.sim.cli import main
 from gpurtl.sim.experiments import obb
 from gpurtl.sim.sweep import load_spec, pending, run_point, run_sweep, write_report
+from gpurtl.sim.tools import cli
+from gpurtl.sim.tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

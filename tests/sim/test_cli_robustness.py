@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim.cli import build_parser, main
 from gpurtl.sim.core import export, ports, registry
+from gpurtl.sim.tools.cli import build_parser, main
 
 from .test_cli_usage import one_line_error
 
@@ -39,7 +39,7 @@ def run(capsys, *argv):
 def fake_place_and_route(monkeypatch):
     """Yosys and nextpnr replaced by a report of fixed figures: the experiment's own code path
     (wrapper, export, synthesis folder) runs in a second, without a place and route."""
-    from gpurtl.sim import synth
+    from gpurtl.sim.tools import synth
 
     def fake(command, log, cwd, **kwargs):
         report = {"utilization": {"TRELLIS_FF": {"used": 99}}, "fmax": {"clk": {"achieved": 1.0}}}
@@ -387,7 +387,7 @@ def test_7_progress_lines_start_with_gpurtl(capsys, tmp_path, monkeypatch, fake_
     code, _, err = run(capsys, "synth", "fp32_cmp")
     assert code == 0, err
     assert err and all(line.startswith("gpurtl: ") for line in err.splitlines()), err
-    from gpurtl.sim import cli
+    from gpurtl.sim.tools import cli
 
     for command in ("synth", "board"):  # what synth and board give the tools to report with
         cli._progress_lines(command)("yosys: started")

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from gpurtl.sim.backends import BACKENDS, pysim
-from gpurtl.sim.cli import main
 from gpurtl.sim.core.progress import Progress
 from gpurtl.sim.harness import golden_io, lockstep
 from gpurtl.sim.harness.report import Report
+from gpurtl.sim.tools.cli import main
 
 from .toy import toy_block
 
@@ -133,7 +133,7 @@ def test_bad_numbers_are_refused(capsys, no_simulation, argv, message):
 
 def test_synthesize_refuses_a_bad_frequency():
     from gpurtl.sim.core import registry
-    from gpurtl.sim.synth import synthesize
+    from gpurtl.sim.tools.synth import synthesize
 
     block = registry.get("fp32_cmp")
     with pytest.raises(ValueError, match="`freq` must be a positive number of MHz, not 0"):
@@ -437,7 +437,8 @@ def test_check_rate_leaves_out_the_build(capsys, monkeypatch):
 
 
 def test_quick_demo_records_short_waveforms(tmp_path, capsys, monkeypatch):
-    from gpurtl.sim import demo, experiments
+    from gpurtl.sim import experiments
+    from gpurtl.sim.tools import demo
 
     monkeypatch.setattr(experiments, "experiments", lambda: {})
     counts = []

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import pytest
 
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import registry
+from gpurtl.sim.tools.cli import main
 
 from .test_cli_usage import one_line_error
 

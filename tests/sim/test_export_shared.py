@@ -418,7 +418,7 @@ def test_yosys_proves_the_shared_export_of_a_1x1_box_ray_accelerator_equal(tmp_p
 
 
 def test_bench_export_prints_both_exports(capsys):
-    from gpurtl.sim import bench_export
+    from gpurtl.sim.tools import bench_export
 
     assert bench_export.main(["fp32_add"]) == 0
     out = capsys.readouterr().out

@@ -263,7 +263,7 @@ def test_smallest_ray_accel():
 
 @pytest.mark.verilator
 def test_cli_check_and_run_on_fast(tmp_path, capsys):
-    from gpurtl.sim.cli import main
+    from gpurtl.sim.tools.cli import main
 
     assert main(["check", "fp32_add", "--backend", "fast", "--count", "2000"]) == 0
     out = capsys.readouterr().out

@@ -5,10 +5,10 @@ it only when named. Its runs are in tests/sim/test_conformance.py (``verilator``
 import pytest
 
 from gpurtl.sim.backends import BACKENDS
-from gpurtl.sim.bench import BENCH_ROWS, default_rows
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.export import ToolchainError
+from gpurtl.sim.tools.bench import BENCH_ROWS, default_rows
+from gpurtl.sim.tools.cli import main
 
 
 def run(capsys, *argv):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurtl.sim.cli import main
+from gpurtl.sim.tools.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "icarus_fp32_add.py"
 

@@ -12,8 +12,8 @@ from amaranth.hdl import Shape, ShapeCastable
 from amaranth.lib import data, enum
 
 from gpurtl.facts.fp32 import Float32
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import export, ports, registry
+from gpurtl.sim.tools.cli import main
 
 
 def field_offsets(shape, path="", offset=0):

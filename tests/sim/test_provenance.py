@@ -9,9 +9,9 @@ from importlib import metadata
 
 import pytest
 
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import provenance
 from gpurtl.sim.sweep.run import run_point
+from gpurtl.sim.tools.cli import main
 
 TOOLS = {"python", "numpy", "amaranth", "yosys", "verilator", "c++", "iverilog", "cocotb"}
 
@@ -86,7 +86,7 @@ def test_ooo_memory_data_and_summary_carry_it_and_report_keeps_it(tmp_path, caps
 
 
 def test_bench_json_carries_it(capsys, monkeypatch):
-    from gpurtl.sim import bench
+    from gpurtl.sim.tools import bench
 
     def fake_bench(block, params, *, seed, **kwargs):
         return {"block": block.name, "params": params, "rows": []}

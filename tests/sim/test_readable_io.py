@@ -12,9 +12,9 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data
 
 from gpurtl.facts.fp32 import bits_f32, f32_bits
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import jsonio, layouts, registry
-from gpurtl.sim.waitcnt_text import WaitTextError, decode_word, encode_text
+from gpurtl.sim.tools.cli import main
+from gpurtl.sim.tools.waitcnt_text import WaitTextError, decode_word, encode_text
 
 
 def run(capsys, *argv, stdin=None, monkeypatch=None):
@@ -360,7 +360,7 @@ def test_sparse_matrix_round_trip_against_numpy(tmp_path, capsys):
 
 
 def _decode_d(family, out):
-    from gpurtl.sim.matrix_tiles import decode_line
+    from gpurtl.sim.tools.matrix_tiles import decode_line
 
     return decode_line({"d": out["d"]}, "x", family=family)["d"]
 

@@ -9,9 +9,9 @@ import pytest
 
 from gpurtl.sim import experiments
 from gpurtl.sim.backends import BACKENDS
-from gpurtl.sim.cli import main
 from gpurtl.sim.harness.report import Report
-from gpurtl.sim.tables import Column, document, markdown, write_csv
+from gpurtl.sim.tools.cli import main
+from gpurtl.sim.tools.tables import Column, document, markdown, write_csv
 
 
 def _toy_experiment(calls):

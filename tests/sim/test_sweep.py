@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-from gpurtl.sim import cli
 from gpurtl.sim.sweep import (
     SpecError,
     collect,
@@ -20,6 +19,7 @@ from gpurtl.sim.sweep import (
     run_point,
     run_sweep,
 )
+from gpurtl.sim.tools import cli
 
 CHECK_SPEC = """\
 [sweep]
@@ -209,7 +209,7 @@ def test_cli_sweep_runs_and_prints_counts(tmp_path):
         [
             sys.executable,
             "-m",
-            "gpurtl.sim.cli",
+            "gpurtl.sim.tools.cli",
             "sweep",
             str(path),
             "--out",

@@ -7,7 +7,7 @@ import pytest
 
 from gpurtl.sim.core import registry
 from gpurtl.sim.core.registry import Block, Param
-from gpurtl.sim.synth import _last_step, critical_path, synthesize
+from gpurtl.sim.tools.synth import _last_step, critical_path, synthesize
 
 from .toy import CompareBank
 
@@ -171,7 +171,7 @@ def test_progress_names_the_last_step_of_a_log(tmp_path):
 def _fake_yosys(monkeypatch, fail_in):
     """``run_tool`` replaced by a Yosys that fails in the pass ``fail_in`` unless its script maps
     LUTs with ``abc``, and otherwise writes a statistics file; the scripts it was given."""
-    from gpurtl.sim import synth
+    from gpurtl.sim.tools import synth
 
     scripts = []
 
@@ -199,7 +199,7 @@ def test_an_abc9_failure_is_mapped_again_without_abc9(tmp_path, monkeypatch):
     """Yosys's abc9 stops on an assertion for some designs (the IU8 matrix core): the run is
     repeated with synth_ecp5's steps around Yosys's older abc mapper, and the result names the
     flow that gave its figures."""
-    from gpurtl.sim.synth import ABC_LUTS
+    from gpurtl.sim.tools.synth import ABC_LUTS
 
     scripts = _fake_yosys(monkeypatch, "ABC_OPS_REINTEGRATE pass (reintegrate ABC mapped design)")
     block = registry.get("fp32_cmp")
@@ -221,7 +221,7 @@ def test_an_abc9_failure_is_mapped_again_without_abc9(tmp_path, monkeypatch):
 
 
 def test_a_failure_outside_abc9_is_not_retried(tmp_path, monkeypatch):
-    from gpurtl.sim.synth import SynthError
+    from gpurtl.sim.tools.synth import SynthError
 
     scripts = _fake_yosys(monkeypatch, "OPT_DFF pass (perform DFF optimizations)")
     block = registry.get("fp32_cmp")
@@ -247,7 +247,7 @@ def test_synth_only_at_defaults_prints_parsed_figures(tmp_path, monkeypatch, cap
     import json
     import re
 
-    from gpurtl.sim.cli import main
+    from gpurtl.sim.tools.cli import main
 
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
     assert main(["synth", "fp32_mul", "--synth-only", "--json"]) == 0

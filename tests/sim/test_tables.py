@@ -3,7 +3,7 @@
 import csv
 import io
 
-from gpurtl.sim.tables import Column, cell, csv_text, markdown, metrics
+from gpurtl.sim.tools.tables import Column, cell, csv_text, markdown, metrics
 
 ROWS = [
     {"block": "fp32_add", "lut4": 46647, "fmax_mhz": 154.7, "skipped": 0.192},

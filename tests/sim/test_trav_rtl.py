@@ -204,7 +204,7 @@ def test_rtl_loop_on_verilator(bunny):
     ],
 )
 def test_rtl_options_refused(argv, message, tmp_path, capsys):
-    from gpurtl.sim import cli
+    from gpurtl.sim.tools import cli
 
     try:
         status = cli.main(["experiment", *argv, "--out", str(tmp_path)])
@@ -216,7 +216,7 @@ def test_rtl_options_refused(argv, message, tmp_path, capsys):
 
 
 def test_a_failed_rtl_run_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
-    from gpurtl.sim import cli
+    from gpurtl.sim.tools import cli
 
     def fail(**kwargs):
         raise R.RtlLoopError("RTL output differs from the golden model: cycle 7")

@@ -150,8 +150,8 @@ class _Backend:
 
 def test_the_cli_option_runs_the_scale_loop(tmp_path, monkeypatch, capsys):
     from gpurtl.golden.bvh import scenes
-    from gpurtl.sim import cli
     from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.tools import cli
 
     def missing():
         raise scenes.SceneUnavailable("needs the `pymeshlab` package", package="pymeshlab")
@@ -194,7 +194,7 @@ def test_the_cli_option_runs_the_scale_loop(tmp_path, monkeypatch, capsys):
     ],
 )
 def test_bad_options_give_one_line(tmp_path, capsys, argv, message):
-    from gpurtl.sim import cli
+    from gpurtl.sim.tools import cli
 
     assert cli.main(["experiment", *argv, "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"gpurtl: error: {message}\n"
@@ -298,8 +298,8 @@ def test_ray_sets_on_sessions_equal_the_golden_loop(tmp_path, monkeypatch):
 
 def test_the_ray_sets_option(tmp_path, monkeypatch, capsys):
     from gpurtl.golden.bvh import scenes
-    from gpurtl.sim import cli
     from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.tools import cli
 
     def missing():
         raise scenes.SceneUnavailable("needs the `pymeshlab` package", package="pymeshlab")

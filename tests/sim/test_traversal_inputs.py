@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from gpurtl.golden.bvh import mesh as M
-from gpurtl.sim.cli import main
 from gpurtl.sim.experiments.traversal import inputs
+from gpurtl.sim.tools.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 OBJ = DATA / "tetra_pair.obj"

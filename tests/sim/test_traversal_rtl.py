@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from gpurtl.sim.cli import main
 from gpurtl.sim.core import registry
 from gpurtl.sim.experiments.traversal import traversal_rtl as TR
+from gpurtl.sim.tools.cli import main
 
 KEYS = {"rays", "instructions", "mismatches", "cycles", "cpu_seconds", "build"}
 
@@ -83,8 +83,9 @@ def test_a_small_run_on_the_rtl_has_no_mismatch():
 
 def test_the_demo_leaves_it_out(tmp_path, monkeypatch):
     """``gpurtl demo`` runs every experiment but this one (its quick run builds the RTL)."""
-    from gpurtl.sim import demo, experiments
+    from gpurtl.sim import experiments
     from gpurtl.sim.backends import BACKENDS
+    from gpurtl.sim.tools import demo
 
     ran = []
     monkeypatch.setattr(demo, "run_experiment", lambda m, out, quick: ran.append(m.NAME) or {})

@@ -7,9 +7,9 @@ import pytest
 
 from gpurtl.hdl.board.harness import ERR_COMMAND, ERR_LINE, ERR_TIMEOUT, REQUEST, UARTHarness
 from gpurtl.sim.backends.pysim import simulate
-from gpurtl.sim.board import drive_uart, parse_responses, request_bytes
 from gpurtl.sim.core import layouts, registry
 from gpurtl.sim.harness.golden_io import golden_outputs
+from gpurtl.sim.tools.board import drive_uart, parse_responses, request_bytes
 
 DIVISOR = 4
 

@@ -8,8 +8,8 @@ from gpurtl.facts.ray_accel import OUT_LAYOUT
 from gpurtl.golden.ray_accel.encode.ray import default_desc, make_ray
 from gpurtl.hdl.board.rt_unit import RtUnitBoard
 from gpurtl.hdl.rt_unit import fetch_layout
-from gpurtl.sim.board_rt import board_block, expected_result, scene_image
 from gpurtl.sim.core import layouts, registry
+from gpurtl.sim.tools.board_rt import board_block, expected_result, scene_image
 
 SMALL = {
     "size": 512,

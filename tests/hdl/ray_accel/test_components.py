@@ -85,7 +85,7 @@ def test_bad_preset():
 def test_list_shows_a_build_of_one_block(capsys):
     """`gpurtl list ray_accel -p fp=shallow`: the latency, the box path and the register bits of
     that build; `-p` without a block is a usage error (exit status 2, one line)."""
-    from gpurtl.sim.cli import main
+    from gpurtl.sim.tools.cli import main
 
     assert main(["list", "ray_accel", "-p", "fp=shallow", "-p", "triangles=0"]) == 0
     out = capsys.readouterr().out

@@ -1,7 +1,7 @@
 """Build and replay time of a cycle-stepped block's compiled model at several optimisation levels
 of its C++, each build from an empty cache.
 
-``python -m gpurtl.sim.bench_flags BLOCK [-p NAME=VALUE ...] [--cycles N] [--repeat R]``
+``python -m gpurtl.sim.tools.bench_flags BLOCK [-p NAME=VALUE ...] [--cycles N] [--repeat R]``
 
 For each level (``OPT_FAST`` / ``OPT_SLOW`` / ``OPT_GLOBAL`` of Verilator's makefile) the model
 is built in a fresh temporary cache (the compiler's CPU time is measured, the export apart), then
@@ -16,10 +16,10 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from .backends.fast import build, cycle
-from .core import registry
-from .core.words import words_from_ints
-from .harness.golden_io import random_stream
+from ..backends.fast import build, cycle
+from ..core import registry
+from ..core.words import words_from_ints
+from ..harness.golden_io import random_stream
 
 __all__ = ["LEVELS", "main"]
 
@@ -38,7 +38,7 @@ def _children():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.bench_flags")
+    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.tools.bench_flags")
     parser.add_argument("block")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--cycles", type=int, default=100_000)

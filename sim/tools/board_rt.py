@@ -4,7 +4,7 @@ inside the UART harness.
 
 * :data:`SCENES` / :func:`scene_image`: the node lines of a scene (line ``k`` = bytes
   ``128 k .. 128 k + 127`` of the BVH; the root box node is line 1, pointer ``0x15``).
-* :func:`board_block`: a block for :func:`gpurtl.sim.board.build_ulx3s` and the CLI: a pipeline
+* :func:`board_block`: a block for :func:`gpurtl.sim.tools.board.build_ulx3s` and the CLI: a pipeline
   block's own entry, or for ``rt_unit`` its parameters plus ``scene`` and ``mem_latency`` with a
   build that puts the node memory beside the RT unit.
 * :func:`expected_result`: what the board answers for one instruction (the scalar intersection
@@ -22,7 +22,7 @@ from gpurtl.golden.bvh.mesh import bunny
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
 from gpurtl.hdl.ray_accel.ray_accel import build_paths
 
-from .core.registry import Param
+from ..core.registry import Param
 
 __all__ = [
     "BOARD_BLOCKS",

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends import BACKENDS
-from .core.registry import RegistryError
-from .core.words import width_of, words_of
-from .harness.engine import StallPattern
-from .harness.lockstep import free_run_of
+from ..backends import BACKENDS
+from ..core.registry import RegistryError
+from ..core.words import width_of, words_of
+from ..harness.engine import StallPattern
+from ..harness.lockstep import free_run_of
 
 __all__ = [
     "BENCH_ROWS",
@@ -105,7 +105,7 @@ class _Stimulus:
     """The stimulus and golden outputs of a bench, written once as word rows to two files."""
 
     def __init__(self, block, params, total, seed, work, log):
-        from .backends.fast.run import write_stimulus
+        from ..backends.fast.run import write_stimulus
 
         in_layout, out_layout = block.layouts(**params)
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
@@ -140,7 +140,7 @@ def _cycle_rows(block, names, *, explicit):
 
 
 def _check_block(block, total, params):
-    from .backends.fast.run import check_disk
+    from ..backends.fast.run import check_disk
 
     in_layout, out_layout = block.layouts(**params)
     check_disk(total, width_of(in_layout), width_of(out_layout))
@@ -180,7 +180,7 @@ def bench(
     :func:`box_only_params`). With ``repeat`` above one, each compiled row is the run of
     median CPU time of ``repeat`` runs on the same stimulus (``runs`` says how many).
     """
-    from .backends.fast.run import work_dir
+    from ..backends.fast.run import work_dir
 
     names = _chosen(backends)
     if block.kind == "cycle":
@@ -295,7 +295,7 @@ def bench_sessions(
     (``closed`` or ``streamed``, see the module doc string), ``transactions``, ``cycles``,
     ``sim_seconds``, ``instructions_per_s`` and ``vs_batch`` (its throughput over the batch
     run's). Every time is the median of ``repeat`` runs."""
-    from .backends.fast.run import work_dir
+    from ..backends.fast.run import work_dir
 
     (name,) = _chosen([backend])
     log = log or (lambda text: None)

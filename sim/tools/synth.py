@@ -41,7 +41,7 @@ import threading
 import time
 from pathlib import Path, PurePath
 
-from .core.export import cache_dir, to_verilog
+from ..core.export import cache_dir, to_verilog
 
 __all__ = [
     "ABC_LUTS",

@@ -12,12 +12,12 @@ import sys
 __all__ = ["main"]
 
 #: Exit status after Ctrl-C, as a shell reports a process ended by SIGINT (128 + 2); the same as
-#: :data:`gpurtl.sim.cliutil.EXIT_INTERRUPTED`.
+#: :data:`gpurtl.sim.tools.cliutil.EXIT_INTERRUPTED`.
 EXIT_INTERRUPTED = 130
 
 
 def main(argv=None):
-    """Import :mod:`gpurtl.sim.cli` and run its ``main(argv)``; its exit status."""
+    """Import :mod:`gpurtl.sim.tools.cli` and run its ``main(argv)``; its exit status."""
     try:
         from .cli import main as cli_main
     except KeyboardInterrupt:

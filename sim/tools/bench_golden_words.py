@@ -1,6 +1,6 @@
 """Throughput of the ray accelerator's golden models: scalar vs batch, and the word stimulus.
 
-``python -m gpurtl.sim.bench_golden_words [--count N] [--scalar-count K] [--repeat R]``
+``python -m gpurtl.sim.tools.bench_golden_words [--count N] [--scalar-count K] [--repeat R]``
 
 1. :func:`~gpurtl.sim.blocks.ray_accel_words.stimulus_words` makes ``N`` rows (rows/s).
 2. The batch model (``golden_words``) runs on all ``N`` rows and on the BVH8 box rows among them
@@ -24,8 +24,8 @@ from gpurtl.facts.ray_accel import INSTR_LAYOUT, OUT_LAYOUT
 from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
 from gpurtl.golden.ray_accel.vector.bitfields import field_span, read_field
 
-from .core import registry
-from .core.words import dicts_from_words, words_from_dicts
+from ..core import registry
+from ..core.words import dicts_from_words, words_from_dicts
 
 __all__ = ["main"]
 
@@ -69,7 +69,7 @@ def _compare(name, words, block, params, scalar_count, repeat, box_tests=False):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m gpurtl.sim.bench_golden_words", description=__doc__.split("\n\n")[0]
+        prog="python -m gpurtl.sim.tools.bench_golden_words", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--scalar-count", type=int, default=1000)

@@ -1,7 +1,7 @@
 """Export time of a block with each distinct FP32 core written once and with every instance
 elaborated in place, side by side in one process.
 
-``python -m gpurtl.sim.bench_export BLOCK [-p NAME=VALUE ...] [--repeat R]``
+``python -m gpurtl.sim.tools.bench_export BLOCK [-p NAME=VALUE ...] [--repeat R]``
 
 Each run builds the design afresh and exports it (:func:`gpurtl.sim.core.export.convert` with
 ``share=True`` and ``share=False``, then :func:`~gpurtl.sim.core.export.dedupe_modules`, as
@@ -14,7 +14,7 @@ import re
 import statistics
 import time
 
-from .core import export, registry
+from ..core import export, registry
 
 __all__ = ["export_times", "main"]
 
@@ -41,7 +41,7 @@ def export_times(block, params, repeat):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m gpurtl.sim.bench_export", description=__doc__.split("\n\n")[0]
+        prog="python -m gpurtl.sim.tools.bench_export", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("block")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE")

@@ -14,12 +14,13 @@ import sys
 import time
 from pathlib import Path
 
-from . import experiments, tables
-from .backends import BACKENDS
-from .core import files, registry
-from .core.files import UsageError
-from .core.progress import Progress, progress
-from .core.provenance import markdown, provenance
+from .. import experiments
+from ..backends import BACKENDS
+from ..core import files, registry
+from ..core.files import UsageError
+from ..core.progress import Progress, progress
+from ..core.provenance import markdown, provenance
+from . import tables
 
 __all__ = ["DEMO_VCD_COUNT", "QUICK_VCD_BLOCKS", "run_experiment", "demo", "report"]
 

@@ -6,7 +6,7 @@
   harness bit by bit (the same code runs on the Amaranth simulator and on cocotb/Verilator through
   :class:`gpurtl.sim.harness.engine.PortIO`).
 * :func:`run_verilator`: exports a block inside the harness, builds it with Verilator and runs
-  :mod:`gpurtl.sim.cocotb_uart` on it
+  :mod:`gpurtl.sim.tools.cocotb_uart` on it
   (:func:`gpurtl.sim.backends.verilator.run_test`).
 * :func:`exchange_serial`: the same protocol over a serial port (the board's FTDI UART), one
   request at a time.
@@ -23,9 +23,9 @@ import time
 import types
 from pathlib import Path
 
-from .core import layouts
-from .core.export import cache_dir
-from .core.files import write_atomic
+from ..core import layouts
+from ..core.export import cache_dir
+from ..core.files import write_atomic
 from .synth import SynthError, critical_path, run_tool
 
 __all__ = [
@@ -140,7 +140,7 @@ def _harness_block(block, params, divisor):
 def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
     """Bytes received from the harness around ``block`` on cocotb/Verilator for ``chunks``
     (see :func:`drive_uart`)."""
-    from .backends.verilator import build, run_test
+    from ..backends.verilator import build, run_test
 
     wrapped = _harness_block(block, params, divisor)
     job = {
@@ -149,7 +149,9 @@ def run_verilator(block, params, chunks, *, divisor, expect, max_cycles):
         "expect": expect,
         "max_cycles": max_cycles,
     }
-    result = run_test(wrapped.name, build(wrapped, params), job, module="gpurtl.sim.cocotb_uart")
+    result = run_test(
+        wrapped.name, build(wrapped, params), job, module="gpurtl.sim.tools.cocotb_uart"
+    )
     return bytes.fromhex(result["received"])
 
 

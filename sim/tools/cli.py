@@ -15,17 +15,17 @@ import sys
 import time
 from pathlib import Path
 
+from ..backends import BACKENDS
+from ..backends.fast.build import BuildError
+from ..core import files, layouts, ports, provenance, registry
+from ..core.export import ToolchainError
+from ..core.files import UsageError
+from ..core.jsonio import InputError
+from ..core.progress import progress
+from ..harness.engine import UndefinedValue
+from ..harness.report import cycles_per_second
 from . import cliutil
-from .backends import BACKENDS
-from .backends.fast.build import BuildError
 from .bench import BENCH_ROWS, default_rows
-from .core import files, layouts, ports, provenance, registry
-from .core.export import ToolchainError
-from .core.files import UsageError
-from .core.jsonio import InputError
-from .core.progress import progress
-from .harness.engine import UndefinedValue
-from .harness.report import cycles_per_second
 from .synth import SynthError
 
 __all__ = ["main"]
@@ -238,7 +238,7 @@ def _short(text, limit=160):
 
 
 def _export_arguments(p):
-    from .core.ports import DEFAULT_TIMESCALE
+    from ..core.ports import DEFAULT_TIMESCALE
 
     _block_argument(p)
     p.add_argument(
@@ -269,7 +269,7 @@ def _export_arguments(p):
 
 
 def _export_validate(args):
-    from .core.ports import PortsError, check_timescale
+    from ..core.ports import PortsError, check_timescale
 
     if args.output is None and not (args.ports or args.ports_md):
         raise UsageError("export needs -o/--output (a .v file, or '-' for stdout)")
@@ -297,7 +297,7 @@ def _export_ports(args, block, params):
 
 
 def cmd_export(args):
-    from .core.export import lint, to_verilog
+    from ..core.export import lint, to_verilog
 
     block, params = _block_and_params(args)
     if args.ports or args.ports_md:
@@ -326,7 +326,7 @@ def cmd_export(args):
 
 def _emit_jsonl(path, shape, values):
     """JSON Lines to ``path`` (atomically), or to stdout when ``path`` is None or ``-``."""
-    from .core.jsonio import to_jsonable, write_jsonl
+    from ..core.jsonio import to_jsonable, write_jsonl
 
     if path in (None, "-"):
         for value in values:
@@ -344,10 +344,10 @@ def _run_arguments(p):
 
 
 def cmd_run(args):
-    from .backends import get
-    from .core.jsonio import read_jsonl
-    from .harness.engine import StallPattern
-    from .harness.golden_io import golden_outputs
+    from ..backends import get
+    from ..core.jsonio import read_jsonl
+    from ..harness.engine import StallPattern
+    from ..harness.golden_io import golden_outputs
 
     block, params = _block_and_params(args)
     in_layout, out_layout = block.layouts(**params)
@@ -401,7 +401,7 @@ def cmd_stimulus(args):
     transactions (real node bytes for ``ray_accel``) to edit and feed to ``gpurtl run``."""
     import numpy as np
 
-    from .harness.golden_io import CHUNK
+    from ..harness.golden_io import CHUNK
 
     block, params = _block_and_params(args)
     in_layout, _ = block.layouts(**params)
@@ -526,7 +526,7 @@ def _codec_params(args):
 def _text_lines(args):
     """``(where, text)`` of the waitcnt values: the command line's, or the lines of --input
     (blank lines and ``#`` comments skipped)."""
-    from .core.jsonio import read_text
+    from ..core.jsonio import read_text
 
     if args.values:
         return [(f"argument {n}", text) for n, text in enumerate(args.values, 1)]
@@ -553,7 +553,7 @@ def cmd_encode(args):
     """``ray``: ``ray_accel`` input lines from hand-written nodes and rays (see
     :mod:`.ray_encode`); ``waitcnt``: wait words from their text (:mod:`.waitcnt_text`);
     ``matrix``: ``matrix_core`` input lines from matrices (:mod:`.matrix_tiles`)."""
-    from .core.jsonio import read_json_objects
+    from ..core.jsonio import read_json_objects
 
     if args.what == "ray":
         from .ray_encode import encode_file
@@ -600,7 +600,7 @@ def _wait_word(where, text):
 def cmd_decode(args):
     """``waitcnt``: wait words as text; ``matrix``: ``matrix_core`` lines as matrices; ``ray``:
     ``ray_accel`` results in words (:mod:`.ray_results`)."""
-    from .core.jsonio import parse_value, read_json_objects
+    from ..core.jsonio import parse_value, read_json_objects
 
     if args.what == "waitcnt":
         from .waitcnt_text import WaitTextError, decode_word
@@ -690,7 +690,7 @@ def _simulation_seconds(report, elapsed):
 
 
 def cmd_check(args):
-    from .backends import get
+    from ..backends import get
 
     block = registry.get(args.block)
     params = block.check_params(_overrides(args.param))
@@ -765,7 +765,7 @@ def _bench_arguments(p):
 
 
 def _bench_tools(args):
-    from .core.export import cxx_toolchain
+    from ..core.export import cxx_toolchain
 
     if args.session_count < 1:
         raise UsageError(f"--session-count must be a positive integer, not {args.session_count}")
@@ -877,17 +877,17 @@ def cmd_synth(args):
 
 def _board_exchange(args, block, params):
     """``--port``: the transactions of ``--input`` through a programmed board, one at a time."""
+    from ..core.jsonio import read_jsonl
+    from ..harness.golden_io import golden_outputs
     from . import board_rt
     from .board import BoardError, exchange_serial
-    from .core.jsonio import read_jsonl
-    from .harness.golden_io import golden_outputs
 
     if not args.input:
         raise UsageError("--port needs --input (a JSON Lines file of transactions)")
     if block.kind == "pipeline":
         in_layout, out_layout = block.layouts(**params)
         inputs = read_jsonl(args.input, in_layout, block.input_defaults(params))
-    else:  # the RT unit board: instructions in, results out (sim/board_rt.py)
+    else:  # the RT unit board: instructions in, results out (sim/tools/board_rt.py)
         in_layout, out_layout = board_rt.board_layouts(params)
         inputs = read_jsonl(args.input, in_layout, layouts.unpack(in_layout, 0))  # missing: 0
     try:
@@ -1020,7 +1020,8 @@ def cmd_board(args):
 
 
 def cmd_experiment(args):
-    from . import demo, experiments
+    from .. import experiments
+    from . import demo
 
     if args.list or not args.name:
         for name, module in experiments.experiments().items():
@@ -1084,7 +1085,7 @@ def _sweep_validate(args):
 
 
 def cmd_sweep(args):
-    from .sweep import SpecError, load_spec, pending, run_sweep, shipped
+    from ..sweep import SpecError, load_spec, pending, run_sweep, shipped
 
     if args.workers < 1:
         raise UsageError(f"--workers must be a positive integer, not {args.workers}")
@@ -1156,7 +1157,7 @@ def _version():
 
 
 def _experiment_arguments(p):
-    from . import experiments
+    from .. import experiments
 
     p.add_argument("name", nargs="?", metavar="NAME", help="experiment (see --list)")
     p.add_argument("--list", action="store_true", help="list the experiments")
@@ -1204,7 +1205,7 @@ def _experiment_options(args):
 
 
 def _experiment_validate(args):
-    from . import experiments
+    from .. import experiments
 
     own = set(args.experiment_options.get(args.name, ()))
     for name, values in _experiment_options(args).items():

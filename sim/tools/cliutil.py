@@ -6,7 +6,7 @@ import signal
 import sys
 import warnings
 
-from .core.files import UsageError
+from ..core.files import UsageError
 
 __all__ = [
     "EXIT_INTERRUPTED",

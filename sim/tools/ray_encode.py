@@ -34,7 +34,7 @@ and ``instance_mask`` may be left out). A mistake names the file, line and field
 
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, NODE_DWORDS, NODE_TYPE_BOX8, NODE_TYPE_INSTANCE
 
-from .core.jsonio import InputError, parse_value, read_json_objects, to_jsonable
+from ..core.jsonio import InputError, parse_value, read_json_objects, to_jsonable
 
 __all__ = ["CHILD_TYPES", "encode_line", "encode_file"]
 
@@ -259,7 +259,7 @@ def encode_line(obj, where):
         if address % 128:
             line.fail("address", "a multiple of 128 (a node's byte address)")
         node_ptr = (address >> 3) | node_type
-    from .core.registry import get
+    from ..core.registry import get
 
     block = get("ray_accel")
     instruction = {

@@ -1,5 +1,5 @@
 """cocotb test that plays the host on the UART lines of an exported harness
-(:func:`gpurtl.sim.board.drive_uart`).
+(:func:`gpurtl.sim.tools.board.drive_uart`).
 
 It reads its job (bytes to send with idle gaps, bit divisor, bytes to expect) from the JSON file
 named by ``$GPURTL_JOB`` and writes the received bytes, as hex, to the job's result file.
@@ -14,7 +14,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from gpurtl.sim.backends.cocotb_io import CocotbIO
-from gpurtl.sim.board import drive_uart
+from gpurtl.sim.tools.board import drive_uart
 
 
 @cocotb.test()

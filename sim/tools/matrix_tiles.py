@@ -39,7 +39,7 @@ from gpurtl.golden.matrix.formats import int_value, to_float
 from gpurtl.golden.matrix.layouts import compress
 from gpurtl.golden.matrix.samples import encode as encode_values
 
-from .core.jsonio import InputError
+from ..core.jsonio import InputError
 
 __all__ = ["decode_line", "encode_line", "element_format"]
 

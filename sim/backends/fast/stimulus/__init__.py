@@ -1,0 +1,1 @@
+"""C++ headers of the compiled stimulus of the fast cycle driver, one per block (package data)."""
