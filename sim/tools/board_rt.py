@@ -115,7 +115,8 @@ def expected_outputs(params, instructions):
 
 
 def _split(params):
-    extra = {p.name for p in BOARD_BLOCKS["rt_unit"]}
+    # `preset` names a build whose values resolve() has already applied: no build parameter.
+    extra = {p.name for p in BOARD_BLOCKS["rt_unit"]} | {"preset"}
     return (
         {k: v for k, v in params.items() if k not in extra},
         params["scene"],

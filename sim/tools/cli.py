@@ -516,6 +516,7 @@ def _codec_validate(args):
         )
     if args.output is not None:
         files.check_output_file(args.output, "--output")
+        files.check_not_input(args.output, [("--input", getattr(args, "input", None))], "--output")
 
 
 def _codec_params(args):
