@@ -4,11 +4,16 @@ They define the behaviour of :mod:`gpurtl.hdl.waitcnt` bit for bit (see the RTL 
 the rules in words). Each model's ``step(inputs) -> outputs`` takes one cycle's input dictionary
 (fields as in the block's layouts), returns that cycle's outputs, then advances one clock.
 Written as plain Python over lists, independently of the RTL's structure.
+:meth:`WaitCountersModel.columns` runs the same rules over many cycles at once, on per-field
+columns (the compiled backend's batch check); it equals :meth:`WaitCountersModel.step` cycle by
+cycle.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from gpurtl.facts.waitcnt import MEMORY_DEFAULTS as _D
 from gpurtl.facts.waitcnt import SOPK_PREFIX, SOPP_PREFIX, InstClass, Profile, profile
@@ -140,6 +145,171 @@ class WaitCountersModel:
             w = wait["wave"]
             new_thr[w] = {n: min(new_thr[w][n], asked[n]) for n in names}
         self.cnt, self.thr = new_cnt, new_thr
+        return out
+
+    def columns(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Many clocks at once: the outputs of :meth:`step` cycle by cycle, as columns.
+
+        Parameters
+        ----------
+        inputs : dict
+            One sequence of per-cycle values for each input field, keyed by its dotted path in
+            the block's input layout (``"issue.valid"``, ``"wait.word"``, ``"ret.load.wave"``...).
+
+        Returns
+        -------
+        dict
+            One integer array for each output field, keyed by its dotted path (``"stall"``,
+            ``"cnt[3].load"``, ``"err.underflow.km"``...). The state carries over, as with
+            :meth:`step`, before and after.
+        """
+        prof, names, waves = self.prof, self.prof.counters, self.waves
+        size = len(names)
+        maxes = [self._max[n] for n in names]
+        position = {n: k for k, n in enumerate(names)}
+        targets_of = {
+            int(c.value): tuple(position[n] for n in prof.class_map[c]) for c in InstClass
+        }
+
+        def column(path):
+            return np.asarray(inputs[path]).tolist()
+
+        i_valid, i_wave, i_cls = column("issue.valid"), column("issue.wave"), column("issue.cls")
+        w_valid, w_wave, w_word = column("wait.valid"), column("wait.wave"), column("wait.word")
+        r_valid = [column(f"ret.{n}.valid") for n in names]
+        r_wave = [column(f"ret.{n}.wave") for n in names]
+        cycles = len(i_valid)
+        # the counts as one flat list (wave-major); the count outputs are rebuilt afterwards
+        # from the changes, so a cycle records only what it changes
+        cnt = [c[n] for c in self.cnt for n in names]
+        start = np.array(cnt, dtype=np.int64)
+        # threshold tuples of the waves with a wait pending; every other wave has no constraint
+        waiting = {
+            w: tuple(self.thr[w][n] for n in names)
+            for w in range(waves)
+            if self.thr[w] is not self._max
+        }
+
+        def stalled(w, thr):
+            base = w * size
+            for k in range(size):
+                if cnt[base + k] > thr[k]:
+                    return True
+            return False
+
+        bits = 0
+        for w, thr in waiting.items():
+            if stalled(w, thr):
+                bits |= 1 << w
+        stall = [0] * cycles
+        accepted = [0] * cycles
+        overflow = [0] * cycles
+        bad_wait = [0] * cycles
+        underflow = [[0] * cycles for _ in names]
+        changed_at, changed_index, changed_to = [], [], []
+        decoded: dict[int, tuple | None] = {}
+        stall_policy = self.full_policy == "stall"
+        saturate = self.full_policy == "saturate"
+        external = self.external
+        counters = range(size)
+        for t in range(cycles):
+            stall[t] = bits
+            accept = False
+            targets: tuple = ()
+            iw = i_wave[t]
+            if i_valid[t]:
+                targets = targets_of.get(i_cls[t])
+                if targets is None:
+                    InstClass(i_cls[t])  # the error of an unknown class, as in step
+                base = iw * size
+                accept = True
+                if stall_policy:
+                    for k in targets:
+                        if cnt[base + k] == maxes[k]:
+                            accept = False
+                            break
+                if accept:
+                    accepted[t] = 1
+                    if saturate:
+                        for k in targets:
+                            value = cnt[base + k]
+                            same_cycle_return = r_valid[k][t] and r_wave[k][t] == iw and value
+                            if value == maxes[k] and not same_cycle_return:
+                                overflow[t] = 1
+            touched = []
+            for k in counters:
+                dec = -1
+                if r_valid[k][t]:
+                    rw = r_wave[k][t]
+                    if cnt[rw * size + k] == 0:
+                        if external:
+                            underflow[k][t] = 1
+                    else:
+                        dec = rw
+                inc = iw if accept and k in targets else -1
+                if inc == dec:
+                    continue
+                if inc >= 0:
+                    j = inc * size + k
+                    if cnt[j] < maxes[k]:
+                        cnt[j] += 1
+                        changed_at.append(t)
+                        changed_index.append(j)
+                        changed_to.append(1)
+                    touched.append(inc)
+                if dec >= 0:
+                    j = dec * size + k
+                    cnt[j] -= 1
+                    changed_at.append(t)
+                    changed_index.append(j)
+                    changed_to.append(-1)
+                    touched.append(dec)
+            # a wave's wait ends once it does not stall; a new wait tightens the thresholds
+            if waiting:
+                waiting = {w: thr for w, thr in waiting.items() if bits >> w & 1}
+            if w_valid[t]:
+                word = w_word[t]
+                if word in decoded:
+                    asked = decoded[word]
+                else:
+                    found = decode_wait(prof, word)
+                    asked = None if found is None else tuple(found[n] for n in names)
+                    decoded[word] = asked
+                if asked is None:
+                    bad_wait[t] = 1
+                elif 0 <= w_wave[t] < waves:
+                    ww = w_wave[t]
+                    waiting[ww] = tuple(map(min, waiting.get(ww, maxes), asked))
+                    touched.append(ww)
+            bits = 0
+            for w, thr in waiting.items():
+                # an unchanged wave still waiting was stalled at the start of this cycle
+                if w not in touched or stalled(w, thr):
+                    bits |= 1 << w
+        self.cnt = [dict(zip(names, cnt[w * size : (w + 1) * size])) for w in range(waves)]
+        self.thr = [
+            dict(zip(names, waiting[w])) if w in waiting else self._max for w in range(waves)
+        ]
+        self._known = [(None, None, False)] * waves
+
+        deltas = np.zeros((cycles, waves * size), dtype=np.int64)
+        if cycles > 1 and changed_at:
+            at = np.asarray(changed_at) + 1
+            keep = at < cycles
+            deltas[at[keep], np.asarray(changed_index)[keep]] = np.asarray(changed_to)[keep]
+        counts = np.cumsum(deltas, axis=0) + start
+        out = {
+            "stall": np.array(stall, dtype=np.int64),
+            "issue_accepted": np.array(accepted, dtype=np.int64),
+        }
+        for w in range(waves):
+            for k, n in enumerate(names):
+                out[f"cnt[{w}].{n}"] = counts[:, w * size + k]
+        out["err.overflow"] = np.array(overflow, dtype=np.int64)
+        out["err.bad_wait"] = np.array(bad_wait, dtype=np.int64)
+        if external:
+            for k, n in enumerate(names):
+                out[f"err.underflow.{n}"] = np.array(underflow[k], dtype=np.int64)
         return out
 
 
