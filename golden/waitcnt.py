@@ -211,11 +211,18 @@ class WaitCountersModel:
         stall_policy = self.full_policy == "stall"
         saturate = self.full_policy == "saturate"
         external = self.external
-        counters = range(size)
+        # the counters a cycle may change: those with a return, and the when accepted
+        returning = np.zeros(cycles, dtype=np.int64)
+        for k in range(size):
+            returning |= (np.asarray(r_valid[k], dtype=np.int64) != 0).astype(np.int64) << k
+        returning = returning.tolist()
+        mask_of = {cls: sum(1 << k for k in ks) for cls, ks in targets_of.items()}
+        bits_of = [[k for k in range(size) if m >> k & 1] for m in range(1 << size)]
         for t in range(cycles):
             stall[t] = bits
             accept = False
             targets: tuple = ()
+            target_mask = 0
             iw = i_wave[t]
             if i_valid[t]:
                 targets = targets_of.get(i_cls[t])
@@ -230,6 +237,7 @@ class WaitCountersModel:
                             break
                 if accept:
                     accepted[t] = 1
+                    target_mask = mask_of[i_cls[t]]
                     if saturate:
                         for k in targets:
                             value = cnt[base + k]
@@ -237,7 +245,7 @@ class WaitCountersModel:
                             if value == maxes[k] and not same_cycle_return:
                                 overflow[t] = 1
             touched = []
-            for k in counters:
+            for k in bits_of[returning[t] | target_mask]:
                 dec = -1
                 if r_valid[k][t]:
                     rw = r_wave[k][t]
@@ -246,7 +254,7 @@ class WaitCountersModel:
                             underflow[k][t] = 1
                     else:
                         dec = rw
-                inc = iw if accept and k in targets else -1
+                inc = iw if target_mask >> k & 1 else -1
                 if inc == dec:
                     continue
                 if inc >= 0:
@@ -265,7 +273,7 @@ class WaitCountersModel:
                     changed_to.append(-1)
                     touched.append(dec)
             # a wave's wait ends once it does not stall; a new wait tightens the thresholds
-            if waiting:
+            if waiting and bits.bit_count() != len(waiting):
                 waiting = {w: thr for w, thr in waiting.items() if bits >> w & 1}
             if w_valid[t]:
                 word = w_word[t]
@@ -292,7 +300,7 @@ class WaitCountersModel:
         ]
         self._known = [(None, None, False)] * waves
 
-        deltas = np.zeros((cycles, waves * size), dtype=np.int64)
+        deltas = np.zeros((cycles, waves * size), dtype=np.int32)
         if cycles > 1 and changed_at:
             at = np.asarray(changed_at) + 1
             keep = at < cycles
