@@ -206,7 +206,9 @@ class WaitCountersModel:
         overflow = [0] * cycles
         bad_wait = [0] * cycles
         underflow = [[0] * cycles for _ in names]
-        changed_at, changed_index, changed_to = [], [], []
+        # each change of a count, as one int: (cycle * counts + index) * 2 + (1: up, 0: down)
+        changes = []
+        stride = waves * size
         decoded: dict[int, tuple | None] = {}
         stall_policy = self.full_policy == "stall"
         saturate = self.full_policy == "saturate"
@@ -245,9 +247,10 @@ class WaitCountersModel:
                             if value == maxes[k] and not same_cycle_return:
                                 overflow[t] = 1
             touched = []
-            for k in bits_of[returning[t] | target_mask]:
+            ret_mask = returning[t]
+            for k in bits_of[ret_mask | target_mask]:
                 dec = -1
-                if r_valid[k][t]:
+                if ret_mask >> k & 1:
                     rw = r_wave[k][t]
                     if cnt[rw * size + k] == 0:
                         if external:
@@ -261,20 +264,17 @@ class WaitCountersModel:
                     j = inc * size + k
                     if cnt[j] < maxes[k]:
                         cnt[j] += 1
-                        changed_at.append(t)
-                        changed_index.append(j)
-                        changed_to.append(1)
+                        changes.append(((t * stride + j) << 1) | 1)
                     touched.append(inc)
                 if dec >= 0:
                     j = dec * size + k
                     cnt[j] -= 1
-                    changed_at.append(t)
-                    changed_index.append(j)
-                    changed_to.append(-1)
+                    changes.append((t * stride + j) << 1)
                     touched.append(dec)
             # a wave's wait ends once it does not stall; a new wait tightens the thresholds
             if waiting and bits.bit_count() != len(waiting):
                 waiting = {w: thr for w, thr in waiting.items() if bits >> w & 1}
+                touched.append(-1)  # the stall bits change
             if w_valid[t]:
                 word = w_word[t]
                 if word in decoded:
@@ -289,30 +289,33 @@ class WaitCountersModel:
                     ww = w_wave[t]
                     waiting[ww] = tuple(map(min, waiting.get(ww, maxes), asked))
                     touched.append(ww)
-            bits = 0
-            for w, thr in waiting.items():
-                # an unchanged wave still waiting was stalled at the start of this cycle
-                if w not in touched or stalled(w, thr):
-                    bits |= 1 << w
+            if touched:
+                bits = 0
+                for w, thr in waiting.items():
+                    # an unchanged wave still waiting was stalled at the start of this cycle
+                    if w not in touched or stalled(w, thr):
+                        bits |= 1 << w
         self.cnt = [dict(zip(names, cnt[w * size : (w + 1) * size])) for w in range(waves)]
         self.thr = [
             dict(zip(names, waiting[w])) if w in waiting else self._max for w in range(waves)
         ]
         self._known = [(None, None, False)] * waves
 
-        deltas = np.zeros((cycles, waves * size), dtype=np.int32)
-        if cycles > 1 and changed_at:
-            at = np.asarray(changed_at) + 1
-            keep = at < cycles
-            deltas[at[keep], np.asarray(changed_index)[keep]] = np.asarray(changed_to)[keep]
-        counts = np.cumsum(deltas, axis=0) + start
+        # one row per counter, so that the running sums run along contiguous memory
+        deltas = np.zeros((stride, cycles), dtype=np.int64)
+        if changes:
+            code = np.asarray(changes, dtype=np.int64)
+            at, index = np.divmod(code >> 1, stride)
+            keep = at + 1 < cycles
+            deltas[index[keep], at[keep] + 1] = (code[keep] & 1) * 2 - 1
+        counts = np.cumsum(deltas, axis=1) + start[:, None]
         out = {
             "stall": np.array(stall, dtype=np.int64),
             "issue_accepted": np.array(accepted, dtype=np.int64),
         }
         for w in range(waves):
             for k, n in enumerate(names):
-                out[f"cnt[{w}].{n}"] = counts[:, w * size + k]
+                out[f"cnt[{w}].{n}"] = counts[w * size + k]
         out["err.overflow"] = np.array(overflow, dtype=np.int64)
         out["err.bad_wait"] = np.array(bad_wait, dtype=np.int64)
         if external:
