@@ -100,7 +100,8 @@ def words_from_columns(shape, columns, count):
     """Word array ``(count, W)`` of per-field columns (``{dotted path: integer array}``, each
     field's raw bits) laid out as ``shape``: the inverse of :func:`columns_from_words`.
 
-    Raises :class:`ValueError` naming a missing field or a column of the wrong length.
+    Raises :class:`ValueError` naming a missing field, a column of the wrong length or a value
+    that does not fit its field (``0 <= value < 2**width``: raw bits, never cut to the width).
     """
     out = np.zeros((count, word_count(shape)), dtype=np.uint64)
     for leaf in leaves(shape):
@@ -109,10 +110,17 @@ def words_from_columns(shape, columns, count):
         value = np.asarray(columns[leaf.path])
         if value.shape != (count,):
             raise ValueError(f"column `{leaf.path}` must have shape ({count},), not {value.shape}")
-        value = value.astype(np.int64).view(np.uint64) if value.dtype.kind == "i" else value
+        if value.dtype.kind not in "iu":
+            raise ValueError(f"column `{leaf.path}` must hold integers, not {value.dtype}")
+        # a value the field cannot hold is an error, never cut to the field's width
+        low = value.min(initial=0)
+        high = value.max(initial=0)
+        if low < 0 or (leaf.width < 64 and int(high) >> leaf.width):
+            row = int(np.flatnonzero((value < 0) | (value > (1 << leaf.width) - 1))[0])
+            raise ValueError(
+                f"column `{leaf.path}` row {row}: {int(value[row])} does not fit {leaf.width} bits"
+            )
         value = value.astype(np.uint64)
-        if leaf.width < 64:
-            value = value & np.uint64((1 << leaf.width) - 1)
         for word, below in _field_words(leaf):
             part = value << np.uint64(-below) if below < 0 else value >> np.uint64(below)
             out[:, word] |= part & np.uint64(0xFFFFFFFF)

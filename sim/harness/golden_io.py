@@ -43,6 +43,11 @@ class GoldenModel:
         self.kind = block.kind
         self.model = block.golden(**params)
         self._in_layout, self._out_layout = block.layouts(**params)
+        #: Rows per :meth:`rows` call that keep memory flat: a model on columns holds a few
+        #: integers per field and row, one on dictionaries a dictionary per row.
+        self.row_chunk = (
+            WORD_CHUNK if self.kind != "pipeline" and hasattr(self.model, "columns") else CHUNK
+        )
 
     def outputs(self, inputs):
         """Golden outputs (dictionaries) for a list of input dictionaries."""

@@ -97,3 +97,15 @@ def test_word_columns_round_trip_against_the_packer():
     columns.pop("stall")
     with pytest.raises(ValueError, match="`stall`"):
         words_from_columns(out_layout, columns, len(outputs))
+
+
+def test_a_value_the_field_cannot_hold_is_an_error():
+    params = BLOCK.resolve({})
+    _, out_layout = BLOCK.layouts(**params)
+    columns = {leaf.path: np.zeros(4, dtype=np.int64) for leaf in layouts.leaves(out_layout)}
+    columns["cnt[2].load"][3] = 64  # a 6-bit count
+    with pytest.raises(ValueError, match=r"`cnt\[2\].load` row 3: 64 does not fit 6 bits"):
+        words_from_columns(out_layout, columns, 4)
+    columns["cnt[2].load"][3] = -1
+    with pytest.raises(ValueError, match="row 3: -1"):
+        words_from_columns(out_layout, columns, 4)
