@@ -220,28 +220,35 @@ class WaitCountersModel:
         returning = returning.tolist()
         mask_of = {cls: sum(1 << k for k in ks) for cls, ks in targets_of.items()}
         bits_of = [[k for k in range(size) if m >> k & 1] for m in range(1 << size)]
+        # per cycle: 0 without an issue, else 1 + the mask of the counters the issue bumps
+        issue_code = []
+        for valid, cls in zip(i_valid, i_cls):
+            if not valid:
+                issue_code.append(0)
+            elif cls in mask_of:
+                issue_code.append(mask_of[cls] + 1)
+            else:
+                InstClass(cls)  # the error of an unknown class, as in step
+                raise ValueError(f"{cls} is not a valid InstClass")
+        record = changes.append
         for t in range(cycles):
             stall[t] = bits
-            accept = False
-            targets: tuple = ()
             target_mask = 0
             iw = i_wave[t]
-            if i_valid[t]:
-                targets = targets_of.get(i_cls[t])
-                if targets is None:
-                    InstClass(i_cls[t])  # the error of an unknown class, as in step
-                base = iw * size
+            code = issue_code[t]
+            if code:
                 accept = True
+                base = iw * size
                 if stall_policy:
-                    for k in targets:
+                    for k in bits_of[code - 1]:
                         if cnt[base + k] == maxes[k]:
                             accept = False
                             break
                 if accept:
                     accepted[t] = 1
-                    target_mask = mask_of[i_cls[t]]
+                    target_mask = code - 1
                     if saturate:
-                        for k in targets:
+                        for k in bits_of[target_mask]:
                             value = cnt[base + k]
                             same_cycle_return = r_valid[k][t] and r_wave[k][t] == iw and value
                             if value == maxes[k] and not same_cycle_return:
@@ -264,12 +271,12 @@ class WaitCountersModel:
                     j = inc * size + k
                     if cnt[j] < maxes[k]:
                         cnt[j] += 1
-                        changes.append(((t * stride + j) << 1) | 1)
+                        record(((t * stride + j) << 1) | 1)
                     touched.append(inc)
                 if dec >= 0:
                     j = dec * size + k
                     cnt[j] -= 1
-                    changes.append((t * stride + j) << 1)
+                    record((t * stride + j) << 1)
                     touched.append(dec)
             # a wave's wait ends once it does not stall; a new wait tightens the thresholds
             if waiting and bits.bit_count() != len(waiting):
