@@ -4,11 +4,16 @@ They define the behaviour of :mod:`gpurtl.hdl.waitcnt` bit for bit (see the RTL 
 the rules in words). Each model's ``step(inputs) -> outputs`` takes one cycle's input dictionary
 (fields as in the block's layouts), returns that cycle's outputs, then advances one clock.
 Written as plain Python over lists, independently of the RTL's structure.
+:meth:`WaitCountersModel.columns` runs the same rules over many cycles at once, on per-field
+columns (the compiled backend's batch check); it equals :meth:`WaitCountersModel.step` cycle by
+cycle.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from gpurtl.facts.waitcnt import MEMORY_DEFAULTS as _D
 from gpurtl.facts.waitcnt import SOPK_PREFIX, SOPP_PREFIX, InstClass, Profile, profile
@@ -140,6 +145,189 @@ class WaitCountersModel:
             w = wait["wave"]
             new_thr[w] = {n: min(new_thr[w][n], asked[n]) for n in names}
         self.cnt, self.thr = new_cnt, new_thr
+        return out
+
+    def columns(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Many clocks at once: the outputs of :meth:`step` cycle by cycle, as columns.
+
+        Parameters
+        ----------
+        inputs : dict
+            One sequence of per-cycle values for each input field, keyed by its dotted path in
+            the block's input layout (``"issue.valid"``, ``"wait.word"``, ``"ret.load.wave"``...).
+
+        Returns
+        -------
+        dict
+            One integer array for each output field, keyed by its dotted path (``"stall"``,
+            ``"cnt[3].load"``, ``"err.underflow.km"``...). The state carries over, as with
+            :meth:`step`, before and after.
+        """
+        prof, names, waves = self.prof, self.prof.counters, self.waves
+        size = len(names)
+        maxes = [self._max[n] for n in names]
+        position = {n: k for k, n in enumerate(names)}
+        targets_of = {
+            int(c.value): tuple(position[n] for n in prof.class_map[c]) for c in InstClass
+        }
+
+        def column(path):
+            return np.asarray(inputs[path]).tolist()
+
+        i_valid, i_wave, i_cls = column("issue.valid"), column("issue.wave"), column("issue.cls")
+        w_valid, w_wave, w_word = column("wait.valid"), column("wait.wave"), column("wait.word")
+        r_valid = [column(f"ret.{n}.valid") for n in names]
+        r_wave = [column(f"ret.{n}.wave") for n in names]
+        cycles = len(i_valid)
+        # the counts as one flat list (wave-major); the count outputs are rebuilt afterwards
+        # from the changes, so a cycle records only what it changes
+        cnt = [c[n] for c in self.cnt for n in names]
+        start = np.array(cnt, dtype=np.int64)
+        # threshold tuples of the waves with a wait pending; every other wave has no constraint
+        waiting = {
+            w: tuple(self.thr[w][n] for n in names)
+            for w in range(waves)
+            if self.thr[w] is not self._max
+        }
+
+        def stalled(w, thr):
+            base = w * size
+            for k in range(size):
+                if cnt[base + k] > thr[k]:
+                    return True
+            return False
+
+        bits = 0
+        for w, thr in waiting.items():
+            if stalled(w, thr):
+                bits |= 1 << w
+        stall = [0] * cycles
+        accepted = [0] * cycles
+        overflow = [0] * cycles
+        bad_wait = [0] * cycles
+        underflow = [[0] * cycles for _ in names]
+        # each change of a count, as one int: (cycle * counts + index) * 2 + (1: up, 0: down)
+        changes = []
+        stride = waves * size
+        decoded: dict[int, tuple | None] = {}
+        stall_policy = self.full_policy == "stall"
+        saturate = self.full_policy == "saturate"
+        external = self.external
+        # the counters a cycle may change: those with a return, and the issue's when accepted
+        returning = np.zeros(cycles, dtype=np.int64)
+        for k in range(size):
+            returning |= (np.asarray(r_valid[k], dtype=np.int64) != 0).astype(np.int64) << k
+        returning = returning.tolist()
+        mask_of = {cls: sum(1 << k for k in ks) for cls, ks in targets_of.items()}
+        bits_of = [[k for k in range(size) if m >> k & 1] for m in range(1 << size)]
+        # per cycle: 0 without an issue, else 1 + the mask of the counters the issue bumps
+        issue_code = []
+        for valid, cls in zip(i_valid, i_cls):
+            if not valid:
+                issue_code.append(0)
+            elif cls in mask_of:
+                issue_code.append(mask_of[cls] + 1)
+            else:
+                InstClass(cls)  # the error of an unknown class, as in step
+                raise ValueError(f"{cls} is not a valid InstClass")
+        record = changes.append
+        for t in range(cycles):
+            stall[t] = bits
+            target_mask = 0
+            iw = i_wave[t]
+            code = issue_code[t]
+            if code:
+                accept = True
+                base = iw * size
+                if stall_policy:
+                    for k in bits_of[code - 1]:
+                        if cnt[base + k] == maxes[k]:
+                            accept = False
+                            break
+                if accept:
+                    accepted[t] = 1
+                    target_mask = code - 1
+                    if saturate:
+                        for k in bits_of[target_mask]:
+                            value = cnt[base + k]
+                            same_cycle_return = r_valid[k][t] and r_wave[k][t] == iw and value
+                            if value == maxes[k] and not same_cycle_return:
+                                overflow[t] = 1
+            touched = []
+            ret_mask = returning[t]
+            for k in bits_of[ret_mask | target_mask]:
+                dec = -1
+                if ret_mask >> k & 1:
+                    rw = r_wave[k][t]
+                    if cnt[rw * size + k] == 0:
+                        if external:
+                            underflow[k][t] = 1
+                    else:
+                        dec = rw
+                inc = iw if target_mask >> k & 1 else -1
+                if inc == dec:
+                    continue
+                if inc >= 0:
+                    j = inc * size + k
+                    if cnt[j] < maxes[k]:
+                        cnt[j] += 1
+                        record(((t * stride + j) << 1) | 1)
+                    touched.append(inc)
+                if dec >= 0:
+                    j = dec * size + k
+                    cnt[j] -= 1
+                    record((t * stride + j) << 1)
+                    touched.append(dec)
+            # a wave's wait ends once it does not stall; a new wait tightens the thresholds
+            if waiting and bits.bit_count() != len(waiting):
+                waiting = {w: thr for w, thr in waiting.items() if bits >> w & 1}
+                touched.append(-1)  # the stall bits change
+            if w_valid[t]:
+                word = w_word[t]
+                if word in decoded:
+                    asked = decoded[word]
+                else:
+                    found = decode_wait(prof, word)
+                    asked = None if found is None else tuple(found[n] for n in names)
+                    decoded[word] = asked
+                if asked is None:
+                    bad_wait[t] = 1
+                elif 0 <= w_wave[t] < waves:
+                    ww = w_wave[t]
+                    waiting[ww] = tuple(map(min, waiting.get(ww, maxes), asked))
+                    touched.append(ww)
+            if touched:
+                bits = 0
+                for w, thr in waiting.items():
+                    # an unchanged wave still waiting was stalled at the start of this cycle
+                    if w not in touched or stalled(w, thr):
+                        bits |= 1 << w
+        self.cnt = [dict(zip(names, cnt[w * size : (w + 1) * size])) for w in range(waves)]
+        self.thr = [
+            dict(zip(names, waiting[w])) if w in waiting else self._max for w in range(waves)
+        ]
+        self._known = [(None, None, False)] * waves
+
+        # one row per counter, so that the running sums run along contiguous memory
+        deltas = np.zeros((stride, cycles), dtype=np.int64)
+        if changes:
+            code = np.asarray(changes, dtype=np.int64)
+            at, index = np.divmod(code >> 1, stride)
+            keep = at + 1 < cycles
+            deltas[index[keep], at[keep] + 1] = (code[keep] & 1) * 2 - 1
+        counts = np.cumsum(deltas, axis=1) + start[:, None]
+        out = {
+            "stall": np.array(stall, dtype=np.int64),
+            "issue_accepted": np.array(accepted, dtype=np.int64),
+        }
+        for w in range(waves):
+            for k, n in enumerate(names):
+                out[f"cnt[{w}].{n}"] = counts[w * size + k]
+        out["err.overflow"] = np.array(overflow, dtype=np.int64)
+        out["err.bad_wait"] = np.array(bad_wait, dtype=np.int64)
+        if external:
+            for k, n in enumerate(names):
+                out[f"err.underflow.{n}"] = np.array(underflow[k], dtype=np.int64)
         return out
 
 

@@ -10,9 +10,11 @@ convert to and from the bit patterns (ints) and dictionaries of the rest of the 
 import numpy as np
 from amaranth.hdl import Shape
 
-from .layouts import pack, unpack
+from .layouts import leaves, pack, unpack
 
 __all__ = [
+    "columns_from_words",
+    "words_from_columns",
     "dicts_from_words",
     "ints_from_words",
     "width_of",
@@ -65,3 +67,61 @@ def dicts_from_words(layout, words):
     if words.ndim != 2 or words.shape[1] != word_count(layout):
         raise ValueError(f"`words` must have shape (N, {word_count(layout)}), not {words.shape}")
     return [unpack(layout, value) for value in ints_from_words(words)]
+
+
+def _field_words(leaf):
+    if leaf.width > 64:
+        raise ValueError(f"field `{leaf.path}` must be at most 64 bits wide, not {leaf.width}")
+    first, end = leaf.offset // 32, leaf.offset + leaf.width
+    # (word, bits of the field below that word's bit 0; negative: the field starts inside it)
+    return [(word, word * 32 - leaf.offset) for word in range(first, (end + 31) // 32)]
+
+
+def columns_from_words(shape, words):
+    """Per-field columns of a word array laid out as ``shape``: ``{dotted path: uint64 array}``,
+    each the field's raw bits (an enumeration's value, a signed field's two's complement)."""
+    words = np.asarray(words, dtype=np.uint32)
+    if words.ndim != 2 or words.shape[1] != word_count(shape):
+        raise ValueError(f"`words` must have shape (N, {word_count(shape)}), not {words.shape}")
+    wide = words.astype(np.uint64)
+    columns = {}
+    for leaf in leaves(shape):
+        value = np.zeros(len(words), dtype=np.uint64)
+        for word, below in _field_words(leaf):
+            part = wide[:, word]
+            value |= part >> np.uint64(-below) if below < 0 else part << np.uint64(below)
+        if leaf.width < 64:
+            value &= np.uint64((1 << leaf.width) - 1)
+        columns[leaf.path] = value
+    return columns
+
+
+def words_from_columns(shape, columns, count):
+    """Word array ``(count, W)`` of per-field columns (``{dotted path: integer array}``, each
+    field's raw bits) laid out as ``shape``: the inverse of :func:`columns_from_words`.
+
+    Raises :class:`ValueError` naming a missing field, a column of the wrong length or a value
+    that does not fit its field (``0 <= value < 2**width``: raw bits, never cut to the width).
+    """
+    out = np.zeros((count, word_count(shape)), dtype=np.uint64)
+    for leaf in leaves(shape):
+        if leaf.path not in columns:
+            raise ValueError(f"the columns must have the field `{leaf.path}`")
+        value = np.asarray(columns[leaf.path])
+        if value.shape != (count,):
+            raise ValueError(f"column `{leaf.path}` must have shape ({count},), not {value.shape}")
+        if value.dtype.kind not in "iu":
+            raise ValueError(f"column `{leaf.path}` must hold integers, not {value.dtype}")
+        # a value the field cannot hold is an error, never cut to the field's width
+        low = value.min(initial=0)
+        high = value.max(initial=0)
+        if low < 0 or (leaf.width < 64 and int(high) >> leaf.width):
+            row = int(np.flatnonzero((value < 0) | (value > (1 << leaf.width) - 1))[0])
+            raise ValueError(
+                f"column `{leaf.path}` row {row}: {int(value[row])} does not fit {leaf.width} bits"
+            )
+        value = value.astype(np.uint64)
+        for word, below in _field_words(leaf):
+            part = value << np.uint64(-below) if below < 0 else value >> np.uint64(below)
+            out[:, word] |= part & np.uint64(0xFFFFFFFF)
+    return out.astype(np.uint32)

@@ -11,7 +11,7 @@ import collections
 import numpy as np
 
 from ..core import layouts
-from ..core.words import ints_from_words, words_from_ints
+from ..core.words import columns_from_words, ints_from_words, words_from_columns, words_from_ints
 
 __all__ = [
     "CHUNK",
@@ -43,6 +43,11 @@ class GoldenModel:
         self.kind = block.kind
         self.model = block.golden(**params)
         self._in_layout, self._out_layout = block.layouts(**params)
+        #: Rows per :meth:`rows` call that keep memory flat: a model on columns holds a few
+        #: integers per field and row, one on dictionaries a dictionary per row.
+        self.row_chunk = (
+            WORD_CHUNK if self.kind != "pipeline" and hasattr(self.model, "columns") else CHUNK
+        )
 
     def outputs(self, inputs):
         """Golden outputs (dictionaries) for a list of input dictionaries."""
@@ -60,12 +65,17 @@ class GoldenModel:
     def rows(self, rows):
         """Golden output word rows for input word rows (the block's ``golden_words`` hook when it
         has one and no state: a pipeline's hook sees each call's rows alone; else the model's own
-        ``rows`` method when it has one, e.g. a stateful pipeline's)."""
+        ``rows`` method when it has one, e.g. a stateful pipeline's; a cycle block's model with a
+        ``columns`` method runs on per-field columns, ``{dotted path: array}`` in and out)."""
         hook = getattr(self.block, "golden_words", None)
         if hook is not None and self.kind == "pipeline":
             return np.asarray(hook(rows, **self.params), dtype=np.uint32)
         if self.kind == "pipeline" and hasattr(self.model, "rows"):
             return np.asarray(self.model.rows(rows), dtype=np.uint32)
+        if self.kind != "pipeline" and hasattr(self.model, "columns"):
+            rows = np.asarray(rows)
+            outputs = self.model.columns(columns_from_words(self._in_layout, rows))
+            return words_from_columns(self._out_layout, outputs, len(rows))
         return words_from_ints(self._out_layout, self.bits(ints_from_words(rows)))
 
 

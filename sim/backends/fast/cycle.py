@@ -107,8 +107,8 @@ def check(block, params, *, count=None, seed=0, log=None, fp_cores="rtl", model=
             golden = GoldenModel(block, params)
             inputs = _rows(in_path, count, width_of(in_layout))
             outputs = _rows(out_path, count, width_of(out_layout))
-            for first in range(0, count, CHUNK):
-                want = golden.rows(np.asarray(inputs[first : first + CHUNK]))
+            for first in range(0, count, golden.row_chunk):
+                want = golden.rows(np.asarray(inputs[first : first + golden.row_chunk]))
                 comparator.rows(first, outputs[first : first + len(want)], want, _where)
             report.golden_seconds = time.monotonic() - started
             del inputs, outputs
