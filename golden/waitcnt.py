@@ -207,17 +207,17 @@ class WaitCountersModel:
         bad_wait = [0] * cycles
         underflow = [[0] * cycles for _ in names]
         # each change of a count, as one int: (cycle * counts + index) * 2 + (1: up, 0: down)
-        changes = []
+        changes: list[int] = []
         stride = waves * size
         decoded: dict[int, tuple | None] = {}
         stall_policy = self.full_policy == "stall"
         saturate = self.full_policy == "saturate"
         external = self.external
         # the counters a cycle may change: those with a return, and the issue's when accepted
-        returning = np.zeros(cycles, dtype=np.int64)
+        returning_bits = np.zeros(cycles, dtype=np.int64)
         for k in range(size):
-            returning |= (np.asarray(r_valid[k], dtype=np.int64) != 0).astype(np.int64) << k
-        returning = returning.tolist()
+            returning_bits |= (np.asarray(r_valid[k], dtype=np.int64) != 0).astype(np.int64) << k
+        returning = returning_bits.tolist()
         mask_of = {cls: sum(1 << k for k in ks) for cls, ks in targets_of.items()}
         bits_of = [[k for k in range(size) if m >> k & 1] for m in range(1 << size)]
         # per cycle: 0 without an issue, else 1 + the mask of the counters the issue bumps
@@ -311,10 +311,10 @@ class WaitCountersModel:
         # one row per counter, so that the running sums run along contiguous memory
         deltas = np.zeros((stride, cycles), dtype=np.int64)
         if changes:
-            code = np.asarray(changes, dtype=np.int64)
-            at, index = np.divmod(code >> 1, stride)
-            keep = at + 1 < cycles
-            deltas[index[keep], at[keep] + 1] = (code[keep] & 1) * 2 - 1
+            packed = np.asarray(changes, dtype=np.int64)
+            at_cycle, index = np.divmod(packed >> 1, stride)
+            keep = at_cycle + 1 < cycles
+            deltas[index[keep], at_cycle[keep] + 1] = (packed[keep] & 1) * 2 - 1
         counts = np.cumsum(deltas, axis=1) + start[:, None]
         out = {
             "stall": np.array(stall, dtype=np.int64),
