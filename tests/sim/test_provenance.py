@@ -109,8 +109,21 @@ def test_a_sweep_point_carries_it():
     check_record(result["provenance"], seeds={"seed": 6})
 
 
-@pytest.mark.parametrize("name", ["ooo-memory", "matrix", "stoc", "obb", "traversal"])
-def test_experiments_declare_their_seeds(name):
+def _data_experiments():
     from gpurtl.sim import experiments
 
-    assert isinstance(experiments.get(name).SEEDS, dict)
+    found = experiments.experiments()
+    return sorted(n for n, m in found.items() if hasattr(m, "measure") and hasattr(m, "report"))
+
+
+@pytest.mark.parametrize("name", _data_experiments())
+def test_every_experiment_declares_its_seeds_and_its_data_carries_the_record(name):
+    """The record :func:`gpurtl.sim.experiments.run` adds to each experiment's ``data.json``
+    (the quick runs themselves are the experiments' own, slow, tests)."""
+    from gpurtl.sim import experiments
+
+    module = experiments.get(name)
+    assert isinstance(module.SEEDS, dict)
+    check_record(experiments.run_provenance(module), seeds=module.SEEDS)
+    # No experiment keeps a record of its own: data.json's "provenance" is the common one.
+    assert not hasattr(module, "_provenance") and not hasattr(module, "_git")
