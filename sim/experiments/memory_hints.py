@@ -37,9 +37,6 @@ are choices, listed in ``docs/memory_hints.md``.
 """
 
 import math
-import platform
-import subprocess
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -177,39 +174,16 @@ def run_config(waves, warm, node_th, shade_th, policy):
     return out
 
 
+#: The seeds of the run's random numbers (recorded in its provenance; ``data.json``'s ``seeds``
+#: lists those a run used and each of its ``runs`` names its own).
+SEEDS = {"sampled waves and launch order": "0 to N - 1, N = --seeds (default 5; --quick 3)"}
+
 #: The metrics each configuration reports, with their labels.
 METRICS = {
     **{f"node_{name}": f"node hit rate at {name}" for name in CACHED},
     "utilization": "RA utilization",
     "cycles": "cycles",
 }
-
-
-def _provenance(seeds, quick, stream_lines, waves):
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = "unknown (not a git checkout)"
-    return {
-        "gpurtl": metadata.version("gpurtl"),
-        "commit": commit,
-        "seeds": list(seeds),
-        "quick": quick,
-        "stream_lines": stream_lines,
-        "waves_per_seed": waves,
-        "tools": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-        },
-        "models": "golden/bvh (wavefront loop), golden/cu (simulate), golden/memory (Hierarchy)",
-    }
 
 
 def arguments(parser):
@@ -257,7 +231,10 @@ def measure(
     if progress:
         progress(total, total, "done")
     return {
-        "provenance": _provenance(seeds, quick, stream_lines, n_waves),
+        "seeds": list(seeds),
+        "stream_lines": stream_lines,
+        "waves_per_seed": n_waves,
+        "models": "golden/bvh (wavefront loop), golden/cu (simulate), golden/memory (Hierarchy)",
         "scene": "bunny" if quick else "torus knot (golden.bvh.mesh.knot_mesh)",
         "node_lines": len(warm),
         "levels": [lv.as_dict() for lv in levels()],
@@ -350,7 +327,7 @@ def _plot(path, rows, data):
     right.tick_params(axis="x", labelsize=8, rotation=15)
     figure.suptitle(
         f"{data['scene']}: {data['node_lines']} node lines, "
-        f"{data['provenance']['stream_lines']} streaming lines per lane pair",
+        f"{data['stream_lines']} streaming lines per lane pair",
         fontsize=10,
     )
     figure.tight_layout()
@@ -364,10 +341,10 @@ def report(data, out_dir):
     ``summary.md``."""
     out_dir = Path(out_dir)
     rows = summarize(data)
-    seeds = data["provenance"]["seeds"]
+    seeds = data["seeds"]
     title = (
         f"Temporal hints in a traversal: {data['scene']}, {len(seeds)} seeds, "
-        f"{data['provenance']['waves_per_seed']} waves each"
+        f"{data['waves_per_seed']} waves each"
     )
     diff_rows = [
         {

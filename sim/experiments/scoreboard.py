@@ -20,10 +20,6 @@ the RTL's and the model's at once):
    :mod:`gpurtl.facts.sbid`).
 """
 
-import platform
-import subprocess
-from pathlib import Path
-
 from gpurtl.facts.sbid import CONFIGS
 from gpurtl.facts.waitcnt import InstClass, profile
 
@@ -37,6 +33,11 @@ DESCRIPTION = (
     "RDNA 3/4 wait counters vs Xe2/Xe3 scoreboard tokens: the cross-wave memory test and the "
     "outstanding-request limit at each occupancy"
 )
+
+#: Every workload is fixed: no random numbers (recorded in the run's provenance).
+SEEDS = {}
+#: How the RTL runs, recorded in ``data.json``.
+BACKEND = "pysim session, every cycle compared with the golden model"
 
 _LOAD = int(InstClass.VMEM_LOAD.value)
 
@@ -275,49 +276,6 @@ def _expected_limit(design, config_name, waves):
     return tokens, tokens * waves
 
 
-def _git(root, *args):
-    return subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
-    ).stdout.strip()
-
-
-def _commit(root):
-    """The checkout's commit (``"with uncommitted changes"`` when its tracked files differ), or
-    ``"not a git checkout"`` for an installed package."""
-    try:
-        top = _git(root, "rev-parse", "--show-toplevel")
-        if not top or Path(top).resolve() != root:
-            return "not a git checkout"
-        commit = _git(root, "rev-parse", "HEAD")
-        if _git(root, "status", "--porcelain", "--untracked-files=no"):
-            commit += " with uncommitted changes"
-        return commit
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _provenance(seeds):
-    """Which code and tools made the data (the experiment is deterministic: ``seeds`` lists
-    none)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    def ver(name):
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "not installed"
-
-    commit = _commit(Path(__file__).resolve().parents[2])
-    return {
-        "gpurtl": ver("gpurtl"),
-        "commit": commit,
-        "amaranth": ver("amaranth"),
-        "python": platform.python_version(),
-        "backend": "pysim session, every cycle compared with the golden model",
-        "seeds": seeds,
-    }
-
-
 def measure(*, quick=False, progress=None):
     """Both measurements (``quick``: fewer ``U`` and occupancy points, shorter latencies)."""
     unrolls = (1, 4, 24) if quick else (1, 2, 4, 8, 16, 24, 32)
@@ -377,7 +335,7 @@ def measure(*, quick=False, progress=None):
         "rows": rows,
         "miss_rows": miss_rows,
         "limits": limits,
-        "provenance": _provenance([]),
+        "backend": BACKEND,
     }
 
 
@@ -484,11 +442,7 @@ def report(data, out_dir):
         f"wait counters vs scoreboard tokens (hit {data['hit_latency']}, miss "
         f"{data['miss_latency']} cycles, {data['y_accesses']} Y accesses)"
     )
-    prov = data["provenance"]
-    made_by = (
-        f"Made by gpurtl {prov['gpurtl']} (commit {prov['commit']}), Amaranth {prov['amaranth']}, "
-        f"Python {prov['python']}; {prov['backend']}; deterministic (no random seeds)."
-    )
+    made_by = f"RTL: {data['backend']}; deterministic (no random seeds)."
     files = [
         write_csv(out_dir / "scoreboard.csv", rows),
         write_csv(out_dir / "scoreboard_x_misses.csv", data["miss_rows"]),

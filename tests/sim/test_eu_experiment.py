@@ -2,6 +2,7 @@
 quick run with its report."""
 
 import json
+from importlib import metadata
 
 import pytest
 
@@ -53,7 +54,9 @@ def test_quick_run_and_report(tmp_path):
     module = experiments.get("eu-issue")
     result = experiments.run(module, tmp_path, quick=True)
     data = json.loads((tmp_path / "data.json").read_text())
-    assert data["provenance"]["command"] == "gpurtl experiment eu-issue --quick"
+    prov = data["provenance"]
+    assert prov["gpurtl"] == metadata.version("gpurtl") and prov["commit"]
+    assert prov["seeds"] == eu_issue.SEEDS == {} and prov["tools"]["amaranth"]
     assert all(row["agree"] for row in data["rtl"]) and data["rtl"]
     assert eu_issue.hide_count(data["latency"], "hit") == 6
     assert eu_issue.hide_count(data["latency"], "miss") == 11

@@ -2,6 +2,7 @@
 code outgrows the cache, the Intel Gen-like cliffs, and the report written from data.json."""
 
 import json
+from importlib import metadata
 
 import numpy as np
 import pytest
@@ -56,9 +57,10 @@ def test_cliffs_finds_each_run_of_steep_steps():
 def test_quick_run_writes_report_and_provenance(tmp_path):
     result = experiments.run(ip, tmp_path, quick=True)
     data = json.loads((tmp_path / experiments.DATA).read_text())
-    assert (
-        data["provenance"]["seeds"] == [ip.SEEDS[0]] and data["provenance"]["experiment"] == ip.NAME
-    )
+    assert data["seeds"] == [ip.START_SEEDS[0]] and data["kernel_seed"] == ip.SEED
+    prov = data["provenance"]
+    assert prov["gpurtl"] == metadata.version("gpurtl") and prov["commit"]
+    assert prov["seeds"] == ip.SEEDS and prov["tools"]["numpy"] == np.__version__
     assert {r["config"] for r in data["rows"]} == set(ip.CONFIGS)
     rtl = {r["config"]: r for r in data["rtl"]["rows"]}
     assert set(rtl) == set(ip.RTL_CONFIGS) and all(

@@ -4,6 +4,7 @@ RT does) gives the baseline's numbers again, so the experiment tells the policie
 report writes its table, plot and provenance."""
 
 import json
+from importlib import metadata
 
 import pytest
 
@@ -52,15 +53,19 @@ def test_a_wrong_nt_policy_changes_the_result(data):
 def test_the_report_has_its_table_plot_and_provenance(data, tmp_path):
     module = experiments.get("memory-hints")
     assert module is E
-    (tmp_path / "data.json").write_text(experiments.dumps(data))
+    record = experiments.run_provenance(E)  # what `experiments.run` adds to the data
+    (tmp_path / "data.json").write_text(experiments.dumps({**data, experiments.PROVENANCE: record}))
     result = experiments.report(E, tmp_path)
     names = {p.rsplit("/", 1)[-1] for p in result["files"]}
     assert {"memory_hints.csv", "memory_hints.png", "summary.md", "data.json"} <= names
     summary = (tmp_path / "summary.md").read_text()
     assert "nt-stream" in summary and "[" in summary  # medians and the intervals
     saved = json.loads((tmp_path / "data.json").read_text())
+    assert saved["seeds"] == [0, 1] and saved["waves_per_seed"] == 40
     prov = saved["provenance"]
-    assert prov["seeds"] == [0, 1] and prov["gpurtl"] and prov["commit"]
+    assert prov == record and prov["gpurtl"] == metadata.version("gpurtl") and prov["commit"]
+    assert prov["seeds"] == E.SEEDS and prov["tools"]["numpy"]
+    assert "## Provenance" in summary and "sampled waves and launch order" in summary
     rows = E.summarize(saved)
     assert [r["config"] for r in rows] == ["baseline", "nt-stream", "nt-touch"]
     assert rows[0]["node_L0_diff"] == 0

@@ -109,8 +109,62 @@ def test_a_sweep_point_carries_it():
     check_record(result["provenance"], seeds={"seed": 6})
 
 
-@pytest.mark.parametrize("name", ["ooo-memory", "matrix", "stoc", "obb", "traversal"])
-def test_experiments_declare_their_seeds(name):
+def _data_experiments():
     from gpurtl.sim import experiments
 
-    assert isinstance(experiments.get(name).SEEDS, dict)
+    found = experiments.experiments()
+    return sorted(n for n, m in found.items() if hasattr(m, "measure") and hasattr(m, "report"))
+
+
+@pytest.mark.parametrize("name", _data_experiments())
+def test_every_experiment_declares_its_seeds_and_its_data_carries_the_record(name):
+    """The record :func:`gpurtl.sim.experiments.run` adds to each experiment's ``data.json``
+    (the quick runs themselves are the experiments' own, slow, tests)."""
+    from gpurtl.sim import experiments
+
+    module = experiments.get(name)
+    assert isinstance(module.SEEDS, dict)
+    check_record(experiments.run_provenance(module), seeds=module.SEEDS)
+    # No experiment keeps a record of its own: data.json's "provenance" is the common one.
+    assert not hasattr(module, "_provenance") and not hasattr(module, "_git")
+
+
+def _amaranths_yosys():
+    """The Yosys Amaranth itself picks, as the identity :func:`export._yosys_identity` gives:
+    the independent reference (Amaranth's own finder; the package does not import it)."""
+    from amaranth._toolchain.yosys import YosysError, find_yosys
+
+    try:
+        proxy = find_yosys(lambda version: version >= (0, 40))
+    except YosysError as error:
+        return f"none ({error})"
+    return f"{proxy.__name__} {proxy.version()}"
+
+
+@pytest.mark.parametrize(
+    "clauses",
+    [None, "builtin", "system", "system,builtin", "builtin,system", "bogus", "javascript"],
+)
+@pytest.mark.parametrize("system", ["none", "0.45+12", "0.9", "fails"])
+def test_the_yosys_identity_is_the_one_amaranth_runs(clauses, system, monkeypatch, tmp_path):
+    """Through public routes only (``AMARANTH_USE_YOSYS``, the wheel's metadata, ``yosys -V``),
+    the same Yosys and the same message as Amaranth's own finder, with a system Yosys that is
+    missing, new enough, too old or broken."""
+    from gpurtl.sim.core import export
+
+    if clauses is None:
+        monkeypatch.delenv("AMARANTH_USE_YOSYS", raising=False)
+    else:
+        monkeypatch.setenv("AMARANTH_USE_YOSYS", clauses)
+    monkeypatch.delenv("YOSYS", raising=False)
+    if system != "none":
+        tool = tmp_path / "yosys"
+        body = "echo boom >&2; exit 1" if system == "fails" else f"echo 'Yosys {system} (git)'"
+        tool.write_text(f"#!/bin/sh\n{body}\n")
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    export._yosys_identity.cache_clear()
+    try:
+        assert export._yosys_identity() == _amaranths_yosys()
+    finally:
+        export._yosys_identity.cache_clear()

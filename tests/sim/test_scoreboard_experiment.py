@@ -7,6 +7,7 @@ holds 63.
 """
 
 import json
+from importlib import metadata
 
 import pytest
 
@@ -50,5 +51,8 @@ def test_quick_run_writes_its_report(tmp_path):
     names = {p.rsplit("/", 1)[-1] for p in result["files"]}
     assert {"scoreboard.csv", "scoreboard_limits.csv", "scoreboard.png", "summary.md"} <= names
     data = json.loads((tmp_path / "data.json").read_text())
-    assert data["provenance"]["commit"] and data["provenance"]["backend"].startswith("pysim")
+    assert data["backend"].startswith("pysim")
+    prov = data["provenance"]
+    assert prov["gpurtl"] == metadata.version("gpurtl") and prov["commit"]
+    assert prov["seeds"] == scoreboard.SEEDS == {} and prov["tools"]["amaranth"]
     assert {r["per_simd"] for r in data["limits"] if r["key"] == "xe3"} == {320}

@@ -3,6 +3,7 @@ interface's keys in ``data.json``, the builds, the rays, the engine that can be 
 (slow) a real run on the Amaranth simulator with 0 mismatches."""
 
 import json
+from importlib import metadata
 
 import pytest
 
@@ -37,7 +38,11 @@ def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
     assert seen["backend"] == "verilator" and seen["scene"] == "terrain"
     assert data["scene"]["triangles"] >= 50_000
     assert data["instructions"] > 0 and data["cycles"] == 1234 and data["cpu_seconds"] > 0
-    assert (tmp_path / "traversal-rtl" / "summary.md").exists()
+    prov = data["provenance"]
+    assert prov["gpurtl"] == metadata.version("gpurtl") and prov["commit"]
+    assert prov["seeds"] == TR.SEEDS == {} and prov["tools"]["verilator"]
+    assert prov["command"].startswith("gpurtl experiment traversal-rtl --rays 40")
+    assert "## Provenance" in (tmp_path / "traversal-rtl" / "summary.md").read_text()
 
 
 def test_the_rays_are_whole_waves_at_the_image_centre():

@@ -41,11 +41,15 @@ __all__ = [
     "ENGINES",
     "IN_DEMO",
     "NAME",
+    "SEEDS",
     "arguments",
     "check_options",
     "measure",
     "report",
 ]
+
+#: Camera rays of a fixed image: no random numbers (recorded in the run's provenance).
+SEEDS = {}
 
 #: Not part of ``gpurtl demo``: even the quick run builds the RT unit RTL (minutes).
 IN_DEMO = False
