@@ -289,3 +289,82 @@ def test_sim_root_holds_packages_only():
     """The tools layer lives in ``sim/tools/``: no module lies loose at ``sim/``'s root."""
     loose = sorted(p.name for p in (ROOT / "sim").glob("*.py") if p.name != "__init__.py")
     assert loose == []
+
+
+#: Test files at the root of ``tests/<package>/`` that test no single module of it, with why.
+CROSS_CUTTING = {
+    "golden": {
+        "test_inst_prefetch_facts.py": "facts/inst_prefetch.py against LLVM's assembler",
+    },
+    "hdl": {
+        "test_lint.py": "every block's Verilog through Verilator's lint",
+        "test_style.py": "the style rules over every hdl module",
+    },
+    "sim": {
+        "test_registry_smoke.py": "every registered block on every backend",
+        "test_outside_example.py": "examples/icarus_fp32_add.py of docs/outside.md",
+        "test_session_example.py": "examples/closest_hit.py of docs/session.md",
+    },
+}
+
+
+def misplaced_tests(root, package):
+    """Test files under ``root/tests/<package>`` that do not mirror ``root/<package>``.
+
+    A test in a sub-folder must lie in a folder that mirrors a sub-package (a folder with an
+    ``__init__.py``) and is itself a package, so two tests of one name never collide in pytest's
+    module names. A test at the folder's root names a module at the package's root
+    (``test_fp32_convert.py`` for ``fp32.py``) or is listed in :data:`CROSS_CUTTING`.
+    """
+    tests, source = root / "tests" / package, root / package
+    modules = {p.stem for p in source.glob("*.py") if p.name != "__init__.py"}
+    bad = []
+    for path in sorted(tests.rglob("test_*.py")):
+        rel = path.relative_to(tests)
+        folders = rel.parent.parts
+        if not folders:
+            stem = path.stem.removeprefix("test_")
+            named = any(stem == m or stem.startswith(m + "_") for m in modules)
+            if not named and rel.name not in CROSS_CUTTING.get(package, {}):
+                bad.append(
+                    f"{rel}: names no module of {package}/ and is not listed as cross-cutting"
+                )
+            continue
+        for depth in range(1, len(folders) + 1):
+            part = Path(*folders[:depth])
+            if not (source / part / "__init__.py").is_file():
+                bad.append(f"{rel}: {package}/{part.as_posix()} is not a sub-package")
+                break
+            if not (tests / part / "__init__.py").is_file():
+                bad.append(f"{rel}: tests/{package}/{part.as_posix()} has no __init__.py")
+                break
+    return bad
+
+
+@pytest.mark.parametrize("package", ["golden", "hdl", "sim"])
+def test_tests_mirror_the_package(package):
+    """Each test file lies in the folder that mirrors the sub-package it tests."""
+    assert misplaced_tests(ROOT, package) == []
+
+
+def test_mirror_checker_flags_misplaced_tests(tmp_path):
+    for folder in ("golden/bvh", "tests/golden/bvh", "tests/golden/cu"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "golden/bvh/__init__.py").touch()
+    (tmp_path / "golden/fp32.py").touch()
+    for name in ("bvh/__init__.py", "bvh/test_mesh.py", "cu/test_model.py", "test_fp32_x.py"):
+        (tmp_path / "tests/golden" / name).touch()
+    (tmp_path / "tests/golden/test_bvh.py").touch()
+    (tmp_path / "tests/golden/test_inst_prefetch_facts.py").touch()
+    (tmp_path / "tests/golden/bvh/deep").mkdir()
+    (tmp_path / "tests/golden/bvh/deep/test_x.py").touch()
+    assert misplaced_tests(tmp_path, "golden") == [
+        "bvh/deep/test_x.py: golden/bvh/deep is not a sub-package",
+        "cu/test_model.py: golden/cu is not a sub-package",
+        "test_bvh.py: names no module of golden/ and is not listed as cross-cutting",
+    ]
+    (tmp_path / "golden/cu").mkdir()
+    (tmp_path / "golden/cu/__init__.py").touch()
+    assert "cu/test_model.py: tests/golden/cu has no __init__.py" in misplaced_tests(
+        tmp_path, "golden"
+    )

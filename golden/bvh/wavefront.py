@@ -34,7 +34,7 @@ Legacy structures run as one BLAS: RDNA 2/3 handle instances in shader code, not
 instruction (whose golden model returns no children for an instance node), and the per-wave loop
 has no model of that code either.
 
-``tests/golden/test_wavefront.py`` checks the per-step intersect results against
+``tests/golden/bvh/test_wavefront.py`` checks the per-step intersect results against
 :func:`gpurtl.golden.ray_accel.vector.batch.intersect_words` on the real node dwords and the whole loop
 (every step's node, the stack results, the closest hits) against the per-wave loop.
 
@@ -303,7 +303,7 @@ def box_slots(ptrs, valid, bmin, bmax, origin, inv_dir, extent, *, wide=None, de
     :func:`~gpurtl.golden.ray_accel.vector.batch_box.sort_slots`. The same decisions, because every
     value that reaches a decision is the IEEE binary32 result either way: the golden model only
     differs in NaN payloads and in the sign of zero of ``maxnum``/``minnum`` ties, and both feed
-    comparisons only (``-0 == +0``, NaN compares false). ``tests/golden/test_wavefront.py``
+    comparisons only (``-0 == +0``, NaN compares false). ``tests/golden/bvh/test_wavefront.py``
     checks the two on random and real nodes.
 
     Arrays are slot-major for speed: ``ptrs``/``valid`` (8, M), ``bmin``/``bmax`` float32

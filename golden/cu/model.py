@@ -206,7 +206,7 @@ def simulate(waves, params, *, counter_model=None, warm_lines=(), every_cycle=Fa
     waiting wave reads, a return leaving its queue) and steps the counter model on those.
     ``every_cycle`` steps the counter model and the return queues on every cycle instead: the
     plain clocked reference the event-stepped run must equal
-    (``tests/golden/test_memory_cu.py``)."""
+    (``tests/golden/memory/test_memory_cu.py``)."""
     p = params
     prof = profile(p.generation)
     nslots = p.simds * p.resident

@@ -36,7 +36,7 @@ stack can miss a hit.
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
 fetch. This loop is the independent reference of the wave-batched engine
 (:mod:`gpurtl.golden.bvh.wavefront`): one lane at a time through the golden ``intersect_wave`` and
-``ds_bvh_stack`` models, where the engine works on arrays (``tests/golden/test_wavefront.py``).
+``ds_bvh_stack`` models, where the engine works on arrays (``tests/golden/bvh/test_wavefront.py``).
 """
 
 import numpy as np

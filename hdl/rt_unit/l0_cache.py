@@ -31,7 +31,7 @@ a hit takes 1 cycle, a miss ``2 + memory latency + 2`` cycles plus one cycle for
 returned before it, fills wait while an earlier fill's targets leave, and a request waits
 (back-pressure) where the hierarchy would evict a pending line or take more targets than a miss
 register holds. Lookup results (hit, pending hit, miss) are the same for the same accepted
-request sequence and fill times (``tests/golden/test_l0_cache.py`` checks it).
+request sequence and fill times (``tests/golden/rt_unit/test_l0_cache.py`` checks it).
 """
 
 from types import SimpleNamespace

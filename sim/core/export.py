@@ -388,7 +388,7 @@ def convert(top, name, *, share=True):
     (:class:`SharedCores`) and the design instantiates it by name; the text is the design's
     modules followed by the cores'. ``share=False`` elaborates every core in place, as
     :func:`amaranth.back.verilog.convert` alone does. Both describe the same circuit
-    (``tests/sim/test_export_shared.py`` checks it with Yosys).
+    (``tests/sim/core/test_export_shared.py`` checks it with Yosys).
     """
     if not share:
         return verilog.convert(top, name=name, **VERILOG_OPTIONS)

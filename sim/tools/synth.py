@@ -20,7 +20,7 @@ but nothing is optimised across module boundaries, so the figures are an upper b
 ``convert(..., share=False)``, not on the one ``to_verilog`` writes). In particular each
 distinct FP32 core is exported once with all its results (:func:`gpurtl.sim.core.export.convert`),
 so a kept hierarchy also counts the registers and logic of the results that a core's parent
-never reads, which flat synthesis removes (``tests/sim/test_synth.py``).
+never reads, which flat synthesis removes (``tests/sim/tools/test_synth.py``).
 
 ``synth_ecp5`` maps LUTs with ``abc9``, which stops on an internal assertion for some designs
 (Yosys 0.70: ``ABC_OPS_REINTEGRATE`` fails ``GetSize(conn.first) == GetSize(conn.second)``, e.g.

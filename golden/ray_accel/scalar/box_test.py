@@ -28,7 +28,7 @@ Choices where the sources are silent (each documented here and in the RTL):
   grown value rounded once. ``g = 0`` skips the FMA (``fma(inf, 0, inf)`` would be NaN).
 * The reciprocal is ``golden/fp32.rcp`` (correctly rounded; the hardware's precision is unknown).
 
-Conservativeness (``tests/golden/test_ray_box.py`` checks it against exact rationals): every
+Conservativeness (``tests/golden/ray_accel/test_ray_box.py`` checks it against exact rationals): every
 computed ``t`` is the exact one times ``(1 + d1)(1 + d2)(1 + d3)`` with ``|di| <= 2**-24`` (rcp,
 sub, mul), so for a ray segment that touches the box ``tmin_fp / tmax_fp <= ((1+u)/(1-u))**3``,
 ``u = 2**-24``, about ``1 + 6u``; the FMA grow adds at most ``u`` of rounding. ``box_grow >= 8``

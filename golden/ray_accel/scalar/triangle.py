@@ -33,7 +33,7 @@ Per triangle (:func:`intersect`), vertices ``A, B, C`` = node ``v0, v1, v2``
    computed sign of each edge function never contradicts the exact sign of the (already rounded)
    2-D determinant (rounding is monotonic) and is exactly antisymmetric across a shared edge, a ray
    through a shared edge or vertex hits at least one (possibly both) of the adjacent triangles,
-   never neither; ``tests/golden/test_triangle.py`` checks this with rays aimed at shared edges
+   never neither; ``tests/golden/ray_accel/test_triangle.py`` checks this with rays aimed at shared edges
    and vertices.
 5. ``det = (U + V) + W``; ``Az = Sz*A'[kz]``, ``Bz = Sz*B'[kz]``, ``Cz = Sz*C'[kz]``;
    ``T = fma(W, Cz, fma(V, Bz, U*Az))``.
@@ -48,7 +48,7 @@ Range: FP32 only, without the paper's double-precision fallback. The edge functi
 of sheared coordinates relative to the origin, so they overflow (``inf - inf = NaN``, a miss) once
 those coordinates exceed about ``sqrt(FLT_MAX) ~ 1.8e19`` and flush towards zero (``det = 0``, a
 miss) below about ``1e-22``. Watertightness is guaranteed inside that range; outside it the test
-misses consistently (tests/golden/test_triangle.py ``test_dynamic_range``).
+misses consistently (tests/golden/ray_accel/test_triangle.py ``test_dynamic_range``).
 
 Result (:func:`triangle_pair_result`, gpurt ``rtip3_opcode_emulation.hlsl``
 ``IntersectTriangle3_1``), per triangle ``k`` of the pair (DW ``4k .. 4k+3``)

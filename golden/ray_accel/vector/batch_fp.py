@@ -8,7 +8,7 @@ slow. numpy's ``float32`` add, subtract and multiply are IEEE 754 binary32 opera
 nearest even with gradual underflow, so the only differences are the NaN patterns (fixed here by
 canonicalising) and flushing (done here on the inputs and the result, as the golden model does).
 ``fma``, ``rcp`` and the comparisons need no change of method: they already run on whole arrays
-(``fma`` and ``rcp`` through float64). ``tests/golden/test_ray_accel_batch.py`` checks every
+(``fma`` and ``rcp`` through float64). ``tests/golden/ray_accel/test_ray_accel_batch.py`` checks every
 function here against :mod:`gpurtl.golden.fp32` on the special values crossed with each other and
 on random patterns.
 

@@ -26,7 +26,7 @@ accelerator, 1.09x on its box-only build: see ``docs/simulation.md``). The C++
 
 The C++ is compiled with ``-ffp-contract=off`` (no fused multiply-add where the model rounds
 twice) and runs with the host's default rounding (to nearest even) and gradual underflow.
-Equivalence with the RTL is tested, not assumed (``tests/sim/test_fast_behavioural.py``).
+Equivalence with the RTL is tested, not assumed (``tests/sim/backends/fast/test_fast_behavioural.py``).
 """
 
 from amaranth.hdl import ClockSignal, Instance, Module

@@ -11,7 +11,7 @@ from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import export, registry
 from gpurtl.sim.harness import golden_io
 
-from ...sim.test_conformance import backend_params
+from ...sim.backends.test_conformance import backend_params
 
 BLOCK = registry.get("icache")
 

@@ -5,7 +5,7 @@ import pytest
 from gpurtl.golden.memory import Level
 from gpurtl.sim.experiments.traversal.memory import HierarchyMemory, run_l0
 
-from ..hdl.rt_unit.compiled import COCOTB
+from ....hdl.rt_unit.compiled import COCOTB
 
 
 def test_l0_session_with_the_hierarchy_behind_it():

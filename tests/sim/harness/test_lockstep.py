@@ -4,7 +4,7 @@ from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.harness import golden_io
 from gpurtl.sim.harness.engine import StallPattern
 
-from .toy import toy_block
+from ..toy import toy_block
 
 
 def test_correct_pipeline_passes_under_stalls():

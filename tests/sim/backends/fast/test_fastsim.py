@@ -14,7 +14,7 @@ from gpurtl.sim.harness import golden_io
 from gpurtl.sim.harness.engine import StallPattern
 from gpurtl.sim.harness.golden_io import batches
 
-from .toy import IN, OUT, ToyAdder, toy_block
+from ...toy import IN, OUT, ToyAdder, toy_block
 
 SMALLEST_RAY_ACCEL = {"engines": "1", "boxes_per_engine": "1", "triangles": "0", "transforms": "0"}
 

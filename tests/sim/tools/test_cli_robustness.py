@@ -22,7 +22,7 @@ from gpurtl.sim.tools.cli import build_parser, main
 
 from .test_cli_usage import one_line_error
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GPURTL = str(Path(sys.executable).parent / "gpurtl")
 
 
@@ -370,7 +370,7 @@ def _unused_elaboratable_warnings(action):
 def test_7_demo_and_bench_build_no_unused_components(tmp_path, monkeypatch):
     from gpurtl.sim.backends.fast import build
 
-    # the demo's traversal experiment: tests/sim/test_traversal.py::test_quick_experiment
+    # the demo's traversal experiment: tests/sim/experiments/traversal/test_traversal.py::test_quick_experiment
     block = registry.get("fp32_cmp")
     monkeypatch.setenv("GPURTL_CACHE", str(tmp_path))
     # bench's fast-stalled row: the block exported once, its latency read without a second copy
@@ -443,7 +443,7 @@ def test_7_misspelt_sweep_parameter_is_found_when_the_spec_loads(tmp_path):
 def test_7_quoted_infinity_and_nan_are_accepted(tmp_path, text, bits):
     from gpurtl.sim.core.jsonio import read_jsonl
 
-    from .toy import IN
+    from ..toy import IN
 
     source = tmp_path / "in.jsonl"
     source.write_text('{"a": 1, "b": 2, "f": %s}\n' % text)

@@ -53,7 +53,7 @@ def test_behavioural_units_agree_with_golden(unit, ftz):
 @pytest.mark.parametrize("ftz", [False, True])
 @pytest.mark.parametrize("unit", UNITS)
 def test_million_vectors_behavioural(unit, ftz):
-    """The same 10^6-vector check as the RTL units' (tests/sim/test_fastsim.py), on the
+    """The same 10^6-vector check as the RTL units' (tests/sim/backends/fast/test_fastsim.py), on the
     behavioural cores, with and without ``ftz``."""
     block = registry.get(f"fp32_{unit}")
     params = block.resolve({"ftz": str(ftz)})

@@ -18,7 +18,7 @@ from gpurtl.sim.harness.engine import UndefinedValue
 from gpurtl.sim.harness.report import cycles_per_second
 from gpurtl.sim.tools import cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(capsys, *argv):

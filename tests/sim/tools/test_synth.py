@@ -9,7 +9,7 @@ from gpurtl.sim.core import registry
 from gpurtl.sim.core.registry import Block, Param
 from gpurtl.sim.tools.synth import _last_step, critical_path, synthesize
 
-from .toy import CompareBank
+from ..toy import CompareBank
 
 
 def test_synth_only_estimate_matches_place_and_route(tmp_path):

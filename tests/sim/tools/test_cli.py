@@ -105,7 +105,7 @@ def test_user_mistakes_exit_2(capsys, argv, message):
 def test_missing_input_file_for_missing_field_without_default(tmp_path, capsys):
     from gpurtl.sim.core.jsonio import InputError, read_jsonl
 
-    from .toy import IN
+    from ..toy import IN
 
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1, "b": 2, "f": 1.5}\n{"a": 1, "f": "3f800000"}\n')
@@ -179,7 +179,7 @@ def test_run_ray_accel_on_a_user_written_instruction(tmp_path, capsys):
     assert out["status"] == 0
     assert dw[:8] == [ptr[1], ptr[2], ptr[0]] + [0xFFFFFFFF] * 5  # closest first, misses -1
     # The README's claim of how a miss looks in the output is what the output holds.
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     claim = re.search(r"misses print as (\S+)", readme).group(1)
     assert f", {claim}," in target.read_text()
 

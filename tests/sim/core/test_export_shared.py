@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In, Out
 from gpurtl.hdl.fp32 import FPAddCore, FPCmpCore, FPMulCore
 from gpurtl.sim.core import export, registry
 
-from .toy import CompareBank
+from ..toy import CompareBank
 
 _MODULES = re.compile(r"^module (\S+?)\s*\(", re.M)
 
@@ -173,7 +173,7 @@ def test_yosys_proves_the_shared_export_of_a_bank_of_compares_equal(tmp_path):
     """Three compare cores of which the design reads only ``lt``. The per-instance export drops
     each core's unread results (its module has no ``eq`` port and no register for it); the shared
     module keeps every result, so synthesis with the hierarchy kept maps them
-    (tests/sim/test_synth.py), while flattened, both exports are the same circuit."""
+    (tests/sim/tools/test_synth.py), while flattened, both exports are the same circuit."""
     gold, gate = _both_exports(lambda: CompareBank(3), "bank")
     assert _ports(gold, "\\bank.cmp0") == ["a", "b", "clk", "rst", "lt", "en"]
     assert set(_ports(gate, "bank__FPCmpCore_s1")) == set(_ports(gold, "\\bank.cmp0")) | {

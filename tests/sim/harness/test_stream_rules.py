@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.harness.engine import PortIO, StallPattern, StreamRuleError, drive_pipeline
 
-from .toy import IN, OUT, ToyAdder, toy_block
+from ..toy import IN, OUT, ToyAdder, toy_block
 
 
 class RecordingSink(PortIO):

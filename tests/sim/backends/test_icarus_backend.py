@@ -1,6 +1,6 @@
 """The ``icarus`` backend's refusals, checked before any simulation: no Icarus Verilog on PATH is
 one line naming what to install (exit 2), a waveform is refused, and ``gpurtl bench`` measures
-it only when named. Its runs are in tests/sim/test_conformance.py (``verilator`` tier)."""
+it only when named. Its runs are in tests/sim/backends/test_conformance.py (``verilator`` tier)."""
 
 import pytest
 

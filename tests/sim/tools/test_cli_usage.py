@@ -20,9 +20,9 @@ from gpurtl.sim.harness import golden_io, lockstep
 from gpurtl.sim.harness.report import Report
 from gpurtl.sim.tools.cli import main
 
-from .toy import toy_block
+from ..toy import toy_block
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(capsys, *argv):
@@ -51,7 +51,7 @@ def test_fp32_number_out_of_range_is_one_line(tmp_path, capsys, value):
 def test_largest_float_and_infinity_are_accepted(tmp_path):
     from gpurtl.sim.core.jsonio import read_jsonl
 
-    from .toy import IN
+    from ..toy import IN
 
     source = tmp_path / "in.jsonl"
     source.write_text('{"a": 1, "b": 2, "f": 3.4028235e38}\n{"a": 1, "b": 2, "f": Infinity}\n')

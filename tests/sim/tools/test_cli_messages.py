@@ -15,7 +15,7 @@ from gpurtl.sim.sweep import load_spec, pending, run_point, run_sweep, write_rep
 from gpurtl.sim.tools import cli
 from gpurtl.sim.tools.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(capsys, *argv):

@@ -12,7 +12,7 @@ from gpurtl.golden.bvh import mesh as M
 from gpurtl.sim.experiments.traversal import inputs
 from gpurtl.sim.tools.cli import main
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[3] / "data"
 OBJ = DATA / "tetra_pair.obj"
 
 
