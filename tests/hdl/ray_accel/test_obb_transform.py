@@ -22,7 +22,7 @@ def test_obb_transform_every_index():
     _check("obb_transform", 115, fma_stages=1)
 
 
-@pytest.mark.parametrize("count", [8, pytest.param(24, marks=pytest.mark.full)])
+@pytest.mark.parametrize("count", [4, pytest.param(24, marks=pytest.mark.full)])
 def test_obb_transform_dual_lanes(count):
     _check("obb_transform", count, fma_stages=2, lanes=2)
 

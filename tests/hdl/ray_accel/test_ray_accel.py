@@ -20,7 +20,7 @@ from .drive import run_lockstep
 BLOCK = registry.get("ray_accel")
 
 
-@pytest.mark.parametrize("count", [16, pytest.param(40, marks=pytest.mark.full)])
+@pytest.mark.parametrize("count", [8, pytest.param(40, marks=pytest.mark.full)])
 def test_box_build_lockstep_throughput_and_stalls(count):
     """Box paths only (2 engines x 4 boxes): one instruction per cycle, N in N - 1 + latency."""
     dut = run_lockstep("ray_accel", {"triangles": "0", "transforms": "0"}, count, seed=11)

@@ -14,6 +14,7 @@ from gpurtl.sim.tools.cli import main
 KEYS = {"rays", "instructions", "mismatches", "cycles", "cpu_seconds", "build"}
 
 
+@pytest.mark.full  # about 16 s of the golden loop: the full tier (CI) runs it
 def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
     """Through the command line with an engine that answers from the golden loop alone (the
     experiment's bookkeeping, not the RTL: the slow test below runs the RTL)."""
