@@ -17,6 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.inst_prefetch import MAX_DISTANCE, PREFETCH_LENGTH_BITS, ICacheGeometry
+from gpurtl.hdl.miss import request_lowest_unsent
 
 __all__ = ["ICache", "icache_signature"]
 
@@ -293,21 +294,8 @@ class ICache(wiring.Component):
                 m.d.sync += st.lru[s].eq(used)
 
     def _memory_request(self, m, st):
-        g = self.geometry
-        mshr, mem_req = st.mshr, st.mem_req
-        m.d.comb += [
-            self.mem_req.valid.eq(mem_req.valid),
-            self.mem_req.payload.line.eq(mem_req.line),
-        ]
-        with m.If(~mem_req.valid | self.mem_req.ready):
-            m.d.sync += mem_req.valid.eq(0)
-            for k in reversed(range(g.mshrs)):
-                with m.If(mshr[k].valid & ~mshr[k].sent):
-                    m.d.sync += [mem_req.valid.eq(1), mem_req.line.eq(mshr[k].line)]
-            with m.Switch(Cat(mshr[k].valid & ~mshr[k].sent for k in range(g.mshrs))):
-                for k in range(g.mshrs):
-                    with m.Case("-" * (g.mshrs - 1 - k) + "1" + "0" * k):
-                        m.d.sync += mshr[k].sent.eq(1)
+        """The memory request register takes the lowest miss register not yet requested."""
+        request_lowest_unsent(m, st.mshr, st.mem_req, self.mem_req)
 
     def _respond(self, m, st, dem, accept, out_free, answer_wait):
         out, pc = st.out, self.fetch.payload.pc

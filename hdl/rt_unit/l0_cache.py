@@ -43,6 +43,7 @@ from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.memory_hints import SCOPE_BITS, TH_BITS, L0Lookup
 from gpurtl.facts.rt_unit import LINE_BITS, L0Geometry
+from gpurtl.hdl.miss import request_lowest_unsent
 
 __all__ = ["L0Cache", "LINE_BITS", "l0_layouts", "l0_signature"]
 
@@ -299,20 +300,7 @@ class L0Cache(wiring.Component):
 
     def _memory_request(self, m, st):
         """The memory request register takes the lowest miss register not yet requested."""
-        mshr, mem_req = st.mshr, st.mem_req
-        m.d.comb += [
-            self.mem_req.valid.eq(mem_req.valid),
-            self.mem_req.payload.line.eq(mem_req.line),
-        ]
-        with m.If(~mem_req.valid | self.mem_req.ready):
-            m.d.sync += mem_req.valid.eq(0)
-            for k in reversed(range(self.mshrs)):
-                with m.If(mshr[k].valid & ~mshr[k].sent):
-                    m.d.sync += [mem_req.valid.eq(1), mem_req.line.eq(mshr[k].line)]
-            with m.Switch(Cat(mshr[k].valid & ~mshr[k].sent for k in range(self.mshrs))):
-                for k in range(self.mshrs):
-                    with m.Case("-" * (self.mshrs - 1 - k) + "1" + "0" * k):
-                        m.d.sync += mshr[k].sent.eq(1)
+        request_lowest_unsent(m, st.mshr, st.mem_req, self.mem_req)
 
     def _respond(self, m, st):
         """The response register: a fill's targets first, then a hit."""
