@@ -84,6 +84,11 @@ class Backend(abc.ABC):
                 f"the {self.name} backend runs {' and '.join(self.kinds)} blocks only; "
                 f"`{block.name}` is {kind} (use another --backend)"
             )
+        self.require_waveforms(vcd)
+
+    def require_waveforms(self, vcd: str | None) -> None:
+        """Raise :class:`~gpurtl.sim.core.registry.RegistryError` when ``vcd`` names a waveform
+        and this backend writes none."""
         if vcd and not self.waveforms:
             raise RegistryError(
                 f"the {self.name} backend writes no waveform; use a backend that does with --vcd"

@@ -135,7 +135,9 @@ def _seed_argument(p):
 
 
 def _backend_tools(args):
-    """A backend that compiles a model needs a C++ compiler and make: say so before any work."""
+    """A backend that compiles a model needs a C++ compiler and make: say so before any work
+    (after the mistakes in the command line itself, which need no tool to name)."""
+    BACKENDS[args.backend].require_waveforms(getattr(args, "vcd", None))
     BACKENDS[args.backend].require_tools()
 
 

@@ -17,14 +17,56 @@ from gpurtl.sim.core import export, ports, registry
 #: transactions (pipelines) or cycles (cycle-stepped blocks) of the short lockstep run
 COUNT = 24
 
+#: Blocks whose own test file runs them in lockstep on the Amaranth simulator in `make test`
+#: (the test named here), so that their run here, which costs seconds of elaboration each, is
+#: left to `make test-full`: test file, test function.
+OWN_PYSIM_TEST = {
+    "ray_triangle": (
+        "hdl/ray_accel/test_triangle_engine.py",
+        "test_lockstep_pysim_and_watertight_on_rtl",
+    ),
+    "ray_setup": ("hdl/ray_accel/test_components.py", "test_component_lockstep"),
+    "ray_box_engine": ("hdl/ray_accel/test_components.py", "test_component_lockstep"),
+    "ray_decode": ("hdl/ray_accel/test_components.py", "test_component_lockstep"),
+    "obb_transform": ("hdl/ray_accel/test_obb_transform.py", "test_obb_transform_dual_lanes"),
+    "instance_transform": ("hdl/ray_accel/test_obb_transform.py", "test_instance_transform"),
+    "matrix_core": ("hdl/matrix/test_core.py", "test_small_build_lockstep_can_fail"),
+}
 
-@pytest.mark.parametrize("name", [block.name for block in registry.blocks()])
+
+def _pysim_cases():
+    for block in registry.blocks():
+        marks = [pytest.mark.full] if block.name in OWN_PYSIM_TEST else []
+        yield pytest.param(block.name, marks=marks, id=block.name)
+
+
+@pytest.mark.parametrize("name", _pysim_cases())
 def test_block_builds_and_agrees_with_its_golden_model(name):
     block = registry.get(name)
     params = block.small_params()
     report = BACKENDS["pysim"].check(block, params, count=COUNT, seed=5)
     assert report.failed == 0, f"{name} {params}: {report.line()}; first: {report.first}"
     assert report.passed == COUNT
+
+
+def test_blocks_left_to_the_full_tier_run_on_pysim_in_their_own_test():
+    """Every block stays on the Amaranth simulator in `make test`: the test named for it exists,
+    is not moved out of the default tier, and names the block."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    tiers = {"full", "slow", "verilator"}
+    for name, (path, function) in OWN_PYSIM_TEST.items():
+        registry.get(name)
+        source = (root / path).read_text()
+        tree = ast.parse(source)
+        found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+        assert found, f"{path} has no {function} (named for {name})"
+        marks = {ast.unparse(d).split("(")[0].rsplit(".", 1)[-1] for d in found[0].decorator_list}
+        assert not marks & tiers, f"{path}::{function} is marked {marks & tiers}"
+        assert f'"{name}"' in source, f"{path} does not name {name}"
+        assert "pysim" in source or "run_lockstep" in source, f"{path} does not run pysim"
 
 
 def test_small_variants_name_real_parameters():
