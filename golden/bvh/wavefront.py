@@ -39,8 +39,8 @@ intersect instructions and stack instructions and takes every decision of the sh
 answers. Executors answer them; :func:`trace` drives it with the golden array executors
 (:func:`intersect_golden`, :func:`intersect_dual_golden`, :class:`GoldenStack`) or replaces the
 intersect step, the stack step and the choice of the rays that run each step (the scheduler) by
-its arguments (``bvh8``; ``sim/experiments/traversal/scale.py`` runs them on the RTL with a limit
-of resident waves). The per-wave loop (:func:`gpurtl.golden.traversal.loop.wave_program`) is the
+its arguments, in every mode (``sim/experiments/traversal/scale.py`` runs them on the RTL with a
+limit of resident waves). The per-wave loop (:func:`gpurtl.golden.traversal.loop.wave_program`) is the
 same generator on one wave with scalar executors: every step as the lanes' ``ray_accel`` and
 ``ds_bvh_stack`` instructions, answered by the golden ``intersect_wave`` and ``ds_bvh_stack``
 models or by RTL sessions (the RTL run with the CU model's timing, ``traversal --rtl``).
@@ -912,6 +912,7 @@ def trace(
     intersect=None,
     stack=None,
     schedule=None,
+    intersect_dual=None,
 ):
     """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`.
 
@@ -925,14 +926,16 @@ def trace(
     ``dwords``, ``origin``, ``dir``, ``extent``: the ray as the accelerator receives it) and what
     the step computed, for checking against the instruction model.
 
-    Executors (``bvh8`` mode): the loop's two instructions and its scheduler can be replaced, so
-    that one loop serves the golden model and runs on other models of the hardware (the RTL:
+    Executors: the loop's two instructions and its scheduler can be replaced, so that one loop
+    serves the golden model and runs on other models of the hardware (the RTL:
     ``sim/experiments/traversal/scale.py``); the shader side (the closest-hit update, the leaf's
     last-node pointer, the instance transition, first-hit termination, the decisions taken from
     the popped node, the walk-back) stays in :func:`steps`, which this function drives.
 
-    * ``intersect(tables, rays, r, rows, ptr, kinds)``: the intersect instructions of one step,
-      as :func:`intersect_golden` (the default) computes and returns them;
+    * ``intersect(tables, rays, r, rows, ptr, kinds)`` (``bvh8``): the intersect instructions of
+      one step, as :func:`intersect_golden` (the default) computes and returns them;
+    * ``intersect_dual(tables, rays, r, rows, ptrs, dual)`` (``bvh4``, ``bvh4x2``): the dual
+      intersect instructions of one step, as :func:`intersect_dual_golden` (the default);
     * ``stack(r, last, data)``: the stack instructions of one step, as :class:`GoldenStack` (the
       default, with ``stack_size`` entries) takes and answers them; ``pushed`` may be ``None``
       (not observed: the result then has no ``pushes`` counter);
@@ -941,11 +944,15 @@ def trace(
 
     The result's counters count per ray, so they do not depend on the schedule."""
     mode = _check(tables, mode, record)
-    if mode != "bvh8" and (intersect, stack, schedule) != (None, None, None):
-        raise ValueError("executors replace the steps of the bvh8 mode only")
+    if mode != "bvh8" and intersect is not None:
+        raise ValueError(
+            "`intersect` replaces the step of the bvh8 mode only (`intersect_dual`: legacy)"
+        )
+    if mode == "bvh8" and intersect_dual is not None:
+        raise ValueError("`intersect_dual` replaces the step of the legacy modes only")
     executors = {
         "intersect": intersect if intersect is not None else intersect_golden,
-        "intersect_dual": intersect_dual_golden,
+        "intersect_dual": intersect_dual if intersect_dual is not None else intersect_dual_golden,
         "stack": stack if stack is not None else GoldenStack(len(origins), stack_size, mode),
     }
     program = steps(
