@@ -1,11 +1,14 @@
-"""The experiments stay apart: no module of ``sim/experiments`` imports a private name (``_x``)
-from another package or from an experiment, or a private module, and no module imports another
-experiment's module; code two experiments share lives in a shared module (:data:`SHARED`) or
-further down, in ``golden``.
+"""The experiments stay apart: no module of ``sim/experiments`` imports a private module, a
+private name (``_x``) from another package or from another experiment, or another experiment's
+module; code two experiments share lives in a shared module (:data:`SHARED`), in the package of
+the experiments that share it, or further down, in ``golden``.
 
 An experiment is a module that defines ``NAME``; a module without ``NAME`` inside a package whose
 ``__init__`` defines one belongs to that package's experiment (``traversal/scale.py`` is a part of
-the ``traversal`` experiment). Every import is read with :mod:`ast`, imports inside functions too.
+the ``traversal`` experiment). The modules without ``NAME`` of an experiment package are its
+experiments' shared code (``traversal/scenes.py`` serves ``traversal`` and ``traversal-rtl``);
+at the folder's root, a module other experiments import is listed in :data:`SHARED`. Every
+import is read with :mod:`ast`, imports inside functions too.
 """
 
 import ast
@@ -23,8 +26,6 @@ PREFIX = "gpurtl.sim.experiments"
 SHARED = {
     PREFIX: "the experiments' framework (check_params, ExperimentFailed)",
     f"{PREFIX}.vgpr_sched": "the register-allocator experiments' RTL driver and wave scheduler",
-    f"{PREFIX}.traversal.scenes": "the traversal runs' scenes and cameras",
-    f"{PREFIX}.traversal.rtl": "the RT unit's RTL session loop, of traversal --rtl and traversal-rtl",
 }
 
 
@@ -89,24 +90,29 @@ def imports(tree, name, is_package, known):
 def violations(found, shared=SHARED):
     """One line per forbidden import of the modules ``found`` (as :func:`modules` returns)."""
     owner = owners(found)
+    named = {name for name, (tree, _) in found.items() if _defines_name(tree)}
     bad = []
     for name, (tree, is_package) in found.items():
         package = name if is_package else name.rpartition(".")[0]
+        mine = owner[name]
         for line, target, item in imports(tree, name, is_package, found):
             where = f"{name}:{line} imports {target}" + (f".{item}" if item else "")
-            target_package = target if found.get(target, (None, False))[1] else None
-            target_package = target_package or target.rpartition(".")[0]
             if _private(target):
                 bad.append(f"{where}: a private module")
             elif item and _private(item):
-                if target_package != package and target != package:
+                if target != package and target.rpartition(".")[0] != package:
                     bad.append(f"{where}: a private name from another package")
-                elif owner.get(target) is not None and owner.get(target) != owner[name]:
+                elif owner.get(target) is not None and owner[target] != mine:
                     bad.append(f"{where}: a private name from another experiment")
-            if target in found and target != name and target not in shared:
-                theirs = owner[target]
-                if theirs is None or theirs != owner[name]:
-                    bad.append(f"{where}: another experiment's module (or add it to SHARED)")
+            if target not in found or target == name:
+                continue
+            if target in named:
+                ok = target == mine  # a part of an experiment package reads its package
+            else:
+                sibling = target.rpartition(".")[0] == package != PREFIX
+                ok = target in shared or sibling or (mine is not None and owner[target] == mine)
+            if not ok:
+                bad.append(f"{where}: another experiment's module (or add it to SHARED)")
     return bad
 
 
@@ -124,34 +130,60 @@ def test_shared_modules_exist_and_are_no_experiments():
     assert owner[f"{PREFIX}.traversal.traversal_rtl"] == f"{PREFIX}.traversal.traversal_rtl"
 
 
+#: Made-up experiments: ``a`` and ``b`` at the root, a root module ``c`` listed as shared and
+#: ``d`` not listed; a package ``p`` (an experiment) holding the experiment ``p.q``, its part
+#: ``p.part`` and the shared ``p.common``.
+MADE_UP = {
+    "": "",
+    ".a": "NAME = 'a'\n",
+    ".b": "NAME = 'b'\n",
+    ".c": "def f():\n    pass\n",
+    ".d": "def f():\n    pass\n",
+    ".p": "NAME = 'p'\n",
+    ".p.q": "NAME = 'q'\n",
+    ".p.part": "def _g():\n    pass\n",
+    ".p.common": "def f():\n    pass\n",
+}
+
+
+def _made_up(module, source):
+    found = {}
+    for suffix, text in MADE_UP.items():
+        name = PREFIX + suffix
+        is_package = suffix in ("", ".p")
+        text = text + source if suffix == module else text
+        found[name] = (ast.parse(text), is_package)
+    return violations(found, shared={PREFIX: "", f"{PREFIX}.c": ""})
+
+
 @pytest.mark.parametrize(
-    ("source", "why"),
+    ("module", "source", "why"),
     [
-        ("from ._sched import run", "a private module"),
-        ("from gpurtl.golden.bvh.wavefront import _special", "another package"),
-        ("from .b import _helper", "another experiment"),
-        ("from . import b", "another experiment's module"),
-        ("def f():\n    from .b import measure", "another experiment's module"),
+        (".a", "from ._sched import run", "a private module"),
+        (".a", "from gpurtl.golden.bvh.wavefront import _special", "another package"),
+        (".a", "from .b import _helper", "another experiment"),
+        (".a", "from . import b", "another experiment's module"),
+        (".a", "def f():\n    from .b import measure", "another experiment's module"),
+        (".a", "from .d import f", "another experiment's module"),
+        (".a", "from .p.common import f", "another experiment's module"),
+        (".p.q", "from . import _steady", "a private name from another experiment"),
+        (".p.q", "from .part import _g", "a private name from another experiment"),
+        (".p.part", "from .q import measure", "another experiment's module"),
     ],
 )
-def test_the_check_fails_on_each_forbidden_import(source, why):
-    """Made-up experiments ``a`` and ``b`` (both define ``NAME``) and a shared module ``c``."""
-    found = {
-        PREFIX: (ast.parse(""), True),
-        f"{PREFIX}.a": (ast.parse(f"NAME = 'a'\n{source}\n"), False),
-        f"{PREFIX}.b": (ast.parse("NAME = 'b'\n"), False),
-        f"{PREFIX}.c": (ast.parse("def _x():\n    pass\n"), False),
-    }
-    bad = violations(found, shared={PREFIX: "", f"{PREFIX}.c": ""})
+def test_the_check_fails_on_each_forbidden_import(module, source, why):
+    bad = _made_up(module, source)
     assert len(bad) >= 1 and any(why in line for line in bad), bad
 
 
-def test_the_check_passes_shared_and_own_modules():
-    found = {
-        PREFIX: (ast.parse(""), True),
-        f"{PREFIX}.a": (ast.parse("NAME = 'a'\nfrom .c import f\nfrom . import check\n"), False),
-        f"{PREFIX}.c": (ast.parse("def f():\n    pass\n"), False),
-        f"{PREFIX}.p": (ast.parse("NAME = 'p'\nfrom . import part\n"), True),
-        f"{PREFIX}.p.part": (ast.parse("from . import _own\n"), False),
-    }
-    assert violations(found, shared={PREFIX: "", f"{PREFIX}.c": ""}) == []
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        (".a", "from .c import f\nfrom . import check_params"),
+        (".p.q", "from .common import f\nfrom . import common\nfrom .part import g"),
+        (".p.part", "from . import _own\nfrom .common import f"),
+        (".p", "from . import part\nfrom .part import _g"),
+    ],
+)
+def test_the_check_passes_shared_and_own_modules(module, source):
+    assert _made_up(module, source) == []
