@@ -1,4 +1,14 @@
-"""Closest-hit traversal of built BVHs, counting the work per ray.
+"""Closest-hit traversal of built BVHs, counting the work per ray: the independent reference of
+the traversal loop.
+
+The package's traversal loop, bit exact and with the LDS stack, is
+:func:`gpurtl.golden.bvh.wavefront.steps`; this module is deliberately a different traversal,
+for checking it and for what it alone counts: an unbounded stack of node objects, leaves tested
+in float64 against the mesh's triangles (not the encoded triangle pairs), and the per-node
+counters below (child boxes that passed, rotated nodes, leaves) that the OBB experiment reports
+for builders' structures of any width. The tests compare the loop's closest hits with it
+(``tests/sim/experiments/traversal/test_traversal.py``) and it with a brute-force test of every
+triangle (``tests/golden/bvh/test_bvh.py``).
 
 Two models of the same traversal loop (the driver's loop of ``TraceRay3_1.hlsl`` reduced to its
 order: the accelerator returns a node's children sorted -- primitives first, then boxes, each by

@@ -1,8 +1,8 @@
-"""The driver's BVH traversal loop for millions of rays at once, bit exact step by step.
+"""The driver's BVH traversal loop, the package's one loop: millions of rays at once, or one wave,
+bit exact step by step.
 
 Every ray runs the loop of gpurt ``src/shaders/TraceRay3_1.hlsl`` (``TraceRayImpl3_1``) as the
-hardware sees it, exactly as the per-wave loop of the traversal experiment
-(``golden/traversal/loop.py``) does, in one of three modes:
+hardware sees it, in one of three modes:
 
 * ``bvh8`` (RDNA 4): ``image_bvh8_intersect_ray`` on one BVH8 node, triangle pair or instance
   node a step, leaf handling with the primitive-range update, instance transitions,
@@ -34,18 +34,24 @@ Legacy structures run as one BLAS: RDNA 2/3 handle instances in shader code, not
 instruction (whose golden model returns no children for an instance node), and the per-wave loop
 has no model of that code either.
 
+The loop is written once, as a generator (:func:`steps`) that asks its driver for each step's
+intersect instructions and stack instructions and takes every decision of the shader from the
+answers. Executors answer them; :func:`trace` drives it with the golden array executors
+(:func:`intersect_golden`, :func:`intersect_dual_golden`, :class:`GoldenStack`) or replaces the
+intersect step, the stack step and the choice of the rays that run each step (the scheduler) by
+its arguments, in every mode (``sim/experiments/traversal/scale.py`` runs them on the RTL with a
+limit of resident waves). The per-wave loop (:func:`gpurtl.golden.traversal.loop.wave_program`) is the
+same generator on one wave with scalar executors: every step as the lanes' ``ray_accel`` and
+``ds_bvh_stack`` instructions, answered by the golden ``intersect_wave`` and ``ds_bvh_stack``
+models or by RTL sessions (the RTL run with the CU model's timing, ``traversal --rtl``).
+
 ``tests/golden/bvh/test_wavefront.py`` checks the per-step intersect results against
-:func:`gpurtl.golden.ray_accel.vector.batch.intersect_words` on the real node dwords and the whole loop
-(every step's node, the stack results, the closest hits) against the per-wave loop.
+:func:`gpurtl.golden.ray_accel.vector.batch.intersect_words` on the real node dwords, the array
+and the scalar executors' answers on every step of a wave, the whole loop against the per-wave
+loop, and the closest hits against a brute-force float64 test of every triangle.
 
 Ray flags: ``first_hit`` ends a ray at its first accepted hit (``RAY_FLAG_ACCEPT_FIRST_HIT_AND_
 END_SEARCH``, the shadow- and AO-ray setting). ``tmax`` is the initial ray extent.
-
-Executors (``bvh8``): :func:`trace` takes the intersect step, the stack step and the choice of
-the rays that run each step as replaceable functions (defaults: :func:`intersect_golden`,
-:class:`GoldenStack`, every active ray), so that one loop, with the shader's decisions written
-once, also runs on other models of the two instructions (``sim/experiments/traversal/scale.py``
-runs them on the RTL with a limit of resident waves).
 
 Records (``bvh8``): for the rays of ``record`` (a boolean mask) every step's ray index, step
 number, node address (byte VA), node kind and test counts are kept, for the cycle model to replay
@@ -71,7 +77,10 @@ __all__ = [
     "Rays",
     "Tables",
     "box_slots",
+    "drive",
+    "intersect_dual_golden",
     "intersect_golden",
+    "steps",
     "trace",
 ]
 
@@ -243,8 +252,11 @@ class Tables:
                     ] = leaf.index
 
     def _legacy_tris(self, row):
-        """Triangle ids of a legacy node's type 0 and type 1 (the builder's pair)."""
-        t0, t1 = self._leaf_of_row[row].legacy_tris
+        """Triangle ids of a legacy node's type 0 and type 1 (the builder's pair; a leaf of
+        one triangle, without a pair, is reached as type 0 only)."""
+        leaf = self._leaf_of_row[row]
+        pair = getattr(leaf, "legacy_tris", None)
+        t0, t1 = pair if pair else (leaf.prims[0], leaf.prims[0])
         return t0, t1
 
     def row(self, bvh, ptr):
@@ -683,11 +695,12 @@ def intersect_golden(tb, ray, r, rows, ptr, kinds):
     return box, pair, inst
 
 
-def _bvh8_step(tb, ray, r, rows, node, first_hit, probe, intersect):
+def _bvh8_step(tb, ray, r, rows, node, first_hit, probe, walking):
     """One ``image_bvh8_intersect_ray`` per ray ``r`` (a box, a triangle pair or an instance
-    node) by ``intersect`` and the shader's handling of its results: the closest-hit update,
-    the leaf's last-node pointer, the instance transition; ``(data, last, stop, box_tests,
-    tri_tests)``."""
+    node), asked of the driver (``("intersect", args, info)``, answered as
+    :func:`intersect_golden` answers), and the shader's handling of its results: the closest-hit
+    update, the leaf's last-node pointer, the instance transition; a generator returning
+    ``(data, last, stop, box_tests, tri_tests)``."""
     m = len(r)
     kind = tb.kind[rows]
     data = np.full((m, 8), _INV, np.uint32)
@@ -696,7 +709,11 @@ def _bvh8_step(tb, ray, r, rows, node, first_hit, probe, intersect):
     box_tests = np.zeros(m, np.int64)
     tri_tests = np.zeros(m, np.int64)
     stop = np.zeros(m, bool)
-    box, pair, inst = intersect(tb, ray, r, rows, node[r], (kb, kp, ki))
+    box, pair, inst = yield (
+        "intersect",
+        (tb, ray, r, rows, node[r], (kb, kp, ki)),
+        {"walking": walking},
+    )
     if box is not None:
         rb = r[kb]
         data[kb] = box
@@ -760,24 +777,22 @@ def _legacy_tri(tb, rows, ptrs, origin, setup):
     return np.where(hit, t, _POS_INF).view(np.float32)
 
 
-def _legacy_step(tb, ray, r, node, node2, dual, first_hit, probe):
-    """One ``image_bvh_dual_intersect_ray`` per ray ``r`` on legacy nodes ``node`` and, where it
-    is a node (``dual``), ``node2``; the shader's triangle handling (a closer ``t_num / t_den``
-    becomes the hit; after triangle 1 of a paired node, triangle 0 is pushed as the next node).
-    The unused second node is an empty box. ``(data, last, stop, box_tests, tri_tests,
-    fetches)``; ``data`` holds the 8 stack slots (slots 4-7 unused by ``push4_pop1``)."""
+def intersect_dual_golden(tb, ray, r, rows, ptrs, dual):
+    """The loop's default intersect step of the legacy modes: ``image_bvh_dual_intersect_ray``
+    of rays ``r`` (in the state ``ray``) on the two nodes ``ptrs`` (uint32 (M,) each; the second
+    is ``0x5``, an empty box that is not fetched, where the step has one node), at ``rows`` (the
+    second -1 where it is that empty box), by the golden array paths; ``dual``: the descriptor's
+    ``wide_sort`` (two boxes sorted together, ``bvh4x2``).
+
+    Returns ``(slots, t)``: the box halves' sorted result pointers (uint32 (M, 8): DW0-7 where
+    both nodes are boxes, else DW0-3 or DW4-7 of the box half, ``INVALID_NODE`` in a triangle
+    half) and the triangle halves' distances ``t_num / t_den`` as the shader divides them
+    (float32 (M, 2), +inf for a miss and in a box half)."""
     m = len(r)
-    where = ray.where[r]
-    extent = ray.t_hit[r]  # the instruction's extent: the closest hit before this step
-    two = ~_special(node2)
-    rows = [tb.row(where, node), np.full(m, -1, np.int64)]
-    rows[1][two] = tb.row(where[two], node2[two])
-    ptrs = [node, np.where(two, node2, np.uint32(_NULL_PTR))]
-    is_box = [(node & 7) == 5, ~two | ((node2 & 7) == 5)]
-    box_tests = np.zeros(m, np.int64)
-    tri_tests = np.zeros(m, np.int64)
+    extent = ray.t_hit[r]
+    is_box = [(ptrs[0] & 7) == 5, (ptrs[1] & 7) == 5]
+    real_box = [is_box[0], is_box[1] & (rows[1] >= 0)]
     out = np.full((m, 8), _INV, np.uint32)
-    real_box = [is_box[0], is_box[1] & two]
     anybox = np.nonzero(real_box[0] | real_box[1])[0]
     if len(anybox):
         k = len(anybox)
@@ -788,7 +803,6 @@ def _legacy_step(tb, ray, r, node, node2, dual, first_hit, probe):
         for h in (0, 1):
             sel = real_box[h][anybox]
             bi = tb.box_index[rows[h][anybox[sel]]]
-            box_tests[anybox[sel]] += tb.box_count[bi]
             slots = slice(4 * h, 4 * h + 4)
             ptr8[slots, sel] = tb.box_ptr_t[:, bi]
             valid8[slots, sel] = tb.box_valid_t[:, bi]
@@ -808,16 +822,46 @@ def _legacy_step(tb, ray, r, node, node2, dual, first_hit, probe):
             wide=np.broadcast_to(wide, (k,)),
             dedup=False,
         )
-    data = out.copy()
-    accepted = np.zeros(m, bool)
     t_out = np.full((m, 2), np.inf, np.float32)
+    for h in (0, 1):
+        tri = ~is_box[h]
+        if tri.any():
+            rt = r[tri]
+            t_out[tri, h] = _legacy_tri(
+                tb, rows[h][tri], ptrs[h][tri], ray.o[rt], [x[rt] for x in ray.setup]
+            )
+    return out, t_out
+
+
+def _legacy_step(tb, ray, r, node, node2, dual, first_hit, probe, walking):
+    """One ``image_bvh_dual_intersect_ray`` per ray ``r`` on legacy nodes ``node`` and, where it
+    is a node (``dual``), ``node2``, asked of the driver (``("intersect_dual", args, info)``,
+    answered as :func:`intersect_dual_golden` answers), and the shader's triangle handling (a
+    closer ``t_num / t_den`` becomes the hit; after triangle 1 of a paired node, triangle 0 is
+    pushed as the next node). A generator returning ``(data, last, stop, box_tests, tri_tests,
+    fetches)``; ``data`` holds the 8 stack slots (slots 4-7 unused by ``push4_pop1``)."""
+    m = len(r)
+    where = ray.where[r]
+    extent = ray.t_hit[r].copy()  # the instruction's extent: the closest hit before this step
+    two = ~_special(node2)
+    rows = [tb.row(where, node), np.full(m, -1, np.int64)]
+    rows[1][two] = tb.row(where[two], node2[two])
+    ptrs = [node, np.where(two, node2, np.uint32(_NULL_PTR))]
+    is_box = [(node & 7) == 5, ~two | ((node2 & 7) == 5)]
+    box_tests = np.zeros(m, np.int64)
+    tri_tests = np.zeros(m, np.int64)
+    for h in (0, 1):
+        sel = is_box[h] & (rows[h] >= 0)
+        box_tests[sel] += tb.box_count[tb.box_index[rows[h][sel]]]
+    out, t_out = yield ("intersect_dual", (tb, ray, r, rows, ptrs, dual), {"walking": walking})
+    data = np.array(out, np.uint32)
+    accepted = np.zeros(m, bool)
     for h in (0, 1):
         tri = ~is_box[h]
         if not tri.any():
             continue
         rt, p = r[tri], ptrs[h][tri]
-        t = _legacy_tri(tb, rows[h][tri], p, ray.o[rt], [x[rt] for x in ray.setup])
-        t_out[tri, h] = t
+        t = t_out[tri, h]
         tri_tests[tri] += 1
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(t) & (t >= 0) & (t < ray.t_hit[rt].view(np.float32))
@@ -868,6 +912,7 @@ def trace(
     intersect=None,
     stack=None,
     schedule=None,
+    intersect_dual=None,
 ):
     """Run the loop for rays ``origins``/``dirs`` (float arrays (N, 3)); a :class:`Result`.
 
@@ -881,14 +926,16 @@ def trace(
     ``dwords``, ``origin``, ``dir``, ``extent``: the ray as the accelerator receives it) and what
     the step computed, for checking against the instruction model.
 
-    Executors (``bvh8`` mode): the loop's two instructions and its scheduler can be replaced, so
-    that one loop serves the golden model and runs on other models of the hardware (the RTL:
+    Executors: the loop's two instructions and its scheduler can be replaced, so that one loop
+    serves the golden model and runs on other models of the hardware (the RTL:
     ``sim/experiments/traversal/scale.py``); the shader side (the closest-hit update, the leaf's
     last-node pointer, the instance transition, first-hit termination, the decisions taken from
-    the popped node, the walk-back) stays here.
+    the popped node, the walk-back) stays in :func:`steps`, which this function drives.
 
-    * ``intersect(tables, rays, r, rows, ptr, kinds)``: the intersect instructions of one step,
-      as :func:`intersect_golden` (the default) computes and returns them;
+    * ``intersect(tables, rays, r, rows, ptr, kinds)`` (``bvh8``): the intersect instructions of
+      one step, as :func:`intersect_golden` (the default) computes and returns them;
+    * ``intersect_dual(tables, rays, r, rows, ptrs, dual)`` (``bvh4``, ``bvh4x2``): the dual
+      intersect instructions of one step, as :func:`intersect_dual_golden` (the default);
     * ``stack(r, last, data)``: the stack instructions of one step, as :class:`GoldenStack` (the
       default, with ``stack_size`` entries) takes and answers them; ``pushed`` may be ``None``
       (not observed: the result then has no ``pushes`` counter);
@@ -896,7 +943,45 @@ def trace(
       (N,) bool); the default runs them all. The loop ends when it returns none.
 
     The result's counters count per ray, so they do not depend on the schedule."""
-    tb = tables
+    mode = _check(tables, mode, record)
+    if mode != "bvh8" and intersect is not None:
+        raise ValueError(
+            "`intersect` replaces the step of the bvh8 mode only (`intersect_dual`: legacy)"
+        )
+    if mode == "bvh8" and intersect_dual is not None:
+        raise ValueError("`intersect_dual` replaces the step of the legacy modes only")
+    executors = {
+        "intersect": intersect if intersect is not None else intersect_golden,
+        "intersect_dual": intersect_dual if intersect_dual is not None else intersect_dual_golden,
+        "stack": stack if stack is not None else GoldenStack(len(origins), stack_size, mode),
+    }
+    program = steps(
+        tables,
+        origins,
+        dirs,
+        mode=mode,
+        tmax=tmax,
+        first_hit=first_hit,
+        record=record,
+        probe=probe,
+        schedule=schedule,
+    )
+    return drive(program, executors)
+
+
+def drive(program, executors):
+    """Run ``program`` (a :func:`steps` generator) to its end, answering each request
+    ``(kind, args, info)`` with ``executors[kind](*args)``; the program's :class:`Result`."""
+    message = next(program)
+    while True:
+        kind, args, _info = message
+        try:
+            message = program.send(executors[kind](*args))
+        except StopIteration as stop:
+            return stop.value
+
+
+def _check(tb, mode, record):
     if mode is None:
         mode = "bvh4" if tb.legacy else "bvh8"
     if mode not in MODES:
@@ -905,12 +990,40 @@ def trace(
         raise ValueError(f"mode {mode!r} does not run {tb.top.encoding} nodes")
     if record is not None and tb.legacy:
         raise ValueError("step records are kept for the bvh8 mode only")
-    if mode != "bvh8" and (intersect, stack, schedule) != (None, None, None):
-        raise ValueError("executors replace the steps of the bvh8 mode only")
-    if intersect is None:
-        intersect = intersect_golden
-    if stack is None:
-        stack = GoldenStack(len(origins), stack_size, mode)
+    return mode
+
+
+def steps(
+    tables,
+    origins,
+    dirs,
+    *,
+    mode=None,
+    tmax=None,
+    first_hit=False,
+    record=None,
+    probe=None,
+    schedule=None,
+):
+    """The traversal loop, every decision of the shader written once, as a generator that leaves
+    its instructions to its driver (:func:`drive`, :func:`trace`, the per-wave loop
+    :func:`gpurtl.golden.traversal.loop.wave_program`). Arguments as :func:`trace` has them;
+    ``schedule(active)`` picks the rays of each step (default: every active ray).
+
+    Each step of the chosen rays ``r`` (ascending indices when the scheduler gives them so)
+    yields, and expects the answer of:
+
+    * ``("intersect", (tables, rays, r, rows, ptr, kinds), info)`` (``bvh8``): answered as
+      :func:`intersect_golden` answers;
+    * ``("intersect_dual", (tables, rays, r, rows, ptrs, dual), info)`` (``bvh4``, ``bvh4x2``):
+      answered as :func:`intersect_dual_golden` answers;
+    * then ``("stack", (r, last, data), {})`` for the rays that go on: answered as
+      :class:`GoldenStack` answers.
+
+    ``info["walking"]``: which of the rays take a walk-back step (the stack had overflowed).
+    Returns the :class:`Result`."""
+    tb = tables
+    mode = _check(tb, mode, record)
     n = len(origins)
     ray = Rays(origins, dirs, tmax)
     node = np.full(n, ROOT_NODE_PTR, np.uint32)
@@ -929,14 +1042,14 @@ def trace(
         counts["steps"][r] += 1
         counts["walkback_steps"][r] += walking[r]
         if tb.legacy:
-            data, last, stop, box_tests, tri_tests, fetches = _legacy_step(
-                tb, ray, r, node[r], node2[r], mode == "bvh4x2", first_hit, probe
+            data, last, stop, box_tests, tri_tests, fetches = yield from _legacy_step(
+                tb, ray, r, node[r], node2[r], mode == "bvh4x2", first_hit, probe, walking[r]
             )
             counts["fetches"][r] += fetches
         else:
             rows = tb.row(ray.where[r], node[r])
-            data, last, stop, box_tests, tri_tests = _bvh8_step(
-                tb, ray, r, rows, node, first_hit, probe, intersect
+            data, last, stop, box_tests, tri_tests = yield from _bvh8_step(
+                tb, ray, r, rows, node, first_hit, probe, walking[r]
             )
             counts["fetches"][r] += 1
             if rec is not None:
@@ -962,7 +1075,7 @@ def trace(
             active[r[stop]] = False
         go = ~stop
         r, data, last, visited = r[go], data[go], last[go], visited[go]
-        first, second, pushed, overflowed, b2t = stack(r, last, data)
+        first, second, pushed, overflowed, b2t = yield ("stack", (r, last, data), {})
         if pushed is None:
             pushes_known = False
         else:

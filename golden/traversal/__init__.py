@@ -3,7 +3,8 @@
 (:mod:`.scene`), the rays (:mod:`.rays`), whole waves for the CU model (:mod:`.waves`) and the
 CU and memory model's calibration, every figure with its source (:mod:`.calibration`).
 
-The wave-batched loop for millions of rays is :mod:`gpurtl.golden.bvh.wavefront`; the per-wave
-loop here is its independent reference (one lane at a time through the golden instruction
-models) and the program the RTL runs are driven by (:func:`.loop.wave_program`).
+The traversal loop itself is written once, in :mod:`gpurtl.golden.bvh.wavefront` (millions of
+rays at once on array executors); the per-wave loop here is that loop on one wave with scalar
+executors (each lane's instructions through the golden instruction models, or through the RTL:
+:func:`.loop.wave_program` is the program the RTL runs are driven by).
 """

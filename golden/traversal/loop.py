@@ -33,16 +33,24 @@ smaller than one node's children (below 8 entries) a BVH8 leaf pointer can be ov
 RT IP 3.1 walk-back rule (every triangle slot counts as visited) does not push it again, so such a
 stack can miss a hit.
 
+The loop itself is the one traversal loop of the package, :func:`gpurtl.golden.bvh.wavefront.steps`
+(every decision of the shader written once); this module runs it on one wave with *scalar*
+executors: every intersect step becomes the lanes' ``ray_accel`` instruction dictionaries and
+every stack step the lanes' ``ds_bvh_stack`` requests, answered by the driver of
+:func:`wave_program` (the golden ``intersect_wave`` and ``ds_bvh_stack`` models in
+:func:`trace_wave`; the RTL sessions in ``sim/experiments/traversal/rtl.py``). The wave-batched
+golden run answers the same steps with array executors; ``tests/golden/bvh/test_wavefront.py``
+checks the two answers on every step, and the closest hits against the independent float64
+traversal of :mod:`gpurtl.golden.bvh.traversal`.
+
 The trace (:class:`WaveTrace`) holds, per loop iteration, the active lanes and the node lines they
-fetch. This loop is the independent reference of the wave-batched engine
-(:mod:`gpurtl.golden.bvh.wavefront`): one lane at a time through the golden ``intersect_wave`` and
-``ds_bvh_stack`` models, where the engine works on arrays (``tests/golden/bvh/test_wavefront.py``).
+fetch.
 """
 
 import numpy as np
 
-from gpurtl.facts.fp32 import f32_bits
-from gpurtl.facts.ray_accel import INVALID_NODE, ROOT_NODE_PTR, SKIP_0_7, TERMINAL_NODE
+from gpurtl.facts.ray_accel import INVALID_NODE
+from gpurtl.golden.bvh import wavefront as WF
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
 
@@ -51,9 +59,12 @@ from . import stack as S
 __all__ = [
     "COUNTERS",
     "LANES",
+    "LaneSteps",
     "MODES",
     "Scene",
     "WaveTrace",
+    "bvh8_answers",
+    "dual_answers",
     "node_tests",
     "trace_wave",
     "wave_program",
@@ -76,6 +87,8 @@ COUNTERS = (
 _NULL_BOX = [INVALID_NODE] * 4 + [0x7FC00000] * 24 + [0] * 4
 _NULL_PTR = 0x5  # type 5 at offset 0 (the header): never a real node
 _POS_INF = 0x7F800000
+#: DW4-7 of a triangle pair's result when it has no triangle 1
+_NO_TRI1 = np.array([_POS_INF, 0x3F800000, 0x3F800000, 0], np.uint32)
 
 
 def _is_special(p):
@@ -112,6 +125,15 @@ class Scene:
                                 self._slot_ptr[(b, ptr)] = c.ptr
                         self._leaf[(b, c.ptr)] = c
         self.blas_index = {id(blas): k + 1 for k, (blas, _) in enumerate(top.instances or [])}
+        self._tables = None
+
+    @property
+    def tables(self):
+        """The scene's :class:`gpurtl.golden.bvh.wavefront.Tables` (built once): the node tables
+        the loop runs on."""
+        if self._tables is None:
+            self._tables = WF.Tables(self.top)
+        return self._tables
 
     def offset(self, ptr):
         return ((ptr & ~7) << 3) if self.legacy else ((ptr & ~0xF) << 3)
@@ -145,14 +167,6 @@ class WaveTrace:
         self.prim = np.full(n, -1, np.int64)
         self.inst = np.full(n, -1, np.int64)
         self.dual_live = self.dual_slots = 0
-
-
-def _tri_t(t_num, t_den):
-    with np.errstate(all="ignore"):
-        return float(
-            np.float32(np.uint32(t_num).view(np.float32))
-            / np.float32(np.uint32(t_den).view(np.float32))
-        )
 
 
 def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record=None):
@@ -198,206 +212,202 @@ def wave_program(
     ``ds_bvh_stack`` request: ``op``, ``stack_addr`` as the 32-bit register, ``last_node_ptr``,
     ``data``, ``prim_range``) and expects ``(new_stack_addr, dst)`` per lane; every decision of
     the loop comes from what the driver sends. Returns the :class:`WaveTrace`. ``bases``: the
-    LDS ``base`` of each lane's stack (default: the lane index)."""
+    LDS ``base`` of each lane's stack (default: the lane index).
+
+    The loop is :func:`gpurtl.golden.bvh.wavefront.steps` on the scene's tables; the scalar
+    executors here turn its array requests into the lanes' instructions and the driver's
+    answers back into arrays (``stack_size`` is the driver's: the stack lives there)."""
     mode = scene.mode
     n = len(origins)
+    tb = scene.tables
     tr = WaveTrace(n)
-    desc = default_desc(wide_sort=0) if mode == "bvh4" else default_desc()
-    op = {"bvh8": S.PUSH8_POP1, "bvh4x2": S.PUSH8_POP2, "bvh4": S.PUSH4_POP1}[mode]
-    prim_range = mode == "bvh8"
-    o_bits = np.asarray(origins, np.float32).view(np.uint32)
-    d_bits = np.asarray(dirs, np.float32).view(np.uint32)
-    world = [([int(v) for v in o_bits[r]], [int(v) for v in d_bits[r]]) for r in range(n)]
-    space = list(world)
-    where = [0] * n  # index of the lane's current BVH in scene.bvhs
-    inst = [-1] * n
-    t_hit = [_POS_INF] * n
-    nodes = [[ROOT_NODE_PTR, INVALID_NODE] for _ in range(n)]
-    walk = [None] * n  # the child being walked back from, or None
+    lanes_of = LaneSteps(scene)
     addr = [S.initial_stack_addr(r if bases is None else bases[r]) for r in range(n)]
-    done = [False] * n
-    while not all(done):
-        lanes = [r for r in range(n) if not done[r]]
+    program = WF.steps(tb, origins, dirs, mode=mode)
+    message = next(program)
+    while True:
+        kind, args, info = message
+        if kind == "stack":
+            r, last, data = args
+            lanes = r.tolist()
+            requests = lanes_of.stack_requests(lanes, addr, last, data)
+            responses = yield ("stack", lanes, requests)
+            answer = lanes_of.stack_answers(tr, lanes, addr, requests, responses, stack_record)
+        else:
+            _tb, ray, r, rows, ptr, aux = args
+            lanes = r.tolist()
+            instrs, lines = lanes_of.instructions(kind, ray, r, rows, ptr)
+            outs = yield ("intersect", lanes, instrs)
+            tr.active.append(len(lanes))
+            tr.lines.append(lines)
+            tr.walkbacks.append(int(np.count_nonzero(info["walking"])))
+            tr.stack_dwords.append(0)
+            if record is not None:
+                for instr, out in zip(instrs, outs):
+                    record(instr, out)
+            if kind == "intersect":
+                answer = bvh8_answers(outs, aux)
+            else:
+                answer = dual_answers(outs, ptr)
+                if mode == "bvh4x2":
+                    tr.dual_slots += len(lanes)
+                    tr.dual_live += int(np.count_nonzero(ptr[1] != _NULL_PTR))
+        try:
+            message = program.send(answer)
+        except StopIteration as stop:
+            res = stop.value
+            break
+    for name, counts in res.counts.items():
+        tr.counts[name] += counts
+    tr.t, tr.prim, tr.inst = res.t, res.prim, res.inst
+    return tr
+
+
+class LaneSteps:
+    """The scalar executors of :func:`wave_program`: the array steps of
+    :func:`gpurtl.golden.bvh.wavefront.steps` as per-lane instructions (:meth:`instructions`,
+    :meth:`stack_requests`), and the driver's per-lane stack answers as the arrays the loop
+    takes (:meth:`stack_answers`; the intersect answers: :func:`bvh8_answers`,
+    :func:`dual_answers`) for the lanes of one wave of ``scene`` (a :class:`Scene`)."""
+
+    def __init__(self, scene):
+        tb, mode = scene.tables, scene.mode
+        self.tb, self.mode = tb, mode
+        self.desc = default_desc(wide_sort=0) if mode == "bvh4" else default_desc()
+        self.op = {"bvh8": S.PUSH8_POP1, "bvh4x2": S.PUSH8_POP2, "bvh4": S.PUSH4_POP1}[mode]
+        self.prim_range = mode == "bvh8"
+        # the trace's BVH numbers are the scene's (a BLAS instanced twice is one table)
+        self.bvh = [0] + [scene.blas_index[id(b)] for b in tb.bvhs[1:]]
+        self.type_mask = ~7 if mode != "bvh8" else ~0xF
+
+    def _line(self, b, ptr):
+        return (self.bvh[b], (int(ptr) & self.type_mask) << 3)
+
+    def instructions(self, kind, ray, r, rows, ptr):
+        """``(instrs, lines)``: the ``ray_accel`` instructions of lanes ``r`` for one request of
+        ``kind`` (``"intersect"`` or ``"intersect_dual"``, with the request's ``ray``, ``rows``
+        and ``ptr``) and the node lines each lane fetches, as ``(bvh, byte offset)``."""
+        tb = self.tb
+        where = ray.where[r].tolist()
+        origin, direction, extent = ray.o[r].tolist(), ray.d[r].tolist(), ray.t_hit[r].tolist()
         instrs, lines = [], []
-        for r in lanes:
-            b = where[r]
-            ray = {
-                "origin": space[r][0],
-                "dir": space[r][1],
-                "extent": t_hit[r],
+        for k in range(len(where)):
+            ray_k = {
+                "origin": origin[k],
+                "dir": direction[k],
+                "extent": extent[k],
                 "instance_mask": 0xFF,
             }
-            n0, n1 = nodes[r]
-            if mode == "bvh8":
-                instrs.append(
-                    {
-                        "dual": 0,
-                        "ray": ray,
-                        "node_ptr": [n0, 0],
-                        "node": [scene.node(b, n0), [0] * 32],
-                        "pointer_flags": 0,
-                        "desc": desc,
-                    }
-                )
-                lines.append(((b, scene.offset(n0)),))
+            if kind == "intersect":
+                p = int(ptr[k])
+                node_ptr, nodes = [p, 0], [tb.dwords[rows[k]].tolist(), [0] * 32]
+                lines.append((self._line(where[k], p),))
             else:
-                ptrs, dws = [n0, _NULL_PTR], [scene.node(b, n0), _NULL_BOX]
-                lane_lines = [(b, scene.offset(n0))]
-                if not _is_special(n1):
-                    ptrs[1], dws[1] = n1, scene.node(b, n1)
-                    lane_lines.append((b, scene.offset(n1)))
+                p0, p1 = int(ptr[0][k]), int(ptr[1][k])
+                node_ptr, nodes = [p0, p1], [tb.dwords[rows[0][k]].tolist(), _NULL_BOX]
+                lane_lines = [self._line(where[k], p0)]
+                if p1 != _NULL_PTR:
+                    nodes[1] = tb.dwords[rows[1][k]].tolist()
+                    lane_lines.append(self._line(where[k], p1))
                 lines.append(tuple(lane_lines))
-                instrs.append(
-                    {
-                        "dual": 1,
-                        "ray": ray,
-                        "node_ptr": ptrs,
-                        "node": dws,
-                        "pointer_flags": 0,
-                        "desc": desc,
-                    }
-                )
-        outs = yield ("intersect", lanes, instrs)
-        tr.active.append(len(lanes))
-        tr.lines.append(lines)
-        tr.walkbacks.append(sum(1 for r in lanes if walk[r] is not None))
-        tr.stack_dwords.append(0)
-        requests = []
-        for r, instr, out in zip(lanes, instrs, outs):
-            if record is not None:
-                record(instr, out)
-            c = tr.counts
-            c["steps"][r] += 1
-            c["fetches"][r] += 1 + (instr["dual"] and instr["node_ptr"][1] != _NULL_PTR)
-            if walk[r] is not None:
-                c["walkback_steps"][r] += 1
-            b = where[r]
-            dw = out["dw"]
-            data = [INVALID_NODE] * 8
-            last_arg = INVALID_NODE
-            if mode == "bvh8":
-                n0 = nodes[r][0]
-                _, box_tests, tri_tests = node_tests(instr, out)
-                c["box_tests"][r] += box_tests
-                c["tri_tests"][r] += tri_tests
-                if n0 & 0xF == 5:
-                    data = dw[:8]
-                elif n0 & 7 <= 3:
-                    for k in (0, 1):
-                        t = dw[4 * k]
-                        if t < _POS_INF and t < t_hit[r] and not t & 0x80000000:
-                            t_hit[r] = t
-                            tr.prim[r] = dw[4 * k + 3] >> 1
-                            tr.inst[r] = inst[r]
-                    data = [INVALID_NODE] * 7 + [n0]
-                    last_arg = 0xFFFFFFF8 | (dw[8] & 3)
-                else:  # instance
-                    c["instances"][r] += 1
-                    if dw[7] & 0xFF != 0xFF:
-                        blas, _ = scene.top.instances[
-                            scene.bvhs[b].by_offset[scene.offset(n0)].index
-                        ]
-                        where[r] = scene.blas_index[id(blas)]
-                        inst[r] = scene.bvhs[b].by_offset[scene.offset(n0)].index
-                        space[r] = (list(out["origin"]), list(out["dir"]))
-                        data = [INVALID_NODE] * 6 + [SKIP_0_7, ROOT_NODE_PTR]
-            else:
-                half = []
-                for s, ptr in enumerate(instr["node_ptr"]):
-                    if ptr == _NULL_PTR:
-                        half.append([INVALID_NODE] * 4)
-                        continue
-                    if ptr & 7 == 5:
-                        c["box_tests"][r] += sum(
-                            1 for p in instr["node"][s][:4] if p != INVALID_NODE
-                        )
-                        half.append(None)
-                    else:
-                        c["tri_tests"][r] += 1
-                        leaf = scene.leaf(b, ptr)
-                        pair = getattr(leaf, "legacy_tris", None)
-                        partner = ptr & ~7
-                        if ptr & 7 == 1 and partner not in instr["node_ptr"]:
-                            # triangle 1 of a paired node: triangle 0 is the next node
-                            half.append([partner] + [INVALID_NODE] * 3)
-                        t = _tri_t(dw[4 * s], dw[4 * s + 1])
-                        if (
-                            np.isfinite(t)
-                            and t >= 0
-                            and np.float32(t) < np.uint32(t_hit[r]).view(np.float32)
-                        ):
-                            t_hit[r] = f32_bits(t)
-                            tr.prim[r] = int(pair[ptr & 1] if pair else leaf.prims[0])
-                        if len(half) == s:
-                            half.append([INVALID_NODE] * 4)
-                if half[0] is None and half[1] is None:
-                    data = dw[:8]
-                else:
-                    data = (dw[:4] if half[0] is None else half[0]) + (
-                        dw[4:8] if half[1] is None else half[1]
-                    )
-                if mode == "bvh4":
-                    data = data[:4] + [INVALID_NODE] * 4
-                if mode == "bvh4x2":
-                    tr.dual_slots += 1
-                    tr.dual_live += instr["node_ptr"][1] != _NULL_PTR
-            if walk[r] is not None:
-                last_arg = walk[r]
-            requests.append(
+            instrs.append(
                 {
-                    "op": op,
-                    "stack_addr": addr[r],
-                    "last_node_ptr": last_arg,
-                    "data": list(data),
-                    "prim_range": int(prim_range),
+                    "dual": int(kind != "intersect"),
+                    "ray": ray_k,
+                    "node_ptr": node_ptr,
+                    "node": nodes,
+                    "pointer_flags": 0,
+                    "desc": self.desc,
                 }
             )
-        answers = yield ("stack", lanes, requests)
-        for r, request, (new_addr, dst) in zip(lanes, requests, answers):
-            c = tr.counts
-            data, last_arg = request["data"], request["last_node_ptr"]
-            visited = nodes[r][0]
+        return instrs, lines
+
+    def stack_requests(self, lanes, addr, last, data):
+        """The ``ds_bvh_stack`` requests of ``lanes`` (a list) for one stack request of the loop
+        (``last`` (M,), ``data`` (M, 8)), with the lanes' stack registers ``addr``."""
+        prim_range = int(self.prim_range)
+        return [
+            {
+                "op": self.op,
+                "stack_addr": addr[lane],
+                "last_node_ptr": lp,
+                "data": row,
+                "prim_range": prim_range,
+            }
+            for lane, lp, row in zip(lanes, last.tolist(), data.tolist())
+        ]
+
+    def stack_answers(self, tr, lanes, addr, requests, responses, stack_record):
+        """``(first, second, pushed, overflowed, b2t)`` of the lanes' stack responses (the
+        answer of :class:`gpurtl.golden.bvh.wavefront.GoldenStack`); ``addr``: the lanes' stack
+        registers (updated); ``tr``: the :class:`WaveTrace` that counts them, or ``None``."""
+        m = len(lanes)
+        first = np.full(m, INVALID_NODE, np.uint32)
+        second = np.full(m, INVALID_NODE, np.uint32)
+        pushed = np.zeros(m, np.int64)
+        overflowed = np.zeros(m, bool)
+        b2t = np.zeros(m, bool)
+        pop2 = self.op == S.PUSH8_POP2
+        for k, (lane, request, response) in enumerate(zip(lanes, requests, responses)):
+            new_addr, dst = response
             if stack_record is not None:
                 stack_record(request, (new_addr, dst))
-            c["stack_ops"][r] += 1
-            before, after = S.unpack_stack_addr(addr[r]), S.unpack_stack_addr(new_addr)
-            if after["has_overflowed"] and not before["has_overflowed"]:
-                c["overflows"][r] += 1
-            addr[r] = new_addr
-            first, second = dst if op == S.PUSH8_POP2 else (dst, INVALID_NODE)
-            pushes = _pushed(data, last_arg, op, prim_range)
-            pops = 1 + (op == S.PUSH8_POP2 and not _is_special(second))
-            c["pushes"][r] += pushes
-            c["pops"][r] += pops
-            tr.stack_dwords[-1] += pushes + pops
-            if after["blas2tlas_pop"]:
-                where[r], space[r], inst[r] = 0, world[r], -1
-            if first == TERMINAL_NODE:
-                done[r] = True
-                continue
-            if first == INVALID_NODE:
-                # stackless walk-back: from the node just visited to its parent
-                src = visited
-                parent = scene.parent(where[r], src)
-                if parent is None and where[r] != 0:
-                    # BLAS root: back to the TLAS, to the instance's parent box
-                    inst_ptr = _instance_ptr(scene, inst[r])
-                    where[r], space[r], inst[r] = 0, world[r], -1
-                    src, parent = inst_ptr, scene.parent(0, inst_ptr)
-                if parent is None:
-                    done[r] = True
-                    continue
-                walk[r] = scene.slot_ptr(where[r], src)
-                nodes[r] = [parent, INVALID_NODE]
-                continue
-            walk[r] = None
-            nodes[r] = [first, second]
-        if len(tr.active) > 20000:
-            raise RuntimeError("traversal loop does not terminate")
-    for r in range(n):
-        if t_hit[r] != _POS_INF:
-            tr.t[r] = float(np.uint32(t_hit[r]).view(np.float32))
-    return tr
+            before, after = S.unpack_stack_addr(addr[lane]), S.unpack_stack_addr(new_addr)
+            overflowed[k] = after["has_overflowed"] and not before["has_overflowed"]
+            b2t[k] = bool(after["blas2tlas_pop"])
+            addr[lane] = new_addr
+            first[k], second[k] = dst if pop2 else (dst, INVALID_NODE)
+            pushed[k] = _pushed(request["data"], request["last_node_ptr"], self.op, self.prim_range)
+            pops = 1 + (pop2 and not _is_special(int(second[k])))
+            if tr is not None:
+                tr.counts["stack_ops"][lane] += 1
+                tr.stack_dwords[-1] += int(pushed[k]) + pops
+        return first, second, pushed, overflowed, b2t
+
+
+def bvh8_answers(outs, kinds):
+    """The lanes' ``image_bvh8_intersect_ray`` results as
+    :func:`gpurtl.golden.bvh.wavefront.intersect_golden` answers them."""
+    kb, kp, ki = kinds
+    dw = np.array([o["dw"] for o in outs], np.uint32).reshape(len(outs), -1)
+    box = dw[kb, :8] if kb.any() else None
+    pair = inst = None
+    if kp.any():
+        d = dw[kp]
+        pair = (
+            d[:, [0, 4]],
+            (d[:, [3, 7]] >> 1).astype(np.int64),
+            (d[:, 4:8] != _NO_TRI1).any(axis=1),
+            d[:, 8] & 3,
+        )
+    if ki.any():
+        picked = [o for o, k in zip(outs, ki) if k]
+        inst = (
+            (dw[ki, 7] & 0xFF) != 0xFF,
+            np.array([o["origin"] for o in picked], np.uint32).reshape(-1, 3),
+            np.array([o["dir"] for o in picked], np.uint32).reshape(-1, 3),
+        )
+    return box, pair, inst
+
+
+def dual_answers(outs, ptrs):
+    """The lanes' ``image_bvh_dual_intersect_ray`` results as
+    :func:`gpurtl.golden.bvh.wavefront.intersect_dual_golden` answers them: the box halves'
+    pointers, the triangle halves' ``t_num / t_den``."""
+    m = len(outs)
+    dw = np.array([o["dw"] for o in outs], np.uint32).reshape(m, -1)
+    is_box = [(p & 7) == 5 for p in ptrs]
+    slots = np.full((m, 8), INVALID_NODE, np.uint32)
+    both = is_box[0] & is_box[1]
+    slots[both] = dw[both, :8]
+    t = np.full((m, 2), np.inf, np.float32)
+    for h in (0, 1):
+        one = is_box[h] & ~both
+        slots[one, 4 * h : 4 * h + 4] = dw[one, 4 * h : 4 * h + 4]
+        tri = ~is_box[h]
+        with np.errstate(all="ignore"):
+            t[tri, h] = dw[tri, 4 * h].view(np.float32) / dw[tri, 4 * h + 1].view(np.float32)
+    return slots, t
 
 
 _COUNT_CACHE = {}
@@ -425,13 +435,6 @@ def _box8_count(dwords):
         k = box_node.decode_box8(dwords)["count"]
         _COUNT_CACHE[key] = k
     return k
-
-
-def _instance_ptr(scene, index):
-    for leaf in scene.top.leaves:
-        if leaf.kind == "instance" and leaf.index == index:
-            return leaf.ptr
-    return None
 
 
 def _pushed(data, last, op, prim_range):

@@ -13,7 +13,7 @@ import random
 
 from ..tools.tables import Column, document, metrics, write_csv
 from . import check_params
-from ._vgpr_sched import Program, Simd, run_rtl
+from .vgpr_sched import Program, Simd, run_rtl
 
 #: The seed of the programs of grow-at-once trial ``k``.
 SEEDS = {"grow-at-once trial k": "100 + k"}

@@ -5,7 +5,7 @@ static allocation, RDNA 4 dynamic allocation with 16- and 32-VGPR blocks, and In
 GRF blocks; plus the occupancy-versus-registers table.
 
 All runs drive the allocator RTL (Amaranth simulator) from a wave scheduler
-(:mod:`._vgpr_sched`), cross-checked every cycle against the golden models.
+(:mod:`.vgpr_sched`), cross-checked every cycle against the golden models.
 
 Workload model (a choice, stated in the summary): one instruction issues per cycle on the SIMD;
 each traversal step is one instruction followed by a ``TRAV_LAT``-cycle wait (a BVH node fetch),
@@ -17,7 +17,7 @@ from gpurtl.golden.vgpr_alloc import occupancy as occ
 
 from ..tools.tables import Column, document, markdown, metrics, write_csv
 from . import check_params
-from ._vgpr_sched import Program, Simd, run_rtl
+from .vgpr_sched import Program, Simd, run_rtl
 
 #: No random numbers: the occupancy tables are computed from fixed programs.
 SEEDS = {}
