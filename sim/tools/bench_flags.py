@@ -7,10 +7,10 @@ each build from an empty cache.
 Each variant (:data:`VARIANTS`) changes the fast backend's build flags: the optimisation levels
 of Verilator's makefile (``OPT_FAST`` / ``OPT_SLOW`` / ``OPT_GLOBAL``), ``--output-split`` and the
 parallel ``make -j`` (``--build-jobs``), and ccache where it is installed (``OBJCACHE``; the
-variant is reported as not installed otherwise), and cocotb's VPI flags (``public``). The model is built in a fresh temporary cache
-(the CPU time of the compiler and make, the export apart, and the wall time of the build), then
-the same ``N`` cycles of the block's stimulus are replayed ``R`` times; the median replay CPU
-time is printed with the load of the machine.
+variant is reported as not installed otherwise), and cocotb's VPI flags (``public``). The model
+is built in a fresh temporary cache (the CPU time of the compiler and make, the export apart,
+and the wall time of the build), then the same ``N`` cycles of the block's stimulus are replayed
+``R`` times; the median replay CPU time is printed with the load of the machine.
 """
 
 import argparse
@@ -120,7 +120,8 @@ def main(argv=None):
                 print(
                     f"{block.name} {name} (OPT_FAST={fast} OPT_SLOW={slow} OPT_GLOBAL={glob}, "
                     f"{'--output-split' if split else 'no split'}, -j {jobs}"
-                    f"{', ccache' if ccache else ''}{''.join(' ' + f for f in extra)}): build {compiled:.1f} CPU-s (compiler), "
+                    f"{', ccache' if ccache else ''}{''.join(' ' + f for f in extra)}): "
+                    f"build {compiled:.1f} CPU-s (compiler), "
                     f"{wall:.0f} s wall (export included); replay of {args.cycles} cycles "
                     f"{replay:.3f} CPU-s ({args.cycles / replay:.0f} cycles per CPU-s), load "
                     f"{os.getloadavg()[0]:.1f}",
