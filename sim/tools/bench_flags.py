@@ -62,10 +62,10 @@ def _children():
     return usage.ru_utime + usage.ru_stime
 
 
-def _flags(split, jobs, extra):
-    """The backend's Verilator flags with ``--output-split`` kept or dropped, ``jobs`` and the
-    ``extra`` flags."""
-    flags = list(build.VERILATOR_FLAGS) + list(extra)
+def _flags(base, split, jobs, extra):
+    """The Verilator flags ``base`` (the backend's own) with ``--output-split`` kept or dropped,
+    ``jobs`` and the ``extra`` flags."""
+    flags = list(base) + list(extra)
     if not split:
         for flag in _SPLIT:
             flags.remove(flag)
@@ -107,7 +107,7 @@ def main(argv=None):
                     *saved[0][3:],
                     *(("OBJCACHE=ccache",) if ccache else ()),
                 )
-                build.VERILATOR_FLAGS = _flags(split, jobs, extra)
+                build.VERILATOR_FLAGS = _flags(saved[1], split, jobs, extra)
                 started, wall = _children(), time.monotonic()
                 model = cycle.model_of(block, params)
                 compiled, wall = _children() - started, time.monotonic() - wall
