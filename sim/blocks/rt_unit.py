@@ -448,6 +448,25 @@ def _top_stimulus(rng, count, **params):
     return drive_with_memory(rng, count, model, offer, names, g.line_bits, make_line, g.beats)
 
 
+def memory_image(rng, pool=16, **params):
+    """The node data of the compiled ``rt_unit`` stimulus (``stimulus/rt_unit.h`` of the fast
+    backend), made as :func:`_top_stimulus` makes them: ``(rays, working, data, pool_data)``,
+    the four rays (dictionaries of the ``ray`` field), the working set's line indices (as
+    :func:`_lines` draws them, each once), their BVH8 box nodes (``(len(working), 32)`` dwords,
+    boxes along ray ``line % 4``) and ``pool`` more nodes per ray (``(4, pool, 32)``), the data
+    of any other line (a line outside the working set, drawn now and then, shares a node of
+    the pool with lines of the same ray; a CHOICE, so the image stays small for any
+    ``line_bits``)."""
+    g, _, _ = _split(params)
+    rays = [_ray(rng) for _ in range(4)]
+    lines = g.size // 128
+    drawn = rng.choice(1 << g.line_bits, size=min(3 * lines, 1 << g.line_bits))
+    working = list(dict.fromkeys(int(x) for x in drawn))
+    data = [_bvh8_node(rng, rays[line % 4][1], rays[line % 4][2]) for line in working]
+    pool_data = [[_bvh8_node(rng, o, d) for _ in range(pool)] for _, o, d in rays]
+    return [r[0] for r in rays], working, data, pool_data
+
+
 class _WithWaits:
     """A model wrapper that adds a random ``wait`` input to every cycle's inputs."""
 

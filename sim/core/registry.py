@@ -29,6 +29,7 @@ import pkgutil
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 #: A parameter's value: what ``Param.parse`` gives (the type of the default).
@@ -316,9 +317,21 @@ def blocks() -> list[Block]:
     return [_blocks[name] for name in sorted(_blocks)]
 
 
+def _load_one(name: str) -> None:
+    """Import the block module named like block ``name``, where there is one: ``get`` of such a
+    block (most are) needs no other block module, which keeps a command's start-up short."""
+    from .. import blocks as package
+
+    if name.isidentifier() and (Path(package.__path__[0]) / f"{name}.py").is_file():
+        importlib.import_module(f"{package.__name__}.{name}")
+
+
 def get(name: str) -> Block:
     """The block called ``name``; raises RegistryError with close matches otherwise."""
-    _load()
+    if name not in _blocks and not _loaded:
+        _load_one(name)
+    if name not in _blocks:
+        _load()
     try:
         return _blocks[name]
     except KeyError:

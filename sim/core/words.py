@@ -79,13 +79,18 @@ def _field_words(leaf):
 
 def columns_from_words(shape, words):
     """Per-field columns of a word array laid out as ``shape``: ``{dotted path: uint64 array}``,
-    each the field's raw bits (an enumeration's value, a signed field's two's complement)."""
+    each the field's raw bits (an enumeration's value, a signed field's two's complement); a
+    field wider than 64 bits is a ``(N, words_of(width))`` uint32 array of its bits, word 0 the
+    lowest."""
     words = np.asarray(words, dtype=np.uint32)
     if words.ndim != 2 or words.shape[1] != word_count(shape):
         raise ValueError(f"`words` must have shape (N, {word_count(shape)}), not {words.shape}")
     wide = words.astype(np.uint64)
     columns = {}
     for leaf in leaves(shape):
+        if leaf.width > 64:
+            columns[leaf.path] = _wide_field(wide, leaf)
+            continue
         value = np.zeros(len(words), dtype=np.uint64)
         for word, below in _field_words(leaf):
             part = wide[:, word]
@@ -94,6 +99,20 @@ def columns_from_words(shape, words):
             value &= np.uint64((1 << leaf.width) - 1)
         columns[leaf.path] = value
     return columns
+
+
+def _wide_field(wide, leaf):
+    """The bits of a field wider than 64 bits, as uint32 words of its own (word 0 its lowest)."""
+    first, shift = leaf.offset // 32, leaf.offset % 32
+    count = words_of(leaf.width)
+    # one spare zero word, so that each output word can take its high part from the next word
+    padded = np.concatenate([wide, np.zeros((len(wide), 1), dtype=np.uint64)], axis=1)
+    low = padded[:, first : first + count]
+    high = padded[:, first + 1 : first + count + 1]
+    value = ((low >> np.uint64(shift)) | (high << np.uint64(32 - shift))) & np.uint64(0xFFFFFFFF)
+    top = leaf.width - 32 * (count - 1)
+    value[:, -1] &= np.uint64((1 << top) - 1)
+    return value.astype(np.uint32)
 
 
 def words_from_columns(shape, columns, count):

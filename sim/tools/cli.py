@@ -1352,7 +1352,10 @@ COMMANDS = (
 )
 
 
-def build_parser():
+def build_parser(command_name=None):
+    """The command line's parser; with ``command_name``, the options of that command only (the
+    others' subparsers keep their name and help), so that a command does not import what only
+    another command's options need (``experiment`` imports every experiment)."""
     parser = argparse.ArgumentParser(
         prog="gpurtl",
         description="Cycle-accurate RTL models of RDNA 4 / Xe3 GPU blocks",
@@ -1367,9 +1370,16 @@ def build_parser():
             description=command.help,
             formatter_class=_HelpFormatter,
         )
-        command.arguments(p)
+        if command_name is None or command.name == command_name:
+            command.arguments(p)
         p.set_defaults(command_object=command)
     return parser
+
+
+def _command_name(argv):
+    """The command named on the command line ``argv``, if it names one."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if any(command.name == first for command in COMMANDS) else None
 
 
 def _validate(args):
@@ -1399,8 +1409,9 @@ def main(argv=None):
     if previous is signal.default_int_handler:  # not when started with SIGINT ignored
         signal.signal(signal.SIGINT, _first_sigint)
     try:
-        provenance.set_command(sys.argv[1:] if argv is None else argv)
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        provenance.set_command(words)
+        args = build_parser(_command_name(words)).parse_args(argv)
         _validate(args)
         return args.command_object.run(args)
     except (registry.RegistryError, InputError, UsageError, ToolchainError) as error:

@@ -334,7 +334,8 @@ def _compile(folder, text, record, evals, files, log):
     for name, source in files.items():
         (scratch / name).write_text(source)
     if "fp32_dpi.cpp" in sources:
-        (scratch / "fp32_dpi.cpp").write_text(behavioural.cxx_source(top))
+        for name, source in behavioural.cxx_files(top).items():
+            (scratch / name).write_text(source)
     command = [
         "verilator",
         *VERILATOR_FLAGS,

@@ -29,7 +29,14 @@ from ...harness.backend import cpu_seconds
 from ...harness.golden_io import CHUNK, GoldenModel, random_stream
 from ...harness.report import Comparator
 from .build import model as build_model
-from .cycle_source import STIMULI, STIMULUS_ENV, config_header, driver_files, stimulus_mode
+from .cycle_source import (
+    STIMULI,
+    STIMULUS_ENV,
+    config_header,
+    driver_files,
+    stimulus_data,
+    stimulus_mode,
+)
 from .run import COMPARE_ROWS, FastReport, check_disk, work_dir
 
 __all__ = [
@@ -101,7 +108,8 @@ def check(block, params, *, count=None, seed=0, log=None, fp_cores="rtl", model=
         in_path, out_path = Path(work) / "in.bin", Path(work) / "out.bin"
         if mode == "compiled":
             started = time.monotonic()
-            summary = _run(model, ["--generate", in_path, out_path, count, seed])
+            image = stimulus_data(block, params, seed, Path(work) / "stimulus.bin")
+            summary = _run(model, ["--generate", in_path, out_path, count, seed, *image])
             report.sim_seconds = time.monotonic() - started
             started = time.monotonic()
             golden = GoldenModel(block, params)

@@ -17,10 +17,11 @@
 //   sim --session REQUEST_FD ANSWER_FD
 //       serves gpurtl.sim.backends.fast.session.FastCycleSession over two pipes: any number of
 //       cycles' input rows a request, answered by their output rows.
-//   sim --generate IN OUT CYCLES SEED
+//   sim --generate IN OUT CYCLES SEED [DATA]
 //       the block's compiled stimulus (only in a build that has one) makes each cycle's inputs,
-//       hearing each cycle's outputs (its reactive rules); the input rows go to IN, the output
-//       rows to OUT, so the golden model can check the run afterwards.
+//       hearing each cycle's outputs (its reactive rules), from the data file DATA where it
+//       reads one; the input rows go to IN, the output rows to OUT, so the golden model can
+//       check the run afterwards.
 #include "cycle_config.h"
 #include "verilated.h"
 
@@ -183,12 +184,13 @@ static int session_main(int argc, char** argv) {
 #ifdef STIMULUS
 #include "stimulus.h"
 
-// `Stimulus` (stimulus.h): `Stimulus(uint64_t seed)`, `void inputs(uint64_t cycle, uint32_t*
-// row)` filling a zeroed input row, `void outputs(uint64_t cycle, const uint32_t* in, const
-// uint32_t* out)` hearing the cycle's outputs.
+// `Stimulus` (stimulus.h): `Stimulus(uint64_t seed, const char* data)` (`data` the data file or
+// null; `error` non-null if it cannot start), `void inputs(uint64_t cycle, uint32_t* row)`
+// filling a zeroed input row, `void outputs(uint64_t cycle, const uint32_t* in, const uint32_t*
+// out)` hearing the cycle's outputs.
 static int generate_main(int argc, char** argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s --generate IN OUT CYCLES SEED\n", argv[0]);
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: %s --generate IN OUT CYCLES SEED [DATA]\n", argv[0]);
         return 2;
     }
     FILE* in = open_buffered(argv[2], "wb");
@@ -196,7 +198,8 @@ static int generate_main(int argc, char** argv) {
     FILE* out = open_buffered(argv[3], "wb");
     if (!out) return fail("cannot open the output file");
     uint64_t cycles = strtoull(argv[4], nullptr, 10);
-    Stimulus stimulus{strtoull(argv[5], nullptr, 10)};
+    Stimulus stimulus{strtoull(argv[5], nullptr, 10), argc == 7 ? argv[6] : nullptr};
+    if (stimulus.error) return fail(stimulus.error);
     VerilatedContext* context = new VerilatedContext;
     {
         Block block{context};
@@ -225,6 +228,6 @@ int main(int argc, char** argv) {
     if (argc > 1 && strcmp(argv[1], "--generate") == 0) return generate_main(argc, argv);
 #endif
     fprintf(stderr, "usage: %s --replay IN OUT CYCLES | --session REQUEST_FD ANSWER_FD | "
-                    "--generate IN OUT CYCLES SEED\n", argv[0]);
+                    "--generate IN OUT CYCLES SEED [DATA]\n", argv[0]);
     return 2;
 }

@@ -6,11 +6,20 @@ stimulus, its ``stimulus/BLOCK.h`` with the constants it needs."""
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ...core import layouts
 from ...core.files import UsageError
 from ...core.words import width_of, words_of
 
-__all__ = ["STIMULI", "STIMULUS_ENV", "config_header", "driver_files", "stimulus_mode"]
+__all__ = [
+    "STIMULI",
+    "STIMULUS_ENV",
+    "config_header",
+    "driver_files",
+    "stimulus_data",
+    "stimulus_mode",
+]
 
 _HERE = Path(__file__).parent
 
@@ -87,9 +96,96 @@ def _waitcnt_constants(generation, waves, full_policy):
     ]
 
 
+def _payload_leaves(in_layout):
+    """The ``inst.payload`` leaves of ``rt_unit``'s input layout, in layout order."""
+    return [leaf for leaf in layouts.leaves(in_layout) if leaf.path.startswith("inst.payload.")]
+
+
+def _leaf_values(in_layout, inputs, prefix):
+    """``{path: raw bits}`` of the leaves under ``prefix`` of the packed ``inputs``."""
+    bits = layouts.pack(in_layout, inputs)
+    return {
+        leaf.path: (bits >> leaf.offset) & ((1 << leaf.width) - 1)
+        for leaf in layouts.leaves(in_layout)
+        if leaf.path.startswith(prefix)
+    }
+
+
+def _rt_unit_constants(block, params):
+    """The constants of ``stimulus/rt_unit.h``: the build's sizes, where the payload fields it
+    sets are, the usual descriptor and the ``s_wait_bvhcnt`` words."""
+    from gpurtl.facts.waitcnt import profile
+    from gpurtl.golden.ray_accel.encode.ray import default_desc
+
+    in_layout, _ = block.layouts(**params)
+    payload = _payload_leaves(in_layout)
+    if any(leaf.width > 64 for leaf in payload):
+        raise ValueError("the compiled rt_unit stimulus takes payload fields of up to 64 bits")
+    position = {leaf.path: k for k, leaf in enumerate(payload)}
+    defaults = block.input_defaults(params)
+    defaults["inst"]["payload"]["desc"] = default_desc()
+    desc = _leaf_values(in_layout, defaults, "inst.payload.desc.")
+    ray = [leaf.path for leaf in payload if leaf.path.startswith("inst.payload.ray.")]
+    fill = next(leaf for leaf in layouts.leaves(in_layout) if leaf.path == "fill.payload.data")
+    wait = next(form for form in profile("gfx12").waits if form.name == "s_wait_bvhcnt")
+    return [
+        f"static const int WAVES = {1 << params['tag_bits']};",
+        f"static const int LINE_BITS = {params['line_bits']};",
+        f"static const int BEATS = {params['beats']};",
+        f"static const uint32_t FILL_DATA_OFFSET = {fill.offset};",
+        "static const Field PAYLOAD_FIELDS[] = {"
+        + ", ".join(f"IN_{_ident(leaf.path)}" for leaf in payload)
+        + "};",
+        *(
+            f"static const int P_{name.upper()} = {position['inst.payload.' + path]};"
+            for name, path in (
+                ("tag", "tag"),
+                ("last", "last"),
+                ("dual", "dual"),
+                ("node_ptr", "node_ptr[0]"),
+                ("pointer_flags", "pointer_flags"),
+            )
+        ),
+        _array("DESC_PAYLOAD", "int", [position[path] for path in desc]),
+        _array("DESC_VALUES", "uint64_t", [f"{value}ULL" for value in desc.values()]),
+        _array("RAY_PAYLOAD", "int", [position[path] for path in ray]),
+        _array("BVH_WAITS", "uint64_t", [f"0x{wait.encode(bvh=k):x}ULL" for k in range(8)]),
+    ]
+
+
+def _rt_unit_image(block, params, seed, path):
+    """Write the memory image of ``stimulus/rt_unit.h`` (see there) for ``seed`` to ``path``."""
+    from gpurtl.sim.blocks.rt_unit import memory_image
+
+    rng = np.random.default_rng(seed)
+    rays, working, data, pool = memory_image(rng, **params)
+    in_layout, _ = block.layouts(**params)
+    ray_paths = [
+        leaf.path
+        for leaf in _payload_leaves(in_layout)
+        if leaf.path.startswith("inst.payload.ray.")
+    ]
+    values = []
+    for ray in rays:
+        inputs = block.input_defaults(params)
+        inputs["inst"]["payload"]["ray"] = ray
+        found = _leaf_values(in_layout, inputs, "inst.payload.ray.")
+        values.append([found[path] for path in ray_paths])
+    with open(path, "wb") as image:
+        np.array([len(working), len(pool[0]), len(ray_paths)], dtype="<u4").tofile(image)
+        np.array(working, dtype="<u8").tofile(image)
+        np.array(values, dtype="<u8").tofile(image)
+        np.array(data, dtype=np.uint64).astype("<u4").tofile(image)
+        np.array(pool, dtype=np.uint64).astype("<u4").tofile(image)
+
+
 #: Blocks with a compiled stimulus: block name -> (header in ``stimulus/``, the function of the
-#: block's parameters that gives the header's constants as C++ lines).
-STIMULI = {"waitcnt": ("waitcnt.h", _waitcnt_constants)}
+#: block and its parameters that gives the header's constants as C++ lines, and ``None`` or the
+#: function ``(block, params, seed, path)`` that writes the data file the stimulus reads).
+STIMULI = {
+    "waitcnt": ("waitcnt.h", lambda block, params: _waitcnt_constants(**params), None),
+    "rt_unit": ("rt_unit.h", _rt_unit_constants, _rt_unit_image),
+}
 
 
 def stimulus_mode(block):
@@ -119,7 +215,7 @@ def config_header(top, block, params):
         *_fields("OUT", out_layout),
     ]
     if block.name in STIMULI:
-        lines += ["#define STIMULUS 1", *STIMULI[block.name][1](**params)]
+        lines += ["#define STIMULUS 1", *STIMULI[block.name][1](block, params)]
     return "\n".join(lines) + "\n"
 
 
@@ -134,3 +230,13 @@ def driver_files(top, block, params):
     if block.name in STIMULI:
         files["stimulus.h"] = (_HERE / "stimulus" / STIMULI[block.name][0]).read_text()
     return files
+
+
+def stimulus_data(block, params, seed, path):
+    """Write the data file of ``block``'s compiled stimulus for ``seed`` to ``path`` and return
+    ``[path]`` (the driver's last argument), or ``[]`` for a stimulus that reads none."""
+    image = STIMULI[block.name][2]
+    if image is None:
+        return []
+    image(block, params, seed, path)
+    return [path]

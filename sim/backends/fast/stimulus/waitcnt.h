@@ -14,7 +14,9 @@ struct Stimulus {
     int64_t shadow[WAVES][COUNTERS] = {};  // outstanding work as the stimulus counts it
     uint64_t focus = 0, focus_cls = 0;
 
-    explicit Stimulus(uint64_t seed) : rng(seed) {}
+    const char* error = nullptr;
+
+    Stimulus(uint64_t seed, const char*) : rng(seed) {}
 
     uint32_t wait_word() {
         double roll = rng.random();

@@ -11,7 +11,7 @@ from gpurtl.facts.waitcnt import profile
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.backends.fast import cycle
 from gpurtl.sim.core import layouts, registry
-from gpurtl.sim.core.words import words_of
+from gpurtl.sim.core.words import columns_from_words, words_from_dicts, words_of
 from gpurtl.sim.harness import golden_io
 from gpurtl.sim.harness.session import MismatchError
 
@@ -39,7 +39,8 @@ def test_config_header_names_every_field_at_its_offset():
 def test_stimulus_mode_follows_the_environment(monkeypatch):
     block, _ = _waitcnt()
     assert cycle.stimulus_mode(block) == "compiled"
-    assert cycle.stimulus_mode(registry.get("rt_unit")) == "python"
+    assert cycle.stimulus_mode(registry.get("rt_unit")) == "compiled"
+    assert cycle.stimulus_mode(registry.get("l0_cache")) == "python"
     monkeypatch.setenv(cycle.STIMULUS_ENV, "python")
     assert cycle.stimulus_mode(block) == "python"
     monkeypatch.setenv(cycle.STIMULUS_ENV, "rust")
@@ -135,12 +136,101 @@ def test_a_wrong_golden_model_fails(monkeypatch):
     assert (report.first.where, report.first.field) == ("cycle 100", "stall")
 
 
-@pytest.mark.verilator
-def test_rt_unit_check_passes_on_the_small_build():
+def _rt_unit():
     block = registry.get("rt_unit")
-    params = block.resolve({k: str(v) for k, v in block.small.items()})
-    report = BACKENDS["fast-behavioural"].check(block, params, count=300, seed=3)
-    assert (report.passed, report.failed, report.cycles) == (300, 0, 300)
+    return block, block.resolve({k: str(v) for k, v in block.small.items()})
+
+
+@pytest.mark.verilator
+@pytest.mark.parametrize("mode", ["compiled", "python"])
+def test_rt_unit_check_passes_on_the_small_build(mode, monkeypatch):
+    monkeypatch.setenv(cycle.STIMULUS_ENV, mode)
+    block, params = _rt_unit()
+    count = 3000 if mode == "compiled" else 300
+    report = BACKENDS["fast-behavioural"].check(block, params, count=count, seed=3)
+    assert report.stimulus == mode
+    assert (report.passed, report.failed, report.cycles) == (count, 0, count)
+
+
+def _rt_unit_rates(in_columns, out_columns):
+    """What a trace of ``rt_unit`` does, as rates per cycle (or per lane taken)."""
+    take = (in_columns["inst.valid"] & out_columns["inst.ready"]).astype(bool)
+    kind = in_columns["inst.payload.node_ptr[0]"] & 0xF
+    results = out_columns["out.valid"].astype(bool) & in_columns["out.ready"].astype(bool)
+    events = out_columns["event.kind"][out_columns["event.valid"].astype(bool)]
+    return {
+        "lanes": take.mean(),
+        "last": in_columns["inst.payload.last"][take].mean(),
+        "dual": in_columns["inst.payload.dual"][take].mean(),
+        "box": (kind[take] == 5).mean(),
+        "results": results.mean(),
+        "status ok": (out_columns["out.payload.result.status"][results] == 0).mean(),
+        "requests": out_columns["mem_req.valid"].mean(),
+        "fills": in_columns["fill.valid"].mean(),
+        "hits": (events == 0).mean(),
+        "waits": in_columns["wait.valid"].mean(),
+    }
+
+
+@pytest.mark.verilator
+def test_compiled_rt_unit_stimulus_follows_the_python_rules(tmp_path):
+    """The recorded trace of the compiled stimulus and the Python stimulus's trace (its golden
+    outputs) on the same build do the same things at about the same rates: lanes taken, wave
+    instructions' last lanes, dual forms, box nodes, results (mostly status 0: the nodes hold
+    boxes along the instructions' rays), memory requests, fills, L0 hits, waits."""
+    block, params = _rt_unit()
+    in_layout, out_layout = block.layouts(**params)
+    model = cycle.model_of(block, params, fp_cores="behavioural")
+    count = 20000
+    in_path, out_path = tmp_path / "in.bin", tmp_path / "out.bin"
+    image = cycle.stimulus_data(block, params, 5, tmp_path / "image.bin")
+    cycle._run(model, ["--generate", in_path, out_path, count, 5, *image])
+    rows_in = np.fromfile(in_path, dtype="<u4").reshape(count, -1)
+    rows_out = np.fromfile(out_path, dtype="<u4").reshape(count, -1)
+    compiled = _rt_unit_rates(
+        columns_from_words(in_layout, rows_in), columns_from_words(out_layout, rows_out)
+    )
+    values = block.stimulus(np.random.default_rng(5), 4000, **params)
+    python_in = words_from_dicts(in_layout, values)
+    python_out = words_from_dicts(out_layout, golden_io.golden_outputs(block, params, values))
+    python = _rt_unit_rates(
+        columns_from_words(in_layout, python_in), columns_from_words(out_layout, python_out)
+    )
+    for name, rate in python.items():
+        assert abs(compiled[name] - rate) < max(0.05, 0.25 * rate), (name, compiled, python)
+    assert compiled["status ok"] > 0.5 and compiled["hits"] > 0.2 and compiled["dual"] > 0
+    stalled = columns_from_words(out_layout, rows_out)["bvh.stall"]  # waits hold waves (noisy)
+    assert 0.1 < np.mean(stalled != 0) < 1
+
+
+@pytest.mark.verilator
+def test_a_wrong_rt_unit_result_in_the_trace_fails_at_its_cycle(monkeypatch):
+    """The batch check of ``rt_unit`` reads every result: one bit of one result is found."""
+    block, params = _rt_unit()
+    _, out_layout = block.layouts(**params)
+    run = cycle._run
+    where = {}
+
+    def corrupt(model, arguments):
+        summary = run(model, arguments)
+        out = np.memmap(arguments[2], dtype="<u4", mode="r+").reshape(int(arguments[3]), -1)
+        valid = columns_from_words(out_layout, np.asarray(out))["out.valid"]
+        where["cycle"] = int(np.flatnonzero(valid)[5])
+        offset = next(
+            leaf.offset
+            for leaf in layouts.leaves(out_layout)
+            if leaf.path == "out.payload.result.dw[3]"
+        )
+        out[where["cycle"], offset // 32] ^= 1 << (offset % 32)
+        out.flush()
+        return summary
+
+    monkeypatch.setattr(cycle, "_run", corrupt)
+    report = BACKENDS["fast-behavioural"].check(block, params, count=500, seed=1)
+    assert report.stimulus == "compiled"
+    assert (report.passed, report.failed) == (499, 1)
+    assert report.first.where == f"cycle {where['cycle']}"
+    assert report.first.field == "out.payload.result.dw[3]"
 
 
 @pytest.mark.verilator
