@@ -13,13 +13,27 @@ status 1, so a finished run has 0),
 ``cycles`` (the CU's cycles from the first wave's start to the last one's end), ``cpu_seconds``
 (this process and its children: Verilator builds included) and ``build``.
 
-The engine is one function of :data:`ENGINES` (``session``: a simulator session stepped a cycle
-at a time from Python), so a compiled cycle backend can be added beside it without changing the
-experiment. The frame split across CUs (``--frame``, ``--cus``) is not built.
+The engine is one function of :data:`ENGINES` (``--engine``):
+
+* ``player`` (default): the wave-batched golden loop records every wave's instruction stream and
+  expected results first (:func:`gpurtl.golden.traversal.streams.build`: a ray's path does not
+  depend on timing), then the compiled player (:func:`gpurtl.sim.backends.fast.player.
+  run_player`: one Verilated model of ``rt_unit`` and ``ds_bvh_stack``, a C++ driver) issues
+  them under the same CU model rules, every timing decision the RTL's, every output compared
+  with the expected words; ``mismatches`` counts the fields that differ and the instruction and
+  result counts that are not the programs';
+* ``session``: a simulator session of each block stepped a cycle at a time from Python, the
+  loop taking its decisions from the RTL's outputs (about one ray a CPU second).
+
+``cpu_seconds`` is the whole run's; the ``player`` engine also reports ``program_cpu_seconds``
+(the golden loop and the expected words alone) and ``player_cpu_seconds`` (the driver process).
+The frame split across CUs (``--frame``, ``--cus``) is not built.
 
 Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 triangles) or the
 packaged ``bunny`` (907). Rays: camera rays of a 256x192 image of the scene (the ``traversal``
-experiment's camera), whole waves of 32, the 8x4 tiles nearest the image's centre.
+experiment's camera; for more than its 49,152 rays, the image scaled by the smallest whole
+factor that holds them), whole waves of 32, the 8x4 tiles nearest the image's centre, in
+dispatch order (tile index).
 """
 
 import resource
@@ -49,7 +63,7 @@ __all__ = [
 ]
 
 #: Camera rays of a fixed image: no random numbers (recorded in the run's provenance).
-SEEDS = {}
+SEEDS: dict = {}
 
 #: Not part of ``gpurtl demo``: even the quick run builds the RT unit RTL (minutes).
 IN_DEMO = False
@@ -85,9 +99,66 @@ def _session_engine(scene, origins, directions, rt, backend, progress):
     }
 
 
+def _player_engine(scene, origins, directions, rt, backend, progress):
+    from gpurtl.golden.bvh.wavefront import Tables
+    from gpurtl.golden.traversal import streams
+
+    from ...backends.fast import player
+    from .rtl import cu_params
+
+    params = cu_params(rt)
+    cpu0 = _cpu()
+    programs = streams.build(Tables(scene.top), origins, directions, params)
+    program_cpu = _cpu() - cpu0
+    if progress:
+        progress(
+            f"programs: {programs.waves} waves, {programs.iterations} wave instructions, "
+            f"{programs.entries} lane instructions in {program_cpu:.1f} CPU s; the player"
+        )
+    out = player.run_player(programs, rt, params, log=progress)
+    # the counts the programs fix: every wave instruction (intersect and stack) and every lane
+    want = {
+        "bvh": programs.iterations,
+        "ds": programs.iterations,
+        "results": programs.entries,
+        "stack_checked": programs.entries,
+    }
+    got = {
+        "bvh": sum(1 for r in out.instructions if r[1] == "bvh"),
+        "ds": sum(1 for r in out.instructions if r[1] == "ds"),
+        "results": out.results,
+        "stack_checked": out.stack_checked,
+    }
+    counts_differ = sum(got[k] != want[k] for k in want)
+    return {
+        "instructions": len(out.instructions),
+        "lane_instructions": 2 * programs.entries,
+        "mismatches": int(out.mismatches + counts_differ),
+        "cycles": int(out.cycles),
+        "check": {
+            "counts": {k: [got[k], want[k]] for k in want},
+            "first_mismatches": out.first_mismatches,
+            "hits": int((programs.result.prim >= 0).sum()),
+        },
+        "program_cpu_seconds": program_cpu,
+        "player_cpu_seconds": out.cpu_seconds,
+        "player_wall_seconds": out.sim_seconds,
+        "player_build_seconds": out.build_seconds,
+        "lookups": out.lookups,
+        "refused": out.refused,
+        "busy": out.busy,
+        "in_flight": out.in_flight,
+        "memory": out.memory,
+        "box_tests": int(programs.box_tests.sum()),
+        "tri_tests": int(programs.tri_tests.sum()),
+        "pair_nodes": int((programs.lane_kind == 1).sum()),
+    }
+
+
 #: ``engine(scene, origins, directions, rt, backend, progress) -> {instructions, mismatches,
-#: cycles, ...}``: how the RTL is run.
-ENGINES = {"session": _session_engine}
+#: cycles, ...}``: how the RTL is run (``--engine``; the first is the default).
+ENGINES = {"player": _player_engine, "session": _session_engine}
+ENGINE = "player"
 
 
 def arguments(parser):
@@ -99,11 +170,17 @@ def arguments(parser):
         "--rtl-scene", choices=SCENES, dest="rtl_scene", help="the scene (default terrain)"
     )
     parser.add_argument(
+        "--engine",
+        choices=tuple(ENGINES),
+        help=f"how the RTL runs (default {ENGINE}: the compiled player of the recorded wave "
+        "programs; session: Python sessions a cycle at a time)",
+    )
+    parser.add_argument(
         "--simulator",
         choices=BACKENDS_RTL,
         dest="simulator",
-        help="simulator of the sessions (default verilator; pysim runs some tens of cycles a "
-        "second)",
+        help="simulator of the session engine (default verilator; pysim runs some tens of cycles "
+        "a second)",
     )
 
 
@@ -137,14 +214,17 @@ def _rays(mesh, up_axis, count):
     from .scenes import camera
 
     cam, _, _ = camera(mesh.triangles.astype(np.float64), up_axis, False)
-    o, d, pixel = camera_rays(cam, *IMAGE)
+    scale = 1
+    while IMAGE[0] * IMAGE[1] * scale * scale < count:
+        scale += 1
+    w, h = IMAGE[0] * scale, IMAGE[1] * scale
+    o, d, pixel = camera_rays(cam, w, h)
     waves = len(o) // 32
     # the waves (8x4 tiles) nearest the image's centre, where the camera looks at the scene
-    w, h = IMAGE
     first = pixel[::32][:waves]
     far = np.hypot(first % w - w / 2, first // w - h / 2)
     pick = np.sort(np.argsort(far, kind="stable")[: min(waves, -(-count // 32))])
-    rows = np.concatenate([np.arange(32 * w, 32 * w + 32) for w in pick])[:count]
+    rows = (32 * pick[:, None] + np.arange(32)).ravel()[:count]
     return o[rows], d[rows]
 
 
@@ -161,7 +241,7 @@ def measure(
     build=None,
     rtl_scene=None,
     simulator=None,
-    engine="session",
+    engine=None,
 ):
     """The run's data (module doc string); ``quick``: 4 rays."""
     from gpurtl.sim.core import registry
@@ -170,14 +250,24 @@ def measure(
     build = build or "small"
     name = rtl_scene or "terrain"
     backend = simulator or "verilator"
+    engine = engine or ENGINE
     cpu0, wall0 = _cpu(), time.monotonic()
     rt = registry.get("rt_unit").resolve(BUILDS[build])
     mesh, scene = _scene(name)
     origins, directions = _rays(mesh, 2 if name == "terrain" else 1, rays)
     tell = (lambda line: progress(0, 1, line)) if progress else None
     if tell:
-        tell(f"{rays} rays on the {backend} RTL, build {build}, {name} ({len(mesh)} tris)")
+        where = "the compiled player" if engine == "player" else f"{backend} sessions"
+        tell(f"{rays} rays through the RTL ({where}), build {build}, {name} ({len(mesh)} tris)")
     out = ENGINES[engine](scene, origins, directions, rt, backend, tell)
+    if out["mismatches"]:
+        from .rtl import RtlLoopError
+
+        first = out.get("check", {}).get("first_mismatches")
+        raise RtlLoopError(
+            f"{out['mismatches']} RTL outputs or counts differ from the expected ones"
+            + (f"; the first: {first[:3]}" if first else f": {out.get('check')}")
+        )
     if progress:
         progress(1, 1, f"{out['cycles']} cycles, {out['mismatches']} mismatches")
     return {
@@ -190,12 +280,15 @@ def measure(
         "wall_seconds": time.monotonic() - wall0,
         "build": build,
         "rt_unit": rt,
-        "backend": backend,
+        "backend": "fast (Verilator)" if engine == "player" else backend,
         "engine": engine,
         "scene": {"name": name, "triangles": int(len(mesh))},
-        "check": out.get("check"),
-        "sessions": out.get("sessions"),
+        **{k: v for k, v in out.items() if k not in _COMMON},
     }
+
+
+#: The engine's keys that :func:`measure` places itself.
+_COMMON = ("instructions", "lane_instructions", "mismatches", "cycles")
 
 
 def report(data, out_dir):
@@ -216,6 +309,26 @@ def report(data, out_dir):
         f"| CPU seconds (this process and its children, builds included) | "
         f"{data['cpu_seconds']:.1f} |",
         f"| rays per CPU second | {rate:.3f} |",
+    ]
+    if "program_cpu_seconds" in data:
+        lanes = data["lane_instructions"]
+        prog, play = data["program_cpu_seconds"], data["player_cpu_seconds"]
+        lookups = data["lookups"]
+        total = max(1, sum(lookups.values()))
+        lines += [
+            f"| the golden loop and expected words alone: CPU seconds | {prog:.1f} |",
+            f"| the same: rays / lane instructions per CPU second | "
+            f"{data['rays'] / max(prog, 1e-9):.0f} / {lanes / max(prog, 1e-9):.0f} |",
+            f"| the player (Verilated RTL and driver): CPU seconds | {play:.1f} |",
+            f"| the same: rays / lane instructions per CPU second | "
+            f"{data['rays'] / max(play, 1e-9):.0f} / {lanes / max(play, 1e-9):.0f} |",
+            f"| player model build (cached after the first run): seconds | "
+            f"{data['player_build_seconds']:.1f} |",
+            "| L0 hit / pending hit / miss | "
+            + " / ".join(f"{100 * lookups[k] / total:.1f}%" for k in ("hit", "pending_hit", "miss"))
+            + " |",
+        ]
+    lines += [
         "",
         "Build: " + ", ".join(f"{k}={v}" for k, v in data["rt_unit"].items()) + ".",
     ]

@@ -5,6 +5,7 @@ interface's keys in ``data.json``, the builds, the rays, the engine that can be 
 import json
 from importlib import metadata
 
+import numpy as np
 import pytest
 
 from gpurtl.sim.core import registry
@@ -28,7 +29,7 @@ def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
         steps = sum(int(t.counts["steps"].sum()) for t in traces)
         return {"instructions": 2 * steps, "mismatches": 0, "cycles": 1234}
 
-    monkeypatch.setitem(TR.ENGINES, "session", engine)
+    monkeypatch.setitem(TR.ENGINES, TR.ENGINE, engine)
     code = main(["experiment", "traversal-rtl", "--rays", "40", "--build", "rdna4",
                  "--out", str(tmp_path)])  # fmt: skip
     assert code == 0, capsys.readouterr().err
@@ -46,12 +47,70 @@ def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
     assert "## Provenance" in (tmp_path / "traversal-rtl" / "summary.md").read_text()
 
 
+class _ReferencePlayer:
+    """``run_player`` of the wave programs on the golden RT unit (the Python reference player,
+    :mod:`gpurtl.golden.traversal.play`): the player engine's bookkeeping, not the RTL."""
+
+    def __init__(self, corrupt=False):
+        self.corrupt, self.seen = corrupt, {}
+
+    def run_player(self, programs, rt, params, *, log=None):
+        from types import SimpleNamespace
+
+        from gpurtl.golden.traversal.play import play
+        from gpurtl.hdl.rt_unit import fetch_layout
+        from gpurtl.sim.blocks.rt_unit import top_golden
+        from gpurtl.sim.core import layouts
+
+        self.seen.update(programs=programs, rt=rt)
+        if self.corrupt:
+            programs.result_dw[3, 1] ^= 1
+        idle = layouts.unpack(fetch_layout(rt["tag_bits"]), 0)
+        played = play(programs, params, top_golden(**rt), slots=1 << rt["tag_bits"], idle=idle)
+        run = played.run
+        return SimpleNamespace(
+            instructions=run.instructions, cycles=run.cycles, results=played.results,
+            stack_checked=played.stack_checked, mismatches=played.mismatches,
+            first_mismatches=played.first_mismatches, cpu_seconds=1.0, sim_seconds=1.0,
+            build_seconds=0.0, lookups=run.lookups, refused=run.refused, busy=run.busy,
+            in_flight={}, memory={},
+        )  # fmt: skip
+
+
+@pytest.mark.full  # about 5 s: the golden RT unit a cycle at a time
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_the_player_engine_counts_and_checks(monkeypatch, corrupt):
+    import sys
+
+    from gpurtl.sim.experiments.traversal.rtl import RtlLoopError
+
+    fake = _ReferencePlayer(corrupt)
+    monkeypatch.setitem(sys.modules, "gpurtl.sim.backends.fast.player", fake)
+    import gpurtl.sim.backends.fast as fast
+
+    monkeypatch.setattr(fast, "player", fake, raising=False)
+    if corrupt:
+        with pytest.raises(RtlLoopError, match="1 RTL outputs or counts differ"):
+            TR.measure(rays=12, rtl_scene="bunny", engine="player")
+        return
+    data = TR.measure(rays=12, rtl_scene="bunny")
+    programs = fake.seen["programs"]
+    assert data["engine"] == "player" and data["mismatches"] == 0
+    assert data["instructions"] == 2 * programs.iterations > 0
+    assert data["lane_instructions"] == 2 * programs.entries
+    assert data["check"]["counts"]["results"] == [programs.entries] * 2
+    assert data["cycles"] > 0 and data["program_cpu_seconds"] > 0
+
+
 def test_the_rays_are_whole_waves_at_the_image_centre():
     mesh, _ = TR._scene("bunny")
     o, d = TR._rays(mesh, 1, 70)
     assert o.shape == d.shape == (70, 3)
     o2, d2 = TR._rays(mesh, 1, 70)
     assert (o == o2).all() and (d == d2).all()
+    # more rays than the 256x192 image: the image twice as wide and high
+    o3, d3 = TR._rays(mesh, 1, 60_000)
+    assert len(o3) == 60_000 == len(np.unique(d3, axis=0))
 
 
 @pytest.mark.parametrize(
