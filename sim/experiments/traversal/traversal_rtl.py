@@ -130,7 +130,11 @@ def _player_engine(scene, origins, directions, rt, backend, progress):
         "stack_checked": out.stack_checked,
     }
     counts_differ = sum(got[k] != want[k] for k in want)
+    if progress:
+        progress(f"the RTL: {out.cycles} cycles, {out.mismatches} mismatches; the formulas")
+    formulas = formula_comparison(programs, out.instructions, params, out.cycles)
     return {
+        "formulas": formulas,
         "instructions": len(out.instructions),
         "lane_instructions": 2 * programs.entries,
         "mismatches": int(out.mismatches + counts_differ),
@@ -153,6 +157,95 @@ def _player_engine(scene, origins, directions, rt, backend, progress):
         "tri_tests": int(programs.tri_tests.sum()),
         "pair_nodes": int((programs.lane_kind == 1).sum()),
     }
+
+
+def _waves_of(programs):
+    """The CU model's :class:`gpurtl.golden.cu.WaveTrace` of each wave of ``programs`` (no
+    shading loads: the RT unit mode's waves)."""
+    from gpurtl.golden.cu import WaveTrace
+
+    p = programs
+    line = (p.node_ptr[:, 0] >> 4).astype(np.int64)
+    rows = list(
+        zip(p.lane.tolist(), line.tolist(), p.lane_kind.tolist(), p.box_tests.tolist(),
+            p.tri_tests.tolist())
+    )  # fmt: skip
+    cuts = p.iter_lanes.tolist()
+    its = [rows[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    bounds = p.wave_iters.tolist()
+    return [WaveTrace(its[a:b], [], tag=w) for w, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+
+def _records(records):
+    """``(wave, kind (0 bvh, 1 ds), n-th of its wave and kind, issue, complete)`` arrays of
+    instruction records ``(wave, kind, issue, complete)``, sorted by wave, kind and order."""
+    a = np.array([(w, k == "ds", i, c) for w, k, i, c in records], np.int64).reshape(-1, 4)
+    a = a[np.lexsort((a[:, 2], a[:, 1], a[:, 0]))]
+    group = a[:, 0] * 2 + a[:, 1]
+    start = np.r_[0, np.flatnonzero(group[1:] != group[:-1]) + 1]
+    nth = np.arange(len(a)) - np.repeat(start, np.diff(np.r_[start, len(a)]))
+    return a[:, 0], a[:, 1], nth, a[:, 2], a[:, 3]
+
+
+_QUANTILES = (0, 1, 5, 25, 50, 75, 95, 99, 100)
+
+
+def _distribution(values):
+    """Quantiles (``p0`` .. ``p100``), mean and count of ``values``."""
+    v = np.asarray(values, np.float64)
+    if not len(v):
+        return {"count": 0}
+    q = np.percentile(v, _QUANTILES)
+    return {
+        "count": len(v),
+        "mean": float(v.mean()),
+        **{f"p{k}": float(x) for k, x in zip(_QUANTILES, q)},
+    }
+
+
+def formula_comparison(programs, records, params, rtl_cycles):
+    """The CU model's formulas (:func:`gpurtl.golden.cu.simulate` with ``params``: the L0 a
+    level of the hierarchy, the accelerator's slot and latency) on the waves of ``programs``,
+    against the RTL's instruction records ``records`` (``(wave, kind, issue, complete)``):
+    total cycles, and the distributions of the differences RTL - formulas per instruction
+    (completion, issue, latency = completion - issue; intersect and stack apart) and per wave
+    (the last completion, and the span from the first issue to the last completion). Every
+    instruction of one run must be in the other (``ValueError``)."""
+    from gpurtl.golden.cu import simulate
+
+    model = simulate(_waves_of(programs), params, warm_lines=programs.lines.tolist())
+    a, b = _records(records), _records(model.instructions)
+    if not all(np.array_equal(x, y) for x, y in zip(a[:3], b[:3])):
+        raise ValueError("the RTL and the formulas ran different instructions")
+    wave, kind, _, issue, done = a
+    _, _, _, m_issue, m_done = b
+    out = {"cycles": {"rtl": int(rtl_cycles), "formulas": int(model.cycles)}}
+    out["cycles"]["difference_percent"] = 100 * (rtl_cycles - model.cycles) / max(1, model.cycles)
+    for k, name in ((0, "bvh"), (1, "ds")):
+        sel = kind == k
+        out[name] = {
+            "completion": _distribution(done[sel] - m_done[sel]),
+            "issue": _distribution(issue[sel] - m_issue[sel]),
+            "latency": _distribution((done - issue)[sel] - (m_done - m_issue)[sel]),
+            "latency_rtl": _distribution((done - issue)[sel]),
+            "equal": int((done[sel] == m_done[sel]).sum()),
+        }
+    waves = programs.waves
+    last = np.full(waves, -1, np.int64)
+    first = np.full(waves, np.iinfo(np.int64).max, np.int64)
+    m_last, m_first = last.copy(), first.copy()
+    np.maximum.at(last, wave, done)
+    np.minimum.at(first, wave, issue)
+    np.maximum.at(m_last, wave, m_done)
+    np.minimum.at(m_first, wave, m_issue)
+    span, m_span = last - first, m_last - m_first
+    out["wave"] = {
+        "end": _distribution(last - m_last),
+        "span": _distribution(span - m_span),
+        "span_percent": _distribution(100 * (span - m_span) / np.maximum(1, m_span)),
+        "span_rtl": _distribution(span),
+    }
+    return out
 
 
 #: ``engine(scene, origins, directions, rt, backend, progress) -> {instructions, mismatches,
