@@ -48,8 +48,9 @@ def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
 
 
 class _ReferencePlayer:
-    """``run_player`` of the wave programs on the golden RT unit (the Python reference player,
-    :mod:`gpurtl.golden.traversal.play`): the player engine's bookkeeping, not the RTL."""
+    """``run_player`` of the wave programs on the golden RT unit (the programs' own
+    :class:`gpurtl.golden.traversal.program.ProgramSource` in the CU model's RT unit mode): the
+    player engine's bookkeeping, not the RTL."""
 
     def __init__(self, corrupt=False):
         self.corrupt, self.seen = corrupt, {}
@@ -57,7 +58,8 @@ class _ReferencePlayer:
     def run_player(self, programs, rt, params, *, log=None):
         from types import SimpleNamespace
 
-        from gpurtl.golden.traversal.play import play
+        from gpurtl.golden.cu.rt_unit import HierarchyPort, run
+        from gpurtl.golden.traversal.program import ProgramSource
         from gpurtl.hdl.rt_unit import fetch_layout
         from gpurtl.sim.blocks.rt_unit import top_golden
         from gpurtl.sim.core import layouts
@@ -66,14 +68,26 @@ class _ReferencePlayer:
         if self.corrupt:
             programs.result_dw[3, 1] ^= 1
         idle = layouts.unpack(fetch_layout(rt["tag_bits"]), 0)
-        played = play(programs, params, top_golden(**rt), slots=1 << rt["tag_bits"], idle=idle)
-        run = played.run
+        lines = {
+            int(n): sum(int(w) << (32 * k) for k, w in enumerate(row))
+            for n, row in zip(programs.lines, programs.line_words)
+        }
+        memory = HierarchyPort(params.levels[1:], make_line=lines.get, warm=list(lines))
+        sources = [ProgramSource(programs, w) for w in range(programs.waves)]
+        try:
+            out = run(sources, params, top_golden(**rt), memory, slots=1 << rt["tag_bits"],
+                      idle=idle)  # fmt: skip
+        except ValueError as error:
+            return SimpleNamespace(
+                instructions=[], cycles=0, results=0, stack_checked=0, mismatches=1,
+                first_mismatches=[str(error)], cpu_seconds=1.0, sim_seconds=1.0,
+                build_seconds=0.0, lookups={}, refused={}, busy=0, in_flight={}, memory={},
+            )  # fmt: skip
         return SimpleNamespace(
-            instructions=run.instructions, cycles=run.cycles, results=played.results,
-            stack_checked=played.stack_checked, mismatches=played.mismatches,
-            first_mismatches=played.first_mismatches, cpu_seconds=1.0, sim_seconds=1.0,
-            build_seconds=0.0, lookups=run.lookups, refused=run.refused, busy=run.busy,
-            in_flight={}, memory={},
+            instructions=out.instructions, cycles=out.cycles, results=out.results,
+            stack_checked=programs.entries, mismatches=0, first_mismatches=[],
+            cpu_seconds=1.0, sim_seconds=1.0, build_seconds=0.0, lookups=out.lookups,
+            refused=out.refused, busy=out.busy, in_flight={}, memory={},
         )  # fmt: skip
 
 
@@ -90,7 +104,7 @@ def test_the_player_engine_counts_and_checks(monkeypatch, corrupt):
 
     monkeypatch.setattr(fast, "player", fake, raising=False)
     if corrupt:
-        with pytest.raises(RtlLoopError, match="1 RTL outputs or counts differ"):
+        with pytest.raises(RtlLoopError, match="RTL outputs or counts differ"):
             TR.measure(rays=12, rtl_scene="bunny", engine="player")
         return
     data = TR.measure(rays=12, rtl_scene="bunny")
@@ -100,6 +114,10 @@ def test_the_player_engine_counts_and_checks(monkeypatch, corrupt):
     assert data["lane_instructions"] == 2 * programs.entries
     assert data["check"]["counts"]["results"] == [programs.entries] * 2
     assert data["cycles"] > 0 and data["program_cpu_seconds"] > 0
+    formulas = data["formulas"]  # the golden RT unit here: its own timing, not the formulas'
+    assert formulas["cycles"]["rtl"] == data["cycles"] and formulas["cycles"]["formulas"] > 0
+    assert formulas["bvh"]["completion"]["count"] == programs.iterations
+    assert formulas["wave"]["span"]["count"] == programs.waves
 
 
 def test_the_rays_are_whole_waves_at_the_image_centre():
