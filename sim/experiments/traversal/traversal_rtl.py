@@ -33,7 +33,10 @@ Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 tri
 packaged ``bunny`` (907). Rays: camera rays of a 256x192 image of the scene (the ``traversal``
 experiment's camera; for more than its 49,152 rays, the image scaled by the smallest whole
 factor that holds them), whole waves of 32, the 8x4 tiles nearest the image's centre, in
-dispatch order (tile index).
+dispatch order (tile index); or (``--ray-set diffuse``) the first diffuse bounce from the hits of
+the fewest such tiles that give N rays (the ``traversal`` experiment's ``diffuse1`` rays,
+:func:`.scenes.deriver`), in the order of their camera rays. The ``traversal`` experiment's
+shadow and AO rays end at their first hit, a form the wave programs do not hold.
 """
 
 import resource
@@ -72,6 +75,8 @@ IN_DEMO = False
 #: ``rdna4``: the registry's ``preset=rdna4`` (docs/rt_unit.md).
 BUILDS = {"small": dict(RT_UNIT), "rdna4": {"preset": "rdna4"}}
 SCENES = ("terrain", "bunny")
+#: The ray sets of ``--ray-set``: the camera rays, or the first diffuse bounce from their hits.
+RAY_SETS = ("camera", "diffuse")
 #: Rays of a run without ``--rays``.
 RAYS = 64
 IMAGE = (256, 192)
@@ -265,6 +270,13 @@ def arguments(parser):
         "--rtl-scene", choices=SCENES, dest="rtl_scene", help="the scene (default terrain)"
     )
     parser.add_argument(
+        "--ray-set",
+        choices=RAY_SETS,
+        dest="ray_set",
+        help="the rays (default camera; diffuse: the first diffuse bounce from the camera "
+        "rays' hits, the traversal experiment's diffuse1)",
+    )
+    parser.add_argument(
         "--engine",
         choices=tuple(ENGINES),
         help=f"how the RTL runs (default {ENGINE}: the compiled player of the recorded wave "
@@ -303,24 +315,56 @@ def _scene(name):
     return mesh, build_scene(name, mesh, "bvh8")
 
 
-def _rays(mesh, up_axis, count):
+def _rays(mesh, up_axis, count, ray_set="camera", top=None):
+    """``count`` rays of set ``ray_set`` (:data:`RAY_SETS`; ``diffuse`` needs the scene's BVH
+    ``top``) in dispatch order (module doc string)."""
     from gpurtl.golden.traversal.rays import camera_rays
 
     from .scenes import camera
 
-    cam, _, _ = camera(mesh.triangles.astype(np.float64), up_axis, False)
+    world = mesh.triangles.astype(np.float64)
+    cam, center, ext = camera(world, up_axis, False)
     scale = 1
-    while IMAGE[0] * IMAGE[1] * scale * scale < count:
+    while True:
+        w, h = IMAGE[0] * scale, IMAGE[1] * scale
+        o, d, pixel = camera_rays(cam, w, h)
+        waves = len(o) // 32
+        # the waves (8x4 tiles) nearest the image's centre, where the camera looks at the scene
+        first = pixel[::32][:waves]
+        far = np.hypot(first % w - w / 2, first // w - h / 2)
+        near = np.argsort(far, kind="stable")
+        if ray_set == "camera":
+            if len(o) >= count:
+                pick = np.sort(near[: -(-count // 32)])
+                rows = (32 * pick[:, None] + np.arange(32)).ravel()[:count]
+                return o[rows], d[rows]
+        else:
+            found = _bounces(top, world, center, ext, up_axis, o, d, near, count)
+            if found is not None:
+                return found
         scale += 1
-    w, h = IMAGE[0] * scale, IMAGE[1] * scale
-    o, d, pixel = camera_rays(cam, w, h)
-    waves = len(o) // 32
-    # the waves (8x4 tiles) nearest the image's centre, where the camera looks at the scene
-    first = pixel[::32][:waves]
-    far = np.hypot(first % w - w / 2, first // w - h / 2)
-    pick = np.sort(np.argsort(far, kind="stable")[: min(waves, -(-count // 32))])
-    rows = (32 * pick[:, None] + np.arange(32)).ravel()[:count]
-    return o[rows], d[rows]
+
+
+def _bounces(top, world, center, ext, up_axis, o, d, near, count):
+    """The first diffuse bounce (the ``traversal`` experiment's ``diffuse1`` set, :func:`.scenes.
+    deriver`) from the hits of the camera waves nearest the centre, as few as give ``count``
+    rays, in the order of their camera rays; ``None`` when the image has fewer hits."""
+    from gpurtl.golden.bvh.wavefront import Tables, trace
+
+    from .scenes import deriver
+
+    res = trace(Tables(top), o, d)
+    hits = (res.prim >= 0).reshape(-1, 32).sum(axis=1)
+    enough = np.flatnonzero(np.cumsum(hits[near]) >= count)
+    if not len(enough):
+        return None
+    pick = np.sort(near[: enough[0] + 1])
+    rows = (32 * pick[:, None] + np.arange(32)).ravel()
+    sub = type(res)()
+    sub.t, sub.prim, sub.inst = res.t[rows], res.prim[rows], res.inst[rows]
+    new, _ = deriver(world, None, center, ext, up_axis)("camera", sub, o[rows], d[rows])
+    bo, bd, _, _ = new["diffuse1"]
+    return bo[:count], bd[:count]
 
 
 def _cpu():
@@ -337,6 +381,7 @@ def measure(
     rtl_scene=None,
     simulator=None,
     engine=None,
+    ray_set=None,
 ):
     """The run's data (module doc string); ``quick``: 4 rays."""
     from gpurtl.sim.core import registry
@@ -349,7 +394,10 @@ def measure(
     cpu0, wall0 = _cpu(), time.monotonic()
     rt = registry.get("rt_unit").resolve(BUILDS[build])
     mesh, scene = _scene(name)
-    origins, directions = _rays(mesh, 2 if name == "terrain" else 1, rays)
+    ray_set = ray_set or "camera"
+    origins, directions = _rays(
+        mesh, 2 if name == "terrain" else 1, rays, ray_set=ray_set, top=scene.top
+    )
     tell = (lambda line: progress(0, 1, line)) if progress else None
     if tell:
         where = "the compiled player" if engine == "player" else f"{backend} sessions"
@@ -378,6 +426,7 @@ def measure(
         "backend": "fast (Verilator)" if engine == "player" else backend,
         "engine": engine,
         "scene": {"name": name, "triangles": int(len(mesh))},
+        "ray_set": ray_set,
         **{k: v for k, v in out.items() if k not in _COMMON},
     }
 
@@ -392,7 +441,8 @@ def report(data, out_dir):
     rate = data["rays"] / data["cpu_seconds"] if data["cpu_seconds"] else 0.0
     lines = [
         f"# {data['rays']} rays through the RT unit RTL ({data['build']} build, "
-        f"{data['backend']}), {data['scene']['name']} ({data['scene']['triangles']} triangles)",
+        f"{data['backend']}), {data['scene']['name']} ({data['scene']['triangles']} triangles), "
+        f"{data.get('ray_set', 'camera')} rays",
         "",
         "| figure | value |",
         "|---|---|",
@@ -423,6 +473,31 @@ def report(data, out_dir):
             + " / ".join(f"{100 * lookups[k] / total:.1f}%" for k in ("hit", "pending_hit", "miss"))
             + " |",
         ]
+    f = data.get("formulas")
+    if f:
+        c = f["cycles"]
+        lines += [
+            "",
+            f"The CU model's formulas (`golden.cu.simulate`) on the same waves: {c['formulas']} "
+            f"cycles against the RTL's {c['rtl']} ({c['difference_percent']:+.2f}%). RTL minus "
+            "formulas, in cycles (percentiles):",
+            "",
+            "| difference | count | mean | p1 | p5 | p25 | median | p75 | p95 | p99 |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        rows = [
+            ("intersect: completion", f["bvh"]["completion"]),
+            ("intersect: latency (completion - issue)", f["bvh"]["latency"]),
+            ("stack: completion", f["ds"]["completion"]),
+            ("stack: latency", f["ds"]["latency"]),
+            ("wave: last completion", f["wave"]["end"]),
+            ("wave: span (first issue to last completion)", f["wave"]["span"]),
+            ("wave: span, percent of the formulas'", f["wave"]["span_percent"]),
+        ]
+        for label, d in rows:
+            cells = " | ".join(f"{d[k]:.1f}" for k in ("mean", "p1", "p5", "p25", "p50", "p75",
+                                                      "p95", "p99"))  # fmt: skip
+            lines.append(f"| {label} | {d['count']} | {cells} |")
     lines += [
         "",
         "Build: " + ", ".join(f"{k}={v}" for k, v in data["rt_unit"].items()) + ".",

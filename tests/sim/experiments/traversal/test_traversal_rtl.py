@@ -93,7 +93,7 @@ class _ReferencePlayer:
 
 @pytest.mark.full  # about 5 s: the golden RT unit a cycle at a time
 @pytest.mark.parametrize("corrupt", [False, True])
-def test_the_player_engine_counts_and_checks(monkeypatch, corrupt):
+def test_the_player_engine_counts_and_checks(monkeypatch, tmp_path, corrupt):
     import sys
 
     from gpurtl.sim.experiments.traversal.rtl import RtlLoopError
@@ -118,6 +118,9 @@ def test_the_player_engine_counts_and_checks(monkeypatch, corrupt):
     assert formulas["cycles"]["rtl"] == data["cycles"] and formulas["cycles"]["formulas"] > 0
     assert formulas["bvh"]["completion"]["count"] == programs.iterations
     assert formulas["wave"]["span"]["count"] == programs.waves
+    TR.report(data, tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    assert "| wave: span (first issue to last completion) | 1 |" in text
 
 
 def test_the_rays_are_whole_waves_at_the_image_centre():
@@ -129,6 +132,11 @@ def test_the_rays_are_whole_waves_at_the_image_centre():
     # more rays than the 256x192 image: the image twice as wide and high
     o3, d3 = TR._rays(mesh, 1, 60_000)
     assert len(o3) == 60_000 == len(np.unique(d3, axis=0))
+    # diffuse bounces: from the hits, not the camera
+    _, scene = TR._scene("bunny")
+    o4, d4 = TR._rays(mesh, 1, 70, "diffuse", scene.top)
+    assert o4.shape == d4.shape == (70, 3)
+    assert not np.isclose(o4, o[0]).all(axis=1).any()
 
 
 @pytest.mark.parametrize(
