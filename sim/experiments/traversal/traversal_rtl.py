@@ -25,8 +25,12 @@ The engine is one function of :data:`ENGINES` (``--engine``):
 * ``session``: a simulator session of each block stepped a cycle at a time from Python, the
   loop taking its decisions from the RTL's outputs (about one ray a CPU second).
 
-``cpu_seconds`` is the whole run's; the ``player`` engine also reports ``program_cpu_seconds``
-(the golden loop and the expected words alone) and ``player_cpu_seconds`` (the driver process).
+``cpu_seconds`` is the whole run's; the ``player`` engine also reports ``loop_cpu_seconds`` (the
+golden loop alone, run once more without records), ``program_cpu_seconds`` (the programs: the
+loop recorded and the expected words) and ``player_cpu_seconds`` (the driver process), and
+``formulas``: the CU model's formulas (:func:`gpurtl.golden.cu.simulate`) on the same waves
+against the RTL, the distributions of the per-instruction and per-wave differences
+(:func:`formula_comparison`).
 The frame split across CUs (``--frame``, ``--cus``) is not built.
 
 Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 triangles) or the
@@ -105,16 +109,19 @@ def _session_engine(scene, origins, directions, rt, backend, progress):
 
 
 def _player_engine(scene, origins, directions, rt, backend, progress):
-    from gpurtl.golden.bvh.wavefront import Tables
+    from gpurtl.golden.bvh.wavefront import Tables, trace
     from gpurtl.golden.traversal import streams
 
     from ...backends.fast import player
     from .rtl import cu_params
 
     params = cu_params(rt)
+    tables = Tables(scene.top)
     cpu0 = _cpu()
-    programs = streams.build(Tables(scene.top), origins, directions, params)
-    program_cpu = _cpu() - cpu0
+    trace(tables, origins, directions)  # the golden loop alone, for the figures beside it
+    loop_cpu = _cpu() - cpu0
+    programs = streams.build(tables, origins, directions, params)
+    program_cpu = _cpu() - cpu0 - loop_cpu
     if progress:
         progress(
             f"programs: {programs.waves} waves, {programs.iterations} wave instructions, "
@@ -151,6 +158,7 @@ def _player_engine(scene, origins, directions, rt, backend, progress):
             "first_mismatches": out.first_mismatches,
             "hits": int((programs.result.prim >= 0).sum()),
         },
+        "loop_cpu_seconds": loop_cpu,
         "program_cpu_seconds": program_cpu,
         "player_cpu_seconds": out.cpu_seconds,
         "player_wall_seconds": out.sim_seconds,
@@ -460,8 +468,13 @@ def report(data, out_dir):
         prog, play = data["program_cpu_seconds"], data["player_cpu_seconds"]
         lookups = data["lookups"]
         total = max(1, sum(lookups.values()))
+        loop = data["loop_cpu_seconds"]
         lines += [
-            f"| the golden loop and expected words alone: CPU seconds | {prog:.1f} |",
+            f"| the golden loop alone (`wavefront.trace`): CPU seconds | {loop:.2f} |",
+            f"| the same: rays / lane instructions per CPU second | "
+            f"{data['rays'] / max(loop, 1e-9):.0f} / {lanes / max(loop, 1e-9):.0f} |",
+            f"| the wave programs (the loop recorded, the expected words): CPU seconds | "
+            f"{prog:.1f} |",
             f"| the same: rays / lane instructions per CPU second | "
             f"{data['rays'] / max(prog, 1e-9):.0f} / {lanes / max(prog, 1e-9):.0f} |",
             f"| the player (Verilated RTL and driver): CPU seconds | {play:.1f} |",
