@@ -127,7 +127,12 @@ def _player_engine(scene, origins, directions, rt, backend, progress):
             f"programs: {programs.waves} waves, {programs.iterations} wave instructions, "
             f"{programs.entries} lane instructions in {program_cpu:.1f} CPU s; the player"
         )
-    out = player.run_player(programs, rt, params, log=progress)
+    try:
+        out = player.run_player(programs, rt, params, log=progress)
+    except player.PlayerError as error:
+        from .rtl import RtlLoopError
+
+        raise RtlLoopError(f"the player: {error}") from None
     # the counts the programs fix: every wave instruction (intersect and stack) and every lane
     want = {
         "bvh": programs.iterations,

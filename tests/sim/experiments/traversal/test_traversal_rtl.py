@@ -52,6 +52,9 @@ class _ReferencePlayer:
     :class:`gpurtl.golden.traversal.program.ProgramSource` in the CU model's RT unit mode): the
     player engine's bookkeeping, not the RTL."""
 
+    class PlayerError(RuntimeError):
+        pass
+
     def __init__(self, corrupt=False):
         self.corrupt, self.seen = corrupt, {}
 
