@@ -169,7 +169,7 @@ class _nothing:
 @pytest.mark.slow
 def test_a_small_run_on_the_rtl_has_no_mismatch():
     """Two rays of the packaged bunny through the small build's RTL on pysim."""
-    data = TR.measure(rays=2, rtl_scene="bunny", simulator="pysim")
+    data = TR.measure(rays=2, rtl_scene="bunny", simulator="pysim", engine="session")
     assert data["mismatches"] == 0 and data["instructions"] > 2 and data["cycles"] > 0
     assert data["check"]["hits"] > 0  # the middle of the image: rays that meet the bunny
     assert data["sessions"]["rt_unit"][1] == 0 and data["check"]["differ"] == 0
