@@ -5,6 +5,7 @@ interface's keys in ``data.json``, the builds, the rays, the engine that can be 
 import json
 from importlib import metadata
 
+import numpy as np
 import pytest
 
 from gpurtl.sim.core import registry
@@ -28,7 +29,7 @@ def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
         steps = sum(int(t.counts["steps"].sum()) for t in traces)
         return {"instructions": 2 * steps, "mismatches": 0, "cycles": 1234}
 
-    monkeypatch.setitem(TR.ENGINES, "session", engine)
+    monkeypatch.setitem(TR.ENGINES, TR.ENGINE, engine)
     code = main(["experiment", "traversal-rtl", "--rays", "40", "--build", "rdna4",
                  "--out", str(tmp_path)])  # fmt: skip
     assert code == 0, capsys.readouterr().err
@@ -46,12 +47,99 @@ def test_data_json_has_the_interfaces_keys(tmp_path, capsys, monkeypatch):
     assert "## Provenance" in (tmp_path / "traversal-rtl" / "summary.md").read_text()
 
 
+class _ReferencePlayer:
+    """``run_player`` of the wave programs on the golden RT unit (the programs' own
+    :class:`gpurtl.golden.traversal.program.ProgramSource` in the CU model's RT unit mode): the
+    player engine's bookkeeping, not the RTL."""
+
+    class PlayerError(RuntimeError):
+        pass
+
+    def __init__(self, corrupt=False):
+        self.corrupt, self.seen = corrupt, {}
+
+    def run_player(self, programs, rt, params, *, log=None):
+        from types import SimpleNamespace
+
+        from gpurtl.golden.cu.rt_unit import HierarchyPort, run
+        from gpurtl.golden.traversal.program import ProgramSource
+        from gpurtl.hdl.rt_unit import fetch_layout
+        from gpurtl.sim.blocks.rt_unit import top_golden
+        from gpurtl.sim.core import layouts
+
+        self.seen.update(programs=programs, rt=rt)
+        if self.corrupt:
+            programs.result_dw[3, 1] ^= 1
+        idle = layouts.unpack(fetch_layout(rt["tag_bits"]), 0)
+        lines = {
+            int(n): sum(int(w) << (32 * k) for k, w in enumerate(row))
+            for n, row in zip(programs.lines, programs.line_words)
+        }
+        memory = HierarchyPort(params.levels[1:], make_line=lines.get, warm=list(lines))
+        sources = [ProgramSource(programs, w) for w in range(programs.waves)]
+        try:
+            out = run(sources, params, top_golden(**rt), memory, slots=1 << rt["tag_bits"],
+                      idle=idle)  # fmt: skip
+        except ValueError as error:
+            return SimpleNamespace(
+                instructions=[], cycles=0, results=0, stack_checked=0, mismatches=1,
+                first_mismatches=[str(error)], cpu_seconds=1.0, sim_seconds=1.0,
+                build_seconds=0.0, lookups={}, refused={}, busy=0, in_flight={}, memory={},
+            )  # fmt: skip
+        return SimpleNamespace(
+            instructions=out.instructions, cycles=out.cycles, results=out.results,
+            stack_checked=programs.entries, mismatches=0, first_mismatches=[],
+            cpu_seconds=1.0, sim_seconds=1.0, build_seconds=0.0, lookups=out.lookups,
+            refused=out.refused, busy=out.busy, in_flight={}, memory={},
+        )  # fmt: skip
+
+
+@pytest.mark.full  # about 5 s: the golden RT unit a cycle at a time
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_the_player_engine_counts_and_checks(monkeypatch, tmp_path, corrupt):
+    import sys
+
+    from gpurtl.sim.experiments.traversal.rtl import RtlLoopError
+
+    fake = _ReferencePlayer(corrupt)
+    monkeypatch.setitem(sys.modules, "gpurtl.sim.backends.fast.player", fake)
+    import gpurtl.sim.backends.fast as fast
+
+    monkeypatch.setattr(fast, "player", fake, raising=False)
+    if corrupt:
+        with pytest.raises(RtlLoopError, match="RTL outputs or counts differ"):
+            TR.measure(rays=12, rtl_scene="bunny", engine="player")
+        return
+    data = TR.measure(rays=12, rtl_scene="bunny")
+    programs = fake.seen["programs"]
+    assert data["engine"] == "player" and data["mismatches"] == 0
+    assert data["instructions"] == 2 * programs.iterations > 0
+    assert data["lane_instructions"] == 2 * programs.entries
+    assert data["check"]["counts"]["results"] == [programs.entries] * 2
+    assert data["cycles"] > 0 and data["program_cpu_seconds"] > 0
+    formulas = data["formulas"]  # the golden RT unit here: its own timing, not the formulas'
+    assert formulas["cycles"]["rtl"] == data["cycles"] and formulas["cycles"]["formulas"] > 0
+    assert formulas["bvh"]["completion"]["count"] == programs.iterations
+    assert formulas["wave"]["span"]["count"] == programs.waves
+    TR.report(data, tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    assert "| wave: span (first issue to last completion) | 1 |" in text
+
+
 def test_the_rays_are_whole_waves_at_the_image_centre():
     mesh, _ = TR._scene("bunny")
     o, d = TR._rays(mesh, 1, 70)
     assert o.shape == d.shape == (70, 3)
     o2, d2 = TR._rays(mesh, 1, 70)
     assert (o == o2).all() and (d == d2).all()
+    # more rays than the 256x192 image: the image twice as wide and high
+    o3, d3 = TR._rays(mesh, 1, 60_000)
+    assert len(o3) == 60_000 == len(np.unique(d3, axis=0))
+    # diffuse bounces: from the hits, not the camera
+    _, scene = TR._scene("bunny")
+    o4, d4 = TR._rays(mesh, 1, 70, "diffuse", scene.top)
+    assert o4.shape == d4.shape == (70, 3)
+    assert not np.isclose(o4, o[0]).all(axis=1).any()
 
 
 @pytest.mark.parametrize(
@@ -81,7 +169,7 @@ class _nothing:
 @pytest.mark.slow
 def test_a_small_run_on_the_rtl_has_no_mismatch():
     """Two rays of the packaged bunny through the small build's RTL on pysim."""
-    data = TR.measure(rays=2, rtl_scene="bunny", simulator="pysim")
+    data = TR.measure(rays=2, rtl_scene="bunny", simulator="pysim", engine="session")
     assert data["mismatches"] == 0 and data["instructions"] > 2 and data["cycles"] > 0
     assert data["check"]["hits"] > 0  # the middle of the image: rays that meet the bunny
     assert data["sessions"]["rt_unit"][1] == 0 and data["check"]["differ"] == 0
