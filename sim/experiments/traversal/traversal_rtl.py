@@ -15,7 +15,8 @@ status 1, so a finished run has 0),
 
 The engine is one function of :data:`ENGINES` (``session``: a simulator session stepped a cycle
 at a time from Python), so a compiled cycle backend can be added beside it without changing the
-experiment. The frame split across CUs (``--frame``, ``--cus``) is not built.
+experiment. ``--frame WxH --cus N`` times a frame's waves split over CUs on Dask instead
+(:mod:`.frame`).
 
 Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 triangles) or the
 packaged ``bunny`` (907). Rays: camera rays of a 256x192 image of the scene (the ``traversal``
@@ -27,6 +28,7 @@ import time
 
 import numpy as np
 
+from . import frame
 from .rtl import BACKENDS_RTL, RT_UNIT
 
 NAME = "traversal-rtl"
@@ -105,12 +107,14 @@ def arguments(parser):
         help="simulator of the sessions (default verilator; pysim runs some tens of cycles a "
         "second)",
     )
+    frame.arguments(parser)
 
 
 def check_options(options):
     """Refuse a bad value of the experiment's own options (``ValueError``)."""
     if "rays" in options:
         _count(options["rays"])
+    frame.check_options(options)
 
 
 def _count(text):
@@ -154,6 +158,10 @@ def _cpu():
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+#: A ``--frame`` run keeps its per-CU results in ``store`` (``DIR/traversal-rtl.store``).
+STORE = True
+
+
 def measure(
     quick=False,
     progress=None,
@@ -162,8 +170,20 @@ def measure(
     rtl_scene=None,
     simulator=None,
     engine="session",
+    store=None,
+    **frame_options,
 ):
-    """The run's data (module doc string); ``quick``: 4 rays."""
+    """The run's data (module doc string); ``quick``: 4 rays; ``frame_options``: a ``--frame``
+    run (:mod:`.frame`)."""
+    if frame_options:
+        return frame.measure(
+            **frame_options,
+            builds=BUILDS,
+            store=store,
+            build=build,
+            rtl_scene=rtl_scene,
+            progress=progress,
+        )
     from gpurtl.sim.core import registry
 
     rays = _count(rays) if rays is not None else (4 if quick else RAYS)
@@ -200,6 +220,8 @@ def measure(
 
 def report(data, out_dir):
     """``summary.md`` of :func:`measure`'s data."""
+    if "per_cu" in data:
+        return frame.report(data, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rate = data["rays"] / data["cpu_seconds"] if data["cpu_seconds"] else 0.0
     lines = [
