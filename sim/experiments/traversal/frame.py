@@ -40,6 +40,12 @@ The CUs
         "golden RT unit". Its ``mismatches`` count the run's own consistency checks (every lane
         instruction's result left the RT unit; per wave, as many intersect and stack
         instructions as loop iterations), not RTL outputs.
+    ``player`` (the default where the installation has it)
+        the **RT unit RTL** through the compiled player
+        (:func:`gpurtl.sim.backends.fast.player.run_player`), fed each CU's wave programs from
+        the wave-batched loop (:func:`gpurtl.golden.traversal.streams.build`); ``mismatches``
+        counts the RTL outputs that differ from the programs' expected words and the run's
+        consistency checks. Whole 8 x 4 tiles only.
 
 The levels below the L0
     Each CU has the RDNA 4 levels behind its L0 to itself (the CU model's hierarchy,
@@ -269,44 +275,102 @@ def golden_engine(waves, build, params):
         accel_groups=ii,
         accel_depth=latency - ii,
     )
-    return _result(ENGINE_LABELS["golden"], waves, traced, run, len(lines))
+    steps = [trace.counts["steps"] for trace, _ in traced]
+    prims = [trace.prim for trace, _ in traced]
+    lanes = [step for _, its in traced for it in its for step in it]
+    work = {
+        "box": sum(s[3] for s in lanes),
+        "pairs": sum(1 for s in lanes if s[2] == 1),
+        "tri": sum(s[4] for s in lanes),
+        "nodes": len(lanes),
+    }
+    iterations = [len(its) for _, its in traced]
+    return _result(ENGINE_LABELS["golden"], waves, steps, prims, iterations, work, run, len(lines))
 
 
-def _result(label, waves, traced, run, node_lines):
-    """:class:`CuResult` of the golden loop's traces and a :class:`~gpurtl.golden.cu.rt_unit.RtRun`."""
+def player_engine(waves, build, params):
+    """:class:`CuResult` of one CU's waves on the RT unit RTL through the compiled player
+    (:func:`gpurtl.sim.backends.fast.player.run_player`), fed the waves' programs from the
+    wave-batched loop (:func:`gpurtl.golden.traversal.streams.build`); every RTL output is
+    checked against the programs' expected words (``mismatches``). The waves must be whole
+    (32 lanes: the programs' waves are 32 consecutive rays)."""
+    from gpurtl.golden.bvh.wavefront import Tables
+    from gpurtl.golden.traversal import streams
+
+    from ...backends.fast import player
+    from .rtl import cu_params
+
+    if any(len(w.pixels) != 32 for w in waves):
+        raise ValueError(
+            "the player engine needs whole 8x4 tiles (width a multiple of 8, height of 4)"
+        )
+    scene, _ = _scene(params["scene"])
+    p = cu_params(build)
+    origins = np.concatenate([w.origins for w in waves])
+    dirs = np.concatenate([w.dirs for w in waves])
+    programs = streams.build(Tables(scene.top), origins, dirs, p, stack_size=params["stack_size"])
+    run = player.run_player(programs, build, p)
+    entry_iter = np.repeat(np.arange(programs.iterations), np.diff(programs.iter_lanes))
+    iter_wave = np.repeat(np.arange(programs.waves), np.diff(programs.wave_iters))
+    ray = 32 * iter_wave[entry_iter] + programs.lane.astype(np.int64)
+    per_ray = np.bincount(ray, minlength=32 * len(waves))
+    steps = [per_ray[32 * k : 32 * k + 32] for k in range(len(waves))]
+    prim = np.asarray(programs.result.prim)
+    prims = [prim[32 * k : 32 * k + 32] for k in range(len(waves))]
+    work = {
+        "box": int(programs.box_tests.sum()),
+        "pairs": int((programs.lane_kind == 1).sum()),
+        "tri": int(programs.tri_tests.sum()),
+        "nodes": int(programs.entries),
+    }
+    checks = {
+        "rtl_outputs": int(run.mismatches),
+        "stack_checked": int(run.stack_checked != programs.entries),
+    }
+    return _result(
+        ENGINE_LABELS["player"],
+        waves,
+        steps,
+        prims,
+        np.diff(programs.wave_iters).tolist(),
+        work,
+        run,
+        len(programs.lines),
+        checks,
+    )
+
+
+def _result(label, waves, steps, prims, iterations, work, run, node_lines, checks=None):
+    """:class:`CuResult` of the waves' per-ray loop iterations ``steps`` and closest hits
+    ``prims`` (an array per wave), their ``iterations`` (per wave), the lanes' ``work`` and a
+    run with :class:`~gpurtl.golden.cu.rt_unit.RtRun`'s attributes; ``checks``: the engine's
+    own mismatch counts."""
     from .rtl import utilization
 
     per = [{"bvh": [], "ds": []} for _ in waves]
     for wave, kind, issue, done in run.instructions:
         per[wave][kind].append((issue, done))
-    wave_cycles, ray_cycles, pixels, steps, prims = [], [], [], [], []
-    bad = {"results": 0, "instructions": 0}
-    work = {"box": 0, "pairs": 0, "tri": 0, "nodes": 0}
-    for k, (wave, (trace, its)) in enumerate(zip(waves, traced)):
+    wave_cycles, ray_cycles, pixels, ray_steps, ray_prim = [], [], [], [], []
+    bad = {"results": int(run.results != work["nodes"]), "instructions": 0, **(checks or {})}
+    for k, wave in enumerate(waves):
         bvh, ds = sorted(per[k]["bvh"]), sorted(per[k]["ds"])
-        bad["instructions"] += not (len(bvh) == len(ds) == len(its))
+        bad["instructions"] += not (len(bvh) == len(ds) == iterations[k])
         start = bvh[0][0]
         wave_cycles.append(int(ds[-1][1] - start))
-        n = trace.counts["steps"]
-        ray_cycles += [int(ds[s - 1][1] - start) for s in n.tolist()]
+        n = np.asarray(steps[k]).tolist()
+        # a ray's last iteration is iteration steps - 1 of its wave (it takes part in all before)
+        ray_cycles += [int(ds[s - 1][1] - start) for s in n]
         pixels += wave.pixels.tolist()
-        steps += n.tolist()
-        prims += trace.prim.tolist()
-        for it in its:
-            for _lane, _line, kind, box, tri in it:
-                work["box"] += box
-                work["pairs"] += kind == 1
-                work["tri"] += tri
-                work["nodes"] += 1
-    bad["results"] = int(run.results != work["nodes"])
+        ray_steps += n
+        ray_prim += np.asarray(prims[k]).tolist()
     return CuResult(
         engine=label,
         waves=[w.index for w in waves],
         wave_cycles=wave_cycles,
         pixels=pixels,
         ray_cycles=ray_cycles,
-        ray_steps=steps,
-        ray_prim=prims,
+        ray_steps=ray_steps,
+        ray_prim=ray_prim,
         cycles=int(run.cycles),
         instructions=len(run.instructions),
         lane_instructions=2 * work["nodes"],
@@ -321,13 +385,27 @@ def _result(label, waves, traced, run, node_lines):
     )
 
 
-#: ``time_cu(waves, build, params) -> CuResult`` by name (module doc string).
-ENGINES = {"golden": golden_engine}
+def _player_present():
+    """Whether this installation has the compiled player and the batched programs."""
+    from importlib.util import find_spec
+
+    return all(
+        find_spec(name) is not None
+        for name in ("gpurtl.sim.backends.fast.player", "gpurtl.golden.traversal.streams")
+    )
+
+
 #: What each engine's figures come from, as the outputs name it.
 ENGINE_LABELS = {
-    "golden": "golden RT unit (the CU model's RT unit mode, golden/cu/rt_unit.py; not the RTL)"
+    "golden": "golden RT unit (the CU model's RT unit mode, golden/cu/rt_unit.py; not the RTL)",
+    "player": "RT unit RTL (the compiled player, sim/backends/fast/player.py)",
 }
-ENGINE = "golden"
+#: ``time_cu(waves, build, params) -> CuResult`` by name (module doc string); ``player`` where
+#: the installation has it, and then the default.
+ENGINES = {"golden": golden_engine}
+if _player_present():
+    ENGINES = {"player": player_engine, **ENGINES}
+ENGINE = next(iter(ENGINES))
 
 
 # --- the CU tasks and the run ----------------------------------------------------------------
@@ -407,7 +485,6 @@ def run_frame(
     waves = frame_waves(scene, width, height)
     split = dispatch(len(waves), cus)
     store = Path(store)
-    store.mkdir(parents=True, exist_ok=True)
     paths = [
         store / f"cu-{cu_key((width, height), cus, cu, engine, build, params)}.json"
         for cu in range(cus)
@@ -418,6 +495,7 @@ def run_frame(
     done = [cus - len(todo)]
 
     def keep(result):
+        store.mkdir(parents=True, exist_ok=True)
         write_atomic(paths[result["cu"]], json.dumps(result, default=_plain) + "\n")
         done[0] += 1
         tell(done[0], f"CU {result['cu']}: {result['cycles']} cycles")
@@ -654,6 +732,11 @@ def check_options(options):
         raise ValueError("--rays and --frame are two different runs: give one of them")
     if "simulator" in options:
         raise ValueError("--simulator is for the --rays run; a --frame run takes --frame-engine")
+    if options.get("frame_engine", ENGINE) == "player" and (w % TILE[0] or h % TILE[1]):
+        raise ValueError(
+            f"--frame: the player engine needs whole 8x4 tiles (width a multiple of 8, height "
+            f"of 4), not {w}x{h}; --frame-engine golden takes any size"
+        )
     if "scheduler" in options and not str(options["scheduler"]).strip():
         raise ValueError("--scheduler must be a Dask scheduler's address (tcp://host:8786)")
 

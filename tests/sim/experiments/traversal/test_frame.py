@@ -190,3 +190,22 @@ def test_a_small_frame_on_two_dask_workers_equals_one_process(tmp_path):
 
 def _stored(store):
     return [json.loads(p.read_text()) for p in sorted(store.iterdir())]
+
+
+@pytest.mark.full
+def test_a_killed_worker_loses_no_cu(tmp_path):
+    import os
+    import signal
+
+    killed = []
+
+    def kill_a_worker(result):
+        if not killed:
+            os.kill(result["worker_pid"], signal.SIGKILL)  # its nanny starts a new worker
+            killed.append(result["worker_pid"])
+
+    run = dict(scene="bunny", build=None)
+    dask = F.run_frame(24, 8, 3, tmp_path / "dask", workers=2, on_cu=kill_a_worker, **run)
+    assert killed
+    one = F.run_frame(24, 8, 3, tmp_path / "one", inline=True, **run)
+    assert _figures(dask) == _figures(one)
