@@ -93,9 +93,11 @@ __all__ = [
     "measure",
     "merge",
     "parse_frame",
+    "player_engine",
     "png",
     "report",
     "run_frame",
+    "tiles",
 ]
 
 #: Pixels of a wave's tile (width, height): 32 lanes.

@@ -209,3 +209,21 @@ def test_a_killed_worker_loses_no_cu(tmp_path):
     assert killed
     one = F.run_frame(24, 8, 3, tmp_path / "one", inline=True, **run)
     assert _figures(dask) == _figures(one)
+
+
+@pytest.mark.verilator
+@pytest.mark.skipif("player" not in F.ENGINES, reason="no compiled player in this installation")
+@pytest.mark.parametrize("build", ["small", "rdna4"])
+def test_the_player_engine_equals_the_golden_rt_unit_on_a_small_frame(tmp_path, build):
+    # the RTL through the compiled player against the golden RT unit (the CU model's RT unit
+    # mode): every merged figure, per-pixel cycles included, the same
+    kwargs = dict(builds=traversal_rtl.BUILDS, rtl_scene="bunny", frame="16x8", cus=2)
+    kwargs.update(build=build, inline=True)
+    player = F.measure(**kwargs, store=tmp_path / "p", frame_engine="player")
+    golden = F.measure(**kwargs, store=tmp_path / "g", frame_engine="golden")
+    assert player["engine_label"].startswith("RT unit RTL")
+    assert player["mismatches"] == 0
+    skip = {"engine", "engine_label"}
+    assert {k: v for k, v in _figures(player).items() if k not in skip} == {
+        k: v for k, v in _figures(golden).items() if k not in skip
+    }
