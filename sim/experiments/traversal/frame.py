@@ -425,16 +425,25 @@ def cu_task(cu, waves, engine, build, params):
     ``wall_seconds``, the worker's ``pid`` and provenance."""
     from ...core.provenance import provenance
 
-    cpu, wall = time.process_time(), time.monotonic()
+    cpu, wall = _cpu(), time.monotonic()
     result = asdict(ENGINES[engine](waves, build, params))
     return {
         "cu": cu,
         **result,
-        "cpu_seconds": time.process_time() - cpu,
+        "cpu_seconds": _cpu() - cpu,
         "wall_seconds": time.monotonic() - wall,
         "worker_pid": os.getpid(),
         "provenance": provenance(seeds={}),
     }
+
+
+def _cpu(children=True):
+    """CPU seconds of this process and (``children``) its finished children (the player's
+    driver, builds; a local cluster's workers once it is closed)."""
+    import resource
+
+    who = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN) if children else (resource.RUSAGE_SELF,)
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, who))
 
 
 def cu_key(frame, cus, cu, engine, build, params):
@@ -481,7 +490,7 @@ def run_frame(
     from ...core import registry
     from ...core.files import write_atomic
 
-    started, cpu0 = time.monotonic(), time.process_time()
+    started, cpu0, self0 = time.monotonic(), _cpu(), _cpu(children=False)
     build = build or registry.get("rt_unit").resolve({"preset": BUILD})
     params = {"scene": scene, "stack_size": STACK_SIZE}
     waves = frame_waves(scene, width, height)
@@ -495,11 +504,13 @@ def run_frame(
     tell = (lambda k, line: progress(k, cus, line)) if progress else (lambda k, line: None)
     tell(cus - len(todo), f"{len(waves)} waves on {cus} CUs; {len(todo)} to run ({engine})")
     done = [cus - len(todo)]
+    ran_cpu = [0.0]  # the CU tasks this command ran on Dask workers
 
     def keep(result):
         store.mkdir(parents=True, exist_ok=True)
         write_atomic(paths[result["cu"]], json.dumps(result, default=_plain) + "\n")
         done[0] += 1
+        ran_cpu[0] += result["cpu_seconds"]
         tell(done[0], f"CU {result['cu']}: {result['cycles']} cycles")
         if on_cu is not None:
             on_cu(result)
@@ -513,6 +524,10 @@ def run_frame(
     elif todo:
         _on_dask(todo, args, keep, scheduler, workers or min(len(todo), os.cpu_count() or 1))
     results = [_load(p) for p in paths]
+    if inline:  # the tasks ran in this process: its own CPU and its children's hold them
+        cpu = _cpu() - cpu0
+    else:  # this process (not its local workers: they are the tasks) and the tasks run now
+        cpu = _cpu(children=False) - self0 + ran_cpu[0]
     return merge(
         results,
         (width, height),
@@ -522,7 +537,7 @@ def run_frame(
         engine=engine,
         ran=len(todo),
         wall_seconds=time.monotonic() - started,
-        client_cpu_seconds=time.process_time() - cpu0,
+        cpu_seconds=cpu,
     )
 
 
@@ -593,7 +608,7 @@ def merge(
     engine,
     ran=None,
     wall_seconds=0.0,
-    client_cpu_seconds=0.0,
+    cpu_seconds=0.0,
 ):
     """The frame's figures from its CUs' results (:func:`cu_task`'s dictionaries, CU order):
     per-CU cycles, frame cycles (the slowest CU's), the three utilization readings over the
@@ -675,7 +690,7 @@ def merge(
         "per_cu": per_cu,
         "image": image.reshape(height, width).tolist(),
         "cus_run": ran,
-        "cpu_seconds": client_cpu_seconds + task_cpu,
+        "cpu_seconds": cpu_seconds,
         "task_cpu_seconds": task_cpu,
         "wall_seconds": wall_seconds,
     }
@@ -862,7 +877,10 @@ def report(data, out_dir):
         f"| node image / L2 | {b['node_image_bytes'] / 2**20:.2f} MiB / "
         f"{b['l2_bytes'] / 2**20:.0f} MiB |",
         f"| CUs run by this command (others from the store) | {data['cus_run']} |",
-        f"| CPU seconds (CU tasks + this process) | {data['cpu_seconds']:.1f} |",
+        f"| CPU seconds of this command (this process and the CU tasks it ran) | "
+        f"{data['cpu_seconds']:.1f} |",
+        f"| CPU seconds of all CU tasks (those from the store too) | "
+        f"{data['task_cpu_seconds']:.1f} |",
         f"| wall seconds | {data['wall_seconds']:.1f} |",
         "",
         f"Dispatch: {data['dispatch']}. Below the L0: {b['model']}.",
