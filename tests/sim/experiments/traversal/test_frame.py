@@ -105,7 +105,7 @@ def _figures(data):
 def test_resume_after_an_interrupted_run_runs_only_the_missing_cus(tmp_path, monkeypatch):
     store = tmp_path / "store"
     calls = []
-    run = dict(scene="bunny", build={"preset": "none"}, inline=True)
+    run = dict(scene="bunny", build={"preset": "none"}, inline=True, engine="golden")
     # 24x4: 3 waves, one a CU; the first run stops in CU 1 (Ctrl-C)
     monkeypatch.setitem(F.ENGINES, "golden", _fake_engine(calls, stop_at=1))
     with pytest.raises(KeyboardInterrupt):
@@ -143,7 +143,9 @@ def test_resume_after_an_interrupted_run_runs_only_the_missing_cus(tmp_path, mon
 def test_merge_takes_the_slowest_cu_and_places_every_pixel(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setitem(F.ENGINES, "golden", _fake_engine(calls))
-    data = F.run_frame(20, 9, 2, tmp_path, scene="bunny", build={"preset": "none"}, inline=True)
+    data = F.run_frame(
+        20, 9, 2, tmp_path, scene="bunny", build={"preset": "none"}, inline=True, engine="golden"
+    )
     # tiles of 32 32 16 / 32 32 16 / 8 8 4 lanes; CU 0: waves 0 2 4 6 8, CU 1: 1 3 5 7
     assert data["cu_cycles"] == [100 * (32 + 16 + 32 + 8 + 4), 100 * (32 + 32 + 16 + 8)]
     assert data["cycles"] == 100 * 92
@@ -160,6 +162,7 @@ def test_a_small_frame_on_two_dask_workers_equals_one_process(tmp_path):
     from gpurtl.sim.experiments.traversal.scenes import camera
 
     kwargs = dict(builds=traversal_rtl.BUILDS, rtl_scene="bunny", frame="16x8", cus=2)
+    kwargs.update(frame_engine="golden")
     one = F.measure(**kwargs, store=tmp_path / "one", inline=True)
     dask = F.measure(**kwargs, store=tmp_path / "dask", workers=2)
     assert _figures(dask) == _figures(one)
@@ -204,7 +207,7 @@ def test_a_killed_worker_loses_no_cu(tmp_path):
             os.kill(result["worker_pid"], signal.SIGKILL)  # its nanny starts a new worker
             killed.append(result["worker_pid"])
 
-    run = dict(scene="bunny", build=None)
+    run = dict(scene="bunny", build=None, engine="golden")
     dask = F.run_frame(24, 8, 3, tmp_path / "dask", workers=2, on_cu=kill_a_worker, **run)
     assert killed
     one = F.run_frame(24, 8, 3, tmp_path / "one", inline=True, **run)
