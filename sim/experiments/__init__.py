@@ -19,7 +19,10 @@ Each module here defines (a package of experiments lists its further experiment 
 * optionally ``arguments(parser)``: the experiment's own options of ``gpurtl experiment NAME``
   (``parser.add_argument`` as argparse has it; every option's default must be ``None`` or
   ``argparse.SUPPRESS``, meaning "not given"), passed to ``measure`` as keyword arguments when given, and
-  ``check_options(options)``, which raises ``ValueError`` for a bad value before any work starts.
+  ``check_options(options)``, which raises ``ValueError`` for a bad value before any work starts;
+* optionally ``STORE = True``: ``measure`` also takes ``store``, the folder ``OUT/NAME.store``
+  beside the output folder, which an interrupted run leaves in place (a resumable experiment
+  keeps its finished parts there).
 
 :func:`run` is ``report(measure(...), out_dir)`` for every experiment and keeps the data as
 ``data.json`` beside the report, so :func:`report` can write the report again without measuring.
@@ -98,7 +101,11 @@ def run(module, out_dir, *, quick=False, progress=None, options=None):
     out_dir = Path(out_dir)
     if not _has_data(module):
         return module.run(out_dir, quick=quick, progress=progress)
-    data = module.measure(quick=quick, progress=progress, **(options or {}))
+    options = dict(options or {})
+    if getattr(module, "STORE", False):
+        # beside out_dir (a staging folder is its sibling): kept when the run is interrupted
+        options["store"] = out_dir.parent / f"{module.NAME}.store"
+    data = module.measure(quick=quick, progress=progress, **options)
     if isinstance(data, dict):
         data = {**data, PROVENANCE: run_provenance(module)}
     text = dumps(data)

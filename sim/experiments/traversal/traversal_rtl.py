@@ -31,7 +31,7 @@ loop recorded and the expected words) and ``player_cpu_seconds`` (the driver pro
 ``formulas``: the CU model's formulas (:func:`gpurtl.golden.cu.simulate`) on the same waves
 against the RTL, the distributions of the per-instruction and per-wave differences
 (:func:`formula_comparison`).
-The frame split across CUs (``--frame``, ``--cus``) is not built.
+``--frame WxH --cus N`` times a frame's waves split over CUs on Dask instead (:mod:`.frame`).
 
 Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 triangles) or the
 packaged ``bunny`` (907). Rays: camera rays of a 256x192 image of the scene (the ``traversal``
@@ -48,6 +48,7 @@ import time
 
 import numpy as np
 
+from . import frame
 from .rtl import BACKENDS_RTL, RT_UNIT
 
 NAME = "traversal-rtl"
@@ -302,12 +303,14 @@ def arguments(parser):
         help="simulator of the session engine (default verilator; pysim runs some tens of cycles "
         "a second)",
     )
+    frame.arguments(parser)
 
 
 def check_options(options):
     """Refuse a bad value of the experiment's own options (``ValueError``)."""
     if "rays" in options:
         _count(options["rays"])
+    frame.check_options(options)
 
 
 def _count(text):
@@ -386,6 +389,10 @@ def _cpu():
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+#: A ``--frame`` run keeps its per-CU results in ``store`` (``DIR/traversal-rtl.store``).
+STORE = True
+
+
 def measure(
     quick=False,
     progress=None,
@@ -395,8 +402,20 @@ def measure(
     simulator=None,
     engine=None,
     ray_set=None,
+    store=None,
+    **frame_options,
 ):
-    """The run's data (module doc string); ``quick``: 4 rays."""
+    """The run's data (module doc string); ``quick``: 4 rays; ``frame_options``: a ``--frame``
+    run (:mod:`.frame`)."""
+    if frame_options:
+        return frame.measure(
+            **frame_options,
+            builds=BUILDS,
+            store=store,
+            build=build,
+            rtl_scene=rtl_scene,
+            progress=progress,
+        )
     from gpurtl.sim.core import registry
 
     rays = _count(rays) if rays is not None else (4 if quick else RAYS)
@@ -450,6 +469,8 @@ _COMMON = ("instructions", "lane_instructions", "mismatches", "cycles")
 
 def report(data, out_dir):
     """``summary.md`` of :func:`measure`'s data."""
+    if "per_cu" in data:
+        return frame.report(data, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rate = data["rays"] / data["cpu_seconds"] if data["cpu_seconds"] else 0.0
     lines = [
