@@ -49,7 +49,13 @@ With ``dual=True`` (order ``"wave"`` only) the block fetches the dual form,
   behaves as in the default build.
 """
 
-from gpurtl.facts.rt_unit import DUAL_EMPTY_NODE, DUAL_EMPTY_PTR, FETCH_ORDER, FETCH_TAG_BITS, ORDERS
+from gpurtl.facts.rt_unit import (
+    DUAL_EMPTY_NODE,
+    DUAL_EMPTY_PTR,
+    FETCH_ORDER,
+    FETCH_TAG_BITS,
+    ORDERS,
+)
 
 from .l0_cache import L0CacheModel
 
@@ -79,7 +85,7 @@ class NodeFetchModel:
         if order not in ORDERS:
             raise ValueError(f"`order` must be one of {', '.join(ORDERS)}, not {order!r}")
         if dual and order != "wave":
-            raise ValueError("`dual` needs order \"wave\"")
+            raise ValueError('`dual` needs order "wave"')
         self.l0 = L0CacheModel(geometry, **fields)
         id_bits, line_bits = self.l0.id_bits, self.l0.line_bits
         self.dual = bool(dual)
@@ -192,7 +198,6 @@ class NodeFetchModel:
             self.queues[payload["tag"]].append(slot)
         return outputs
 
-
     def _step_dual(self, inputs):
         """:meth:`step` of the ``dual=True`` build."""
         inst = inputs["inst"]
@@ -203,7 +208,10 @@ class NodeFetchModel:
         slot = free[0] if free else 0
         mask = (1 << self.line_bits) - 1
         if self.second is not None:
-            req = {"valid": 1, "payload": {"id": self.second[0] + self.slots, "line": self.second[1]}}
+            req = {
+                "valid": 1,
+                "payload": {"id": self.second[0] + self.slots, "line": self.second[1]},
+            }
         else:
             line = (payload["node_ptr"][0] >> 4) & mask
             req = {
@@ -217,9 +225,7 @@ class NodeFetchModel:
         take = bool(inst["valid"]) and bool(ready)
         resp = l0["resp"]
         rid = resp["payload"]["id"]
-        heads = [
-            q[0] for q in self.queues if q and self.arrived[q[0]] and self.arrived1[q[0]]
-        ]
+        heads = [q[0] for q in self.queues if q and self.arrived[q[0]] and self.arrived1[q[0]]]
         sel = self.hold if self.hold is not None else min(heads, default=0)
         valid = int(self.hold is not None or bool(heads))
         out = self._dual_instruction(self.buffer[sel], self.nodes[sel], self.nodes1[sel])

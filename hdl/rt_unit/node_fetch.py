@@ -206,7 +206,11 @@ class NodeFetch(wiring.Component):
         with m.If(second.valid & l0.req.ready):
             m.d.sync += second.valid.eq(0)
         with m.If(st.take & fetch1):
-            m.d.sync += [second.valid.eq(1), second.slot.eq(st.slot), second.line.eq(self._lines(p1))]
+            m.d.sync += [
+                second.valid.eq(1),
+                second.slot.eq(st.slot),
+                second.line.eq(self._lines(p1)),
+            ]
 
     def _dual_node(self, line, ptr):
         """A legacy node's 32 dwords cut out of its ``line`` (the golden ``dual_node``)."""

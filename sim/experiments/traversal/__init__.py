@@ -144,7 +144,9 @@ def check_options(options):
             )
     if rays is not None and "rtl" in options:
         raise ValueError("--rtl-scale and --rtl are two different runs: give one of them")
-    loose = [name for name in ("rtl_rays", "rtl_backend", "rtl_param") if name in options]
+    loose = [
+        name for name in ("rtl_rays", "rtl_backend", "rtl_param", "rtl_modes") if name in options
+    ]
     if loose and "rtl" not in options:
         raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
     own = [name for name in ("scene", "camera", "rays") if name in options]

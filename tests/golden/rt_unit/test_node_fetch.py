@@ -171,23 +171,36 @@ def test_dual_second_lookup_takes_the_next_cycle_and_holds_the_input():
     """On an empty L0 a dual instruction on two lines asks for both, one cycle apart; no other
     instruction is taken in that second cycle; the output waits for both fills."""
     model = NodeFetchModel(size=512, ways=1, id_bits=2, line_bits=8, tag_bits=1, dual=True)
-    payload = _fetch_stimulus(np.random.default_rng(0), 1, order="wave", size=512, ways=1,
-                              id_bits=2, line_bits=8, tag_bits=1)[0]["inst"]["payload"]
+    payload = _fetch_stimulus(
+        np.random.default_rng(0),
+        1,
+        order="wave",
+        size=512,
+        ways=1,
+        id_bits=2,
+        line_bits=8,
+        tag_bits=1,
+    )[0]["inst"]["payload"]
     payload = dict(payload, tag=0, dual=1, node_ptr=[(3 << 4) | 5, (9 << 4) | 8 | 0])
     no_fill = {"valid": 0, "payload": {"line": 0, "data": 0}}
 
     def cycle(valid, fill=no_fill):
         return model.step(
-            {"inst": {"valid": valid, "payload": payload}, "out": {"ready": 1},
-             "mem_req": {"ready": 1}, "fill": fill}
+            {
+                "inst": {"valid": valid, "payload": payload},
+                "out": {"ready": 1},
+                "mem_req": {"ready": 1},
+                "fill": fill,
+            }
         )
 
     first, second, third = cycle(1), cycle(1), cycle(0)
     assert first["inst"]["ready"] == 1 and second["inst"]["ready"] == 0
     assert [first["event"], second["event"]] == [{"valid": 1, "kind": 2}] * 2  # two misses
     assert third["inst"]["ready"] == 1 and third["event"]["valid"] == 0
-    asked = [o["mem_req"]["payload"]["line"] for o in (first, second, third)
-             if o["mem_req"]["valid"]]
+    asked = [
+        o["mem_req"]["payload"]["line"] for o in (first, second, third) if o["mem_req"]["valid"]
+    ]
     for _ in range(4):
         out = cycle(0)
         if out["mem_req"]["valid"]:
