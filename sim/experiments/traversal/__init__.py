@@ -308,6 +308,12 @@ def measure(
             sets=("camera", *(rtl_scale_rays or ())),
             derive=SC.scale_sets,
         )
+    if rtl_options.pop("rtl_modes", False):
+        from . import modes, rtl
+
+        rays = rtl_options.get("rtl_rays") or rtl.RAYS[1 if quick else 0]
+        changes = rtl.build_changes(rtl_options.get("rtl_param"))
+        return modes.measure(rays, rtl_options.get("rtl_backend", "pysim"), changes, progress)
     if rtl_options.get("rtl"):
         from . import rtl
 
@@ -633,6 +639,10 @@ def report(data, out_dir):
         from . import scale
 
         return scale.report(data, out_dir)
+    if data.get("modes"):
+        from . import modes
+
+        return modes.report(data, out_dir)
     if data.get("rtl_loop"):
         from . import rtl
 

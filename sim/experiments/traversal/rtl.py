@@ -528,23 +528,11 @@ def _spread(values):
 
 
 def measure(
-    quick=False,
-    progress=None,
-    rtl=True,
-    rtl_rays=None,
-    rtl_backend="pysim",
-    rtl_param=None,
-    rtl_modes=False,
+    quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="pysim", rtl_param=None
 ):
     """The ``--rtl`` run's data: the loop on the RTL over the packaged small bunny, checked
     against the golden traversal, and the CU model on the same configuration. ``rtl_param``:
-    the ``--rtl-param`` texts (``NAME=VALUE``) that change the RT unit build. ``rtl_modes``:
-    BVH8 against BVH4x2 instead (:func:`.modes.measure`)."""
-    if rtl_modes:
-        from . import modes
-
-        rays = rtl_rays or RAYS[1 if quick else 0]
-        return modes.measure(rays, rtl_backend, build_changes(rtl_param), progress)
+    the ``--rtl-param`` texts (``NAME=VALUE``) that change the RT unit build."""
     from gpurtl.golden.bvh import mesh as M
     from gpurtl.golden.traversal.loop import trace_wave
     from gpurtl.golden.traversal.rays import sphere_rays
@@ -659,10 +647,6 @@ def _rate(lookups):
 
 def report(data, out_dir):
     """``summary.md`` of the ``--rtl`` run and the report rows."""
-    if data.get("modes"):
-        from . import modes
-
-        return modes.report(data, out_dir)
     import json
 
     out_dir.mkdir(parents=True, exist_ok=True)
