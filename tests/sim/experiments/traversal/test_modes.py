@@ -42,3 +42,12 @@ def test_both_modes_on_verilator(tmp_path):
     assert a["lookups_per_lane_instruction"] == 1.0 < b["lookups_per_lane_instruction"]
     report = modes.report(data, tmp_path)
     assert "BVH4x2" in (tmp_path / "summary.md").read_text() and report["rows"]
+
+
+def test_rtl_modes_needs_rtl(tmp_path, capsys):
+    from gpurtl.sim.tools import cli
+
+    status = cli.main(["experiment", "traversal", "--rtl-modes", "--out", str(tmp_path)])
+    assert status == 2
+    assert "--rtl-modes is an option of --rtl: give --rtl too" in capsys.readouterr().err
+    assert not (tmp_path / "traversal").exists()
