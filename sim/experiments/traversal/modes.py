@@ -152,7 +152,9 @@ def report(data, out_dir):
         f"{a['refused']['other']} | {b['refused']['full']} / {b['refused']['other']} | |",
         f"| rays that hit | {a['hits']} | {b['hits']} | |",
         "",
-        f"Run: {data['wall_s']:.0f} s wall, {data['cpu_s']:.0f} CPU-s in this process.",
+        f"Run: {data['wall_s']:.0f} s wall (builds included), {data['cpu_s']:.0f} CPU-s of the "
+        "Python process (a compiled simulator runs in a process of its own: measure the whole "
+        "with `/usr/bin/time`).",
     ]
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
