@@ -10,6 +10,8 @@ choice. The small defaults are choices, not measurements.
 from dataclasses import dataclass, fields, replace
 
 __all__ = [
+    "DUAL_EMPTY_NODE",
+    "DUAL_EMPTY_PTR",
     "FETCH_ORDER",
     "FETCH_TAG_BITS",
     "L0Geometry",
@@ -37,6 +39,14 @@ ORDERS = ("l0", "wave")
 #: The node fetch's defaults: a 4-bit tag, each tag's instructions leaving in order.
 FETCH_TAG_BITS = 4
 FETCH_ORDER = "wave"
+#: The dual instruction's unused second node (``image_bvh_dual_intersect_ray`` on one legacy node):
+#: pointer 0x5 names a box node at byte 0 of the BVH, the header, never a node, so the node fetch
+#: does not fetch it and hands on :data:`DUAL_EMPTY_NODE` instead (CHOICE: the traversal loop's
+#: encoding, as the golden ray accelerator has no single-node legacy form; no public figure says
+#: what RDNA 4 fetches for it).
+DUAL_EMPTY_PTR = 0x5
+#: The 32 dwords of the empty second node: four ``INVALID_NODE`` children with NaN boxes.
+DUAL_EMPTY_NODE = (0xFFFFFFFF,) * 4 + (0x7FC00000,) * 24 + (0,) * 4
 #: The RT unit top's default: ``2 ** 2`` waves.
 WAVE_TAG_BITS = 2
 #: Most wave tag bits of the RT unit top: 32 waves, an RDNA 4 CU's (2 SIMDs x 16 wave slots).

@@ -108,6 +108,8 @@ class RtUnitModel:
     ftz : bool
     paths : frozenset
         The node kinds the accelerator build has (others give status 1).
+    dual : bool
+        The node fetch fetches the dual form's two nodes (:class:`~.node_fetch.NodeFetchModel`).
     """
 
     def __init__(
@@ -119,9 +121,10 @@ class RtUnitModel:
         accel_depth,
         ftz=False,
         paths=None,
+        dual=False,
         **fields,
     ):
-        self.fetch = NodeFetchModel(geometry, tag_bits, "wave", **fields)
+        self.fetch = NodeFetchModel(geometry, tag_bits, "wave", dual, **fields)
         self.accel = AccelTiming(IntersectModel(ftz=ftz, paths=paths), accel_groups, accel_depth)
         self.counters = WaitCountersModel("gfx12", 1 << tag_bits, "stall")
         self.waves = 1 << tag_bits

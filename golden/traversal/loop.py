@@ -50,6 +50,7 @@ fetch.
 import numpy as np
 
 from gpurtl.facts.ray_accel import INVALID_NODE
+from gpurtl.facts.rt_unit import DUAL_EMPTY_NODE, DUAL_EMPTY_PTR
 from gpurtl.golden.bvh import wavefront as WF
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector.intersect_wave import intersect_wave
@@ -84,8 +85,8 @@ COUNTERS = (
     "overflows",
     "walkback_steps",
 )
-_NULL_BOX = [INVALID_NODE] * 4 + [0x7FC00000] * 24 + [0] * 4
-_NULL_PTR = 0x5  # type 5 at offset 0 (the header): never a real node
+_NULL_BOX = list(DUAL_EMPTY_NODE)
+_NULL_PTR = DUAL_EMPTY_PTR  # type 5 at offset 0 (the header): never a real node
 _POS_INF = 0x7F800000
 #: DW4-7 of a triangle pair's result when it has no triangle 1
 _NO_TRI1 = np.array([_POS_INF, 0x3F800000, 0x3F800000, 0], np.uint32)

@@ -13,20 +13,31 @@ instructions leave in the order they came (two cycles for a hit).
 
 The ray buffer is an :class:`amaranth.lib.memory.Memory` of ``2 ** id_bits`` instructions with
 an asynchronous read port (the response id selects the slot in the cycle the response is
-offered). The dual form (two legacy nodes) is not fetched: it fetches ``node_ptr[0]``'s line as a
-BVH8 instruction would and raises ``err.dual``.
+offered). The default build does not fetch the dual form (two legacy nodes): it fetches
+``node_ptr[0]``'s line as a BVH8 instruction would and raises ``err.dual``. With ``dual=True``
+(order ``"wave"``) the dual form's second node line is a second L0 lookup of the same slot (id
+``slot + 2 ** id_bits``) in a later cycle, unless it is the empty node or in the first node's
+line; the node buffer holds two lines a slot, and the legacy nodes are cut out of their lines
+(the golden model's module doc gives the rules).
 """
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Array, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gpurtl.facts.memory_hints import TH, Scope
 from gpurtl.facts.ray_accel import INSTR_LAYOUT
-from gpurtl.facts.rt_unit import FETCH_ORDER, FETCH_TAG_BITS, ORDERS, L0Geometry
+from gpurtl.facts.rt_unit import (
+    DUAL_EMPTY_NODE,
+    DUAL_EMPTY_PTR,
+    FETCH_ORDER,
+    FETCH_TAG_BITS,
+    ORDERS,
+    L0Geometry,
+)
 
 from .l0_cache import LINE_BITS, L0Cache, l0_layouts
 
@@ -75,6 +86,10 @@ class NodeFetch(wiring.Component):
         taken (nodes wait in a second buffer of ``2 ** id_bits`` lines); waves overtake each
         other. The RT unit uses ``"wave"``: RDNA 4 returns BVH results in order within a wave
         (see docs/rt_unit.md).
+    dual : bool
+        Fetch the dual form's two legacy nodes (order ``"wave"`` only; the L0 gets
+        ``id_bits + 1`` id bits, the node buffer two lines a slot). Off: the dual form raises
+        ``err.dual``.
 
     Attributes
     ----------
@@ -86,13 +101,23 @@ class NodeFetch(wiring.Component):
     err : Out(StructLayout(unexpected_fill, dual))
     """
 
-    def __init__(self, geometry=None, tag_bits=FETCH_TAG_BITS, order=FETCH_ORDER, **fields):
+    def __init__(
+        self, geometry=None, tag_bits=FETCH_TAG_BITS, order=FETCH_ORDER, dual=False, **fields
+    ):
         if not isinstance(tag_bits, int) or tag_bits < 1:
             raise ValueError(f"`tag_bits` must be a positive integer, not {tag_bits!r}")
         if order not in ORDERS:
             raise ValueError(f"`order` must be one of {', '.join(ORDERS)}, not {order!r}")
-        self.l0 = L0Cache(geometry, **fields)
-        self.id_bits, self.line_bits = self.l0.id_bits, self.l0.line_bits
+        if dual and order != "wave":
+            raise ValueError('`dual` needs order "wave"')
+        self.dual = bool(dual)
+        if self.dual:  # a second id per slot for the second node's lookup
+            g = L0Geometry.of(geometry, **fields)
+            self.l0 = L0Cache(g, id_bits=g.id_bits + 1)
+            self.id_bits, self.line_bits = g.id_bits, g.line_bits
+        else:
+            self.l0 = L0Cache(geometry, **fields)
+            self.id_bits, self.line_bits = self.l0.id_bits, self.l0.line_bits
         self.tag_bits, self.order = tag_bits, order
         super().__init__(node_fetch_signature(self.l0.geometry, tag_bits))
 
@@ -107,23 +132,30 @@ class NodeFetch(wiring.Component):
         wr = buffer.write_port()
 
         free = Signal()
+        st.free = free
         st.slot = slot = Signal(self.id_bits)
         for k in reversed(range(slots)):
             with m.If(~st.busy[k]):
                 m.d.comb += [free.eq(1), slot.eq(k)]
         inst = self.inst.payload
         st.take = take = Signal()
+        if self.dual:
+            self._dual_request(m, st)
+        else:
+            m.d.comb += [
+                l0.req.valid.eq(self.inst.valid & free),
+                l0.req.payload.id.eq(slot),
+                l0.req.payload.line.eq(inst.node_ptr[0][4 : 4 + self.line_bits]),
+                self.inst.ready.eq(free & l0.req.ready),
+                take.eq(self.inst.valid & free & l0.req.ready),
+            ]
         m.d.comb += [
-            l0.req.valid.eq(self.inst.valid & free),
-            l0.req.payload.id.eq(slot),
-            l0.req.payload.line.eq(inst.node_ptr[0][4 : 4 + self.line_bits]),
-            self.inst.ready.eq(free & l0.req.ready),
-            take.eq(self.inst.valid & free & l0.req.ready),
             wr.addr.eq(slot),
             wr.data.eq(inst),
             wr.en.eq(take),
-            self.err.dual.eq(take & inst.dual),
         ]
+        if not self.dual:  # the dual build fetches the dual form
+            m.d.comb += self.err.dual.eq(take & inst.dual)
         if self.l0.geometry.hints:  # node fetches are regular loads at CU scope
             m.d.comb += [l0.req.payload.th.eq(TH.RT), l0.req.payload.scope.eq(Scope.CU)]
         if self.order == "l0":
@@ -137,6 +169,68 @@ class NodeFetch(wiring.Component):
             self.event.eq(l0.event),
         ]
         return m
+
+    def _lines(self, ptr):
+        """The line index field of a node pointer."""
+        return ptr[4 : 4 + self.line_bits]
+
+    def _dual_request(self, m, st):
+        """The L0 request of the ``dual`` build: the first node's line as an instruction is
+        taken; the second node's (id ``slot + 2 ** id_bits``) from the next cycle on, until the
+        L0 takes it, with no instruction taken meanwhile."""
+        l0, inst = self.l0, self.inst.payload
+        second = Signal(
+            data.StructLayout({"valid": 1, "slot": self.id_bits, "line": self.line_bits})
+        )
+        st.fetch1 = fetch1 = Signal()
+        p0, p1 = inst.node_ptr[0], inst.node_ptr[1]
+        m.d.comb += fetch1.eq(
+            inst.dual & (p1 != DUAL_EMPTY_PTR) & (self._lines(p0) != self._lines(p1))
+        )
+        with m.If(second.valid):
+            m.d.comb += [
+                l0.req.valid.eq(1),
+                l0.req.payload.id.eq(Cat(second.slot, Const(1, 1))),
+                l0.req.payload.line.eq(second.line),
+            ]
+        with m.Else():
+            m.d.comb += [
+                l0.req.valid.eq(self.inst.valid & st.free),
+                l0.req.payload.id.eq(st.slot),
+                l0.req.payload.line.eq(self._lines(p0)),
+            ]
+        m.d.comb += [
+            self.inst.ready.eq(st.free & l0.req.ready & ~second.valid),
+            st.take.eq(self.inst.valid & self.inst.ready),
+        ]
+        with m.If(second.valid & l0.req.ready):
+            m.d.sync += second.valid.eq(0)
+        with m.If(st.take & fetch1):
+            m.d.sync += [
+                second.valid.eq(1),
+                second.slot.eq(st.slot),
+                second.line.eq(self._lines(p1)),
+            ]
+
+    def _dual_node(self, line, ptr):
+        """A legacy node's 32 dwords cut out of its ``line`` (the golden ``dual_node``)."""
+        half, kind = ptr[3], ptr[0:3]
+        short = (kind == 0) | (kind == 1) | (kind == 4)  # 64-byte node types
+        low = Mux(half, line[512:], line[:512])
+        return Cat(low, Mux(half | short, 0, line[512:]))
+
+    def _dual_output(self, m, held, line0, line1):
+        """The output payload of the ``dual`` build: a dual instruction's two legacy nodes."""
+        out = self.out.payload
+        p0, p1 = held.node_ptr[0], held.node_ptr[1]
+        empty = Const(sum(w << (32 * k) for k, w in enumerate(DUAL_EMPTY_NODE)), LINE_BITS)
+        shared = self._lines(p0) == self._lines(p1)
+        node1 = Mux(p1 == DUAL_EMPTY_PTR, empty, self._dual_node(Mux(shared, line0, line1), p1))
+        with m.If(held.dual):
+            m.d.comb += [
+                out.instr.node[0].eq(self._dual_node(line0, p0)),
+                out.instr.node[1].eq(node1),
+            ]
 
     def _output(self, m, held, node):
         """The output payload: the slot's instruction ``held`` with ``node`` as ``node[0]``."""
@@ -178,9 +272,11 @@ class NodeFetch(wiring.Component):
         leaves; an output refused by ``out.ready`` is held (the same slot) until taken."""
         l0, slots, tag = self.l0, 1 << self.id_bits, self.inst.payload.tag
         waves, seq_bits = 1 << self.tag_bits, self.id_bits + 1
-        m.submodules.nodes = nodes = Memory(shape=LINE_BITS, depth=slots, init=[])
+        depth = 2 * slots if self.dual else slots  # dual: the second nodes from ``slots`` on
+        m.submodules.nodes = nodes = Memory(shape=LINE_BITS, depth=depth, init=[])
         node_rd, node_wr = nodes.read_port(domain="comb"), nodes.write_port()
         arrived = Signal(slots)
+        arrived1 = Signal(slots)  # dual: the second node is in, or was not fetched
         wave = [Signal(self.tag_bits, name=f"wave_of{k}") for k in range(slots)]
         seq = [Signal(seq_bits, name=f"seq_of{k}") for k in range(slots)]
         issued = Signal(data.ArrayLayout(seq_bits, waves))  # next place given, per wave
@@ -196,7 +292,8 @@ class NodeFetch(wiring.Component):
         ]
         candidate = Signal(slots)
         for k in range(slots):
-            m.d.comb += candidate[k].eq(st.busy[k] & arrived[k] & (seq[k] == retired[wave[k]]))
+            here = arrived[k] & arrived1[k] if self.dual else arrived[k]
+            m.d.comb += candidate[k].eq(st.busy[k] & here & (seq[k] == retired[wave[k]]))
         sel = Signal(self.id_bits)
         for k in reversed(range(slots)):
             with m.If(candidate[k]):
@@ -211,15 +308,26 @@ class NodeFetch(wiring.Component):
             node_rd.addr.eq(sel),
         ]
         self._output(m, st.rd.data, node_rd.data)
+        if self.dual:
+            node_rd1 = nodes.read_port(domain="comb")
+            m.d.comb += node_rd1.addr.eq(Cat(sel, Const(1, 1)))
+            self._dual_output(m, st.rd.data, node_rd.data, node_rd1.data)
         m.d.sync += [hold.valid.eq(self.out.valid & ~self.out.ready), hold.slot.eq(sel)]
 
         for k in range(slots):
             with m.If(leave & (sel == k)):
                 m.d.sync += [st.busy[k].eq(0), arrived[k].eq(0)]
+                if self.dual:
+                    m.d.sync += arrived1[k].eq(0)
+            if self.dual:
+                with m.If(l0.resp.valid & (resp.id == k + slots)):
+                    m.d.sync += arrived1[k].eq(1)
             with m.If(l0.resp.valid & (resp.id == k)):
                 m.d.sync += arrived[k].eq(1)
             with m.If(st.take & (st.slot == k)):
                 m.d.sync += [st.busy[k].eq(1), wave[k].eq(tag), seq[k].eq(issued[tag])]
+                if self.dual:
+                    m.d.sync += arrived1[k].eq(~st.fetch1)
         for w in range(waves):
             with m.If(st.take & (tag == w)):
                 m.d.sync += issued[w].eq(issued[w] + 1)

@@ -82,6 +82,9 @@ class RtUnit(wiring.Component):
         sequence state of the node fetch grows with the wave count).
     engines, boxes_per_engine, ftz, triangles, transforms, fp
         The ray accelerator build (:class:`~gpurtl.hdl.ray_accel.ray_accel.RayAccel`).
+    dual : bool
+        The node fetch fetches the dual form's two legacy nodes (``NodeFetch``'s ``dual``);
+        off, the dual form raises ``err.dual``.
 
     Attributes
     ----------
@@ -111,9 +114,10 @@ class RtUnit(wiring.Component):
         triangles=False,
         transforms=False,
         fp="shallow",
+        dual=False,
         **fields,
     ):
-        self.fetch = NodeFetch(geometry, tag_bits, "wave", **fields)
+        self.fetch = NodeFetch(geometry, tag_bits, "wave", dual, **fields)
         self.accel = RayAccel(
             engines=engines,
             boxes_per_engine=boxes_per_engine,

@@ -11,6 +11,7 @@ lockstep check reports the first differing cycle.
 
 from gpurtl.facts.ray_accel import FIELD_NOTES
 from gpurtl.facts.rt_unit import (
+    DUAL_EMPTY_PTR,
     FETCH_ORDER,
     FETCH_TAG_BITS,
     MAX_BEATS,
@@ -276,17 +277,43 @@ _FETCH = _L0 + (
         "output order: wave (in order within a wave, as RDNA 4 returns BVH results) or l0",
         choices=ORDERS,
     ),
+    Param(
+        "dual",
+        False,
+        "fetch the dual form's two legacy nodes (image_bvh_dual_intersect_ray, order wave); "
+        "off: err.dual",
+    ),
 )
 
 
-def _fetch_layouts(tag_bits, order, **l0):
+def _fetch_validate(**params):
+    _validate(**params)
+    if params["dual"] and params["order"] != "wave":
+        raise ValueError('`dual` needs order "wave"')
+
+
+def _fetch_layouts(tag_bits, order, dual, **l0):
     return cycle_layouts(node_fetch_signature(L0Geometry(**l0), tag_bits))
 
 
-def _fetch_stimulus(rng, count, tag_bits, order, **l0):
+def _dual_pointers(rng, value, draw):
+    """The dual build's stimulus: most instructions in the dual form, the second node the empty
+    one, in the first node's line, or on a line of its own (a random legacy type each)."""
+    value["dual"] = int(rng.random() < 0.6)
+    roll = rng.random()
+    if roll < 0.2:
+        value["node_ptr"][1] = DUAL_EMPTY_PTR
+    elif roll < 0.35:
+        value["node_ptr"][1] = (value["node_ptr"][0] & ~0xF) | int(rng.integers(16))
+    else:
+        value["node_ptr"][1] = (draw() << 4) | int(rng.integers(16))
+
+
+def _fetch_stimulus(rng, count, tag_bits, order, dual=False, **l0):
     """Per-cycle inputs: instructions with random ray, flags and descriptor bits, a node pointer
     of a random type on a line from :func:`_lines`, now and then the dual form (not fetched:
-    ``err.dual``); see :func:`drive_with_memory`."""
+    ``err.dual``), most of the time with ``dual`` (:func:`_dual_pointers`); see
+    :func:`drive_with_memory`."""
     shape = fetch_layout(tag_bits)
     g = L0Geometry(**l0)
     draw = _lines(rng, g.size, g.line_bits)
@@ -295,14 +322,16 @@ def _fetch_stimulus(rng, count, tag_bits, order, **l0):
         value = layouts.unpack(shape, int.from_bytes(rng.bytes(shape.size // 8 + 1), "little"))
         value["dual"] = int(rng.random() < 0.02)
         value["node_ptr"][0] = (draw() << 4) | int(rng.integers(16))
+        if dual:
+            _dual_pointers(rng, value, draw)
         return value
 
     offer.idle = layouts.unpack(shape, 0)
-    model = NodeFetchModel(g, tag_bits, order)
+    model = NodeFetchModel(g, tag_bits, order, dual)
     return drive_with_memory(rng, count, model, offer, ("inst", "out"), g.line_bits, beats=g.beats)
 
 
-def _fetch_defaults(tag_bits, order, **l0):
+def _fetch_defaults(tag_bits, order, dual, **l0):
     return _idle("inst", layouts.unpack(fetch_layout(tag_bits), 0), "out")
 
 
@@ -319,7 +348,7 @@ register(
         layouts=_fetch_layouts,
         stimulus=_fetch_stimulus,
         defaults=_fetch_defaults,
-        validate=_validate,
+        validate=_fetch_validate,
         check_count=3000,
         small=dict(_SMALL, id_bits=3),
     )
@@ -346,6 +375,11 @@ _TOP = (
             "paths; docs/rt_unit.md); other parameters given apply over it",
             choices=tuple(PRESETS),
         ),
+        Param(
+            "dual",
+            False,
+            "node fetch: fetch the dual form's two legacy nodes (BVH4x2); off: err.dual",
+        ),
     )
 )
 _ACCEL_NAMES = tuple(p.name for p in _ACCEL)
@@ -353,8 +387,8 @@ _ACCEL_NAMES = tuple(p.name for p in _ACCEL)
 
 def _split(params):
     """``(geometry, tag_bits, accelerator build)`` of the ``rt_unit`` parameters (``preset``
-    is already applied by the registry)."""
-    params = {k: v for k, v in params.items() if k != "preset"}
+    is already applied by the registry; ``dual`` is read by the callers)."""
+    params = {k: v for k, v in params.items() if k not in ("preset", "dual")}
     geometry, rest = L0Geometry.split(params)
     accel = {name: rest[name] for name in _ACCEL_NAMES}
     return geometry, rest["tag_bits"], accel
@@ -362,7 +396,7 @@ def _split(params):
 
 def _top_build(**params):
     geometry, tag_bits, accel = _split(params)
-    return CyclePorts(RtUnit(geometry, tag_bits, **accel))
+    return CyclePorts(RtUnit(geometry, tag_bits, **accel, dual=params.get("dual", False)))
 
 
 def top_golden(**params):
@@ -379,6 +413,7 @@ def top_golden(**params):
         accel_depth=latency - groups,
         ftz=accel["ftz"],
         paths=build_paths(accel["triangles"], accel["transforms"]),
+        dual=params.get("dual", False),
     )
 
 
@@ -406,6 +441,7 @@ def _top_stimulus(rng, count, **params):
     ``bvhcnt`` limit within the ray buffer's slots), ``last`` set on the final lane; mostly a
     wave's lanes and instructions follow each other, sometimes another wave's come in between."""
     g, tag_bits, _ = _split(params)
+    dual = params.get("dual", False)
     shape = fetch_layout(tag_bits)
     draw = _lines(rng, g.size, g.line_bits)
     left = [0] * (1 << tag_bits)  # lanes still to come of each wave's instruction
@@ -429,6 +465,8 @@ def _top_stimulus(rng, count, **params):
         kind = 5 if rng.random() < 0.8 else int(rng.integers(16))
         line = draw()
         value["node_ptr"][0] = (line << 4) | kind
+        if dual:
+            _dual_pointers(rng, value, draw)
         if rng.random() < 0.9:  # the descriptor Mesa programs (random ones are mostly HPB64)
             value["desc"], value["pointer_flags"] = default_desc(), 0
             pick = line if rng.random() < 0.8 else int(rng.integers(len(rays)))

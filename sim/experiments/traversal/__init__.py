@@ -144,7 +144,9 @@ def check_options(options):
             )
     if rays is not None and "rtl" in options:
         raise ValueError("--rtl-scale and --rtl are two different runs: give one of them")
-    loose = [name for name in ("rtl_rays", "rtl_backend", "rtl_param") if name in options]
+    loose = [
+        name for name in ("rtl_rays", "rtl_backend", "rtl_param", "rtl_modes") if name in options
+    ]
     if loose and "rtl" not in options:
         raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
     own = [name for name in ("scene", "camera", "rays") if name in options]
@@ -306,6 +308,12 @@ def measure(
             sets=("camera", *(rtl_scale_rays or ())),
             derive=SC.scale_sets,
         )
+    if rtl_options.pop("rtl_modes", False):
+        from . import modes, rtl
+
+        rays = rtl_options.get("rtl_rays") or rtl.RAYS[1 if quick else 0]
+        changes = rtl.build_changes(rtl_options.get("rtl_param"))
+        return modes.measure(rays, rtl_options.get("rtl_backend", "pysim"), changes, progress)
     if rtl_options.get("rtl"):
         from . import rtl
 
@@ -631,6 +639,10 @@ def report(data, out_dir):
         from . import scale
 
         return scale.report(data, out_dir)
+    if data.get("modes"):
+        from . import modes
+
+        return modes.report(data, out_dir)
     if data.get("rtl_loop"):
         from . import rtl
 

@@ -114,6 +114,13 @@ def arguments(group):
         help="simulator of the --rtl run (default pysim; verilator and fast build the RT unit once)",
     )
     group.add_argument(
+        "--rtl-modes",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="with --rtl: BVH8 against BVH4x2 (the dual instruction) on the same scene and the "
+        "same RT unit build (dual=true), each with its timing",
+    )
+    group.add_argument(
         "--rtl-param",
         action="append",
         metavar="NAME=VALUE",
@@ -210,13 +217,16 @@ def cu_params(rt, **changes):
 
 
 def node_memory(scene):
-    """``line -> 1024-bit value`` of a BLAS scene's node image (line = byte offset / 128)."""
+    """``line -> 1024-bit value`` of a BLAS scene's node image (line = byte offset / 128; a
+    legacy 64-byte node at an odd 64-byte offset is the line's upper half)."""
     image = scene.bvhs[0].image
     lines = {}
     for offset in image:
-        if offset % 128 == 0:
-            words = list(image[offset]) + [0] * (32 - len(image[offset]))
-            lines[offset // 128] = sum(int(w) << (32 * k) for k, w in enumerate(words[:32]))
+        if offset % 64 == 0:
+            half = offset % 128 // 64
+            words = list(image[offset])[: 32 - 16 * half]
+            value = sum(int(w) << (32 * k) for k, w in enumerate(words))
+            lines[offset // 128] = lines.get(offset // 128, 0) | value << (512 * half)
     return lines
 
 

@@ -177,3 +177,46 @@ def test_results_are_the_accelerators_on_the_fetched_node():
             checked += 1
             hits += result["status"] == 0 and result["dw"][0] != 0xFFFFFFFF
     assert checked > 50 and hits > 5
+
+
+def _legacy(data, ptr):
+    """A legacy node's dwords in its line (64 bytes at the pointer's half; 128 for box32)."""
+    dwords = [(data >> (32 * k)) & 0xFFFFFFFF for k in range(32)]
+    if ptr & 8:
+        return dwords[16:] + [0] * 16
+    return dwords if ptr & 7 not in (0, 1, 4) else dwords[:16] + [0] * 16
+
+
+def test_dual_build_results_are_the_accelerators_on_both_fetched_nodes():
+    """``dual=True``: every result equals the scalar model on its instruction with both nodes
+    as memory holds them (the second the empty node where its pointer is 0x5)."""
+    from gpurtl.golden.ray_accel.scalar.intersect import IntersectModel
+
+    block = registry.get("rt_unit")
+    params = block.resolve(block.small_params() | {"dual": True})
+    inputs = block.stimulus(np.random.default_rng(4), 700, **params)
+    outputs = golden_io.golden_outputs(block, params, inputs)
+    line_data, pending, checked = {}, {}, {0: 0, 1: 0}
+    model = IntersectModel(paths=frozenset({"box"}))
+    empty = [0xFFFFFFFF] * 4 + [0x7FC00000] * 24 + [0] * 4
+    for step_in, out in zip(inputs, outputs):
+        fill = step_in["fill"]
+        if fill["valid"] and out["fill"]["ready"] and not out["err"]["unexpected_fill"]:
+            line_data[fill["payload"]["line"]] = fill["payload"]["data"]
+        inst = step_in["inst"]
+        if inst["valid"] and out["inst"]["ready"]:
+            pending.setdefault(inst["payload"]["tag"], []).append(inst["payload"])
+        assert out["err"]["dual"] == 0
+        if out["out"]["valid"] and step_in["out"]["ready"]:
+            source = pending[out["out"]["payload"]["wave"]].pop(0)
+            p0, p1 = source["node_ptr"]
+            d0 = line_data[(p0 >> 4) & 0xFF]
+            instr = {k: v for k, v in source.items() if k not in ("tag", "last")}
+            if source["dual"]:
+                second = empty if p1 == 0x5 else _legacy(line_data[(p1 >> 4) & 0xFF], p1)
+                instr["node"] = [_legacy(d0, p0), second]
+            else:
+                instr["node"] = [[(d0 >> (32 * k)) & 0xFFFFFFFF for k in range(32)], [0] * 32]
+            assert out["out"]["payload"]["result"] == model(instr)
+            checked[source["dual"]] += 1
+    assert min(checked.values()) > 20, checked

@@ -74,3 +74,41 @@ def test_lockstep_with_tree_plru_and_beats():
     report = BACKENDS["pysim"].check(BLOCK, params, count=800, seed=6)
     assert report.failed == 0, str(report.first)
     assert report.passed == 800
+
+
+DUAL = [
+    {"dual": True},
+    {"dual": True, "size": 512, "ways": 1, "mshrs": 2, "targets": 3, "id_bits": 1, "tag_bits": 2},
+]
+
+
+@pytest.mark.parametrize("overrides", DUAL, ids=str)
+def test_dual_lockstep_random(overrides):
+    """The dual build: the dual form's two node lines through the L0, random stalls."""
+    params = BLOCK.resolve(overrides)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=800, seed=12)
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 800
+
+
+def test_dual_build_a_wrong_golden_second_node_is_caught(monkeypatch):
+    """A golden model that cuts the second node from the wrong half of its line must fail."""
+    from gpurtl.golden.rt_unit import node_fetch as golden_fetch
+
+    original = golden_fetch.dual_node
+    monkeypatch.setattr(golden_fetch, "dual_node", lambda line, ptr: original(line, ptr ^ 8))
+    report = BACKENDS["pysim"].check(BLOCK, BLOCK.resolve(DUAL[0]), count=600, seed=12)
+    assert report.failed > 0
+
+
+def test_dual_needs_wave_order():
+    with pytest.raises(registry.RegistryError, match="wave"):
+        BLOCK.resolve({"dual": True, "order": "l0"})
+
+
+@pytest.mark.parametrize("backend", [p for p in COCOTB if p.values[0] == "verilator"])
+def test_dual_lockstep_on_verilator(backend):
+    params = BLOCK.resolve({"dual": True, "id_bits": 3, "tag_bits": 2})
+    report = BACKENDS[backend].check(BLOCK, params, count=2000, seed=4)
+    assert report.failed == 0, str(report.first)
+    assert report.passed == 2000

@@ -40,3 +40,15 @@ def test_lockstep_on_compiled_simulators(backend):
     report = BACKENDS[backend].check(BLOCK, params, count=count, seed=4)
     assert report.failed == 0, str(report.first)
     assert report.passed == count
+
+
+@pytest.mark.full  # about 45 s on pysim: the accelerator's elaboration and simulation
+@pytest.mark.parametrize("count", [150])
+def test_dual_lockstep_random(count):
+    """The dual build (``dual=True``): the dual form's two node lines through the L0 into the
+    accelerator, with random stalls."""
+    params = BLOCK.small_params() | {"dual": True}
+    params = BLOCK.resolve(params)
+    report = BACKENDS["pysim"].check(BLOCK, params, count=count, seed=3)
+    assert report.failed == 0, str(report.first)
+    assert report.passed == count
