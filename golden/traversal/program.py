@@ -33,6 +33,7 @@ __all__ = [
     "KIND_INSTANCE",
     "KIND_PAIR",
     "LANE_FIELDS",
+    "ProgramSource",
     "WavePrograms",
     "from_loop",
     "iteration_valu",
@@ -350,13 +351,14 @@ _SHAPES = {
 }
 
 
-def from_loop(scene, origins, dirs, params, *, stack_size=16, node_lines=None):
+def from_loop(scene, origins, dirs, params, *, stack_size=16, node_lines=None, wave_rays=32):
     """Record the programs of ``origins`` / ``dirs`` (float arrays (n, 3); waves of 32
     consecutive rays) through ``scene`` (a :class:`gpurtl.golden.traversal.loop.Scene`) with the
     per-wave loop :func:`~gpurtl.golden.traversal.loop.wave_program` on the golden
     ``intersect_wave`` and ``ds_bvh_stack`` models; VALU cycles from the CU parameters
     ``params``. ``node_lines``: ``{line: 1024-bit int}`` of the node memory (default: the
-    scene's top BVH image, 128-byte lines). A :class:`WavePrograms`; the per-wave
+    scene's top BVH image, 128-byte lines); ``wave_rays``: rays a wave (up to 32: small waves
+    make short test runs). A :class:`WavePrograms`; the per-wave
     :class:`~gpurtl.golden.traversal.loop.WaveTrace` of each wave is in its ``traces``
     attribute (not a field)."""
     from gpurtl.golden.ray_accel.ds_bvh_stack import BvhStackModel
@@ -366,15 +368,17 @@ def from_loop(scene, origins, dirs, params, *, stack_size=16, node_lines=None):
 
     rec = _Recorder()
     traces, firsts = [], []
-    for first in range(0, len(origins), 32):
+    if not 1 <= wave_rays <= 32:
+        raise ValueError(f"`wave_rays` must be 1..32, not {wave_rays!r}")
+    for first in range(0, len(origins), wave_rays):
         # a fresh LDS a wave, as trace_wave's: the player's RTL keeps its LDS between waves, so
         # a stack that read what an earlier wave left would show as a mismatch
         model = BvhStackModel(stack_size=stack_size, waves=1, lanes=32)
         firsts.append(first)
         program = wave_program(
             scene,
-            origins[first : first + 32],
-            dirs[first : first + 32],
+            origins[first : first + wave_rays],
+            dirs[first : first + wave_rays],
             stack_size=stack_size,
             bases=[model.base_of(0, lane) for lane in range(32)],
         )
@@ -465,6 +469,86 @@ def from_loop(scene, origins, dirs, params, *, stack_size=16, node_lines=None):
 
 
 _PUSH8_POP2 = int(StackOp.PUSH8_POP2)
+
+
+class ProgramSource:
+    """Wave ``wave`` of ``programs`` as :func:`gpurtl.golden.cu.rt_unit.run` asks for it (its
+    ``start``, ``results``, ``stacked``): each iteration's lanes become ``rt_unit`` instructions
+    with the recorded payloads; the results are checked against the expected words (a
+    difference raises ``ValueError`` naming wave, iteration, lane and field). So the golden RT
+    unit can run the same programs as the compiled player."""
+
+    def __init__(self, programs, wave):
+        self.p, self.wave = programs, wave
+        self.first = int(programs.wave_iters[wave])
+        self.steps = int(programs.wave_iters[wave + 1]) - self.first
+        self.step = 0
+
+    def start(self, slot):
+        self.slot = slot
+        return self._message()
+
+    def _entries(self):
+        it = self.first + self.step
+        return range(int(self.p.iter_lanes[it]), int(self.p.iter_lanes[it + 1]))
+
+    def _message(self):
+        if self.step == self.steps:
+            return None
+        p = self.p
+        kinds, payloads = [], []
+        for e in self._entries():
+            kinds.append(int(p.lane_kind[e]))
+            payloads.append(
+                {
+                    "tag": self.slot,
+                    "last": 0,
+                    "dual": int(p.dual[e]),
+                    "ray": {
+                        "origin": [int(v) for v in p.origin[e]],
+                        "dir": [int(v) for v in p.dir[e]],
+                        "extent": int(p.extent[e]),
+                        "instance_mask": int(p.instance_mask[e]),
+                    },
+                    "node_ptr": [int(v) for v in p.node_ptr[e]],
+                    "pointer_flags": int(p.pointer_flags[e]),
+                    "desc": _unpack_desc(int(p.desc[e])),
+                }
+            )
+        return kinds, payloads
+
+    def results(self, results):
+        """The intersect results are in (checked); the stack instruction's lane count."""
+        p = self.p
+        entries = self._entries()
+        for e, out in zip(entries, results, strict=True):
+            want = {
+                "dw": [int(v) for v in p.result_dw[e]],
+                "origin": [int(v) for v in p.result_origin[e]],
+                "dir": [int(v) for v in p.result_dir[e]],
+                "status": int(p.result_status[e]),
+            }
+            for name, value in want.items():
+                got = out[name] if name == "status" else [int(v) for v in out[name]]
+                if got != value:
+                    raise ValueError(
+                        f"wave {self.wave} iteration {self.step} lane {int(p.lane[e])}: "
+                        f"`{name}` is {got}, expected {value}"
+                    )
+        return len(entries)
+
+    def stacked(self):
+        """The next iteration's message (``None``: the wave is done)."""
+        self.step += 1
+        return self._message()
+
+
+def _unpack_desc(value):
+    out, low = {}, 0
+    for name, width in _DESC_BITS:
+        out[name] = (value >> low) & ((1 << width) - 1)
+        low += width
+    return out
 
 
 def _legacy_kind(instr):
