@@ -512,8 +512,8 @@ def compare(result, exact=True):
     :func:`gpurtl.golden.cu.simulate` (the traversal experiment's default), and ``exact``, the
     RT unit mode (:func:`gpurtl.golden.cu.rt_unit.simulate_rt_unit`, the golden RT unit's own
     timing; ``exact=False`` leaves it out: ``None``). Side by side: totals, utilization, L0
-    lookups; per instruction kind, the differences RTL - model of the completion cycles, the issue cycles and the latencies
-    (completion - issue: what the instruction itself took, without the difference carried over
+    lookups; per instruction kind, the differences RTL - model of the completion cycles, the
+    issue cycles and the latencies (completion - issue: what the instruction itself took, without the difference carried over
     from the instructions before it)."""
     from gpurtl.golden.cu.rt_unit import simulate_rt_unit
 
