@@ -513,8 +513,8 @@ def compare(result, exact=True):
     RT unit mode (:func:`gpurtl.golden.cu.rt_unit.simulate_rt_unit`, the golden RT unit's own
     timing; ``exact=False`` leaves it out: ``None``). Side by side: totals, utilization, L0
     lookups; per instruction kind, the differences RTL - model of the completion cycles, the
-    issue cycles and the latencies (completion - issue: what the instruction itself took, without the difference carried over
-    from the instructions before it)."""
+    issue cycles and the latencies (completion - issue: what the instruction itself took,
+    without the difference carried over from the instructions before it)."""
     from gpurtl.golden.cu.rt_unit import simulate_rt_unit
 
     waves, p = result["cu_waves"], result["params"]

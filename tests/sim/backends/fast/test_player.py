@@ -48,9 +48,7 @@ def _golden_run(programs, rt, params):
     )
     idle = layouts.unpack(registry.get("rt_unit").layouts(**rt)[0], 0)["inst"]["payload"]
     sources = [ProgramSource(programs, w) for w in range(programs.waves)]
-    return run(
-        sources, params, top_golden(**rt), memory, slots=1 << rt["tag_bits"], idle=idle
-    )
+    return run(sources, params, top_golden(**rt), memory, slots=1 << rt["tag_bits"], idle=idle)
 
 
 def test_layouts_are_those_of_the_built_unit():
