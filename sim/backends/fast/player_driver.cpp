@@ -326,7 +326,8 @@ int main(int argc, char** argv) {
     const Field S_NEW = {OUT_ds_o_payload_stack_addr_valid_entries.offset, 32};
 
     VerilatedContext* context = new VerilatedContext;
-    Unit unit{context};
+    Unit* model = new Unit{context};  // deleted before the context; a failure leaves both
+    Unit& unit = *model;
     for (int slot = 0; slot < slots; slot++)
         if (next_wave < W) launch(slot, 0);
     uint64_t cycle = 0;
@@ -494,6 +495,10 @@ int main(int argc, char** argv) {
             (full ? refused_full : refused_other)++;
         }
         if (get(out_row, OUT_rt_event_valid)) lookups[get(out_row, OUT_rt_event_kind) % 3]++;
+        // the RT unit's error flags stay low under these rules (no fill it did not ask for, no
+        // dual instruction it cannot run, no wait word)
+        differ(-1, -1, -1, now, "err.unexpected_fill", get(out_row, OUT_rt_err_unexpected_fill), 0);
+        differ(-1, -1, -1, now, "err.dual", get(out_row, OUT_rt_err_dual), 0);
         busy += any_count;
         if (get(out_row, OUT_rt_out_valid)) {
             results++;
@@ -563,6 +568,7 @@ int main(int argc, char** argv) {
     if (!wf || fwrite(wave_rows.data(), 8, wave_rows.size(), wf) != wave_rows.size() ||
         fclose(wf) != 0)
         return fail("cannot write the wave records");
+    delete model;
     delete context;
 
     printf("{\"cycles\": %" PRIu64 ", \"lookups\": {\"hit\": %" PRIu64 ", \"pending_hit\": %" PRIu64
