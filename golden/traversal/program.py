@@ -196,7 +196,8 @@ class WavePrograms:
         Node memory: line indices (byte address / 128), sorted.
     line_words : (N, 32) uint32
         Each line's 1024 bits as 32 DWORDs, DWORD 0 the low bits. Lines absent read as 0.
-        The run warms the levels below L0 with every line here (as the session loop does).
+        The run warms the levels below L0 with every line here, in this order (as the session
+        loop warms them with the scene's lines).
     """
 
     mode: str
@@ -273,6 +274,8 @@ class WavePrograms:
                 raise ValueError(f"`{name}` must have one row a lane entry")
         if self.line_words.shape != (len(self.lines), 32):
             raise ValueError("`line_words` must be (lines, 32)")
+        if np.any(np.diff(self.lines) <= 0):
+            raise ValueError("`lines` must be sorted, each line once")
 
     def with_valu(self, params):
         """A copy whose VALU cycles are those of the CU parameters ``params`` (``setup_cycles``,
