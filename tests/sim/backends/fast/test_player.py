@@ -12,7 +12,7 @@ import pytest
 
 from gpurtl.golden.bvh import mesh as M
 from gpurtl.golden.cu.rt_unit import HierarchyPort, run
-from gpurtl.golden.traversal.program import ProgramSource, WavePrograms, from_loop
+from gpurtl.golden.traversal.program import ProgramSource, from_loop
 from gpurtl.golden.traversal.rays import sphere_rays
 from gpurtl.golden.traversal.scene import build_scene
 from gpurtl.sim.backends.fast import player
@@ -59,16 +59,6 @@ def test_layouts_are_those_of_the_built_unit():
     params.update({f"ds_{k}": v for k, v in stack.items()})
     unit = player.player_block().build(**params)
     assert player.player_block().layouts(**params) == (unit.i.shape(), unit.o.shape())
-
-
-def test_programs_save_and_load(tmp_path):
-    programs, _, _ = _programs(8, wave_rays=4)
-    programs.save(tmp_path / "p.npz")
-    again = WavePrograms.load(tmp_path / "p.npz")
-    again.check()
-    assert again.mode == "bvh8" and again.stack_size == 16
-    assert np.array_equal(again.result_dw, programs.result_dw)
-    assert np.array_equal(again.iter_lanes, programs.iter_lanes)
 
 
 @pytest.mark.verilator
