@@ -7,7 +7,6 @@ mismatch that names its wave, iteration, lane and field."""
 
 import functools
 
-import numpy as np
 import pytest
 
 from gpurtl.golden.bvh import mesh as M
