@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 from amaranth.lib import data
 
+from gpurtl.facts.waitcnt import profile
+
 from ...core import layouts, registry
 from ...core.registry import Block
 from ...harness.backend import cpu_seconds
@@ -56,8 +58,8 @@ __all__ = [
 
 _HERE = Path(__file__).parent
 #: ``bvhcnt`` at which the RT unit refuses a wave's next instruction (GFX12's maximum, as
-#: :mod:`gpurtl.golden.cu.rt_unit`)
-_BVHCNT_MAX = 7
+#: :mod:`gpurtl.golden.cu.rt_unit` reads it)
+_BVHCNT_MAX = profile("gfx12").max("bvh")
 
 
 class PlayerError(RuntimeError):
