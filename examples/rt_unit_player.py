@@ -1,10 +1,12 @@
 """Wave programs of the per-wave traversal loop on the compiled RT-unit player, at any build.
 
-    python examples/rt_unit_player.py RAYS [-p NAME=VALUE ...]
+    python examples/rt_unit_player.py RAYS [-p NAME=VALUE ...] [--batched]
     python examples/rt_unit_player.py 1024 -p preset=rdna4      # 32 waves resident
+    python examples/rt_unit_player.py 100000 -p preset=rdna4 --batched
 
 Records the programs of ``RAYS`` sphere rays of the packaged small bunny
-(:func:`gpurtl.golden.traversal.program.from_loop`), plays them on the ``rt_unit`` build of the
+(:func:`gpurtl.golden.traversal.program.from_loop`; ``--batched``: from the wave-batched loop,
+``gpurtl.golden.traversal.streams.build``), plays them on the ``rt_unit`` build of the
 ``-p`` parameters (:func:`gpurtl.sim.backends.fast.player.run_player`; the first run builds the
 model) under the CU model's RDNA 4 shader side and memory, and prints one JSON line: rays,
 waves, wave and lane instructions, RTL cycles, mismatches, L0 lookups, refusals, lanes in
@@ -34,6 +36,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rays", type=int)
     parser.add_argument("-p", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--batched", action="store_true", help="programs of the batched loop")
     args = parser.parse_args()
     rt = registry.get("rt_unit").resolve(dict(item.split("=", 1) for item in args.p))
     params = cu_params(rt)
@@ -41,7 +44,13 @@ def main():
     scene = build_scene("bunny", bunny, "bvh8")
     origins, dirs = sphere_rays(bunny, args.rays, seed=3)
     start = cpu()
-    programs = from_loop(scene, origins, dirs, params)
+    if args.batched:
+        from gpurtl.golden.bvh.wavefront import Tables
+        from gpurtl.golden.traversal import streams
+
+        programs = streams.build(Tables(scene.top), origins, dirs, params)
+    else:
+        programs = from_loop(scene, origins, dirs, params)
     programs_cpu = cpu() - start
     out = run_player(programs, rt, params, log=print)
     print(
