@@ -1,4 +1,4 @@
-"""Wave programs of the per-wave traversal loop on the compiled RT-unit player, at any build.
+"""Wave programs of the traversal loop on the compiled RT-unit player, at any ``rt_unit`` build.
 
     python examples/rt_unit_player.py RAYS [-p NAME=VALUE ...] [--batched]
     python examples/rt_unit_player.py 1024 -p preset=rdna4      # 32 waves resident
@@ -7,9 +7,10 @@
 Records the programs of ``RAYS`` sphere rays of the packaged small bunny
 (:func:`gpurtl.golden.traversal.program.from_loop`; ``--batched``: from the wave-batched loop,
 ``gpurtl.golden.traversal.streams.build``), plays them on the ``rt_unit`` build of the
-``-p`` parameters (:func:`gpurtl.sim.backends.fast.player.run_player`; the first run builds the
-model) under the CU model's RDNA 4 shader side and memory, and prints one JSON line: rays,
-waves, wave and lane instructions, RTL cycles, mismatches, L0 lookups, refusals, lanes in
+``-p`` parameters (default: ``traversal --rtl``'s build;
+:func:`gpurtl.sim.backends.fast.player.run_player`; the first run builds the model) under the
+CU model's RDNA 4 shader side and memory, and prints one JSON line: rays, waves, wave and lane
+instructions, RTL cycles, mismatches, L0 lookups, refusals, lanes in
 flight, and the CPU seconds of the programs and of the player process.
 """
 
@@ -31,14 +32,16 @@ def main():
     from gpurtl.golden.traversal.scene import build_scene
     from gpurtl.sim.backends.fast.player import run_player
     from gpurtl.sim.core import registry
-    from gpurtl.sim.experiments.traversal.rtl import cu_params
+    from gpurtl.sim.experiments.traversal.rtl import cu_params, rt_unit_params
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rays", type=int)
     parser.add_argument("-p", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--batched", action="store_true", help="programs of the batched loop")
     args = parser.parse_args()
-    rt = registry.get("rt_unit").resolve(dict(item.split("=", 1) for item in args.p))
+    # without -p: the build of `traversal --rtl` (the registry's default has no triangle path)
+    given = dict(item.split("=", 1) for item in args.p)
+    rt = registry.get("rt_unit").resolve(given) if given else rt_unit_params()
     params = cu_params(rt)
     bunny = M.bunny()
     scene = build_scene("bunny", bunny, "bvh8")
