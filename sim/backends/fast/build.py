@@ -190,12 +190,13 @@ def _design(block, params, top_kind, fp_cores="rtl"):
     return text, record
 
 
-def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
+def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl", driver=None):
     """The compiled model of ``block`` with ``params`` and the given top (see :data:`TOPS`),
     built when missing. ``evals``: evaluations per cycle of its driver, by default
     :func:`default_evals` (two for ``stalled``: it has no one-evaluation model). ``fp_cores``:
     ``"rtl"`` or ``"behavioural"`` (:mod:`.behavioural`).
-    ``log(text)`` receives progress lines."""
+    ``log(text)`` receives progress lines. ``driver(top, block, params) -> {file name: text}``:
+    the sources of another driver for a cycle-stepped block (default: the cycle driver)."""
     if top not in TOPS:
         raise ValueError(f"`top` must be one of {', '.join(TOPS)}, not {top!r}")
     if fp_cores not in behavioural.FP_CORES:
@@ -239,7 +240,10 @@ def model(block, params, *, top="batch", log=None, evals=None, fp_cores="rtl"):
     else:
         log(f"exporting {block.name} ({top} top, {fp_cores} FP32 cores)")
         text, record = _design(block, params, top, fp_cores)
-    files = _driver_files(block, params, record, evals)
+    if driver is None:
+        files = _driver_files(block, params, record, evals)
+    else:
+        files = driver(record["top"], block, params)
     build_key = json.dumps(
         {
             "verilog": record["verilog"],

@@ -37,6 +37,7 @@ from ...harness.session import MismatchError
 from .. import ExperimentFailed
 
 __all__ = [
+    "LOOP_BACKENDS",
     "RAYS",
     "RT_UNIT",
     "RtlLoopError",
@@ -52,6 +53,7 @@ __all__ = [
     "report",
     "rt_unit_params",
     "run_loop",
+    "run_programs",
     "utilization",
 ]
 
@@ -78,6 +80,9 @@ RT_UNIT = {
 #: run is one wave of four rays.
 RAYS = (64, 4)
 BACKENDS_RTL = ("pysim", "verilator", "fast", "fast-behavioural")
+#: ``--rtl-backend`` values: the sessions' simulators, and ``player``, the compiled RT-unit player
+#: (:func:`run_programs`).
+LOOP_BACKENDS = (*BACKENDS_RTL, "player")
 
 
 def arguments(group):
@@ -109,9 +114,11 @@ def arguments(group):
     )
     group.add_argument(
         "--rtl-backend",
-        choices=BACKENDS_RTL,
+        choices=LOOP_BACKENDS,
         default=argparse.SUPPRESS,
-        help="simulator of the --rtl run (default pysim; verilator and fast build the RT unit once)",
+        help="simulator of the --rtl run (default pysim; verilator and fast build the RT unit "
+        "once; player: the waves' recorded programs on one compiled rt_unit + ds_bvh_stack "
+        "model, no Python a cycle)",
     )
     group.add_argument(
         "--rtl-modes",
@@ -381,6 +388,84 @@ def run_loop(
     }
 
 
+def run_programs(scene, origins, directions, *, rt=None, params=None, stack_size=16, progress=None):
+    """:func:`run_loop` on the compiled RT-unit player (:mod:`gpurtl.sim.backends.fast.player`):
+    the per-wave loop records each wave's instructions and expected results first
+    (:func:`gpurtl.golden.traversal.program.from_loop`, golden models), then one compiled
+    ``rt_unit`` + ``ds_bvh_stack`` model plays them under the same rules of the CU model's RT
+    unit mode, comparing every output with the expected words. The same dictionary as
+    :func:`run_loop`'s (``sessions`` holds the player's counts); raises :class:`RtlLoopError`
+    when an output differs."""
+    from gpurtl.golden.traversal.program import from_loop
+
+    from ...backends.fast.player import run_player
+
+    rt = rt if rt is not None else rt_unit_params()
+    ii, latency = accel_timing(rt)
+    p = params if params is not None else cu_params(rt)
+    started = time.monotonic()
+    programs = from_loop(scene, origins, directions, p, stack_size=stack_size)
+    if progress is not None:
+        progress(f"{programs.waves} wave programs recorded; playing them on the RTL")
+    out = run_player(programs, rt, p, log=progress)
+    if out.mismatches:
+        first = out.first_mismatches[0]
+        raise RtlLoopError(
+            f"RTL output differs from the expected result: {out.mismatches} fields, the first "
+            f"wave {first['wave']} iteration {first['iteration']} lane {first['lane']} "
+            f"`{first['field']}` = {first['got']:#x}, expected {first['want']:#x} (cycle "
+            f"{first['cycle']})"
+        )
+    waves = []
+    for w in range(programs.waves):
+        iterations = []
+        for it in range(int(programs.wave_iters[w]), int(programs.wave_iters[w + 1])):
+            rows = range(int(programs.iter_lanes[it]), int(programs.iter_lanes[it + 1]))
+            iterations.append(
+                [
+                    (
+                        int(programs.lane[e]),
+                        int(programs.node_ptr[e, 0]) >> 4,
+                        int(programs.lane_kind[e]),
+                        int(programs.box_tests[e]),
+                        int(programs.tri_tests[e]),
+                    )
+                    for e in rows
+                ]
+            )
+        waves.append(WaveTrace(iterations, [], tag=w))
+
+    class Run:  # what measure() reads of an RtRun
+        refused = out.refused
+
+    return {
+        "run": Run,
+        "cycles": out.cycles,
+        "records": out.instructions,
+        "lookups": out.lookups,
+        "busy": out.busy,
+        "accel_results": out.results,
+        "traces": programs.traces,
+        "cu_waves": waves,
+        "accel_ii": ii,
+        "accel_latency": latency,
+        "rt": rt,
+        "params": p,
+        "warm": [int(line) for line in programs.lines],
+        "sessions": {
+            "player": {
+                "results": out.results,
+                "stack_checked": out.stack_checked,
+                "mismatches": out.mismatches,
+                "in_flight": out.in_flight,
+                "driver_cpu_s": out.cpu_seconds,
+            }
+        },
+        "programs": programs,
+        "wall_s": time.monotonic() - started,
+    }
+
+
 def _kind(instr):
     ptr = instr["node_ptr"][0]
     return 0 if ptr & 0xF == 5 else 1 if ptr & 7 <= 3 else 2
@@ -431,28 +516,30 @@ def utilization(box, pairs, tri, nodes, cycles):
     }
 
 
-def compare(result):
+def compare(result, exact=True):
     """The CU model on the same waves and configuration as the RTL run ``result`` of
     :func:`run_loop`, in its two timing modes: ``model``, the formulas of
     :func:`gpurtl.golden.cu.simulate` (the traversal experiment's default), and ``exact``, the
     RT unit mode (:func:`gpurtl.golden.cu.rt_unit.simulate_rt_unit`, the golden RT unit's own
-    timing). Side by side: totals, utilization, L0 lookups; per instruction kind, the
-    differences RTL - model of the completion cycles, the issue cycles and the latencies
-    (completion - issue: what the instruction itself took, without the difference carried over
-    from the instructions before it)."""
+    timing; ``exact=False`` leaves it out: ``None``). Side by side: totals, utilization, L0
+    lookups; per instruction kind, the differences RTL - model of the completion cycles, the
+    issue cycles and the latencies (completion - issue: what the instruction itself took,
+    without the difference carried over from the instructions before it)."""
     from gpurtl.golden.cu.rt_unit import simulate_rt_unit
 
     waves, p = result["cu_waves"], result["params"]
     formula = simulate(waves, p, warm_lines=result["warm"])
     ii = result["accel_ii"]
-    exact = simulate_rt_unit(
-        waves,
-        p,
-        result["rt"],
-        warm_lines=result["warm"],
-        accel_groups=ii,
-        accel_depth=result["accel_latency"] - ii,
-    )
+    mode = None
+    if exact:
+        mode = simulate_rt_unit(
+            waves,
+            p,
+            result["rt"],
+            warm_lines=result["warm"],
+            accel_groups=ii,
+            accel_depth=result["accel_latency"] - ii,
+        )
     steps = [step for w in waves for it in w.iterations for step in it]
     work = (
         sum(s[3] for s in steps),
@@ -465,11 +552,13 @@ def compare(result):
     return {
         "rtl": _side(result["cycles"], result["lookups"], work),
         "model": _side(formula.cycles, lookups, work),
-        "exact": _side(exact.cycles, exact.lookups, work),
+        "exact": None if mode is None else _side(mode.cycles, mode.lookups, work),
         "instructions": len(result["records"]),
         "model_instructions": len(formula.instructions),
         "completion": _differences(result["records"], formula.instructions),
-        "exact_completion": _differences(result["records"], exact.instructions),
+        "exact_completion": None
+        if mode is None
+        else _differences(result["records"], mode.instructions),
         "bvh_latency": {
             "rtl": _spread(_latencies(result["records"])),
             "model": _spread(_latencies(formula.instructions)),
@@ -547,18 +636,31 @@ def measure(
     if progress:
         progress(0, 2, f"{rays} rays on the {rtl_backend} RTL, build {_build_text(changes)}")
     tell = (lambda line: progress(0, 2, line)) if progress else None
-    result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt, progress=tell)
+    player = rtl_backend == "player"
+    if player:
+        result = run_programs(scene, origins, directions, rt=rt, progress=tell)
+    else:
+        result = run_loop(scene, origins, directions, backend=rtl_backend, rt=rt, progress=tell)
     if progress:
         progress(1, 2, f"{result['cycles']} cycles on the RTL; the CU model")
-    golden = [
-        trace_wave(scene, origins[k : k + 32], directions[k : k + 32]) for k in range(0, rays, 32)
-    ]
-    check = check_against(result["traces"], golden)
+    if player:
+        # the traces are the golden loop's (the programs were recorded from it) and every RTL
+        # output equalled its expected word: what is left to check is that every instruction
+        # went through the RTL
+        check = _played(result)
+    else:
+        golden = [
+            trace_wave(scene, origins[k : k + 32], directions[k : k + 32])
+            for k in range(0, rays, 32)
+        ]
+        check = check_against(result["traces"], golden)
     if check["differ"]:
         raise RtlLoopError(f"the loop on the RTL differs from the golden traversal: {check}")
-    cmp = compare(result)
+    # the player's timing equals the RT unit mode's by test (tests/sim/backends/fast/
+    # test_player.py): the command leaves out that run of the golden RT unit, the costly part
+    cmp = compare(result, exact=not player)
     exact = cmp["exact_completion"]
-    if any(d["equal"] != d["count"] for d in exact.values()):
+    if exact is not None and any(d["equal"] != d["count"] for d in exact.values()):
         raise RtlLoopError(f"the RTL's timing differs from the CU model's RT unit mode: {exact}")
     if progress:
         progress(2, 2, "compared")
@@ -566,7 +668,7 @@ def measure(
         "rtl_loop": True,
         "backend": rtl_backend,
         "rays": rays,
-        "waves": len(golden),
+        "waves": -(-rays // 32),
         "rt_unit": rt,
         "changes": changes,
         "accel": {"ii": result["accel_ii"], "latency": result["accel_latency"]},
@@ -620,6 +722,24 @@ def _build_lines(data):
     return lines
 
 
+def _played(result):
+    """:func:`check_against`'s counts of a player run (:func:`run_programs`): the intersect
+    results and stack responses that came out of the RTL (each equal to its expected word)
+    against the golden loop's instruction counts; the closest hits are the golden loop's."""
+    traces = result["traces"]
+    played = result["sessions"]["player"]
+    out = {"differ": 0}
+    for name, rtl in (("steps", played["results"]), ("stack_ops", played["stack_checked"])):
+        out[name] = [int(rtl), int(sum(int(t.counts[name].sum()) for t in traces))]
+        out["differ"] += out[name][0] != out[name][1]
+    for name in ("box_tests", "tri_tests"):
+        total = int(sum(int(t.counts[name].sum()) for t in traces))
+        out[name] = [total, total]
+    out["hits"] = int(sum(int((t.prim >= 0).sum()) for t in traces))
+    out["same_hits_waves"] = [len(traces), len(traces)]
+    return out
+
+
 def check_against(traces, golden):
     """The RTL loop's per-wave traces against the golden loop's: closest hits (primitive and
     distance) and instruction counts."""
@@ -640,7 +760,19 @@ def check_against(traces, golden):
     return out
 
 
+class _NotRun:
+    """A comparison side that was not run: every field reads ``not run``."""
+
+    def __getitem__(self, key):
+        return self
+
+    def __format__(self, spec):
+        return "not run"
+
+
 def _rate(lookups):
+    if isinstance(lookups, _NotRun):
+        return None
     total = sum(lookups.values())
     return {k: 100 * v / total if total else 0.0 for k, v in lookups.items()}
 
@@ -653,6 +785,8 @@ def report(data, out_dir):
     (out_dir / "traversal_rtl.json").write_text(json.dumps(data))
     c = data["comparison"]
     rtl, model, exact = c["rtl"], c["model"], c["exact"]
+    if exact is None:  # the player's command leaves the RT unit mode to its tests
+        exact = _NotRun()
     ck = data["check"]
     lines = [
         "# The traversal loop on the RTL",
@@ -686,7 +820,8 @@ def report(data, out_dir):
     rates = [_rate(side["lookups"]) for side in (rtl, exact, model)]
     for key in ("hit", "pending_hit", "miss"):
         cells = " | ".join(
-            f"{side['lookups'][key]} ({r[key]:.1f}%)" for side, r in zip((rtl, exact, model), rates)
+            f"{side['lookups'][key]} ({r[key]:.1f}%)" if r else "not run"
+            for side, r in zip((rtl, exact, model), rates)
         )
         lines.append(f"| L0 {key.replace('_', ' ')} | {cells} |")
     lines += [
@@ -704,7 +839,7 @@ def report(data, out_dir):
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode, table in (("RT unit mode", "exact_completion"), ("formulas", "completion")):
-        for kind, d in c[table].items():
+        for kind, d in (c[table] or {}).items():
             lat = d["latency"]
             lines.append(
                 f"| {mode} | {kind} | {d['count']} | {d['equal']} | {d['max_abs']} | "
@@ -737,7 +872,9 @@ def report(data, out_dir):
         ),
         (
             "instructions equal to the RT unit mode, cycle for cycle",
-            f"{sum(d['equal'] for d in c['exact_completion'].values())} of {c['instructions']}",
+            f"{sum(d['equal'] for d in c['exact_completion'].values())} of {c['instructions']}"
+            if c["exact_completion"] is not None
+            else "not run (the player's equality is tests/sim/backends/fast/test_player.py's)",
         ),
         (
             "utilization RTL: article / engine / issue %",

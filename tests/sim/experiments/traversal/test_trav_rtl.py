@@ -228,3 +228,20 @@ def test_a_failed_rtl_run_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
     assert "gpurtl: error: experiment `traversal`: RTL output differs" in err
     assert "Traceback" not in err
     assert not (tmp_path / "traversal").exists()
+
+
+@pytest.mark.verilator
+def test_rtl_loop_on_the_player(tmp_path):
+    """``--rtl-backend player``: the waves' programs on the compiled player, every instruction
+    through the RTL, the session loop's timing (``test_player.py`` pins its figures), the report
+    written with the RT unit mode left out."""
+    data = R.measure(rtl_backend="player", rtl_rays=64)
+    check = data["check"]
+    assert check["differ"] == 0
+    assert check["steps"] == [664, 664] and check["stack_ops"] == [664, 664]
+    assert data["comparison"]["rtl"]["cycles"] == 20546
+    assert data["comparison"]["exact"] is None
+    assert data["sessions"]["player"]["mismatches"] == 0
+    R.report(data, tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    assert "| cycles | 20546 | not run |" in text
