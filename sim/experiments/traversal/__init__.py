@@ -149,6 +149,11 @@ def check_options(options):
     ]
     if loose and "rtl" not in options:
         raise ValueError(f"--{loose[0].replace('_', '-')} is an option of --rtl: give --rtl too")
+    if options.get("rtl_modes") and options.get("rtl_backend") == "player":
+        raise ValueError(
+            "--rtl-modes runs BVH4x2, which the player does not play: give --rtl-backend "
+            "pysim, verilator, fast or fast-behavioural"
+        )
     own = [name for name in ("scene", "camera", "rays") if name in options]
     if own and (rays is not None or "rtl" in options):
         raise ValueError(f"--{own[0]} is an option of the default run, not of --rtl or --rtl-scale")

@@ -116,9 +116,10 @@ def arguments(group):
         "--rtl-backend",
         choices=LOOP_BACKENDS,
         default=argparse.SUPPRESS,
-        help="simulator of the --rtl run (default pysim; verilator and fast build the RT unit "
-        "once; player: the waves' recorded programs on one compiled rt_unit + ds_bvh_stack "
-        "model, no Python a cycle)",
+        help="simulator of the --rtl run (default player: the waves' recorded programs on one "
+        "compiled rt_unit + ds_bvh_stack model, no Python a cycle; needs a C++ compiler; "
+        "verilator and fast: sessions stepped a cycle a round trip; pysim: no compiler, slow; "
+        "--rtl-modes: default pysim)",
     )
     group.add_argument(
         "--rtl-modes",
@@ -617,7 +618,7 @@ def _spread(values):
 
 
 def measure(
-    quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="pysim", rtl_param=None
+    quick=False, progress=None, rtl=True, rtl_rays=None, rtl_backend="player", rtl_param=None
 ):
     """The ``--rtl`` run's data: the loop on the RTL over the packaged small bunny, checked
     against the golden traversal, and the CU model on the same configuration. ``rtl_param``:

@@ -179,6 +179,10 @@ def test_rtl_loop_on_verilator(bunny):
         (["traversal", "--rtl", "--rtl-rays", "0"], "must be a positive integer, not '0'"),
         (["traversal", "--rtl", "--rtl-backend", "fastest"], "invalid choice: 'fastest'"),
         (["traversal", "--rtl", "--rtl-scale", "10"], "--rtl-scale and --rtl are two different"),
+        (
+            ["traversal", "--rtl", "--rtl-modes", "--rtl-backend", "player"],
+            "BVH4x2, which the player does not play",
+        ),
         (["traversal", "--rtl-param", "size=512"], "--rtl-param is an option of --rtl"),
         (["traversal", "--rtl", "--rtl-param", "size"], "--rtl-param must be written NAME=VALUE"),
         (
