@@ -216,7 +216,8 @@ def test_a_killed_worker_loses_no_cu(tmp_path):
 
 @pytest.mark.verilator
 @pytest.mark.skipif("player" not in F.ENGINES, reason="no compiled player in this installation")
-@pytest.mark.parametrize("build", ["small", "rdna4"])
+# The RDNA 4 build is a second player model (minutes of compiler time): the slow tier.
+@pytest.mark.parametrize("build", ["small", pytest.param("rdna4", marks=pytest.mark.slow)])
 def test_the_player_engine_equals_the_golden_rt_unit_on_a_small_frame(tmp_path, build):
     # the RTL through the compiled player against the golden RT unit (the CU model's RT unit
     # mode): every merged figure, per-pixel cycles included, the same

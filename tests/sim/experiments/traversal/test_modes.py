@@ -32,6 +32,9 @@ def test_bvh8_node_memory_is_whole_lines():
         assert lines[offset // 128] == sum(int(w) << (32 * k) for k, w in enumerate(words))
 
 
+# The dual RT unit as a cocotb model is minutes of Verilator build; the dual node fetch runs on
+# Verilator in the Verilator tier (tests/hdl/rt_unit/test_node_fetch.py).
+@pytest.mark.slow
 @pytest.mark.verilator
 def test_both_modes_on_verilator(tmp_path):
     """A wave of 8 rays in each mode through the dual build, checked against the golden
