@@ -40,7 +40,7 @@ def _pysim_cases():
         yield pytest.param(block.name, marks=marks, id=block.name)
 
 
-@pytest.mark.parametrize("name", _pysim_cases())
+@pytest.mark.parametrize("name", list(_pysim_cases()))
 def test_block_builds_and_agrees_with_its_golden_model(name):
     block = registry.get(name)
     params = block.small_params()
