@@ -225,6 +225,7 @@ def driver_files(top, block, params):
     files = {
         "driver.cpp": (_HERE / "cycle_driver.cpp").read_text(),
         "cycle_common.h": (_HERE / "cycle_common.h").read_text(),
+        "cycle_model.h": (_HERE / "cycle_model.h").read_text(),
         "cycle_config.h": config_header(top, block, params),
     }
     if block.name in STIMULI:

@@ -124,6 +124,7 @@ def _driver_files(top, block, params):
     return {
         "driver.cpp": (_HERE / "player_driver.cpp").read_text(),
         "cycle_common.h": (_HERE / "cycle_common.h").read_text(),
+        "cycle_model.h": (_HERE / "cycle_model.h").read_text(),
         "cycle_config.h": header,
     }
 
