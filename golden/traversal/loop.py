@@ -67,6 +67,7 @@ __all__ = [
     "bvh8_answers",
     "dual_answers",
     "node_tests",
+    "stack_answers",
     "trace_wave",
     "wave_program",
 ]
@@ -170,6 +171,23 @@ class WaveTrace:
         self.dual_live = self.dual_slots = 0
 
 
+def stack_answers(requests, lds, stack_size):
+    """The golden ``ds_bvh_stack`` responses to a wave's stack requests (the dicts
+    :func:`wave_program` sends), one lane after the other on the LDS ``lds``."""
+    return [
+        S.stack_op(
+            q["op"],
+            q["stack_addr"],
+            q["last_node_ptr"],
+            q["data"],
+            lds,
+            stack_size=stack_size,
+            prim_range=bool(q["prim_range"]),
+        )
+        for q in requests
+    ]
+
+
 def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record=None):
     """Run the loop for up to 32 rays (float arrays (n, 3)) on the golden models; a
     :class:`WaveTrace`.
@@ -186,18 +204,7 @@ def trace_wave(scene, origins, dirs, *, stack_size=16, record=None, stack_record
         if kind == "intersect":
             answers = intersect_wave(items)
         else:
-            answers = [
-                S.stack_op(
-                    q["op"],
-                    q["stack_addr"],
-                    q["last_node_ptr"],
-                    q["data"],
-                    lds,
-                    stack_size=stack_size,
-                    prim_range=bool(q["prim_range"]),
-                )
-                for q in items
-            ]
+            answers = stack_answers(items, lds, stack_size)
         try:
             message = program.send(answers)
         except StopIteration as stop:

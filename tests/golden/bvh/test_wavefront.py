@@ -231,18 +231,7 @@ def test_both_executors_answer_every_step_alike(scenes, name, mode, stack_size):
             r, last, data = args
             want = vector_stack(*args)
             requests = lanes.stack_requests(r.tolist(), addr, last, data)
-            responses = [
-                S.stack_op(
-                    q["op"],
-                    q["stack_addr"],
-                    q["last_node_ptr"],
-                    q["data"],
-                    lds,
-                    stack_size=stack_size,
-                    prim_range=bool(q["prim_range"]),
-                )
-                for q in requests
-            ]
+            responses = L.stack_answers(requests, lds, stack_size)
             got = lanes.stack_answers(None, r.tolist(), addr, requests, responses, None)
         else:
             _tb, ray, r, rows, ptr, aux = args

@@ -53,18 +53,7 @@ def test_the_trace_counts_what_the_driver_saw(bunny, mode):
         if kind == "intersect":
             answers = intersect_wave(items)
         else:
-            answers = [
-                S.stack_op(
-                    q["op"],
-                    q["stack_addr"],
-                    q["last_node_ptr"],
-                    q["data"],
-                    lds,
-                    stack_size=stack_size,
-                    prim_range=bool(q["prim_range"]),
-                )
-                for q in items
-            ]
+            answers = L.stack_answers(items, lds, stack_size)
         try:
             message = program.send(answers)
         except StopIteration as stop:
