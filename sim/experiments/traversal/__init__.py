@@ -78,8 +78,8 @@ ARTICLE = {
     },
 }
 CLOCK = 2.5e9
-#: The package's further experiments (``traversal-rtl``).
-EXPERIMENTS = ("traversal_rtl",)
+#: The package's further experiments (``traversal-rtl``, ``traversal-rtl-sensitivity``).
+EXPERIMENTS = ("traversal_rtl", "sensitivity")
 #: Timing samples per ray set: groups of waves, each group one CU run of this many waves (a
 #: steady state needs several times the CU's 32 wave slots).
 TIMING_GROUPS, TIMING_WAVES = 4, 64

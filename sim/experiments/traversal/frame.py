@@ -67,7 +67,6 @@ import functools
 import json
 import os
 import re
-import signal
 import struct
 import time
 import zlib
@@ -86,7 +85,6 @@ __all__ = [
     "check_options",
     "cu_key",
     "cu_task",
-    "dask_setup",
     "dispatch",
     "frame_waves",
     "golden_engine",
@@ -413,12 +411,6 @@ ENGINE = next(iter(ENGINES))
 # --- the CU tasks and the run ----------------------------------------------------------------
 
 
-def dask_setup(worker):
-    """Run in each local-cluster worker process as it starts (Dask's preload hook): ignore
-    SIGINT, which the terminal sends to the whole process group; the run closes the cluster."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def cu_task(cu, waves, engine, build, params):
     """Run CU ``cu``'s waves through ``ENGINES[engine]`` (on a Dask worker); the
     :class:`CuResult` as a dictionary with ``cu``, the task's ``cpu_seconds`` and
@@ -522,7 +514,17 @@ def run_frame(
         for cu in todo:
             keep(cu_task(*args(cu)))
     elif todo:
-        _on_dask(todo, args, keep, scheduler, workers or min(len(todo), os.cpu_count() or 1))
+        from .cluster import run_tasks
+
+        run_tasks(
+            cu_task,
+            todo,
+            args,
+            keep,
+            scheduler=scheduler,
+            workers=workers or min(len(todo), os.cpu_count() or 1),
+            what="CUs",
+        )
     results = [_load(p) for p in paths]
     if inline:  # the tasks ran in this process: its own CPU and its children's hold them
         cpu = _cpu() - cpu0
@@ -539,54 +541,6 @@ def run_frame(
         wall_seconds=time.monotonic() - started,
         cpu_seconds=cpu,
     )
-
-
-def _on_dask(todo, args, keep, scheduler, workers):
-    from dask.distributed import Client, LocalCluster, as_completed
-    from distributed.client import FutureCancelledError
-    from distributed.scheduler import KilledWorker
-
-    from ...core.files import UsageError
-    from .. import ExperimentFailed
-
-    cluster = client = None
-    try:
-        if scheduler:
-            try:
-                client = Client(scheduler, timeout="30s")
-            except (OSError, TimeoutError) as error:
-                raise UsageError(f"cannot reach the Dask scheduler {scheduler}: {error}") from None
-        else:
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=":0",
-                silence_logs=40,
-                preload=[__name__],
-            )
-            client = Client(cluster)
-        futures = [
-            client.submit(cu_task, *args(cu), key=f"gpurtl-frame-cu{cu}-{time.time_ns()}")
-            for cu in todo
-        ]
-        lost = []
-        for future in as_completed(futures):
-            try:
-                keep(future.result())
-            except (KilledWorker, FutureCancelledError) as error:
-                lost.append(f"{type(error).__name__}: {error}")
-        if lost:
-            raise ExperimentFailed(
-                f"{len(lost)} CUs lost ({lost[0]}); the finished ones are stored: run again "
-                "with --resume"
-            )
-    finally:
-        if client is not None:
-            client.close(timeout=10)
-        if cluster is not None:
-            cluster.close(timeout=10)
 
 
 def _plain(value):

@@ -145,9 +145,10 @@ PROGRESS_CYCLES = 500
 _NEEDED = {"triangles": True}
 
 
-def build_changes(pairs):
+def build_changes(pairs, base=None):
     """``{name: value}`` of ``--rtl-param`` texts ``NAME=VALUE``, checked through the ``rt_unit``
-    registry entry against :data:`RT_UNIT` and the loop's needs (``ValueError``, one line)."""
+    registry entry over ``base`` (``rt_unit`` parameters, default :data:`RT_UNIT`) and the
+    loop's needs (``ValueError``, one line)."""
     changes = {}
     for pair in pairs or ():
         name, sep, value = pair.partition("=")
@@ -155,7 +156,7 @@ def build_changes(pairs):
             raise ValueError(f"--rtl-param must be written NAME=VALUE, not {pair!r}")
         changes[name.strip()] = value.strip()
     try:
-        rt = rt_unit_params(changes)
+        rt = registry.get("rt_unit").resolve(dict(RT_UNIT if base is None else base, **changes))
     except registry.RegistryError as error:
         raise ValueError(f"--rtl-param: {error}") from None
     for name, value in _NEEDED.items():

@@ -30,7 +30,7 @@ golden loop alone, run once more without records), ``program_cpu_seconds`` (the 
 loop recorded and the expected words) and ``player_cpu_seconds`` (the driver process), and
 ``formulas``: the CU model's formulas (:func:`gpurtl.golden.cu.simulate`) on the same waves
 against the RTL, the distributions of the per-instruction and per-wave differences
-(:func:`formula_comparison`).
+(:func:`.engines.formula_comparison`).
 ``--frame WxH --cus N`` times a frame's waves split over CUs on Dask instead (:mod:`.frame`).
 
 Scenes: ``terrain`` (default; :func:`gpurtl.golden.bvh.mesh.terrain`, 51,968 triangles) or the
@@ -43,12 +43,18 @@ the fewest such tiles that give N rays (the ``traversal`` experiment's ``diffuse
 shadow and AO rays end at their first hit, a form the wave programs do not hold.
 """
 
-import resource
 import time
 
-import numpy as np
-
 from . import frame
+from .engines import (
+    ENGINE,
+    ENGINES,
+    RAY_SETS,
+    SCENES,
+    cpu_seconds,
+    load_scene,
+    pick_rays,
+)
 from .rtl import BACKENDS_RTL, RT_UNIT
 
 NAME = "traversal-rtl"
@@ -79,200 +85,8 @@ IN_DEMO = False
 #: The builds of ``--build``: ``rt_unit`` parameters. ``small``: the ``traversal --rtl`` build;
 #: ``rdna4``: the registry's ``preset=rdna4`` (docs/rt_unit.md).
 BUILDS = {"small": dict(RT_UNIT), "rdna4": {"preset": "rdna4"}}
-SCENES = ("terrain", "bunny")
-#: The ray sets of ``--ray-set``: the camera rays, or the first diffuse bounce from their hits.
-RAY_SETS = ("camera", "diffuse")
 #: Rays of a run without ``--rays``.
 RAYS = 64
-IMAGE = (256, 192)
-
-
-def _session_engine(scene, origins, directions, rt, backend, progress):
-    from gpurtl.golden.traversal.loop import trace_wave
-
-    from .rtl import check_against, run_loop
-
-    result = run_loop(scene, origins, directions, backend=backend, rt=rt, progress=progress)
-    golden = [
-        trace_wave(scene, origins[k : k + 32], directions[k : k + 32])
-        for k in range(0, len(origins), 32)
-    ]
-    check = check_against(result["traces"], golden)
-    failed = result["sessions"]["rt_unit"][1] + result["sessions"]["ds_bvh_stack"][1]
-    return {
-        "instructions": len(result["records"]),
-        "lane_instructions": check["steps"][0] + check["stack_ops"][0],
-        "mismatches": int(failed + check["differ"]),
-        "cycles": int(result["cycles"]),
-        "check": check,
-        "sessions": result["sessions"],
-    }
-
-
-def _player_engine(scene, origins, directions, rt, backend, progress):
-    from gpurtl.golden.bvh.wavefront import Tables, trace
-    from gpurtl.golden.traversal import streams
-
-    from ...backends.fast import player
-    from .rtl import cu_params
-
-    params = cu_params(rt)
-    tables = Tables(scene.top)
-    cpu0 = _cpu()
-    trace(tables, origins, directions)  # the golden loop alone, for the figures beside it
-    loop_cpu = _cpu() - cpu0
-    programs = streams.build(tables, origins, directions, params)
-    program_cpu = _cpu() - cpu0 - loop_cpu
-    if progress:
-        progress(
-            f"programs: {programs.waves} waves, {programs.iterations} wave instructions, "
-            f"{programs.entries} lane instructions in {program_cpu:.1f} CPU s; the player"
-        )
-    try:
-        out = player.run_player(programs, rt, params, log=progress)
-    except player.PlayerError as error:
-        from .rtl import RtlLoopError
-
-        raise RtlLoopError(f"the player: {error}") from None
-    # the counts the programs fix: every wave instruction (intersect and stack) and every lane
-    want = {
-        "bvh": programs.iterations,
-        "ds": programs.iterations,
-        "results": programs.entries,
-        "stack_checked": programs.entries,
-    }
-    got = {
-        "bvh": sum(1 for r in out.instructions if r[1] == "bvh"),
-        "ds": sum(1 for r in out.instructions if r[1] == "ds"),
-        "results": out.results,
-        "stack_checked": out.stack_checked,
-    }
-    counts_differ = sum(got[k] != want[k] for k in want)
-    formulas = None
-    if not (out.mismatches or counts_differ):
-        if progress:
-            progress(f"the RTL: {out.cycles} cycles, 0 mismatches; the formulas")
-        formulas = formula_comparison(programs, out.instructions, params, out.cycles)
-    return {
-        "formulas": formulas,
-        "instructions": len(out.instructions),
-        "lane_instructions": 2 * programs.entries,
-        "mismatches": int(out.mismatches + counts_differ),
-        "cycles": int(out.cycles),
-        "check": {
-            "counts": {k: [got[k], want[k]] for k in want},
-            "first_mismatches": out.first_mismatches,
-            "hits": int((programs.result.prim >= 0).sum()),
-        },
-        "loop_cpu_seconds": loop_cpu,
-        "program_cpu_seconds": program_cpu,
-        "player_cpu_seconds": out.cpu_seconds,
-        "player_wall_seconds": out.sim_seconds,
-        "player_build_seconds": out.build_seconds,
-        "lookups": out.lookups,
-        "refused": out.refused,
-        "busy": out.busy,
-        "in_flight": out.in_flight,
-        "memory": out.memory,
-        "box_tests": int(programs.box_tests.sum()),
-        "tri_tests": int(programs.tri_tests.sum()),
-        "pair_nodes": int((programs.lane_kind == 1).sum()),
-    }
-
-
-def _waves_of(programs):
-    """The CU model's :class:`gpurtl.golden.cu.WaveTrace` of each wave of ``programs`` (no
-    shading loads: the RT unit mode's waves)."""
-    from gpurtl.golden.cu import WaveTrace
-
-    p = programs
-    line = (p.node_ptr[:, 0] >> 4).astype(np.int64)
-    rows = list(
-        zip(p.lane.tolist(), line.tolist(), p.lane_kind.tolist(), p.box_tests.tolist(),
-            p.tri_tests.tolist())
-    )  # fmt: skip
-    cuts = p.iter_lanes.tolist()
-    its = [rows[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
-    bounds = p.wave_iters.tolist()
-    return [WaveTrace(its[a:b], [], tag=w) for w, (a, b) in enumerate(zip(bounds, bounds[1:]))]
-
-
-def _records(records):
-    """``(wave, kind (0 bvh, 1 ds), n-th of its wave and kind, issue, complete)`` arrays of
-    instruction records ``(wave, kind, issue, complete)``, sorted by wave, kind and order."""
-    a = np.array([(w, k == "ds", i, c) for w, k, i, c in records], np.int64).reshape(-1, 4)
-    a = a[np.lexsort((a[:, 2], a[:, 1], a[:, 0]))]
-    group = a[:, 0] * 2 + a[:, 1]
-    start = np.r_[0, np.flatnonzero(group[1:] != group[:-1]) + 1]
-    nth = np.arange(len(a)) - np.repeat(start, np.diff(np.r_[start, len(a)]))
-    return a[:, 0], a[:, 1], nth, a[:, 2], a[:, 3]
-
-
-_QUANTILES = (0, 1, 5, 25, 50, 75, 95, 99, 100)
-
-
-def _distribution(values):
-    """Quantiles (``p0`` .. ``p100``), mean and count of ``values``."""
-    v = np.asarray(values, np.float64)
-    if not len(v):
-        return {"count": 0}
-    q = np.percentile(v, _QUANTILES)
-    return {
-        "count": len(v),
-        "mean": float(v.mean()),
-        **{f"p{k}": float(x) for k, x in zip(_QUANTILES, q)},
-    }
-
-
-def formula_comparison(programs, records, params, rtl_cycles):
-    """The CU model's formulas (:func:`gpurtl.golden.cu.simulate` with ``params``: the L0 a
-    level of the hierarchy, the accelerator's slot and latency) on the waves of ``programs``,
-    against the RTL's instruction records ``records`` (``(wave, kind, issue, complete)``):
-    total cycles, and the distributions of the differences RTL - formulas per instruction
-    (completion, issue, latency = completion - issue; intersect and stack apart) and per wave
-    (the last completion, and the span from the first issue to the last completion). Every
-    instruction of one run must be in the other (``ValueError``)."""
-    from gpurtl.golden.cu import simulate
-
-    model = simulate(_waves_of(programs), params, warm_lines=programs.lines.tolist())
-    a, b = _records(records), _records(model.instructions)
-    if not all(np.array_equal(x, y) for x, y in zip(a[:3], b[:3])):
-        raise ValueError("the RTL and the formulas ran different instructions")
-    wave, kind, _, issue, done = a
-    _, _, _, m_issue, m_done = b
-    out = {"cycles": {"rtl": int(rtl_cycles), "formulas": int(model.cycles)}}
-    out["cycles"]["difference_percent"] = 100 * (rtl_cycles - model.cycles) / max(1, model.cycles)
-    for k, name in ((0, "bvh"), (1, "ds")):
-        sel = kind == k
-        out[name] = {
-            "completion": _distribution(done[sel] - m_done[sel]),
-            "issue": _distribution(issue[sel] - m_issue[sel]),
-            "latency": _distribution((done - issue)[sel] - (m_done - m_issue)[sel]),
-            "latency_rtl": _distribution((done - issue)[sel]),
-            "equal": int((done[sel] == m_done[sel]).sum()),
-        }
-    waves = programs.waves
-    last = np.full(waves, -1, np.int64)
-    first = np.full(waves, np.iinfo(np.int64).max, np.int64)
-    m_last, m_first = last.copy(), first.copy()
-    np.maximum.at(last, wave, done)
-    np.minimum.at(first, wave, issue)
-    np.maximum.at(m_last, wave, m_done)
-    np.minimum.at(m_first, wave, m_issue)
-    span, m_span = last - first, m_last - m_first
-    out["wave"] = {
-        "end": _distribution(last - m_last),
-        "span": _distribution(span - m_span),
-        "span_percent": _distribution(100 * (span - m_span) / np.maximum(1, m_span)),
-        "span_rtl": _distribution(span),
-    }
-    return out
-
-
-#: ``engine(scene, origins, directions, rt, backend, progress) -> {instructions, mismatches,
-#: cycles, ...}``: how the RTL is run (``--engine``; the first is the default).
-ENGINES = {"player": _player_engine, "session": _session_engine}
-ENGINE = "player"
 
 
 def arguments(parser):
@@ -280,6 +94,14 @@ def arguments(parser):
     # shared with `traversal --rays PATH`: the text is checked here (check_options)
     parser.add_argument("--rays", metavar="N", help=f"rays (default {RAYS})")
     parser.add_argument("--build", choices=tuple(BUILDS), help="the RT unit build (default small)")
+    parser.add_argument(
+        "--rtl-param",
+        action="append",
+        metavar="NAME=VALUE",
+        dest="rtl_param",
+        help="an rt_unit parameter over the --build (repeatable; `gpurtl list rt_unit`): L0 "
+        "size, ways, mshrs, replacement, id_bits (ray buffer), engines, tag_bits (waves), ...",
+    )
     parser.add_argument(
         "--rtl-scene", choices=SCENES, dest="rtl_scene", help="the scene (default terrain)"
     )
@@ -310,7 +132,18 @@ def check_options(options):
     """Refuse a bad value of the experiment's own options (``ValueError``)."""
     if "rays" in options:
         _count(options["rays"])
+    if "rtl_param" in options:
+        _changes(options)
     frame.check_options(options)
+
+
+def _changes(options):
+    """The ``--rtl-param`` changes over the ``--build`` (``ValueError`` for a bad one)."""
+    from .rtl import build_changes
+
+    default = frame.BUILD if options.get("frame") else "small"
+    base = BUILDS[options.get("build") or default]
+    return build_changes(options.get("rtl_param"), base=base)
 
 
 def _count(text):
@@ -321,72 +154,6 @@ def _count(text):
     if rays < 1:
         raise ValueError(f"--rays must be a positive number of rays, not {text!r}")
     return rays
-
-
-def _scene(name):
-    from gpurtl.golden.bvh import mesh as M
-    from gpurtl.golden.traversal.scene import build_scene
-
-    mesh = M.terrain() if name == "terrain" else M.bunny()
-    return mesh, build_scene(name, mesh, "bvh8")
-
-
-def _rays(mesh, up_axis, count, ray_set="camera", top=None):
-    """``count`` rays of set ``ray_set`` (:data:`RAY_SETS`; ``diffuse`` needs the scene's BVH
-    ``top``) in dispatch order (module doc string)."""
-    from gpurtl.golden.traversal.rays import camera_rays
-
-    from .scenes import camera
-
-    world = mesh.triangles.astype(np.float64)
-    cam, center, ext = camera(world, up_axis, False)
-    scale = 1
-    while True:
-        w, h = IMAGE[0] * scale, IMAGE[1] * scale
-        o, d, pixel = camera_rays(cam, w, h)
-        waves = len(o) // 32
-        # the waves (8x4 tiles) nearest the image's centre, where the camera looks at the scene
-        first = pixel[::32][:waves]
-        far = np.hypot(first % w - w / 2, first // w - h / 2)
-        near = np.argsort(far, kind="stable")
-        if ray_set == "camera":
-            if len(o) >= count:
-                pick = np.sort(near[: -(-count // 32)])
-                rows = (32 * pick[:, None] + np.arange(32)).ravel()[:count]
-                return o[rows], d[rows]
-        else:
-            found = _bounces(top, world, center, ext, up_axis, o, d, near, count)
-            if found is not None:
-                return found
-        scale += 1
-
-
-def _bounces(top, world, center, ext, up_axis, o, d, near, count):
-    """The first diffuse bounce (the ``traversal`` experiment's ``diffuse1`` set, :func:`.scenes.
-    deriver`) from the hits of the camera waves nearest the centre, as few as give ``count``
-    rays, in the order of their camera rays; ``None`` when the image has fewer hits."""
-    from gpurtl.golden.bvh.wavefront import Tables, trace
-
-    from .scenes import deriver
-
-    res = trace(Tables(top), o, d)
-    hits = (res.prim >= 0).reshape(-1, 32).sum(axis=1)
-    enough = np.flatnonzero(np.cumsum(hits[near]) >= count)
-    if not len(enough):
-        return None
-    pick = np.sort(near[: enough[0] + 1])
-    rows = (32 * pick[:, None] + np.arange(32)).ravel()
-    sub = type(res)()
-    sub.t, sub.prim, sub.inst = res.t[rows], res.prim[rows], res.inst[rows]
-    new, _ = deriver(world, None, center, ext, up_axis)("camera", sub, o[rows], d[rows])
-    bo, bd, _, _ = new["diffuse1"]
-    return bo[:count], bd[:count]
-
-
-def _cpu():
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 #: A ``--frame`` run keeps its per-CU results in ``store`` (``DIR/traversal-rtl.store``).
@@ -403,14 +170,18 @@ def measure(
     engine=None,
     ray_set=None,
     store=None,
+    rtl_param=None,
     **frame_options,
 ):
     """The run's data (module doc string); ``quick``: 4 rays; ``frame_options``: a ``--frame``
     run (:mod:`.frame`)."""
+    given = {"build": build, "rtl_param": rtl_param, "frame": frame_options.get("frame")}
+    changes = _changes(given) if rtl_param else {}
+    builds = {name: dict(b, **changes) for name, b in BUILDS.items()}
     if frame_options:
         return frame.measure(
             **frame_options,
-            builds=BUILDS,
+            builds=builds,
             store=store,
             build=build,
             rtl_scene=rtl_scene,
@@ -423,11 +194,11 @@ def measure(
     name = rtl_scene or "terrain"
     backend = simulator or "verilator"
     engine = engine or ENGINE
-    cpu0, wall0 = _cpu(), time.monotonic()
-    rt = registry.get("rt_unit").resolve(BUILDS[build])
-    mesh, scene = _scene(name)
+    cpu0, wall0 = cpu_seconds(), time.monotonic()
+    rt = registry.get("rt_unit").resolve(builds[build])
+    mesh, scene = load_scene(name)
     ray_set = ray_set or "camera"
-    origins, directions = _rays(
+    origins, directions = pick_rays(
         mesh, 2 if name == "terrain" else 1, rays, ray_set=ray_set, top=scene.top
     )
     tell = (lambda line: progress(0, 1, line)) if progress else None
@@ -451,9 +222,10 @@ def measure(
         "lane_instructions": out.get("lane_instructions"),
         "mismatches": out["mismatches"],
         "cycles": out["cycles"],
-        "cpu_seconds": _cpu() - cpu0,
+        "cpu_seconds": cpu_seconds() - cpu0,
         "wall_seconds": time.monotonic() - wall0,
         "build": build,
+        "changes": changes,
         "rt_unit": rt,
         "backend": "fast (Verilator)" if engine == "player" else backend,
         "engine": engine,
@@ -467,6 +239,12 @@ def measure(
 _COMMON = ("instructions", "lane_instructions", "mismatches", "cycles")
 
 
+def _build_name(data):
+    """``rdna4``, or ``rdna4 + size=16384`` for a build changed by ``--rtl-param``."""
+    changes = data.get("changes") or {}
+    return " + ".join([data["build"]] + [f"{k}={v}" for k, v in changes.items()])
+
+
 def report(data, out_dir):
     """``summary.md`` of :func:`measure`'s data."""
     if "per_cu" in data:
@@ -474,7 +252,7 @@ def report(data, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     rate = data["rays"] / data["cpu_seconds"] if data["cpu_seconds"] else 0.0
     lines = [
-        f"# {data['rays']} rays through the RT unit RTL ({data['build']} build, "
+        f"# {data['rays']} rays through the RT unit RTL ({_build_name(data)} build, "
         f"{data['backend']}), {data['scene']['name']} ({data['scene']['triangles']} triangles), "
         f"{data.get('ray_set', 'camera')} rays",
         "",
@@ -544,7 +322,7 @@ def report(data, out_dir):
     summary = out_dir / "summary.md"
     summary.write_text("\n".join(lines) + "\n")
     return {
-        "title": f"traversal-rtl: {data['rays']} rays, {data['build']} build",
+        "title": f"traversal-rtl: {data['rays']} rays, {_build_name(data)} build",
         "rows": [
             ("rays", data["rays"]),
             ("RTL instructions", data["instructions"]),
