@@ -566,11 +566,12 @@ def _packed(fields_):
 
 
 def _image_lines(scene):
-    """``line -> 1024-bit value`` of the scene's top BVH node image."""
+    """``line -> 1024-bit value`` of the scene's top BVH node image (a legacy 64-byte node at
+    an odd 64-byte offset is its line's upper half)."""
     image = scene.bvhs[0].image
     lines = {}
-    for offset in image:
-        if offset % 128 == 0:
-            words = list(image[offset]) + [0] * (32 - len(image[offset]))
-            lines[offset // 128] = sum(int(w) << (32 * k) for k, w in enumerate(words[:32]))
+    for offset, node in image.items():
+        start = (offset % 128) // 4
+        value = sum(int(w) << (32 * (start + k)) for k, w in enumerate(list(node)[: 32 - start]))
+        lines[offset // 128] = lines.get(offset // 128, 0) | value
     return lines

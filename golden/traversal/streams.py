@@ -25,19 +25,27 @@ GoldenStack`) register fields and popped nodes, packed as the ``ds_bvh_stack`` b
 
 import numpy as np
 
+from gpurtl.facts.ds_bvh_stack import StackOp
 from gpurtl.facts.ray_accel import INSTR_LAYOUT, INVALID_NODE, OUT_LAYOUT
+from gpurtl.facts.rt_unit import DUAL_EMPTY_NODE
 from gpurtl.golden.bvh import wavefront as W
 from gpurtl.golden.ray_accel.ds_bvh_stack import FIELDS as STACK_FIELDS
 from gpurtl.golden.ray_accel.encode.ray import default_desc
 from gpurtl.golden.ray_accel.vector.batch import CHUNK, intersect_words
 from gpurtl.golden.ray_accel.vector.bitfields import FieldWriter, field_span, read_fields
 
-from .program import LANE_FIELDS, WavePrograms, iteration_valu, pack_desc
+from .program import KIND_BOX, KIND_PAIR, LANE_FIELDS, WavePrograms, iteration_valu, pack_desc
 
-__all__ = ["PUSH8_POP1", "StreamError", "build", "node_lines"]
+__all__ = ["MODES", "PUSH8_POP1", "PUSH8_POP2", "StreamError", "build", "node_lines"]
 
-#: ``StackOp.PUSH8_POP1`` (``gpurtl.facts.ds_bvh_stack``): the stack instruction of mode bvh8
-PUSH8_POP1 = 225
+#: ``StackOp.PUSH8_POP1`` and ``PUSH8_POP2`` (``gpurtl.facts.ds_bvh_stack``): the stack
+#: instructions of modes bvh8 and bvh4x2
+PUSH8_POP1 = int(StackOp.PUSH8_POP1)
+PUSH8_POP2 = int(StackOp.PUSH8_POP2)
+#: The modes programs are built in.
+MODES = ("bvh8", "bvh4x2")
+#: The second node's DWORDs of a dual instruction on one node (the node fetch's stand-in).
+_EMPTY = np.array(DUAL_EMPTY_NODE, np.uint32)
 _INV = np.uint32(INVALID_NODE)
 _LANES = 32
 
@@ -49,10 +57,27 @@ class StreamError(RuntimeError):
 class _Recorder:
     """The two executors of :func:`gpurtl.golden.bvh.wavefront.trace`, recording every step."""
 
-    def __init__(self, n, stack_size):
-        self.stack = W.GoldenStack(n, stack_size, "bvh8")
+    def __init__(self, n, stack_size, mode="bvh8"):
+        self.stack = W.GoldenStack(n, stack_size, mode)
         self.steps = []  # per step: dict of arrays
         self.stacks = []
+
+    def intersect_dual(self, tb, ray, r, rows, ptrs, dual):
+        out = W.intersect_dual_golden(tb, ray, r, rows, ptrs, dual)
+        slots, t = out
+        self.steps.append(
+            {
+                "ray": r.copy(),
+                "rows": [rows[0].copy(), rows[1].copy()],
+                "ptrs": [ptrs[0].astype(np.uint32), ptrs[1].astype(np.uint32)],
+                "origin": ray.o[r].copy(),
+                "dir": ray.d[r].copy(),
+                "extent": ray.t_hit[r].copy(),
+                "slots": slots.copy(),
+                "t": t.copy(),
+            }
+        )
+        return out
 
     def intersect(self, tb, ray, r, rows, ptr, kinds):
         out = W.intersect_golden(tb, ray, r, rows, ptr, kinds)
@@ -92,7 +117,9 @@ class _Recorder:
         before = self._fields(r)
         out = self.stack(r, last, data)
         after = self._fields(r)
-        self.stacks.append((r.copy(), last.copy(), data.copy(), before, after, out[0].copy()))
+        self.stacks.append(
+            (r.copy(), last.copy(), data.copy(), before, after, out[0].copy(), out[1].copy())
+        )
         return out
 
 
@@ -132,6 +159,47 @@ def _instr_words(ptr, dwords, origin, direction, extent, desc):
     return w.words()
 
 
+def _dual_words(ptrs, nodes, origin, direction, extent, desc):
+    """``INSTR_LAYOUT`` word rows of ``image_bvh_dual_intersect_ray`` instructions on the two
+    legacy nodes ``ptrs`` (two uint32 (M,) arrays) with their node DWORDs ``nodes`` (two (M,
+    32) arrays; the second :data:`DUAL_EMPTY_NODE` where the step has one node)."""
+    m = len(ptrs[0])
+    w = FieldWriter(m, INSTR_LAYOUT)
+    w.write(*field_span(INSTR_LAYOUT, "dual"), np.ones(m, np.uint32))
+    w.write(field_span(INSTR_LAYOUT, "ray", "origin", 0)[0], 32, origin)
+    w.write(field_span(INSTR_LAYOUT, "ray", "dir", 0)[0], 32, direction)
+    w.write(field_span(INSTR_LAYOUT, "ray", "extent")[0], 32, extent)
+    w.write(*field_span(INSTR_LAYOUT, "ray", "instance_mask"), np.full(m, 0xFF, np.uint32))
+    w.write(field_span(INSTR_LAYOUT, "node_ptr", 0)[0], 32, np.stack(ptrs, axis=1))
+    for h in (0, 1):
+        w.write(field_span(INSTR_LAYOUT, "node", h, 0)[0], 32, nodes[h])
+    offset, width = field_span(INSTR_LAYOUT, "desc")
+    w.write(offset, width, np.full(m, desc, np.uint64))
+    return w.words()
+
+
+def _check_dual(rec, dw, status):
+    """The loop's own dual results of one step (box slots, triangle ``t_num / t_den``) against
+    the golden words, as :func:`gpurtl.golden.traversal.loop.dual_answers` reads them."""
+    if status.any():
+        raise StreamError("the golden instruction model refused a loop instruction")
+    is_box = [(p & 7) == 5 for p in rec["ptrs"]]
+    both = is_box[0] & is_box[1]
+    slots = np.full(rec["slots"].shape, _INV, np.uint32)
+    slots[both] = dw[both, :8]
+    t = np.full(rec["t"].shape, np.inf, np.float32)
+    for h in (0, 1):
+        one = is_box[h] & ~both
+        slots[one, 4 * h : 4 * h + 4] = dw[one, 4 * h : 4 * h + 4]
+        tri = ~is_box[h]
+        with np.errstate(all="ignore"):
+            t[tri, h] = dw[tri, 4 * h].view(np.float32) / dw[tri, 4 * h + 1].view(np.float32)
+    if not np.array_equal(slots, rec["slots"]):
+        raise StreamError("a dual instruction's box results differ from the golden model's")
+    if not np.array_equal(t.view(np.uint32), rec["t"].view(np.uint32)):
+        raise StreamError("a dual instruction's triangle results differ from the golden model's")
+
+
 def _out_fields(words):
     dw = read_fields(words, [field_span(OUT_LAYOUT, "dw", k)[0] for k in range(10)], 32)
     origin = read_fields(words, [field_span(OUT_LAYOUT, "origin", k)[0] for k in range(3)], 32)
@@ -165,60 +233,93 @@ def _check_decisions(rec, dw, origin, direction, status):
 
 def node_lines(tables):
     """``(lines, line_words)`` of the top BVH's node image: line indices (byte offset / 128)
-    and their 32 DWORDs (the memory behind the RT unit's L0)."""
+    and their 32 DWORDs (the memory behind the RT unit's L0). A legacy 64-byte node at an odd
+    64-byte offset is its line's upper half."""
     bvh = tables.bvhs[0]
-    offsets = sorted(o for o in bvh.image if o % 128 == 0)
-    words = np.zeros((len(offsets), 32), np.uint32)
-    for k, o in enumerate(offsets):
-        dw = np.asarray(bvh.image[o], np.uint32)[:32]
-        words[k, : len(dw)] = dw
-    return np.array(offsets, np.int64) // 128, words
+    lines = sorted({o // 128 for o in bvh.image})
+    index = {line: k for k, line in enumerate(lines)}
+    words = np.zeros((len(lines), 32), np.uint32)
+    for o, node in bvh.image.items():
+        dw = np.asarray(node, np.uint32)
+        start = (o % 128) // 4
+        dw = dw[: 32 - start]
+        words[index[o // 128], start : start + len(dw)] = dw
+    return np.array(lines, np.int64), words
 
 
-def build(tables, origins, dirs, params, *, stack_size=16):
+def build(tables, origins, dirs, params, *, stack_size=16, mode=None):
     """The :class:`.program.WavePrograms` of rays ``origins`` / ``dirs`` (float arrays (n, 3);
-    waves of 32 consecutive rays, in dispatch order) through ``tables`` (a BVH8
+    waves of 32 consecutive rays, in dispatch order) through ``tables`` (a
     :class:`gpurtl.golden.bvh.wavefront.Tables`), VALU cycles from the CU parameters
-    ``params``. The loop's result (:class:`gpurtl.golden.bvh.wavefront.Result`: closest hits,
-    counters) is in the programs' ``result`` attribute (not a field)."""
-    if tables.legacy:
-        raise ValueError("programs are built for BVH8 tables (mode bvh8) only")
+    ``params``. ``mode``: ``bvh8`` (BVH8 tables, the default for them) or ``bvh4x2`` (legacy
+    BVH4 tables, the default for them: two nodes a step through ``image_bvh_dual_intersect_ray``
+    and ``ds_bvh_stack_push8_pop2``; as the per-wave loop records them, a lane's box and
+    triangle test counts are 0 in this mode). The loop's result
+    (:class:`gpurtl.golden.bvh.wavefront.Result`: closest hits, counters) is in the programs'
+    ``result`` attribute (not a field)."""
+    mode = mode or ("bvh4x2" if tables.legacy else "bvh8")
+    if mode not in MODES or tables.legacy != (mode == "bvh4x2"):
+        kind = "legacy BVH4" if tables.legacy else "BVH8"
+        raise ValueError(
+            f"`mode` must be bvh8 for BVH8 tables or bvh4x2 for legacy ones, not {mode!r} "
+            f"({kind} tables)"
+        )
+    dual = mode == "bvh4x2"
     n = len(origins)
-    rec = _Recorder(n, stack_size)
-    res = W.trace(tables, origins, dirs, stack_size=stack_size, intersect=rec.intersect, stack=rec)
+    rec = _Recorder(n, stack_size, mode)
+    step = {"intersect_dual": rec.intersect_dual} if dual else {"intersect": rec.intersect}
+    res = W.trace(tables, origins, dirs, mode=mode, stack_size=stack_size, stack=rec, **step)
     desc = pack_desc(default_desc())
     cols = {name: [] for name in LANE_FIELDS}
     ray_cols, step_cols = [], []
     for step, (s, q) in enumerate(zip(rec.steps, rec.stacks, strict=True)):
         r = s["ray"]
-        qr, last, data, before, after, first = q
+        qr, last, data, before, after, first, second = q
         if not np.array_equal(qr, r):
             raise StreamError("a ray left the loop between its intersect and stack steps")
         m = len(r)
-        dwords = tables.dwords[s["rows"]]
         dw = np.empty((m, 10), np.uint32)
         ro = np.empty((m, 3), np.uint32)
         rd = np.empty((m, 3), np.uint32)
         status = np.empty(m, np.uint32)
+        if dual:
+            two = s["rows"][1] >= 0
+            nodes = [
+                tables.dwords[s["rows"][0]],
+                np.where(two[:, None], tables.dwords[np.maximum(s["rows"][1], 0)], _EMPTY),
+            ]
+        else:
+            nodes = tables.dwords[s["rows"]]
         for a in range(0, m, CHUNK):
             b = min(a + CHUNK, m)
-            words = intersect_words(
-                _instr_words(
-                    s["ptr"][a:b], dwords[a:b], s["origin"][a:b], s["dir"][a:b],
+            if dual:
+                instr = _dual_words(
+                    [x[a:b] for x in s["ptrs"]], [x[a:b] for x in nodes], s["origin"][a:b],
+                    s["dir"][a:b], s["extent"][a:b], desc,
+                )  # fmt: skip
+            else:
+                instr = _instr_words(
+                    s["ptr"][a:b], nodes[a:b], s["origin"][a:b], s["dir"][a:b],
                     s["extent"][a:b], desc,
-                )
-            )  # fmt: skip
-            dw[a:b], ro[a:b], rd[a:b], status[a:b] = _out_fields(words)
-        _check_decisions(s, dw, ro, rd, status)
-        kind = tables.kind[s["rows"]].astype(np.uint8)
+                )  # fmt: skip
+            dw[a:b], ro[a:b], rd[a:b], status[a:b] = _out_fields(intersect_words(instr))
         box_tests = np.zeros(m, np.int64)
-        kb = s["kb"]
-        box_tests[kb] = tables.box_count[tables.box_index[s["rows"][kb]]]
         tri_tests = np.zeros(m, np.int64)
-        if "pair" in s:
-            tri_tests[s["kp"]] = 1 + s["pair"][2]
+        if dual:
+            _check_dual(s, dw, status)
+            kind = np.where((s["ptrs"][0] & 7) == 5, KIND_BOX, KIND_PAIR).astype(np.uint8)
+            ptr = np.stack(s["ptrs"], axis=1)
+            dst = np.stack([first, second], axis=1)
+        else:
+            _check_decisions(s, dw, ro, rd, status)
+            kind = tables.kind[s["rows"]].astype(np.uint8)
+            kb = s["kb"]
+            box_tests[kb] = tables.box_count[tables.box_index[s["rows"][kb]]]
+            if "pair" in s:
+                tri_tests[s["kp"]] = 1 + s["pair"][2]
+            ptr = np.stack([s["ptr"], np.zeros(m, np.uint32)], axis=1)
+            dst = np.stack([first, np.full(m, _INV, np.uint32)], axis=1)
         lane = (r % _LANES).astype(np.uint32)
-        dst = np.stack([first, np.full(m, _INV, np.uint32)], axis=1)
         ray_cols.append(r)
         step_cols.append(np.full(m, step, np.int64))
         for name, value in (
@@ -229,7 +330,7 @@ def build(tables, origins, dirs, params, *, stack_size=16):
             ("origin", s["origin"]),
             ("dir", s["dir"]),
             ("extent", s["extent"]),
-            ("node_ptr", np.stack([s["ptr"], np.zeros(m, np.uint32)], axis=1)),
+            ("node_ptr", ptr),
             ("result_dw", dw),
             ("result_origin", ro),
             ("result_dir", rd),
@@ -260,12 +361,12 @@ def build(tables, origins, dirs, params, *, stack_size=16):
     }
     for name, dtype in dtypes.items():
         out[name] = out[name].astype(dtype)
-    out["dual"] = np.zeros(total, np.uint8)
+    out["dual"] = np.full(total, int(dual), np.uint8)
     out["instance_mask"] = np.full(total, 0xFF, np.uint8)
     out["pointer_flags"] = np.zeros(total, np.uint16)
     out["desc"] = np.full(total, desc, np.uint32)
-    out["stack_op"] = np.full(total, PUSH8_POP1, np.uint8)
-    out["stack_prim_range"] = np.ones(total, np.uint8)
+    out["stack_op"] = np.full(total, PUSH8_POP2 if dual else PUSH8_POP1, np.uint8)
+    out["stack_prim_range"] = np.full(total, int(not dual), np.uint8)
     out["stack_tri_size_opt"] = np.zeros(total, np.uint8)
     out["stack_error"] = np.zeros(total, np.uint8)
     # iterations: runs of equal (wave, step)
@@ -280,7 +381,7 @@ def build(tables, origins, dirs, params, *, stack_size=16):
     ) if total else np.zeros(0, np.uint8)  # fmt: skip
     lines, line_words = node_lines(tables)
     progs = WavePrograms(
-        mode="bvh8",
+        mode=mode,
         stack_size=stack_size,
         wave_rays=np.arange(0, n, _LANES, dtype=np.int64),
         wave_iters=wave_iters,

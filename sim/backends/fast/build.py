@@ -373,5 +373,20 @@ def _compile(folder, text, record, evals, files, log):
     for path in (scratch / "obj").iterdir():
         if path.name != f"sim_{top}":
             path.unlink() if path.is_file() else shutil.rmtree(path)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(scratch, folder)
+    _install(scratch, folder, f"sim_{top}")
+
+
+def _install(scratch, folder, executable):
+    """Move a finished build from ``scratch`` to ``folder``. Two processes may build the same
+    model at once (two Dask tasks of one build): the first one's folder stays, since the other
+    may be running its executable already, and the later build is dropped."""
+    for _ in range(3):
+        try:
+            os.rename(scratch, folder)  # fails while `folder` exists and is not empty
+            return
+        except OSError:
+            if (folder / "obj" / executable).exists():
+                shutil.rmtree(scratch, ignore_errors=True)
+                return
+            shutil.rmtree(folder, ignore_errors=True)  # a damaged or unfinished folder
+    raise BuildError(f"cannot move the build {scratch} to {folder}")

@@ -15,7 +15,10 @@ __all__ = [
     "SCENES",
     "cpu_seconds",
     "formula_comparison",
+    "MODES",
     "load_scene",
+    "mode_build",
+    "mode_scene",
     "pick_rays",
     "player_engine",
     "session_engine",
@@ -30,13 +33,33 @@ RAY_SETS = ("camera", "diffuse")
 IMAGE = (256, 192)
 
 
-def load_scene(name):
-    """``(mesh, BVH8 scene)`` of a scene of :data:`SCENES`."""
+#: The traversal modes of the RTL runs: BVH8 nodes, or legacy BVH4 nodes two at a time
+#: (``image_bvh_dual_intersect_ray``, the RT unit build's ``dual`` node fetch).
+MODES = ("bvh8", "bvh4x2")
+
+
+def load_scene(name, mode="bvh8"):
+    """``(mesh, scene)`` of a scene of :data:`SCENES` built for ``mode`` (:data:`MODES`)."""
     from gpurtl.golden.bvh import mesh as M
     from gpurtl.golden.traversal.scene import build_scene
 
     mesh = M.terrain() if name == "terrain" else M.bunny()
-    return mesh, build_scene(name, mesh, "bvh8")
+    return mesh, build_scene(name, mesh, mode)
+
+
+def mode_scene(name, mode, mesh=None):
+    """The scene of ``name`` in ``mode``: ``None`` for ``bvh8`` (the caller's), else the legacy
+    BVH4 build of the same mesh (about two CPU minutes for the terrain)."""
+    from gpurtl.golden.traversal.scene import build_scene
+
+    if mode == "bvh8":
+        return None
+    return build_scene(name, mesh, mode)
+
+
+def mode_build(rt, mode):
+    """The ``rt_unit`` parameters ``rt`` for ``mode``: ``dual`` set for ``bvh4x2``."""
+    return dict(rt, dual=True) if mode == "bvh4x2" else dict(rt)
 
 
 def pick_rays(mesh, up_axis, count, ray_set="camera", top=None):
@@ -166,7 +189,8 @@ def player_engine(scene, origins, directions, rt, backend, progress, *, formulas
     }
     counts_differ = sum(got[k] != want[k] for k in want)
     compared = None
-    if formulas and not (out.mismatches or counts_differ):
+    # the formulas' waves hold one node line a lane: BVH8 programs only
+    if formulas and programs.mode == "bvh8" and not (out.mismatches or counts_differ):
         if progress:
             progress(f"the RTL: {out.cycles} cycles, 0 mismatches; the formulas")
         compared = formula_comparison(programs, out.instructions, params, out.cycles)

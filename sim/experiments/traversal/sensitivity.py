@@ -5,7 +5,8 @@ with intervals.
 A sensitivity study, not a calibration: every row is the ``rdna4`` build (``gpurtl list
 rt_unit``, :data:`gpurtl.facts.rt_unit.RDNA4_RT_UNIT`) with the changes of one :data:`ROWS`
 entry, most of which are themselves CHOICES there (MSHRs, replacement, ray buffer slots); the
-rows vary them to show which ones a frame's time depends on. Every row runs the same rays (the
+rows vary them to show which ones a frame's time depends on; the last two compare BVH8 and
+BVH4x2 nodes of the same mesh on one build (the dual node fetch). Every row runs the same rays (the
 ``traversal-rtl`` rays, :func:`.engines.pick_rays`: camera rays of the waves nearest the image's
 centre, or their first diffuse bounce) through the same engine as ``traversal-rtl``
 (:func:`.engines.player_engine`): every RTL output checked against the wave programs' expected
@@ -63,18 +64,23 @@ STORE = True
 
 #: The build every row starts from.
 BASE = {"preset": "rdna4"}
-#: ``name -> (label, rt_unit changes over the rdna4 build)``; the first is the default row.
+#: ``name -> (label, rt_unit changes over the rdna4 build, traversal mode)``; the first is the
+#: default row. The last two compare the nodes on one build: ``dual=true`` (the node fetch's
+#: dual path, which BVH8 programs never take) with BVH8 nodes, and the same build with the mesh
+#: as legacy BVH4 nodes, two a step (``image_bvh_dual_intersect_ray``, ``push8_pop2``).
 ROWS = {
-    "default": ("rdna4 build", {}),
-    "l0-16k": ("L0 16 KB", {"size": 16384}),
-    "l0-64k": ("L0 64 KB", {"size": 65536}),
-    "mshrs-8": ("8 MSHRs", {"mshrs": 8}),
-    "mshrs-16": ("16 MSHRs", {"mshrs": 16}),
-    "plru": ("tree pseudo-LRU", {"replacement": "plru"}),
-    "engines-1": ("1 engine x 4 boxes", {"engines": 1}),
-    "slots-16": ("16 wave slots", {"tag_bits": 4}),
-    "raybuf-32": ("32 ray buffer slots", {"id_bits": 5}),
-    "raybuf-128": ("128 ray buffer slots", {"id_bits": 7}),
+    "default": ("rdna4 build", {}, "bvh8"),
+    "l0-16k": ("L0 16 KB", {"size": 16384}, "bvh8"),
+    "l0-64k": ("L0 64 KB", {"size": 65536}, "bvh8"),
+    "mshrs-8": ("8 MSHRs", {"mshrs": 8}, "bvh8"),
+    "mshrs-16": ("16 MSHRs", {"mshrs": 16}, "bvh8"),
+    "plru": ("tree pseudo-LRU", {"replacement": "plru"}, "bvh8"),
+    "engines-1": ("1 engine x 4 boxes", {"engines": 1}, "bvh8"),
+    "slots-16": ("16 wave slots", {"tag_bits": 4}, "bvh8"),
+    "raybuf-32": ("32 ray buffer slots", {"id_bits": 5}, "bvh8"),
+    "raybuf-128": ("128 ray buffer slots", {"id_bits": 7}, "bvh8"),
+    "dual-build": ("dual node fetch, BVH8 nodes", {"dual": True}, "bvh8"),
+    "bvh4x2": ("dual node fetch, BVH4x2 nodes", {"dual": True}, "bvh4x2"),
 }
 #: Rays a row (the issue's floor); a quick run takes :data:`QUICK_RAYS`.
 RAYS = 100_000
@@ -144,17 +150,19 @@ def check_options(options):
         raise ValueError("--scheduler must be a Dask scheduler's address (tcp://host:8786)")
 
 
-def row_task(name, rt, rays, ray_set, scene_name):
+def row_task(name, rt, rays, ray_set, scene_name, mode="bvh8"):
     """One row on a Dask worker: ``rays`` rays of ``ray_set`` through the RT unit build ``rt``
-    (resolved ``rt_unit`` parameters) on the compiled player; the player engine's figures
-    without the per-instruction distributions, with ``name``, the task's CPU and wall time."""
+    (resolved ``rt_unit`` parameters) in traversal ``mode`` on the compiled player; the player
+    engine's figures without the per-instruction distributions, with ``name``, the task's CPU
+    and wall time. The rays are picked on the BVH8 scene in every mode (the same rays)."""
     from ...core.provenance import provenance
-    from .engines import player_engine
+    from .engines import mode_scene, player_engine
 
     cpu, wall = cpu_seconds(), time.monotonic()
     mesh, scene = load_scene(scene_name)
     up = 2 if scene_name == "terrain" else 1
     origins, directions = pick_rays(mesh, up, rays, ray_set=ray_set, top=scene.top)
+    scene = mode_scene(scene_name, mode, mesh) or scene
     out = player_engine(scene, origins, directions, rt, None, None, formulas=False)
     keep = (
         "instructions", "lane_instructions", "mismatches", "cycles", "lookups", "refused",
@@ -176,6 +184,7 @@ def _key(name, rt, rays, ray_set, scene_name):
     from ...sweep.run import point_key
 
     what = {"row": name, "rt": rt, "rays": rays, "ray_set": ray_set, "scene": scene_name}
+    what["mode"] = ROWS[name][2]
     return point_key("experiment", NAME, what, {})
 
 
@@ -234,7 +243,7 @@ def measure(
                  f"{result['mismatches']} mismatches")  # fmt: skip
 
         def args(n):
-            return n, builds[n], rays, ray_set, scene_name
+            return n, builds[n], rays, ray_set, scene_name, ROWS[n][2]
 
         count = int(workers) if workers is not None else min(len(todo), os.cpu_count() or 1)
         if todo:
@@ -281,6 +290,7 @@ def _row(name, r, base, rt):
         "name": name,
         "label": ROWS[name][0],
         "changes": ROWS[name][1],
+        "mode": ROWS[name][2],
         "rt_unit": rt,
         "rays": r["rays"],
         "instructions": r["instructions"],
@@ -333,6 +343,8 @@ def report(data, out_dir):
            "refused_percent,busy_percent,in_flight_mean,mismatches,cpu_seconds"]  # fmt: skip
     for r in data["rows"]:
         change = ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "(none)"
+        if r.get("mode", "bvh8") != "bvh8":
+            change += f", --mode {r['mode']}"
         s = r["steady"]
         rate = f"{s['rays_per_kcycle'][0]:.2f} ± {s['rays_per_kcycle'][1]:.2f}" if s else "n/a"
         eff = f"{r['effect'][0]:+.2f} ± {r['effect'][1]:.2f}" if "effect" in r else ""

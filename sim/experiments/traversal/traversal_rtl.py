@@ -49,10 +49,13 @@ from . import frame
 from .engines import (
     ENGINE,
     ENGINES,
+    MODES,
     RAY_SETS,
     SCENES,
     cpu_seconds,
     load_scene,
+    mode_build,
+    mode_scene,
     pick_rays,
 )
 from .rtl import BACKENDS_RTL, RT_UNIT
@@ -113,6 +116,12 @@ def arguments(parser):
         "rays' hits, the traversal experiment's diffuse1)",
     )
     parser.add_argument(
+        "--mode",
+        choices=MODES,
+        help="the nodes (default bvh8; bvh4x2: the same mesh as legacy BVH4 nodes, two a step "
+        "through the dual instruction, on the build with dual=true)",
+    )
+    parser.add_argument(
         "--engine",
         choices=tuple(ENGINES),
         help=f"how the RTL runs (default {ENGINE}: the compiled player of the recorded wave "
@@ -134,6 +143,8 @@ def check_options(options):
         _count(options["rays"])
     if "rtl_param" in options:
         _changes(options)
+    if "mode" in options and "frame" in options:
+        raise ValueError("--mode goes with the --rays run; a --frame run is BVH8")
     frame.check_options(options)
 
 
@@ -171,6 +182,7 @@ def measure(
     ray_set=None,
     store=None,
     rtl_param=None,
+    mode=None,
     **frame_options,
 ):
     """The run's data (module doc string); ``quick``: 4 rays; ``frame_options``: a ``--frame``
@@ -195,12 +207,15 @@ def measure(
     backend = simulator or "verilator"
     engine = engine or ENGINE
     cpu0, wall0 = cpu_seconds(), time.monotonic()
-    rt = registry.get("rt_unit").resolve(builds[build])
+    mode = mode or "bvh8"
+    rt = registry.get("rt_unit").resolve(mode_build(builds[build], mode))
     mesh, scene = load_scene(name)
     ray_set = ray_set or "camera"
+    # the same rays in both modes: picked (and bounced) on the BVH8 scene
     origins, directions = pick_rays(
         mesh, 2 if name == "terrain" else 1, rays, ray_set=ray_set, top=scene.top
     )
+    scene = mode_scene(name, mode, mesh) or scene
     tell = (lambda line: progress(0, 1, line)) if progress else None
     if tell:
         where = "the compiled player" if engine == "player" else f"{backend} sessions"
@@ -225,6 +240,7 @@ def measure(
         "cpu_seconds": cpu_seconds() - cpu0,
         "wall_seconds": time.monotonic() - wall0,
         "build": build,
+        "mode": mode,
         "changes": changes,
         "rt_unit": rt,
         "backend": "fast (Verilator)" if engine == "player" else backend,
@@ -254,7 +270,7 @@ def report(data, out_dir):
     lines = [
         f"# {data['rays']} rays through the RT unit RTL ({_build_name(data)} build, "
         f"{data['backend']}), {data['scene']['name']} ({data['scene']['triangles']} triangles), "
-        f"{data.get('ray_set', 'camera')} rays",
+        f"{data.get('ray_set', 'camera')} rays, {data.get('mode', 'bvh8')} nodes",
         "",
         "| figure | value |",
         "|---|---|",
@@ -286,6 +302,14 @@ def report(data, out_dir):
             f"{data['rays'] / max(play, 1e-9):.0f} / {lanes / max(play, 1e-9):.0f} |",
             f"| player model build (cached after the first run): seconds | "
             f"{data['player_build_seconds']:.1f} |",
+            "| steady state: rays per 1000 cycles (the middle 80% of the wave ends, 10 batches, "
+            "95% interval) | "
+            + (
+                "{:.2f} ± {:.2f}".format(*data["steady"]["rays_per_kcycle"])
+                if data.get("steady")
+                else "n/a (too few waves)"
+            )
+            + " |",
             "| L0 hit / pending hit / miss | "
             + " / ".join(f"{100 * lookups[k] / total:.1f}%" for k in ("hit", "pending_hit", "miss"))
             + " |",

@@ -32,9 +32,12 @@ def test_mistakes_exit_2(tmp_path, capsys, argv, message):
 def test_every_row_is_a_valid_rdna4_build_with_its_one_change():
     base = registry.get("rt_unit").resolve(S.BASE)
     assert list(S.ROWS)[0] == "default" and S.ROWS["default"][1] == {}
-    for name, (_, changes) in S.ROWS.items():
+    for name, (_, changes, mode) in S.ROWS.items():
         rt = registry.get("rt_unit").resolve(dict(S.BASE, **changes))
         assert {k for k in rt if rt[k] != base[k]} == set(changes), name
+        # BVH4x2 nodes need the dual node fetch
+        assert mode == "bvh8" or rt["dual"], name
+    assert S.ROWS["bvh4x2"][1] == S.ROWS["dual-build"][1]  # the nodes alone differ
     assert S._rows("plru,default,plru") == ["default", "plru"]
 
 

@@ -131,6 +131,8 @@ def test_the_player_engine_counts_and_checks(monkeypatch, tmp_path, corrupt):
         (("--rays", "x"), "--rays must be a positive number of rays, not 'x'"),
         (("--rays", "0"), "--rays must be a positive number of rays, not '0'"),
         (("--build", "big"), "invalid choice: 'big'"),
+        (("--mode", "bvh4x2", "--frame", "16x8"), "--mode goes with the --rays run"),
+        (("--rtl-param", "size=100"), "--rtl-param: "),
     ],
 )
 def test_mistakes_exit_2(tmp_path, capsys, argv, message):
