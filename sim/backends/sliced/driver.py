@@ -1,0 +1,111 @@
+"""The C++ of the sliced backend: a levelised and-inverter graph as bit-sliced code, inside a
+batch driver.
+
+``sliced_driver.cpp`` (package data beside this module) is a template whose ``@NAME@`` fields
+are filled per design by :func:`driver_source`. Every signal of the design is a word ``W`` of
+``64 * words`` bits (GCC's vector extensions, so the compiler uses AVX2 or AVX-512 registers
+where it targets them and plain 64-bit operations otherwise), one bit per lane; every lane is
+an independent copy of the block with its own transactions and its own random valid/ready stalls.
+One clock cycle evaluates every AND gate once, in levelised order, for all lanes at once, then
+loads the latches.
+
+Between the lanes' transactions (rows of 32-bit words) and the bit slices the driver moves eight
+bits of 64 lanes at a time with two 8 x 8 transposes (bytes across words, bits inside a word);
+only the lanes whose offer or output changes touch their own bytes.
+
+The driver (``sim IN OUT COUNT SEED P_VALID P_READY FREE_RUN LATENCY II MAX_IDLE``) reads
+``COUNT`` rows from ``IN``, runs transaction ``t`` in lane ``t % lanes``, and writes one record per
+transaction, in transaction order, to ``OUT``: the output payload words, then the accept and emit
+cycles as two 64-bit numbers (the fast backend's record, :mod:`gpurtl.sim.backends.fast.driver`).
+The first ``FREE_RUN`` transactions (each lane's share) run with no stalls; each must take
+exactly ``LATENCY`` cycles and be accepted ``II`` cycles after the lane's one before. Its last
+line on stdout is a JSON summary; ``cycles`` there counts lane-cycles (clock cycles times the
+lanes that ran transactions), comparable with the cycles of one-stimulus simulators.
+Stall probabilities are rounded to multiples of 1/256.
+"""
+
+from pathlib import Path
+
+__all__ = ["DRIVER_VERSION", "GATES_PER_FUNCTION", "driver_source", "literal"]
+
+#: Bumped when the driver's protocol changes (the source itself keys the build cache).
+DRIVER_VERSION = 1
+
+#: AND gates per generated C++ function (keeps each function small enough to compile quickly).
+GATES_PER_FUNCTION = 4000
+
+_HERE = Path(__file__).parent
+
+
+def literal(lit):
+    """The C++ expression of AIG literal ``lit`` (``v[n]``, ``~v[n]`` or a constant)."""
+    node = lit >> 1
+    if node == 0:
+        return "ONES" if lit & 1 else "ZERO"
+    return f"~v[{node}]" if lit & 1 else f"v[{node}]"
+
+
+def _gate(a, b):
+    if a & 1 and b & 1:
+        return f"~(v[{a >> 1}] | v[{b >> 1}])"
+    if b & 1 and not a & 1:
+        a, b = b, a
+    return f"{literal(a)} & {literal(b)}" if not a & 1 else f"v[{b >> 1}] & ~v[{a >> 1}]"
+
+
+def driver_source(graph, in_width, out_width, words):
+    """C++ source of the bit-sliced driver of the :class:`~.netlist.Aig` ``graph`` (a pipeline
+    block with ``i``/``o`` streams of payload widths ``in_width`` and ``out_width``), with
+    ``words`` 64-bit words per bit slice."""
+    if words not in (1, 2, 4, 8, 16):
+        raise ValueError(f"`words` must be one of 1, 2, 4, 8, 16, not {words!r}")
+    functions, calls = [], []
+    first = graph.first_and
+    for start in range(0, len(graph.ands), GATES_PER_FUNCTION):
+        lines = [
+            f"    v[{first + k}] = {_gate(a, b)};"
+            for k, (a, b) in enumerate(
+                graph.ands[start : start + GATES_PER_FUNCTION], start=start
+            )
+        ]
+        name = f"eval_{len(functions)}"
+        functions.append(
+            f"static void {name}(W* __restrict v) {{\n" + "\n".join(lines) + "\n}"
+        )
+        calls.append(f"    {name}(v);")
+    payload = graph.output("o__payload")
+    if len(payload) != out_width:
+        raise ValueError(f"`o__payload` has {len(payload)} bits, not {out_width}")
+    padded = payload + [0] * (-len(payload) % 8)
+    payload_nodes = [graph.input_node("i__payload", k) for k in range(in_width)]
+    values = {
+        "TOP": graph.top,
+        "WORDS": str(words),
+        "NODES": str(graph.nodes),
+        "LATCHES": str(len(graph.latches)),
+        "FIRST_LATCH": str(graph.first_latch),
+        "IN_BITS": str(in_width),
+        "OUT_BITS": str(out_width),
+        "VALID_NODE": str(graph.input_node("i__valid")),
+        "READY_NODE": str(graph.input_node("o__ready")),
+        "PAYLOAD_NODES": ", ".join(map(str, payload_nodes)),
+        "EVAL": "\n".join(functions),
+        "EVAL_CALLS": "\n".join(calls),
+        "I_READY": literal(graph.output("i__ready")[0]),
+        "O_VALID": literal(graph.output("o__valid")[0]),
+        "O_PAYLOAD": "\n".join(f"    bits[{k}] = {literal(lit)};" for k, lit in enumerate(padded)),
+        "LATCH_INIT": "\n".join(
+            f"    v[{graph.first_latch + k}] = ONES;"
+            for k, (_, init) in enumerate(graph.latches)
+            if init
+        ),
+        "LATCH_NEXT": "\n".join(
+            f"    next_latch[{k}] = {literal(lit)};" for k, (lit, _) in enumerate(graph.latches)
+        ),
+    }
+    template = (_HERE / "sliced_driver.cpp").read_text()
+    for name, value in values.items():
+        if f"@{name}@" not in template:
+            raise ValueError(f"the driver template has no @{name}@")
+        template = template.replace(f"@{name}@", value)
+    return template
