@@ -111,8 +111,11 @@ def model(block, params, *, log=None, words=None, graph_filter=None):
         },
         sort_keys=True,
     )
-    folder = cache_dir() / "sliced" / "build" / (
-        f"{block.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    folder = (
+        cache_dir()
+        / "sliced"
+        / "build"
+        / (f"{block.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}")
     )
     executable = folder / f"sliced_{block.name}"
     cached = executable.exists()

@@ -64,14 +64,10 @@ def driver_source(graph, in_width, out_width, words):
     for start in range(0, len(graph.ands), GATES_PER_FUNCTION):
         lines = [
             f"    v[{first + k}] = {_gate(a, b)};"
-            for k, (a, b) in enumerate(
-                graph.ands[start : start + GATES_PER_FUNCTION], start=start
-            )
+            for k, (a, b) in enumerate(graph.ands[start : start + GATES_PER_FUNCTION], start=start)
         ]
         name = f"eval_{len(functions)}"
-        functions.append(
-            f"static void {name}(W* __restrict v) {{\n" + "\n".join(lines) + "\n}"
-        )
+        functions.append(f"static void {name}(W* __restrict v) {{\n" + "\n".join(lines) + "\n}")
         calls.append(f"    {name}(v);")
     payload = graph.output("o__payload")
     if len(payload) != out_width:

@@ -196,7 +196,7 @@ def read_json(path, top, *, tie_low=("rst",), clock="clk"):
     module = modules[top]
     drivers = {}  # net -> ("and", a, b) | ("not", a) | ("buf", a) | ("latch", d, init)
     init = {}
-    for name, net in module["netnames"].items():
+    for net in module["netnames"].values():
         value = net.get("attributes", {}).get("init")
         if value is not None:
             for bit, char in zip(net["bits"], reversed(str(value))):

