@@ -14,22 +14,26 @@ bits of 64 lanes at a time with two 8 x 8 transposes (bytes across words, bits i
 only the lanes whose offer or output changes touch their own bytes.
 
 The driver (``sim IN OUT COUNT SEED P_VALID P_READY FREE_RUN LATENCY II MAX_IDLE``) reads
-``COUNT`` rows from ``IN``, runs transaction ``t`` in lane ``t % lanes``, and writes one record per
-transaction, in transaction order, to ``OUT``: the output payload words, then the accept and emit
-cycles as two 64-bit numbers (the fast backend's record, :mod:`gpurtl.sim.backends.fast.driver`).
-The first ``FREE_RUN`` transactions (each lane's share) run with no stalls; each must take
-exactly ``LATENCY`` cycles and be accepted ``II`` cycles after the lane's one before. Its last
-line on stdout is a JSON summary; ``cycles`` there counts lane-cycles (clock cycles times the
-lanes that ran transactions), comparable with the cycles of one-stimulus simulators.
+``COUNT`` rows from ``IN``; a lane that is free to offer takes the next transaction no lane has
+taken yet (so rows are read in order, and the records written near each other), and keeps the
+ones it has in flight in order. It writes one record per transaction, in transaction order, to
+``OUT``: the output payload words, then the accept and emit cycles as two 64-bit numbers (the
+fast backend's record, :mod:`gpurtl.sim.backends.fast.driver`). The first ``FREE_RUN``
+transactions run with no stalls (the first ``FREE_RUN / 8`` lanes offer while one of them is
+left to give, each about eight back to back, and every lane takes every output until the last of
+them came out); each must take exactly ``LATENCY`` cycles, and each after the first in its lane
+must be accepted ``II`` cycles after the lane's one before.
+Its last line on stdout is a JSON summary; ``cycles`` there counts lane-cycles (clock cycles
+times the lanes that ran transactions), comparable with the cycles of one-stimulus simulators.
 Stall probabilities are rounded to multiples of 1/256.
 """
 
 from pathlib import Path
 
-__all__ = ["DRIVER_VERSION", "GATES_PER_FUNCTION", "driver_source", "literal"]
+__all__ = ["DRIVER_VERSION", "GATES_PER_FUNCTION", "driver_source", "literal", "ring_size"]
 
 #: Bumped when the driver's protocol changes (the source itself keys the build cache).
-DRIVER_VERSION = 1
+DRIVER_VERSION = 2
 
 #: AND gates per generated C++ function (keeps each function small enough to compile quickly).
 GATES_PER_FUNCTION = 4000
@@ -53,12 +57,22 @@ def _gate(a, b):
     return f"{literal(a)} & {literal(b)}" if not a & 1 else f"v[{b >> 1}] & ~v[{a >> 1}]"
 
 
-def driver_source(graph, in_width, out_width, words):
+def ring_size(latency):
+    """Transactions in flight one lane of the driver keeps, at most: a power of two, at least
+    twice the block's ``latency`` (a pipeline holds one per stage) and 16."""
+    need = max(16, 2 * (latency or 0) + 4)
+    return 1 << (need - 1).bit_length()
+
+
+def driver_source(graph, in_width, out_width, words, ring=16):
     """C++ source of the bit-sliced driver of the :class:`~.netlist.Aig` ``graph`` (a pipeline
     block with ``i``/``o`` streams of payload widths ``in_width`` and ``out_width``), with
-    ``words`` 64-bit words per bit slice."""
+    ``words`` 64-bit words per bit slice and up to ``ring`` transactions in flight per lane (a
+    power of two, see :func:`ring_size`)."""
     if words not in (1, 2, 4, 8, 16):
         raise ValueError(f"`words` must be one of 1, 2, 4, 8, 16, not {words!r}")
+    if ring < 1 or ring & (ring - 1):
+        raise ValueError(f"`ring` must be a power of two, not {ring!r}")
     functions, calls = [], []
     first = graph.first_and
     for start in range(0, len(graph.ands), GATES_PER_FUNCTION):
@@ -77,6 +91,7 @@ def driver_source(graph, in_width, out_width, words):
     values = {
         "TOP": graph.top,
         "WORDS": str(words),
+        "RING": str(ring),
         "NODES": str(graph.nodes),
         "LATCHES": str(len(graph.latches)),
         "FIRST_LATCH": str(graph.first_latch),

@@ -2,7 +2,9 @@
 //
 // Every bit of the design is a word W of LANES bits, one bit per lane; every lane is an
 // independent copy of the block running its own transactions under its own valid/ready stalls.
-// Transaction t runs in lane t % LANES, as that lane's (t / LANES)-th transaction.
+// A lane that is free to offer takes the next transaction not yet given to any lane, so the
+// rows are read in order and the records written close to it (a fixed lane per transaction
+// scattered both over the whole file); each lane keeps its transactions in flight, in order.
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +25,8 @@ static const int IN_BYTES = (IN_BITS + 7) / 8, OUT_BYTES = (OUT_BITS + 7) / 8;
 static const int RECORD_WORDS = OUT_WORDS + 4;
 static const int VALID_NODE = @VALID_NODE@, READY_NODE = @READY_NODE@;
 static const int PAYLOAD_NODES[IN_BITS] = {@PAYLOAD_NODES@};
+static const int FREE_PER_LANE = 8;
+static const int RING = @RING@;  // transactions in flight per lane, at most (a power of two)
 
 alignas(64) static W v[NODES];
 alignas(64) static W next_latch[LATCHES > 0 ? LATCHES : 1];
@@ -113,13 +117,13 @@ static inline bool any(W x) {
 }
 static inline void clear_lane(W& x, int lane) { x[lane >> 6] &= ~(1ull << (lane & 63)); }
 static inline void set_lane(W& x, int lane) { x[lane >> 6] |= 1ull << (lane & 63); }
-#define FOR_LANES(mask, lane, body)                                              \
+#define FOR_LANES(mask, lane, ...)                                               \
     for (int e_ = 0; e_ < WORDS; e_++) {                                         \
         uint64_t m_ = (mask)[e_];                                                \
         while (m_) {                                                             \
             int lane = e_ * 64 + __builtin_ctzll(m_);                            \
             m_ &= m_ - 1;                                                        \
-            body                                                                 \
+            __VA_ARGS__                                                          \
         }                                                                        \
     }
 
@@ -143,6 +147,7 @@ int main(int argc, char** argv) {
     uint64_t latency = strtoull(argv[8], nullptr, 10);
     uint64_t ii = strtoull(argv[9], nullptr, 10);
     uint64_t max_idle = strtoull(argv[10], nullptr, 10);
+    if (free_run > count) free_run = count;
 
     std::vector<uint32_t> rows(count * IN_WORDS);
     FILE* in = fopen(in_path, "rb");
@@ -151,20 +156,13 @@ int main(int argc, char** argv) {
         return fail("the input file is shorter than its transaction count");
     fclose(in);
     std::vector<uint32_t> records(count * RECORD_WORDS);
-    std::vector<uint64_t> accepted(count);
 
-    // Per lane: its transactions, the stall-free ones among them, how many were sent and taken.
-    std::vector<uint64_t> total(LANES), free_count(LANES), sent(LANES), taken(LANES);
-    std::vector<uint64_t> first_accept(LANES);
-    W more = ZERO, free_in = ZERO, free_out = ZERO, offering = ZERO;
-    int lanes_used = 0;
-    for (int lane = 0; lane < LANES; lane++) {
-        total[lane] = count > (uint64_t)lane ? (count - lane + LANES - 1) / LANES : 0;
-        free_count[lane] = free_run > (uint64_t)lane ? (free_run - lane + LANES - 1) / LANES : 0;
-        if (free_count[lane] > total[lane]) free_count[lane] = total[lane];
-        if (total[lane]) { set_lane(more, lane); lanes_used++; }
-        if (free_count[lane]) { set_lane(free_in, lane); set_lane(free_out, lane); }
-    }
+    // Per lane: the transaction it offers, and a ring of (transaction, accept cycle) in flight.
+    struct Flight { uint64_t index, accept; };
+    std::vector<uint64_t> offered(LANES), last_accept(LANES, UINT64_MAX);
+    std::vector<Flight> ring((size_t)LANES * RING);
+    std::vector<uint32_t> head(LANES), tail(LANES);
+    W offering = ZERO, used = ZERO;
     uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
     for (int e = 0; e < WORDS; e++) {  // splitmix64 seeds of the element generators
         uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -179,20 +177,36 @@ int main(int argc, char** argv) {
     alignas(64) W out_bits[OUT_BYTES * 8 > 0 ? OUT_BYTES * 8 : 1];
     memset(v, 0, sizeof v);
     latch_init(v);
-    uint64_t cycle = 0, received = 0, idle = 0;
+    // The stall-free start: the first FREE_RUN / FREE_PER_LANE lanes (at least one) offer
+    // while a transaction below FREE_RUN is left to give, so that each runs several of them back
+    // to back (the interval between them is checked), and every lane takes every output until
+    // the last of them came out.
+    W free_lanes = ZERO;
+    for (uint64_t lane = 0; lane < LANES && lane * FREE_PER_LANE < free_run; lane++)
+        set_lane(free_lanes, (int)lane);
+    uint64_t cycle = 0, given = 0, received = 0, free_left = free_run, idle = 0;
     uint64_t latency_errors = 0, first_latency_error = UINT64_MAX;
-    uint64_t ii_errors = 0, first_ii_error = UINT64_MAX;
+    uint64_t ii_errors = 0, first_ii_error = UINT64_MAX, first_ii_gap = 0;
     const char* error = nullptr;
     uint64_t error_index = 0;
     while (received < count && !error) {
-        W new_offer = ~offering & more & (free_in | chance(p_valid));
-        FOR_LANES(new_offer, lane, {
-            const uint32_t* row = &rows[(lane + (uint64_t)LANES * sent[lane]) * IN_WORDS];
-            for (int j = 0; j < IN_BYTES; j++)
-                *lane_byte(in_bytes[j], lane) = (uint8_t)(row[j >> 2] >> (8 * (j & 3)));
-        })
-        offering |= new_offer;
-        W take = free_out | chance(p_ready);
+        if (given < count) {
+            W new_offer = ~offering & (given < free_run ? free_lanes : chance(p_valid));
+            FOR_LANES(new_offer, lane, {
+                if (given == count) {
+                    clear_lane(new_offer, lane);
+                    continue;
+                }
+                uint64_t index = given++;
+                offered[lane] = index;
+                const uint32_t* row = &rows[index * IN_WORDS];
+                for (int j = 0; j < IN_BYTES; j++)
+                    *lane_byte(in_bytes[j], lane) = (uint8_t)(row[j >> 2] >> (8 * (j & 3)));
+            })
+            offering |= new_offer;
+            used |= new_offer;
+        }
+        W take = free_left ? ONES : chance(p_ready);
         v[VALID_NODE] = offering;
         v[READY_NODE] = take;
         for (int j = 0; j < IN_BYTES; j++) {
@@ -215,28 +229,27 @@ int main(int argc, char** argv) {
                 for (int q = 0; q < 8; q++) out_bytes[j][q] = x[q];
             }
             FOR_LANES(out_fire, lane, {
-                uint64_t k = taken[lane];
-                uint64_t index = lane + (uint64_t)LANES * k;
-                if (k >= sent[lane] || k >= total[lane]) {
+                if (head[lane] == tail[lane]) {
                     error = "an output appeared before its input was accepted";
-                    error_index = index;
+                    error_index = received;
                     break;
                 }
-                uint32_t* record = &records[index * RECORD_WORDS];
+                Flight f = ring[(size_t)lane * RING + (head[lane]++ & (RING - 1))];
+                uint32_t* record = &records[f.index * RECORD_WORDS];
                 for (int w = 0; w < OUT_WORDS; w++) record[w] = 0;
                 for (int j = 0; j < OUT_BYTES; j++)
                     record[j >> 2] |= (uint32_t)*lane_byte(out_bytes[j], lane) << (8 * (j & 3));
-                uint64_t accept = accepted[index];
-                record[OUT_WORDS + 0] = (uint32_t)accept;
-                record[OUT_WORDS + 1] = (uint32_t)(accept >> 32);
+                record[OUT_WORDS + 0] = (uint32_t)f.accept;
+                record[OUT_WORDS + 1] = (uint32_t)(f.accept >> 32);
                 record[OUT_WORDS + 2] = (uint32_t)cycle;
                 record[OUT_WORDS + 3] = (uint32_t)(cycle >> 32);
-                if (k < free_count[lane] && cycle - accept != latency) {
-                    latency_errors++;
-                    if (index < first_latency_error) first_latency_error = index;
+                if (f.index < free_run) {
+                    free_left--;
+                    if (cycle - f.accept != latency) {
+                        latency_errors++;
+                        if (f.index < first_latency_error) first_latency_error = f.index;
+                    }
                 }
-                taken[lane] = k + 1;
-                if (k + 1 == free_count[lane]) clear_lane(free_out, lane);
                 received++;
             })
             idle = 0;
@@ -245,17 +258,23 @@ int main(int argc, char** argv) {
             error_index = received;
         }
         FOR_LANES(in_fire, lane, {
-            uint64_t k = sent[lane];
-            uint64_t index = lane + (uint64_t)LANES * k;
-            accepted[index] = cycle;
-            if (k == 0) first_accept[lane] = cycle;
-            if (ii && k < free_count[lane] && cycle != first_accept[lane] + ii * k) {
-                ii_errors++;
-                if (index < first_ii_error) first_ii_error = index;
+            uint64_t index = offered[lane];
+            if (tail[lane] - head[lane] == RING) {
+                error = "more transactions in flight in one lane than the driver keeps";
+                error_index = index;
+                break;
             }
-            sent[lane] = k + 1;
-            if (k + 1 == free_count[lane]) clear_lane(free_in, lane);
-            if (k + 1 == total[lane]) clear_lane(more, lane);
+            ring[(size_t)lane * RING + (tail[lane]++ & (RING - 1))] = Flight{index, cycle};
+            // stall-free transactions of one lane follow each other II cycles apart
+            if (ii && index < free_run && last_accept[lane] != UINT64_MAX &&
+                cycle - last_accept[lane] != ii) {
+                ii_errors++;
+                if (index < first_ii_error) {
+                    first_ii_error = index;
+                    first_ii_gap = cycle - last_accept[lane];
+                }
+            }
+            last_accept[lane] = index < free_run ? cycle : UINT64_MAX;
         })
         offering &= ~in_fire;
         latch_next(v);
@@ -270,12 +289,14 @@ int main(int argc, char** argv) {
     if (!out) return fail("cannot open the output file");
     if (fwrite(records.data(), 4, records.size(), out) != records.size() || fclose(out) != 0)
         return fail("cannot write the output file");
+    int lanes_used = 0;
+    for (int e = 0; e < WORDS; e++) lanes_used += __builtin_popcountll(used[e]);
     printf("{\"cycles\": %" PRIu64 ", \"clock_cycles\": %" PRIu64 ", \"lanes\": %d, "
            "\"received\": %" PRIu64 ", \"latency_errors\": %" PRIu64
            ", \"first_latency_error\": %" PRId64 ", \"ii_errors\": %" PRIu64
-           ", \"first_ii_error\": %" PRId64 "}\n",
+           ", \"first_ii_error\": %" PRId64 ", \"first_ii_gap\": %" PRIu64 "}\n",
            cycle * (uint64_t)lanes_used, cycle, lanes_used, received, latency_errors,
            latency_errors ? (int64_t)first_latency_error : (int64_t)-1, ii_errors,
-           ii_errors ? (int64_t)first_ii_error : (int64_t)-1);
+           ii_errors ? (int64_t)first_ii_error : (int64_t)-1, first_ii_gap);
     return 0;
 }
