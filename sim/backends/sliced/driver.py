@@ -6,8 +6,13 @@ are filled per design by :func:`driver_source`. Every signal of the design is a 
 ``64 * words`` bits (GCC's vector extensions, so the compiler uses AVX2 or AVX-512 registers
 where it targets them and plain 64-bit operations otherwise), one bit per lane; every lane is
 an independent copy of the block with its own transactions and its own random valid/ready stalls.
-One clock cycle evaluates every AND gate once, in levelised order, for all lanes at once, then
-loads the latches.
+One clock cycle evaluates every AND gate once for all lanes at once, then loads the latches.
+The gates are emitted in depth-first order from the outputs and latches (:func:`depth_first`),
+in functions of :data:`GATES_PER_FUNCTION` gates: a value read only inside its own function is a
+local variable, which the compiler keeps in a register or a reused stack slot, and only the
+others are stored in the node array. On ``fp32_div`` (14,353 gates) this took the driver's
+user time for 10^6 transactions from 0.16 s (every gate stored, levelised order) to 0.07 s, and
+the compile time from 24 s to 5 s.
 
 Between the lanes' transactions (rows of 32-bit words) and the bit slices the driver moves eight
 bits of 64 lanes at a time with two 8 x 8 transposes (bytes across words, bits inside a word);
@@ -30,10 +35,17 @@ Stall probabilities are rounded to multiples of 1/256.
 
 from pathlib import Path
 
-__all__ = ["DRIVER_VERSION", "GATES_PER_FUNCTION", "driver_source", "literal", "ring_size"]
+__all__ = [
+    "DRIVER_VERSION",
+    "GATES_PER_FUNCTION",
+    "depth_first",
+    "driver_source",
+    "literal",
+    "ring_size",
+]
 
 #: Bumped when the driver's protocol changes (the source itself keys the build cache).
-DRIVER_VERSION = 2
+DRIVER_VERSION = 3
 
 #: AND gates per generated C++ function (keeps each function small enough to compile quickly).
 GATES_PER_FUNCTION = 4000
@@ -49,12 +61,80 @@ def literal(lit):
     return f"~v[{node}]" if lit & 1 else f"v[{node}]"
 
 
-def _gate(a, b):
-    if a & 1 and b & 1:
-        return f"~(v[{a >> 1}] | v[{b >> 1}])"
-    if b & 1 and not a & 1:
-        a, b = b, a
-    return f"{literal(a)} & {literal(b)}" if not a & 1 else f"v[{b >> 1}] & ~v[{a >> 1}]"
+def _operand(lit, local):
+    node = lit >> 1
+    name = f"t{node}" if node in local else f"v[{node}]"
+    return name, bool(lit & 1)
+
+
+def _gate(a, b, local):
+    (x, x_inverted), (y, y_inverted) = _operand(a, local), _operand(b, local)
+    if x_inverted and y_inverted:
+        return f"~({x} | {y})"
+    if x_inverted:
+        return f"{y} & ~{x}"
+    return f"{x} & ~{y}" if y_inverted else f"{x} & {y}"
+
+
+def depth_first(graph):
+    """The AND gates of ``graph`` (indices into ``graph.ands``) in depth-first order from the
+    outputs and latches: each gate soon after the gates it reads, so most values are used
+    while they are still in registers or the first cache level."""
+    first = graph.first_and
+    order, done = [], [False] * len(graph.ands)
+    roots = [lit >> 1 for lits in graph.outputs.values() for lit in lits]
+    roots += [lit >> 1 for lit, _ in graph.latches]
+    for root in roots:
+        if root < first or done[root - first]:
+            continue
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            k = node - first
+            if done[k]:
+                continue
+            if expanded:
+                done[k] = True
+                order.append(k)
+                continue
+            stack.append((node, True))
+            for lit in reversed(graph.ands[k]):
+                if lit >> 1 >= first and not done[(lit >> 1) - first]:
+                    stack.append((lit >> 1, False))
+    return order
+
+
+def _functions(graph):
+    """The gates as C++ functions of :data:`GATES_PER_FUNCTION` gates each, in depth-first
+    order: a value read only inside its own function stays a local variable (the compiler keeps
+    it in a register or a stack slot it reuses); the others are stored in ``v``."""
+    first = graph.first_and
+    order = depth_first(graph)
+    chunk_of = {}
+    for position, k in enumerate(order):
+        chunk_of[first + k] = position // GATES_PER_FUNCTION
+    shared = {lit >> 1 for lits in graph.outputs.values() for lit in lits}
+    shared |= {lit >> 1 for lit, _ in graph.latches}
+    for k in order:
+        for lit in graph.ands[k]:
+            node = lit >> 1
+            if node >= first and chunk_of[node] != chunk_of[first + k]:
+                shared.add(node)
+    functions = []
+    for start in range(0, len(order), GATES_PER_FUNCTION):
+        local, lines = set(), []
+        for k in order[start : start + GATES_PER_FUNCTION]:
+            node = first + k
+            a, b = graph.ands[k]
+            lines.append(f"    const W t{node} = {_gate(a, b, local)};")
+            local.add(node)
+            if node in shared:
+                lines.append(f"    v[{node}] = t{node};")
+        name = f"eval_{len(functions)}"
+        functions.append(
+            (name, f"static void {name}(W* __restrict v) {{\n" + "\n".join(lines) + "\n}")
+        )
+    return functions
 
 
 def ring_size(latency):
@@ -73,16 +153,7 @@ def driver_source(graph, in_width, out_width, words, ring=16):
         raise ValueError(f"`words` must be one of 1, 2, 4, 8, 16, not {words!r}")
     if ring < 1 or ring & (ring - 1):
         raise ValueError(f"`ring` must be a power of two, not {ring!r}")
-    functions, calls = [], []
-    first = graph.first_and
-    for start in range(0, len(graph.ands), GATES_PER_FUNCTION):
-        lines = [
-            f"    v[{first + k}] = {_gate(a, b)};"
-            for k, (a, b) in enumerate(graph.ands[start : start + GATES_PER_FUNCTION], start=start)
-        ]
-        name = f"eval_{len(functions)}"
-        functions.append(f"static void {name}(W* __restrict v) {{\n" + "\n".join(lines) + "\n}")
-        calls.append(f"    {name}(v);")
+    functions = _functions(graph)
     payload = graph.output("o__payload")
     if len(payload) != out_width:
         raise ValueError(f"`o__payload` has {len(payload)} bits, not {out_width}")
@@ -100,8 +171,8 @@ def driver_source(graph, in_width, out_width, words, ring=16):
         "VALID_NODE": str(graph.input_node("i__valid")),
         "READY_NODE": str(graph.input_node("o__ready")),
         "PAYLOAD_NODES": ", ".join(map(str, payload_nodes)),
-        "EVAL": "\n".join(functions),
-        "EVAL_CALLS": "\n".join(calls),
+        "EVAL": "\n".join(text for _, text in functions),
+        "EVAL_CALLS": "\n".join(f"    {name}(v);" for name, _ in functions),
         "I_READY": literal(graph.output("i__ready")[0]),
         "O_VALID": literal(graph.output("o__valid")[0]),
         "O_PAYLOAD": "\n".join(f"    bits[{k}] = {literal(lit)};" for k, lit in enumerate(padded)),

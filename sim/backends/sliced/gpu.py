@@ -28,6 +28,7 @@ import numpy as np
 
 from ...core.export import ToolchainError
 from ...core.words import words_of
+from .driver import depth_first
 
 __all__ = [
     "GPU_LANES_PER_TRANSACTION",
@@ -90,9 +91,11 @@ def kernel_source(graph, in_width, out_width):
         f"    u32 n{graph.first_latch + k} = {'0xFFFFFFFFu' if init else '0u'};"
         for k, (_, init) in enumerate(graph.latches)
     ]
+    # depth-first, as on the CPU: a value is read soon after it is made (fewer live registers)
     gates = [
-        f"        const u32 n{graph.first_and + k} = {_literal(a)} & {_literal(b)};"
-        for k, (a, b) in enumerate(graph.ands)
+        f"        const u32 n{graph.first_and + k} = "
+        f"{_literal(graph.ands[k][0])} & {_literal(graph.ands[k][1])};"
+        for k in depth_first(graph)
     ]
     set_payload = [
         f"            n{node} = (n{node} & keep) | (((row[{b >> 5}] >> {b & 31}) & 1u) << j);"
