@@ -27,7 +27,14 @@ from . import gpu
 from .build import BuildError
 from .build import model as build_model
 from .netlist import NetlistError, yosys_tool
-from .run import SlicedReport, check, compare, run_rows, run_transactions
+from .run import (
+    SlicedReport,
+    check,
+    compare,
+    require_independent,
+    run_rows,
+    run_transactions,
+)
 
 __all__ = ["BuildError", "GpuBackend", "NetlistError", "SlicedBackend", "SlicedReport"]
 
@@ -97,6 +104,7 @@ class SlicedBackend(Backend):
         """The sliced driver on ``in_rows``; the simulation time is that of the driver process,
         the comparison is not timed."""
         self.require(block)
+        require_independent(block, params)
         model = build_model(block, params)
         count = len(in_rows)
         in_path = Path(work) / "in-sliced.bin"
@@ -146,6 +154,7 @@ class GpuBackend(SlicedBackend):
         yosys_tool()
 
     def _run(self, block, params, rows, expected, stalls, *, keep_outputs=False, log=None):
+        require_independent(block, params)
         model = gpu.GpuModel(block, params, log=log)
         report = SlicedReport()
         count = len(rows)

@@ -14,16 +14,56 @@ from pathlib import Path
 
 import numpy as np
 
+from ...core.registry import RegistryError
 from ...core.words import width_of, words_from_ints, words_of
+from ...harness.golden_io import golden_outputs
 from ...harness.lockstep import free_run_of
 from ...harness.report import Comparator, Report, cycles_per_second, transaction_where
 from ..fast.run import check_disk, work_dir, write_stimulus
 from .build import model as build_model
 
-__all__ = ["SlicedReport", "check", "compare", "run_rows", "run_transactions", "COMPARE_ROWS"]
+__all__ = [
+    "COMPARE_ROWS",
+    "INDEPENDENCE_PROBE",
+    "SlicedReport",
+    "check",
+    "compare",
+    "require_independent",
+    "run_rows",
+    "run_transactions",
+]
 
 #: Rows compared per step.
 COMPARE_ROWS = 1 << 16
+
+#: Random transactions :func:`require_independent` gives the golden model.
+INDEPENDENCE_PROBE = 64
+
+_independent = {}
+
+
+def require_independent(block, params):
+    """Raise :class:`~gpurtl.sim.core.registry.RegistryError` when the outputs of ``block``
+    depend on the transactions before them (a stack, a cache: its golden model keeps state).
+
+    The lanes of a bit-sliced run each take some of the transactions, so each lane's block sees
+    another history than the one golden model that computed the expected outputs; only blocks
+    whose every output is a function of its own input can run so. The test: the golden outputs of
+    :data:`INDEPENDENCE_PROBE` random transactions in one sequence equal those of a fresh golden
+    model per transaction (kept per block and parameters).
+    """
+    key = (block.name, json.dumps(params, sort_keys=True, default=str), id(block.golden))
+    if key not in _independent:
+        inputs = block.stimulus(np.random.default_rng(0), INDEPENDENCE_PROBE, **params)
+        together = golden_outputs(block, params, inputs)
+        alone = [golden_outputs(block, params, [value])[0] for value in inputs]
+        _independent[key] = together == alone
+    if not _independent[key]:
+        raise RegistryError(
+            f"the outputs of `{block.name}` depend on the transactions before them (its golden "
+            "model keeps state); the sliced backends run transactions independently in many "
+            "lanes: use --backend fast"
+        )
 
 
 class SlicedReport(Report):
@@ -189,6 +229,7 @@ def check(
     count = block.check_count if count is None else count
     if count < 1:
         raise ValueError(f"`count` must be a positive integer, not {count}")
+    require_independent(block, params)
     report = SlicedReport()
     in_layout, out_layout = block.layouts(**params)
     check_disk(count, width_of(in_layout), width_of(out_layout))
@@ -228,6 +269,7 @@ def run_transactions(
 ):
     """Drive the bit patterns ``input_bits`` through the sliced model (the backend's ``run``);
     compares with ``expected_bits`` when given."""
+    require_independent(block, params)
     report = SlicedReport()
     model = build_model(block, params, log=log)
     _fill_build(report, model)

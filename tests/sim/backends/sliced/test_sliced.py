@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpurtl.sim.backends import BACKENDS
-from gpurtl.sim.backends.sliced import SlicedBackend, check
+from gpurtl.sim.backends.sliced import SlicedBackend, check, run
 from gpurtl.sim.backends.sliced.build import model
 from gpurtl.sim.backends.sliced.netlist import Aig
 from gpurtl.sim.core import registry
@@ -142,8 +142,35 @@ def test_a_bad_count_is_refused():
         SlicedBackend().check(block, block.resolve(), count=0)
 
 
+@compiled  # the command line checks for the compiler and Yosys first
 def test_the_command_line_refuses_a_cycle_block_in_one_line(capsys):
     assert cli.main(["check", "waitcnt", "--backend", "sliced"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("gpurtl: error: the sliced backend runs pipeline blocks only")
     assert "Traceback" not in "\n".join(err)
+
+
+def test_a_block_whose_outputs_depend_on_earlier_transactions_is_refused():
+    """A running sum: each lane would see only some of the transactions before its own."""
+
+    def running_sum(stages):
+        total = [0]
+
+        def step(tx):
+            total[0] = (total[0] + tx["a"]) & 0x1FF
+            return {"s": total[0], "f": tx["f"]}
+
+        return step
+
+    block, params = _toy(golden=running_sum)
+    with pytest.raises(registry.RegistryError, match="depend on the transactions before them"):
+        SlicedBackend().check(block, params, count=100)
+    plain, params = _toy()
+    run.require_independent(plain, params)  # a function of each input alone: accepted
+
+
+@compiled
+def test_the_command_line_refuses_a_stateful_block_in_one_line(capsys):
+    assert cli.main(["check", "ds_bvh_stack", "--backend", "sliced", "--count", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("gpurtl: error: the outputs of `ds_bvh_stack` depend on")
