@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Bumped when the driver's protocol changes (the source itself keys the build cache).
-DRIVER_VERSION = 3
+DRIVER_VERSION = 4
 
 #: AND gates per generated C++ function (keeps each function small enough to compile quickly).
 GATES_PER_FUNCTION = 4000

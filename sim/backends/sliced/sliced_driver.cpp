@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 static const int WORDS = @WORDS@;  // 64-bit words per W
@@ -149,13 +150,15 @@ int main(int argc, char** argv) {
     uint64_t max_idle = strtoull(argv[10], nullptr, 10);
     if (free_run > count) free_run = count;
 
-    std::vector<uint32_t> rows(count * IN_WORDS);
+    // Not zero-filled (every record is written once before the end): the memory is first
+    // touched where it is used.
+    std::unique_ptr<uint32_t[]> rows(new uint32_t[count * IN_WORDS + 1]);
     FILE* in = fopen(in_path, "rb");
     if (!in) return fail("cannot open the input file");
-    if (fread(rows.data(), 4, rows.size(), in) != rows.size())
+    if (fread(rows.get(), 4, count * IN_WORDS, in) != count * IN_WORDS)
         return fail("the input file is shorter than its transaction count");
     fclose(in);
-    std::vector<uint32_t> records(count * RECORD_WORDS);
+    std::unique_ptr<uint32_t[]> records(new uint32_t[count * RECORD_WORDS + 1]);
 
     // Per lane: the transaction it offers, and a ring of (transaction, accept cycle) in flight.
     struct Flight { uint64_t index, accept; };
@@ -235,14 +238,15 @@ int main(int argc, char** argv) {
                     break;
                 }
                 Flight f = ring[(size_t)lane * RING + (head[lane]++ & (RING - 1))];
-                uint32_t* record = &records[f.index * RECORD_WORDS];
-                for (int w = 0; w < OUT_WORDS; w++) record[w] = 0;
+                // assembled here and stored whole: the record's memory is not read
+                uint32_t record[RECORD_WORDS] = {};
                 for (int j = 0; j < OUT_BYTES; j++)
                     record[j >> 2] |= (uint32_t)*lane_byte(out_bytes[j], lane) << (8 * (j & 3));
                 record[OUT_WORDS + 0] = (uint32_t)f.accept;
                 record[OUT_WORDS + 1] = (uint32_t)(f.accept >> 32);
                 record[OUT_WORDS + 2] = (uint32_t)cycle;
                 record[OUT_WORDS + 3] = (uint32_t)(cycle >> 32);
+                memcpy(&records[f.index * RECORD_WORDS], record, sizeof record);
                 if (f.index < free_run) {
                     free_left--;
                     if (cycle - f.accept != latency) {
@@ -287,7 +291,8 @@ int main(int argc, char** argv) {
     }
     FILE* out = fopen(out_path, "wb");
     if (!out) return fail("cannot open the output file");
-    if (fwrite(records.data(), 4, records.size(), out) != records.size() || fclose(out) != 0)
+    if (fwrite(records.get(), 4, count * RECORD_WORDS, out) != count * RECORD_WORDS ||
+        fclose(out) != 0)
         return fail("cannot write the output file");
     int lanes_used = 0;
     for (int e = 0; e < WORDS; e++) lanes_used += __builtin_popcountll(used[e]);
