@@ -211,7 +211,6 @@ class GpuBackend(SlicedBackend):
         from ..fast.run import work_dir, write_stimulus
 
         self.require(block, vcd=vcd)
-        in_width, out_width = (layouts_width(layout) for layout in block.layouts(**params))
         with work_dir() as work:
             in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
             golden = write_stimulus(block, params, seed, count, in_path, expected_path, log=log)
