@@ -13,7 +13,7 @@ interval errors in them and :func:`gpu_run` returns them for
 The same source compiles as C++ with ``SLICED_HOST`` defined, every thread in turn
 (:func:`host_source`): the tests run the kernel's logic on a machine without a GPU.
 
-``python -m gpurtl.sim.backends.sliced.gpu BLOCK --rows N --replicas R`` measures the kernel's
+``python -m gpurtl.sim.backends.sliced BLOCK --rows N --replicas R`` (:func:`main`) measures the kernel's
 throughput on ``N * R`` transactions (the ``N`` golden rows repeated ``R`` times, every output
 compared on the device) and prints one JSON line with its provenance.
 """
@@ -39,6 +39,7 @@ __all__ = [
     "host_source",
     "kernel_source",
     "lanes_for",
+    "main",
     "threshold_of",
     "timing_summary",
 ]
@@ -336,8 +337,8 @@ def run_rows_gpu(model, rows, count, *, seed=0, p_valid=1.0, p_ready=1.0, free_r
     return host, summary, seconds
 
 
-def _main(argv=None):
-    """``python -m gpurtl.sim.backends.sliced.gpu BLOCK [--rows N] [--replicas R] [--repeat K]
+def main(argv=None):
+    """``python -m gpurtl.sim.backends.sliced BLOCK [--rows N] [--replicas R] [--repeat K]
     [-p NAME=VALUE ...]``: the kernel's throughput, every output compared with the golden rows
     on the device; one JSON line."""
     import argparse
@@ -348,7 +349,7 @@ def _main(argv=None):
     from ..fast.run import work_dir, write_stimulus
     from . import build, netlist
 
-    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.backends.sliced.gpu")
+    parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.backends.sliced")
     parser.add_argument("block")
     parser.add_argument("--rows", type=int, default=1_000_000, help="golden transactions")
     parser.add_argument("--replicas", type=int, default=16, help="times the rows are run")
@@ -433,7 +434,3 @@ def _main(argv=None):
     }
     print(json.dumps(result))
     return 1 if result["failed"] else 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
