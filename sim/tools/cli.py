@@ -375,7 +375,7 @@ def cmd_run(args):
     unit = "transaction" if block.kind == "pipeline" else "cycle"
     print(
         f"{cliutil.plural(len(outputs), unit)} through `{block.name}` on {args.backend} "
-        f"({report.cycles} clock cycles)",
+        f"({cliutil.plural(report.cycles, getattr(report, 'cycle_unit', 'clock cycle'))})",
         file=sys.stderr,
     )
     if expected is not None:
