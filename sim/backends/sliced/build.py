@@ -27,7 +27,7 @@ from ...core.export import cache_dir, cxx_toolchain, to_verilog, verilator_env
 from ...core.files import write_atomic
 from ...core.registry import component_facts
 from . import netlist
-from .driver import DRIVER_VERSION, driver_source, ring_size
+from .driver import DRIVER_VERSION, driver_source, ring_size, window_size
 
 __all__ = ["CXX_FLAGS", "Model", "BuildError", "model", "target"]
 
@@ -102,7 +102,9 @@ def model(block, params, *, log=None, words=None, graph_filter=None):
     if graph_filter is not None:
         graph = graph_filter(graph)
     latency, ii, in_width, out_width = _facts(block, params)
-    source = driver_source(graph, in_width, out_width, words, ring_size(latency))
+    source = driver_source(
+        graph, in_width, out_width, words, ring_size(latency), window_size(latency, 64 * words)
+    )
     key = json.dumps(
         {
             "source": hashlib.sha256(source.encode()).hexdigest(),

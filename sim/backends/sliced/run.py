@@ -3,8 +3,9 @@
 Python writes the inputs and the golden outputs to files (the fast backend's
 :func:`~gpurtl.sim.backends.fast.run.write_stimulus`), one driver process runs every transaction
 in its lanes (:func:`run_rows`) and Python compares its records with the golden rows a chunk at a
-time (:func:`compare`). The driver holds all its rows and records in memory (about
-``4 * (in words + out words + 6)`` bytes per transaction).
+time (:func:`compare`). The driver reads its rows and writes its records through rings of a
+few thousand transactions (:func:`.driver.window_size`), so its memory does not grow with the
+count.
 """
 
 import json

@@ -3,8 +3,8 @@
 // Every bit of the design is a word W of LANES bits, one bit per lane; every lane is an
 // independent copy of the block running its own transactions under its own valid/ready stalls.
 // A lane that is free to offer takes the next transaction not yet given to any lane, so the
-// rows are read in order and the records written close to it (a fixed lane per transaction
-// scattered both over the whole file); each lane keeps its transactions in flight, in order.
+// rows are read in order and the records written close to it; each lane keeps its
+// transactions in flight, in order.
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +27,7 @@ static const int RECORD_WORDS = OUT_WORDS + 4;
 static const int VALID_NODE = @VALID_NODE@, READY_NODE = @READY_NODE@;
 static const int PAYLOAD_NODES[IN_BITS] = {@PAYLOAD_NODES@};
 static const int FREE_PER_LANE = 8;
+static const uint64_t WINDOW = @WINDOW@;  // transactions the rows and records rings hold
 static const int RING = @RING@;  // transactions in flight per lane, at most (a power of two)
 
 alignas(64) static W v[NODES];
@@ -150,16 +151,18 @@ int main(int argc, char** argv) {
     uint64_t max_idle = strtoull(argv[10], nullptr, 10);
     if (free_run > count) free_run = count;
 
-    // Not zero-filled (every record is written once before the end): the memory is first
-    // touched where it is used.
-    std::unique_ptr<uint32_t[]> rows(new uint32_t[count * IN_WORDS + 1]);
+    // Rows are read, and records written, through two rings of WINDOW transactions: rows are
+    // taken in order, and a record waits in its ring until every one before it is written, so
+    // the memory the loop touches stays small and in cache whatever the count. No lane takes a
+    // transaction WINDOW or more after the oldest record not yet written.
+    std::unique_ptr<uint32_t[]> rows(new uint32_t[WINDOW * IN_WORDS]);
+    std::unique_ptr<uint32_t[]> records(new uint32_t[WINDOW * RECORD_WORDS]);
+    std::unique_ptr<uint8_t[]> filled(new uint8_t[WINDOW]());
     FILE* in = fopen(in_path, "rb");
     if (!in) return fail("cannot open the input file");
-    if (fread(rows.get(), 4, count * IN_WORDS, in) != count * IN_WORDS)
-        return fail("the input file is shorter than its transaction count");
-    fclose(in);
-    std::unique_ptr<uint32_t[]> records(new uint32_t[count * RECORD_WORDS + 1]);
-
+    FILE* out = fopen(out_path, "wb");
+    if (!out) return fail("cannot open the output file");
+    uint64_t loaded = 0, flushed = 0, written = 0;
     // Per lane: the transaction it offers, and a ring of (transaction, accept cycle) in flight.
     struct Flight { uint64_t index, accept; };
     std::vector<uint64_t> offered(LANES), last_accept(LANES, UINT64_MAX);
@@ -196,13 +199,22 @@ int main(int argc, char** argv) {
         if (given < count) {
             W new_offer = ~offering & (given < free_run ? free_lanes : chance(p_valid));
             FOR_LANES(new_offer, lane, {
-                if (given == count) {
+                if (given == count || given >= flushed + WINDOW) {
                     clear_lane(new_offer, lane);
                     continue;
                 }
+                if (given == loaded) {  // the next WINDOW rows over the ring
+                    uint64_t n = count - loaded < WINDOW ? count - loaded : WINDOW;
+                    if (fread(rows.get(), 4, n * IN_WORDS, in) != n * IN_WORDS) {
+                        error = "the input file is shorter than its transaction count";
+                        error_index = loaded;
+                        break;
+                    }
+                    loaded += n;
+                }
                 uint64_t index = given++;
                 offered[lane] = index;
-                const uint32_t* row = &rows[index * IN_WORDS];
+                const uint32_t* row = &rows[(index % WINDOW) * IN_WORDS];
                 for (int j = 0; j < IN_BYTES; j++)
                     *lane_byte(in_bytes[j], lane) = (uint8_t)(row[j >> 2] >> (8 * (j & 3)));
             })
@@ -246,7 +258,8 @@ int main(int argc, char** argv) {
                 record[OUT_WORDS + 1] = (uint32_t)(f.accept >> 32);
                 record[OUT_WORDS + 2] = (uint32_t)cycle;
                 record[OUT_WORDS + 3] = (uint32_t)(cycle >> 32);
-                memcpy(&records[f.index * RECORD_WORDS], record, sizeof record);
+                memcpy(&records[(f.index % WINDOW) * RECORD_WORDS], record, sizeof record);
+                filled[f.index % WINDOW] = 1;
                 if (f.index < free_run) {
                     free_left--;
                     if (cycle - f.accept != latency) {
@@ -283,17 +296,28 @@ int main(int argc, char** argv) {
         offering &= ~in_fire;
         latch_next(v);
         cycle++;
+        while (flushed < count && filled[flushed % WINDOW])
+            filled[flushed++ % WINDOW] = 0;
+        if (flushed - written >= WINDOW / 4 || (flushed == count && written < count)) {
+            while (written < flushed) {  // at most two pieces: the ring may wrap
+                uint64_t first = written % WINDOW;
+                uint64_t n = flushed - written < WINDOW - first ? flushed - written : WINDOW - first;
+                if (fwrite(&records[first * RECORD_WORDS], 4, n * RECORD_WORDS, out) !=
+                    n * RECORD_WORDS) {
+                    error = "cannot write the output file";
+                    break;
+                }
+                written += n;
+            }
+        }
     }
+    fclose(in);
     if (error) {
         printf("{\"error\": \"%s (transaction %" PRIu64 ", cycle %" PRIu64 ")\"}\n", error,
                error_index, cycle);
         return 1;
     }
-    FILE* out = fopen(out_path, "wb");
-    if (!out) return fail("cannot open the output file");
-    if (fwrite(records.get(), 4, count * RECORD_WORDS, out) != count * RECORD_WORDS ||
-        fclose(out) != 0)
-        return fail("cannot write the output file");
+    if (fclose(out) != 0) return fail("cannot write the output file");
     int lanes_used = 0;
     for (int e = 0; e < WORDS; e++) lanes_used += __builtin_popcountll(used[e]);
     printf("{\"cycles\": %" PRIu64 ", \"clock_cycles\": %" PRIu64 ", \"lanes\": %d, "

@@ -61,5 +61,11 @@ def test_bad_arguments_are_refused(options, message):
         driver.driver_source(_chain(4), 2, 1, **{"words": 8, **options})
 
 
-def test_ring_size():
+def test_ring_and_window_sizes():
     assert [driver.ring_size(latency) for latency in (None, 1, 9, 24)] == [16, 16, 32, 64]
+    assert [driver.window_size(latency, 512) for latency in (None, 9, 24, 123)] == [
+        8192,
+        16384,
+        32768,
+        131072,
+    ]

@@ -112,3 +112,13 @@ def test_a_block_whose_outputs_depend_on_earlier_transactions_is_refused():
         SlicedBackend().check(block, params, count=100)
     plain, params = _toy()
     run.require_independent(plain, params)  # a function of each input alone: accepted
+
+
+@compiled
+def test_more_transactions_than_the_rings_hold():
+    """Rows and records go through rings of 8192 (the toy's window): 30 000 transactions wrap
+    them several times, and the bound on how far ahead a lane takes one is reached."""
+    block, params = _toy()
+    report = check(block, params, count=30_000, seed=7, p_valid=0.9, p_ready=0.3)
+    assert (report.passed, report.failed) == (30_000, 0), report.first
+    assert report.latency_errors == report.ii_errors == 0
