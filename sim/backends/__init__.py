@@ -8,13 +8,15 @@ read it. :func:`get` looks one up by a name a user gave.
 from ..core.registry import RegistryError
 from .fast import FastBackend, FastBehaviouralBackend
 from .pysim import PysimBackend
+from .sliced import GpuBackend, SlicedBackend
 from .verilator import IcarusBackend, VerilatorBackend
 
 __all__ = ["BACKENDS", "get"]
 
 #: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, the compiled
 #: drivers (pipelines and cycle-stepped blocks) with the RTL FP32 cores or with behavioural ones,
-#: and cocotb on Icarus Verilog.
+#: cocotb on Icarus Verilog, and the bit-sliced netlist of a pipeline on the CPU or a CUDA GPU
+#: (batches only).
 BACKENDS = {
     backend.name: backend
     for backend in (
@@ -23,6 +25,8 @@ BACKENDS = {
         FastBackend(),
         FastBehaviouralBackend(),
         IcarusBackend(),
+        SlicedBackend(),
+        GpuBackend(),
     )
 }
 

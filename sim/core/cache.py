@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Folders of the cache whose subfolders are entries.
-ENTRY_FOLDERS = ("fast/build", "verilator", "icarus")
+ENTRY_FOLDERS = ("fast/build", "verilator", "icarus", "sliced/aig", "sliced/build")
 
 #: Environment variables of the limits, and their defaults.
 LIMIT_ENV, LIMIT_GB = "GPURTL_CACHE_LIMIT", 10.0

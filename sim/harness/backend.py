@@ -59,6 +59,9 @@ class Backend(abc.ABC):
         millions): ``gpurtl bench`` gives such a backend fewer transactions.
     benched : bool
         Whether ``gpurtl bench`` measures it when no ``--backends`` are named.
+    sessions : bool
+        Whether it opens co-simulation sessions (:meth:`session`); a batch-only backend refuses
+        with a :class:`~gpurtl.sim.core.registry.RegistryError`.
     """
 
     name: str | None = None
@@ -69,6 +72,7 @@ class Backend(abc.ABC):
     variants: tuple[str | None, ...] = (None,)
     python_per_cycle: bool = True
     benched: bool = True
+    sessions: bool = True
 
     def __repr__(self) -> str:
         return f"<backend {self.name}>"

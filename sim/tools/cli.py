@@ -17,6 +17,8 @@ from pathlib import Path
 
 from ..backends import BACKENDS
 from ..backends.fast.build import BuildError
+from ..backends.sliced import BuildError as SlicedBuildError
+from ..backends.sliced import NetlistError
 from ..core import files, layouts, ports, provenance, registry
 from ..core.export import ToolchainError
 from ..core.files import UsageError
@@ -373,7 +375,7 @@ def cmd_run(args):
     unit = "transaction" if block.kind == "pipeline" else "cycle"
     print(
         f"{cliutil.plural(len(outputs), unit)} through `{block.name}` on {args.backend} "
-        f"({report.cycles} clock cycles)",
+        f"({cliutil.plural(report.cycles, getattr(report, 'cycle_unit', 'clock cycle'))})",
         file=sys.stderr,
     )
     if expected is not None:
@@ -713,8 +715,10 @@ def cmd_check(args):
     elapsed = time.monotonic() - started
     # A cycle block's compared cycles are its clock cycles: one count, not the same one twice.
     compared = report.passed + report.failed - report.timing_errors
+    # a bit-sliced run counts lane-cycles: clock cycles times the lanes that ran
+    unit = getattr(report, "cycle_unit", "clock cycle")
     counts = (
-        f"{cliutil.plural(compared, 'transaction')}, {cliutil.plural(report.cycles, 'clock cycle')}"
+        f"{cliutil.plural(compared, 'transaction')}, {cliutil.plural(report.cycles, unit)}"
         if block.kind == "pipeline"
         else cliutil.plural(report.cycles, "clock cycle")
     )
@@ -1417,7 +1421,12 @@ def main(argv=None):
     except (registry.RegistryError, InputError, UsageError, ToolchainError) as error:
         print(f"gpurtl: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except (BuildError, SynthError) as error:  # names the tool, its log and the log's tail
+    except (
+        BuildError,
+        SlicedBuildError,
+        NetlistError,
+        SynthError,
+    ) as error:  # names the tool, its log and the log's tail
         print(f"gpurtl: {error}", file=sys.stderr)
         return EXIT_FAIL
     except UndefinedValue as error:  # an X or Z on a four-state simulator: the RTL's fault

@@ -15,17 +15,30 @@ import pytest
 
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.core import registry
+from gpurtl.sim.core.export import ToolchainError
 from gpurtl.sim.harness.engine import DONE, StallPattern
 from gpurtl.sim.harness.golden_io import golden_outputs
 from gpurtl.sim.harness.session import MismatchError
 
-COMPILED = {name for name, backend in BACKENDS.items() if backend.tools}
+COMPILED = {name for name, backend in BACKENDS.items() if backend.tools} | {"gpu"}
+
+
+def _no_cuda():
+    """Why the gpu backend cannot run here (no CuPy, no CUDA device), or ``None``."""
+    try:
+        BACKENDS["gpu"].require_tools()
+    except ToolchainError as error:
+        return str(error)
+    return None
 
 
 def _marks(name):
     """Backends that compile a model run in the ``verilator`` tier; Icarus Verilog is a system
     package (not on PyPI), so its cases skip, with the reason shown, where it is not installed."""
     marks = [pytest.mark.verilator] if name in COMPILED else []
+    if name == "gpu":
+        reason = _no_cuda()
+        marks.append(pytest.mark.skipif(reason is not None, reason=reason or ""))
     if name == "icarus":
         marks.append(
             pytest.mark.skipif(
@@ -38,6 +51,16 @@ def _marks(name):
 
 def backend_params():
     return [pytest.param(name, marks=_marks(name)) for name in BACKENDS]
+
+
+def session_backend_params():
+    """The backends that open sessions (a batch-only one refuses: see
+    ``test_a_batch_only_backend_refuses_a_session``)."""
+    return [
+        pytest.param(name, marks=_marks(name))
+        for name, backend in BACKENDS.items()
+        if backend.sessions
+    ]
 
 
 def wrong_golden(block, field):
@@ -87,7 +110,7 @@ def test_check_passes_on_a_pipeline(name):
     assert report.cycles > 300
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_pipeline_session_in_waves_matches_the_golden_model(name):
     block = registry.get(PIPELINE)
     params = block.resolve()
@@ -106,7 +129,7 @@ def test_pipeline_session_in_waves_matches_the_golden_model(name):
     assert cycles >= 200
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_pipeline_session_reports_and_raises_a_mismatch(name):
     block = wrong_golden(registry.get(PIPELINE), "z")
     params = block.resolve()
@@ -126,7 +149,7 @@ def test_pipeline_session_reports_and_raises_a_mismatch(name):
         assert len(session.receive()) == 20 and session.report.failed == 0
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_session_asserts_the_initiation_interval(name):
     """Back-to-back transactions of ``fp32_add`` are accepted one per cycle, as it declares; a
     build that declares two cycles fails on every transaction that waited for the one before
@@ -181,7 +204,7 @@ class Chain:
         self.waiting = False
 
 
-@pytest.mark.parametrize("name", backend_params())
+@pytest.mark.parametrize("name", session_backend_params())
 def test_a_source_driven_by_the_outputs(name):
     block = registry.get(PIPELINE)
     params = block.resolve()
@@ -223,3 +246,12 @@ def test_cycle_block_check_and_session(name):
     with BACKENDS[name].session(wrong, params, golden=True) as session:
         session.apply_all(cycles[:10])
         assert session.report.failed == 10 and session.report.first.where == "cycle 0"
+
+
+def test_a_batch_only_backend_refuses_a_session():
+    batch_only = [backend for backend in BACKENDS.values() if not backend.sessions]
+    assert batch_only, "no batch-only backend to test"
+    block = registry.get(PIPELINE)
+    for backend in batch_only:
+        with pytest.raises(registry.RegistryError, match="batches only"):
+            backend.session(block, block.resolve())
