@@ -368,7 +368,11 @@ def aig(text, top, *, log=None):
         return found, 0.0
     scratch = folder.with_name(folder.name + f".{os.getpid()}.partial")
     shutil.rmtree(scratch, ignore_errors=True)
-    (log or (lambda line: None))(f"synthesising {top} to an and-inverter graph (Yosys)")
+    (log or (lambda line: None))(
+        f"synthesising {top} ({len(text) // 1024} KiB of Verilog) to an and-inverter graph "
+        "(Yosys, once per design: seconds for an FP32 unit, more than 30 minutes for the whole "
+        "ray_accel)"
+    )
     seconds = synthesize(text, top, scratch)
     graph = read_json(scratch / "netlist.json", top)
     (log or (lambda line: None))(
