@@ -8,15 +8,15 @@ read it. :func:`get` looks one up by a name a user gave.
 from ..core.registry import RegistryError
 from .fast import FastBackend, FastBehaviouralBackend
 from .pysim import PysimBackend
-from .sliced import GpuBackend, SlicedBackend
+from .sliced import GpuBackend, SlicedBackend, SlicedBehaviouralBackend
 from .verilator import IcarusBackend, VerilatorBackend
 
 __all__ = ["BACKENDS", "get"]
 
 #: Every backend, by name: Amaranth's Python simulator, cocotb on Verilator, the compiled
 #: drivers (pipelines and cycle-stepped blocks) with the RTL FP32 cores or with behavioural ones,
-#: cocotb on Icarus Verilog, and the bit-sliced netlist of a pipeline on the CPU or a CUDA GPU
-#: (batches only).
+#: cocotb on Icarus Verilog, and the bit-sliced netlist of a pipeline (with the RTL FP32 cores or
+#: behavioural ones) on the CPU or a CUDA GPU (batches only).
 BACKENDS = {
     backend.name: backend
     for backend in (
@@ -26,6 +26,7 @@ BACKENDS = {
         FastBehaviouralBackend(),
         IcarusBackend(),
         SlicedBackend(),
+        SlicedBehaviouralBackend(),
         GpuBackend(),
     )
 }

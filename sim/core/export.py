@@ -253,9 +253,12 @@ def tool_versions():
     return {"amaranth": metadata.version("amaranth"), "yosys": _yosys_identity()}
 
 
-def to_verilog(block, params, *, name=None, cache=True):
+def to_verilog(block, params, *, name=None, cache=True, platform=None, platform_key=None):
     """Verilog text of ``block`` built with ``params``; the top module is ``name`` or the block
-    name. Identical modules are merged (:func:`dedupe_modules`).
+    name. Identical modules are merged (:func:`dedupe_modules`). ``platform``: an elaboration
+    platform given to :func:`amaranth.back.verilog.convert` instead of each FP32 core's module
+    written once (:class:`SharedCores`), with ``platform_key`` (a string) naming what it does
+    in the cache key.
 
     The text is kept in the cache folder, keyed by everything that changes it: block, parameters,
     top name, :func:`design_identity` (how the block is built), :func:`source_digest`, the export
@@ -277,6 +280,7 @@ def to_verilog(block, params, *, name=None, cache=True):
                 "tools": tool_versions(),
                 "dedupe": DEDUPE_VERSION,
                 "shared": SHARED_CORES_VERSION,
+                **({} if platform is None else {"platform": platform_key}),
             },
             sort_keys=True,
             default=str,
@@ -284,7 +288,15 @@ def to_verilog(block, params, *, name=None, cache=True):
         path = cache_dir() / "export" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.v"
         if path.exists():
             return path.read_text()
-    text, _ = dedupe_modules(convert(block.build(**params), name))
+    if platform is None:
+        text, _ = dedupe_modules(convert(block.build(**params), name))
+    else:
+        from amaranth.back import verilog
+
+        text = verilog.convert(
+            block.build(**params), name=name, platform=platform, **VERILOG_OPTIONS
+        )
+        text, _ = dedupe_modules(text)
     if cache and design is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)

@@ -48,16 +48,19 @@ from gpurtl.hdl.fp32 import (
 
 __all__ = [
     "FP_CORES",
+    "core_ports",
     "PLATFORM",
     "CXX_FLAGS",
     "verilog_library",
     "cxx_files",
     "cxx_source",
+    "ops_header",
     "config_header",
 ]
 
 _HERE = Path(__file__).parent
 _CONFIG_INCLUDE = '#include "fp32_config.h"'
+_OPS_INCLUDE = '#include "fp32_ops.h"'
 
 #: How the fast backend builds the FP32 cores: the RTL, or :mod:`this module's <.behavioural>`
 #: stand-ins.
@@ -110,6 +113,15 @@ PLATFORM = _Platform()
 _FLAGS = ("sub", "signed")
 
 
+def core_ports():
+    """``(unit, input widths, output widths)`` of each black box, ports ``i0, i1, ...`` and
+    ``o0, o1, ...`` in this order (what a netlist of a behavioural build keeps as a cell)."""
+    return [
+        (unit, [1 if name in _FLAGS else 32 for name in ins], [width for _, width in outs])
+        for unit, ins, outs in _UNITS.values()
+    ]
+
+
 def _module(core_class):
     unit, ins, outs = _UNITS[core_class]
     width = sum(w for _, w in outs)
@@ -158,21 +170,33 @@ def verilog_library():
     return head + "\n".join(_module(core_class) for core_class in _UNITS)
 
 
+def ops_header():
+    """``fp32_ops.h`` (package data beside this module): the operations one value at a time,
+    which the sliced backend's behavioural cores share."""
+    return (_HERE / "fp32_ops.h").read_text()
+
+
 def cxx_files(top):
     """The C++ of the DPI-C functions for the verilated module ``V<top>``, ``{file name:
-    text}``: ``fp32_dpi.cpp`` (``fp32_cores.cpp``, package data beside this module) and its one
-    generated part, ``fp32_config.h`` (:func:`config_header`)."""
+    text}``: ``fp32_dpi.cpp`` (``fp32_cores.cpp``, package data beside this module), the
+    operations it includes (``fp32_ops.h``) and its one generated part, ``fp32_config.h``
+    (:func:`config_header`)."""
     return {
         "fp32_dpi.cpp": (_HERE / "fp32_cores.cpp").read_text(),
+        "fp32_ops.h": ops_header(),
         "fp32_config.h": config_header(top),
     }
 
 
 def cxx_source(top):
-    """The C++ that :func:`cxx_files` compile to, as one text (the config header in place of
-    its include): what a build's cache key hashes."""
+    """The C++ that :func:`cxx_files` compile to, as one text (the headers in place of their
+    includes): what a build's cache key hashes."""
     files = cxx_files(top)
-    return files["fp32_dpi.cpp"].replace(_CONFIG_INCLUDE, files["fp32_config.h"])
+    return (
+        files["fp32_dpi.cpp"]
+        .replace(_CONFIG_INCLUDE, files["fp32_config.h"])
+        .replace(_OPS_INCLUDE, files["fp32_ops.h"])
+    )
 
 
 def config_header(top):

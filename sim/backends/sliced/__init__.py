@@ -36,7 +36,14 @@ from .run import (
     run_transactions,
 )
 
-__all__ = ["BuildError", "GpuBackend", "NetlistError", "SlicedBackend", "SlicedReport"]
+__all__ = [
+    "BuildError",
+    "GpuBackend",
+    "NetlistError",
+    "SlicedBackend",
+    "SlicedBehaviouralBackend",
+    "SlicedReport",
+]
 
 
 def layouts_width(layout):
@@ -55,6 +62,8 @@ class SlicedBackend(Backend):
     python_per_cycle = False
     benched = False  # synthesis on first use; measured when named (--backends ...,sliced)
     sessions = False
+    #: How the FP32 cores are built (:data:`.build.FP_CORES`).
+    fp_cores = "rtl"
 
     def run_bits(
         self,
@@ -79,6 +88,7 @@ class SlicedBackend(Backend):
             p_ready=stalls.p_ready,
             free_run=stalls.free_run,
             keep_outputs=keep_outputs,
+            fp_cores=self.fp_cores,
         )
 
     def check_stream(
@@ -93,6 +103,7 @@ class SlicedBackend(Backend):
             p_ready=stalls.p_ready,
             free_run=stalls.free_run,
             log=log,
+            fp_cores=self.fp_cores,
         )
 
     def timed_run(self, block, params, in_rows, expected_rows, stalls, *, variant=None, work=None):
@@ -100,7 +111,7 @@ class SlicedBackend(Backend):
         the comparison is not timed."""
         self.require(block)
         require_independent(block, params)
-        model = build_model(block, params)
+        model = build_model(block, params, fp_cores=self.fp_cores)
         count = len(in_rows)
         in_path = Path(work) / "in-sliced.bin"
         np.ascontiguousarray(in_rows, dtype="<u4").tofile(in_path)
@@ -128,6 +139,20 @@ class SlicedBackend(Backend):
             "the sliced backend runs batches only (check, run, bench); use --backend fast for "
             "a session"
         )
+
+
+class SlicedBehaviouralBackend(SlicedBackend):
+    """The sliced backend with the FP32 cores kept whole: the rest of the netlist bit-sliced,
+    each core's operation computed on values for a vector of lanes at a time
+    (``sliced_fp32.h``), behind a delay line of the core's depth -- the fast backend's
+    behavioural cores (:mod:`gpurtl.sim.backends.fast.behavioural`), on many lanes."""
+
+    name = "sliced-behavioural"
+    summary = (
+        "the sliced backend with behavioural FP32 cores (computed on values, many lanes at a "
+        "time); the rest of the netlist bit-sliced"
+    )
+    fp_cores = "behavioural"
 
 
 class GpuBackend(SlicedBackend):

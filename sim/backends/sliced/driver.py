@@ -39,6 +39,7 @@ __all__ = [
     "DRIVER_VERSION",
     "GATES_PER_FUNCTION",
     "depth_first",
+    "driver_files",
     "driver_source",
     "literal",
     "ring_size",
@@ -85,6 +86,8 @@ def depth_first(graph):
     order, done = [], [False] * len(graph.ands)
     roots = [lit >> 1 for lits in graph.outputs.values() for lit in lits]
     roots += [lit >> 1 for lit, _ in graph.latches]
+    roots += [lit >> 1 for lit in graph.enables]
+    roots += [lit >> 1 for core in graph.cores for lit in _core_literals(core)]
     for root in roots:
         if root < first or done[root - first]:
             continue
@@ -116,6 +119,8 @@ def _functions(graph):
         chunk_of[first + k] = position // GATES_PER_FUNCTION
     shared = {lit >> 1 for lits in graph.outputs.values() for lit in lits}
     shared |= {lit >> 1 for lit, _ in graph.latches}
+    shared |= {lit >> 1 for lit in graph.enables}
+    shared |= {lit >> 1 for core in graph.cores for lit in _core_literals(core)}
     for k in order:
         for lit in graph.ands[k]:
             node = lit >> 1
@@ -138,6 +143,114 @@ def _functions(graph):
     return functions
 
 
+def _latch_next(k, node, lit, enable):
+    if enable == 1:
+        return f"    next_latch[{k}] = {literal(lit)};"
+    return (
+        f"    next_latch[{k}] = ({literal(enable)} & {literal(lit)}) | "
+        f"(~{literal(enable)} & v[{node}]);"
+    )
+
+
+def _core_literals(core):
+    return [core.en] + [lit for operand in core.operands for lit in operand]
+
+
+#: unit -> (the operation's C++ on the operands ``x0, x1, ...`` giving ``r0`` and, for two
+#: result words, ``r1``; result words). One-bit operands are 0 or 1 per lane.
+_CORE_CALLS = {
+    "add": ("r0 = vfp32::add(x0, x1, x2, FTZ);", 1),
+    "mul": ("r0 = vfp32::mul(x0, x1, FTZ);", 1),
+    "fma": ("r0 = vfp32::fused(x0, x1, x2, FTZ);", 1),
+    "div": ("r0 = vfp32::divide(x0, x1, FTZ);", 1),
+    "rcp": ("r0 = vfp32::divide((U){} + 0x3F800000u, x0, FTZ);", 1),
+    "cmp": ("r0 = vfp32::cmp(x0, x1, FTZ);", 1),
+    "minmax": ("vfp32::minmax(x0, x1, FTZ, &r0, &r1);", 2),
+    "f2i": ("vfp32::f2i(x0, x1, FTZ, &r0, &r1);", 2),
+    "i2f": ("r0 = vfp32::i2f(x0, x1, FTZ);", 1),
+}
+
+
+def _core_code(graph):
+    """``(declarations and functions, step calls, commit calls)``: the C++ of the graph's
+    behavioural FP32 cores (:mod:`.sliced_fp32.h <gpurtl.sim.backends.sliced>`).
+
+    Each core keeps its delay line as values, lane by lane (``line_K``: ``stages`` x result
+    words x 32 vectors of :c:macro:`LANE_GROUP` lanes). ``core_K_step`` reads the operands and
+    the enable from the bit slices, turns the operands into values (:c:func:`transpose32`), and
+    in each lane whose enable is set shifts the line by one and puts the new result first;
+    ``core_K_commit`` turns the line's last stage back into the output bit slices. All cores step
+    before any commits, as all flip-flops take their inputs at one clock edge.
+    """
+    parts, steps, commits = [], [], []
+    for k, core in enumerate(graph.cores):
+        if core.unit not in _CORE_CALLS:
+            raise ValueError(f"the sliced backend has no behavioural `{core.unit}` core")
+        call, results = _CORE_CALLS[core.unit]
+        if core.bits > 32 * results:
+            raise ValueError(
+                f"core {k} ({core.unit}) has {core.bits} output bits, not {32 * results}"
+            )
+        stages = core.stages
+        lines = [f"alignas(64) static U line_{k}[{stages * results * 32}];"]
+        lines.append(f"static void core_{k}_step(const W* v) {{")
+        lines.append(f"    const int FTZ = {int(core.ftz)};")
+        lines.append(f"    const U en = (U)({literal(core.en)});")
+        for n, operand in enumerate(core.operands):
+            if len(operand) == 1:
+                lines.append(f"    const U flag{n} = (U)({literal(operand[0])});")
+            else:
+                lines.append(f"    alignas(64) U op{n}[32];")
+                for b in range(32):
+                    lit = operand[b] if b < len(operand) else 0
+                    lines.append(f"    op{n}[{b}] = (U)({literal(lit)});")
+                lines.append(f"    transpose32(op{n});")
+        lines.append("    for (int j = 0; j < 32; j++) {")
+        lines.append("        const U m = -((en >> j) & 1);")
+        for n, operand in enumerate(core.operands):
+            source = f"(flag{n} >> j) & 1" if len(operand) == 1 else f"op{n}[j]"
+            lines.append(f"        const U x{n} = {source};")
+        lines.append("        U r0 = {}, r1 = {};")
+        lines.append(f"        {call}")
+        lines.append("        (void)r1;")
+        for stage in range(stages - 1, -1, -1):
+            for r in range(results):
+                here = f"line_{k}[{(stage * results + r) * 32} + j]"
+                came = f"line_{k}[{((stage - 1) * results + r) * 32} + j]" if stage else f"r{r}"
+                lines.append(f"        {here} = vfp32::pick(m, {came}, {here});")
+        lines.append("    }")
+        lines.append("}")
+        lines.append(f"static void core_{k}_commit(W* v) {{")
+        last = (stages - 1) * results * 32
+        for r in range(results):
+            width = min(32, core.bits - 32 * r)
+            if width <= 0:
+                continue
+            lines.append("    {")
+            lines.append("        alignas(64) U x[32];")
+            lines.append(
+                f"        for (int b = 0; b < 32; b++) x[b] = line_{k}[{last + r * 32} + b];"
+            )
+            lines.append("        transpose32(x);")
+            lines.append(
+                f"        for (int b = 0; b < {width}; b++) v[{core.first + 32 * r} + b] = (W)x[b];"
+            )
+            lines.append("    }")
+        lines.append("}")
+        parts.append("\n".join(lines))
+        steps.append(f"    core_{k}_step(v);")
+        commits.append(f"    core_{k}_commit(v);")
+    return "\n".join(parts), "\n".join(steps), "\n".join(commits)
+
+
+def _core_headers():
+    """The headers the cores' C++ needs, as text: the operations one value at a time
+    (``fp32_ops.h`` of the fast backend) and their vector form (``sliced_fp32.h``)."""
+    from ..fast.behavioural import ops_header
+
+    return ops_header() + "\n" + (_HERE / "sliced_fp32.h").read_text()
+
+
 def ring_size(latency):
     """Transactions in flight one lane of the driver keeps, at most: a power of two, at least
     twice the block's ``latency`` (a pipeline holds one per stage) and 16."""
@@ -155,12 +268,31 @@ def window_size(latency, lanes):
     return 1 << (need - 1).bit_length()
 
 
+#: Gate functions per separately compiled file of a large graph (:func:`driver_files`).
+FUNCTIONS_PER_FILE = 16
+
+_PART_HEAD = """// Gates of @TOP@, part @PART@: generated by gpurtl.sim.backends.sliced.driver.
+#include <cstdint>
+static const int WORDS = @WORDS@;
+typedef uint64_t W __attribute__((vector_size(8 * WORDS)));
+static const W ZERO = {};
+static const W ONES = ~ZERO;
+"""
+
+
 def driver_source(graph, in_width, out_width, words, ring=16, window=None):
     """C++ source of the bit-sliced driver of the :class:`~.netlist.Aig` ``graph`` (a pipeline
     block with ``i``/``o`` streams of payload widths ``in_width`` and ``out_width``), with
     ``words`` 64-bit words per bit slice, up to ``ring`` transactions in flight per lane (a
     power of two, see :func:`ring_size`) and rings of ``window`` rows and records (a power of
     two, by default :func:`window_size` of the latency ``ring`` allows)."""
+    return driver_files(graph, in_width, out_width, words, ring, window, split=False)["driver.cpp"]
+
+
+def driver_files(graph, in_width, out_width, words, ring=16, window=None, *, split=True):
+    """The sources of :func:`driver_source`, ``{file name: text}``: with ``split``, the gate
+    functions of a graph of more than :data:`FUNCTIONS_PER_FILE` of them go to files of that
+    many (``gates_K.cpp``), which compile in parallel; ``driver.cpp`` declares them."""
     if words not in (1, 2, 4, 8, 16):
         raise ValueError(f"`words` must be one of 1, 2, 4, 8, 16, not {words!r}")
     if ring < 1 or ring & (ring - 1):
@@ -169,6 +301,19 @@ def driver_source(graph, in_width, out_width, words, ring=16, window=None):
     if window < 1 or window & (window - 1):
         raise ValueError(f"`window` must be a power of two, not {window!r}")
     functions = _functions(graph)
+    parts = {}
+    if split and len(functions) > FUNCTIONS_PER_FILE:
+        head = _PART_HEAD.replace("@TOP@", graph.top).replace("@WORDS@", str(words))
+        for start in range(0, len(functions), FUNCTIONS_PER_FILE):
+            number = start // FUNCTIONS_PER_FILE
+            texts = [
+                text.replace("static void ", "void ", 1)
+                for _, text in functions[start : start + FUNCTIONS_PER_FILE]
+            ]
+            parts[f"gates_{number}.cpp"] = head.replace("@PART@", str(number)) + "\n".join(texts)
+        evals = "\n".join(f"void {name}(W* __restrict v);" for name, _ in functions)
+    else:
+        evals = "\n".join(text for _, text in functions)
     payload = graph.output("o__payload")
     if len(payload) != out_width:
         raise ValueError(f"`o__payload` has {len(payload)} bits, not {out_width}")
@@ -187,7 +332,7 @@ def driver_source(graph, in_width, out_width, words, ring=16, window=None):
         "VALID_NODE": str(graph.input_node("i__valid")),
         "READY_NODE": str(graph.input_node("o__ready")),
         "PAYLOAD_NODES": ", ".join(map(str, payload_nodes)),
-        "EVAL": "\n".join(text for _, text in functions),
+        "EVAL": evals,
         "EVAL_CALLS": "\n".join(f"    {name}(v);" for name, _ in functions),
         "I_READY": literal(graph.output("i__ready")[0]),
         "O_VALID": literal(graph.output("o__valid")[0]),
@@ -198,12 +343,18 @@ def driver_source(graph, in_width, out_width, words, ring=16, window=None):
             if init
         ),
         "LATCH_NEXT": "\n".join(
-            f"    next_latch[{k}] = {literal(lit)};" for k, (lit, _) in enumerate(graph.latches)
+            _latch_next(k, graph.first_latch + k, lit, enable)
+            for k, ((lit, _), enable) in enumerate(zip(graph.latches, graph.enables))
         ),
     }
+    cores, core_steps, core_commits = _core_code(graph)
+    values["CORE_HEADERS"] = _core_headers() if graph.cores else ""
+    values["CORES"] = cores
+    values["CORE_STEPS"] = core_steps
+    values["CORE_COMMITS"] = core_commits
     template = (_HERE / "sliced_driver.cpp").read_text()
     for name, value in values.items():
         if f"@{name}@" not in template:
             raise ValueError(f"the driver template has no @{name}@")
         template = template.replace(f"@{name}@", value)
-    return template
+    return {"driver.cpp": template, **parts}

@@ -83,6 +83,10 @@ def _literal(lit):
 def kernel_source(graph, in_width, out_width):
     """CUDA source of the bit-sliced kernel of the :class:`~.netlist.Aig` ``graph`` (a pipeline
     with ``i``/``o`` streams of payload widths ``in_width`` and ``out_width``)."""
+    if graph.cores:
+        raise ValueError(
+            "the gpu kernel has no behavioural FP32 cores; build the graph with the RTL's"
+        )
     payload_nodes = [graph.input_node("i__payload", k) for k in range(in_width)]
     out_payload = graph.output("o__payload")
     if len(out_payload) != out_width:
@@ -110,9 +114,15 @@ def kernel_source(graph, in_width, out_width):
                 f"            word |= ((({_literal(out_payload[b])}) >> j) & 1u) << {b - 32 * w};"
             )
         get_payload.append(f"            record[{w}] = word;")
-    latch_next = [
-        f"        const u32 x{k} = {_literal(lit)};" for k, (lit, _) in enumerate(graph.latches)
-    ]
+    latch_next = []
+    for k, ((lit, _), enable) in enumerate(zip(graph.latches, graph.enables)):
+        node = f"n{graph.first_latch + k}"
+        value = (
+            _literal(lit)
+            if enable == 1
+            else f"({_literal(enable)} & {_literal(lit)}) | (~{_literal(enable)} & {node})"
+        )
+        latch_next.append(f"        const u32 x{k} = {value};")
     latch_next += [f"        n{graph.first_latch + k} = x{k};" for k in range(len(graph.latches))]
     values = {
         "TOP": graph.top,

@@ -218,13 +218,14 @@ def check(
     free_run=None,
     log=None,
     graph_filter=None,
+    fp_cores="rtl",
 ):
     """Random lockstep check of a pipeline block on its sliced model; a :class:`SlicedReport`.
 
     The stimulus is the other backends' (the same seed gives the same transactions and golden
     outputs); the first ``free_run`` (by default a tenth) of the transactions run with no
     stalls, each lane's share of them back to back, and must take exactly the block's latency and
-    be accepted every ``initiation_interval`` cycles. ``graph_filter``: see
+    be accepted every ``initiation_interval`` cycles. ``graph_filter``, ``fp_cores``: see
     :func:`.build.model`.
     """
     count = block.check_count if count is None else count
@@ -234,7 +235,7 @@ def check(
     report = SlicedReport()
     in_layout, out_layout = block.layouts(**params)
     check_disk(count, width_of(in_layout), width_of(out_layout))
-    model = build_model(block, params, log=log, graph_filter=graph_filter)
+    model = build_model(block, params, log=log, graph_filter=graph_filter, fp_cores=fp_cores)
     _fill_build(report, model)
     with work_dir() as work:
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
@@ -267,12 +268,13 @@ def run_transactions(
     free_run=0,
     keep_outputs=False,
     log=None,
+    fp_cores="rtl",
 ):
     """Drive the bit patterns ``input_bits`` through the sliced model (the backend's ``run``);
-    compares with ``expected_bits`` when given."""
+    compares with ``expected_bits`` when given. ``fp_cores``: see :func:`.build.model`."""
     require_independent(block, params)
     report = SlicedReport()
-    model = build_model(block, params, log=log)
+    model = build_model(block, params, log=log, fp_cores=fp_cores)
     _fill_build(report, model)
     _, out_layout = block.layouts(**params)
     count = len(input_bits)

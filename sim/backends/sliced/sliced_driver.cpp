@@ -30,6 +30,10 @@ static const int FREE_PER_LANE = 8;
 static const uint64_t WINDOW = @WINDOW@;  // transactions the rows and records rings hold
 static const int RING = @RING@;  // transactions in flight per lane, at most (a power of two)
 
+// The behavioural FP32 cores' operations (none in a build of the RTL).
+#define LANE_GROUP (2 * WORDS)
+@CORE_HEADERS@
+
 alignas(64) static W v[NODES];
 alignas(64) static W next_latch[LATCHES > 0 ? LATCHES : 1];
 static const W ZERO = {};
@@ -47,6 +51,16 @@ static inline W out_valid_of(const W* v) { return @O_VALID@; }
 static inline void out_payload_of(const W* v, W* bits) {
 @O_PAYLOAD@
 }
+// ---- the behavioural FP32 cores --------------------------------------------------------------
+@CORES@
+
+static void cores_step(const W* v) {
+@CORE_STEPS@
+}
+static void cores_commit(W* v) {
+@CORE_COMMITS@
+}
+
 static void latch_init(W* v) {
 @LATCH_INIT@
 }
@@ -294,7 +308,9 @@ int main(int argc, char** argv) {
             last_accept[lane] = index < free_run ? cycle : UINT64_MAX;
         })
         offering &= ~in_fire;
+        cores_step(v);  // the cores and the latches read their inputs before any changes
         latch_next(v);
+        cores_commit(v);
         cycle++;
         while (flushed < count && filled[flushed % WINDOW])
             filled[flushed++ % WINDOW] = 0;

@@ -11,7 +11,6 @@ import pytest
 from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.backends.fast.run import write_stimulus
 from gpurtl.sim.backends.sliced import build, gpu, netlist
-from gpurtl.sim.backends.sliced.netlist import Aig
 from gpurtl.sim.core import layouts, registry
 from gpurtl.sim.core.export import ToolchainError, to_verilog
 from gpurtl.sim.core.words import words_of
@@ -102,7 +101,7 @@ def test_a_corrupted_gate_is_caught_by_the_kernel(tmp_path):
     def corrupt(graph):
         ands = list(graph.ands)
         ands[len(ands) // 2] = (ands[len(ands) // 2][0] ^ 1, ands[len(ands) // 2][1])
-        return Aig(graph.top, graph.inputs, graph.outputs, graph.latches, ands)
+        return graph.replace(ands=ands)
 
     block = toy_block()
     params = block.resolve({"stages": "3"})

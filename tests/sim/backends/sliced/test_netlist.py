@@ -226,6 +226,7 @@ def test_a_netlist_another_yosys_made_is_used_where_there_is_none(tmp_path, monk
     (folder / "aig.json").write_text(json.dumps(graph.to_json()))
     key = {
         "verilog": netlist.hashlib.sha256(text.encode()).hexdigest(),
+        "stubs": netlist.hashlib.sha256(b"").hexdigest(),
         "top": "top",
         "script": netlist.SCRIPT,
         "yosys": "another version",

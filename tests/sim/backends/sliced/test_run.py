@@ -7,7 +7,6 @@ import pytest
 
 from gpurtl.sim.backends.sliced import SlicedBackend, check, run
 from gpurtl.sim.backends.sliced.build import model
-from gpurtl.sim.backends.sliced.netlist import Aig
 from gpurtl.sim.core import registry
 
 from ...toy import toy_block
@@ -40,7 +39,7 @@ def _flip_output_bit(bit):
         payload = list(outputs["o__payload"])
         payload[bit] ^= 1
         outputs["o__payload"] = payload
-        return Aig(graph.top, graph.inputs, outputs, graph.latches, graph.ands)
+        return graph.replace(outputs=outputs)
 
     return corrupt
 
@@ -55,7 +54,7 @@ def _flip_gate(graph):
             break
     else:
         raise AssertionError("no gate reads i__payload[0]")
-    return Aig(graph.top, graph.inputs, graph.outputs, graph.latches, ands)
+    return graph.replace(ands=ands)
 
 
 @compiled
