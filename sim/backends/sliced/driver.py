@@ -41,6 +41,7 @@ __all__ = [
     "depth_first",
     "driver_files",
     "driver_source",
+    "latch_order",
     "literal",
     "ring_size",
     "window_size",
@@ -143,13 +144,70 @@ def _functions(graph):
     return functions
 
 
-def _latch_next(k, node, lit, enable):
+#: Latch updates per generated function.
+LATCHES_PER_FUNCTION = 4000
+
+
+def _next_state(node, lit, enable):
     if enable == 1:
-        return f"    next_latch[{k}] = {literal(lit)};"
-    return (
-        f"    next_latch[{k}] = ({literal(enable)} & {literal(lit)}) | "
-        f"(~{literal(enable)} & v[{node}]);"
-    )
+        return literal(lit)
+    return f"({literal(enable)} & {literal(lit)}) | (~{literal(enable)} & v[{node}])"
+
+
+def latch_order(graph):
+    """``(in_place, held)``: the latches (indices) that may take their next state in place, in
+    an order where every latch comes before the latches whose present state it reads (a
+    pipeline's last stage first), and the others (those in or behind a loop of latches reading
+    latches), which take theirs through temporaries after the rest. The gates were evaluated
+    before, so only a latch read directly by another latch's next state or enable matters."""
+    first, count = graph.first_latch, len(graph.latches)
+    reads = []
+    readers = [0] * count
+    for k, ((lit, _), enable) in enumerate(zip(graph.latches, graph.enables)):
+        nodes = {lit >> 1, enable >> 1}
+        read = [
+            node - first for node in nodes if first <= node < first + count and node - first != k
+        ]
+        reads.append(read)
+        for j in read:
+            readers[j] += 1
+    ready = [k for k in range(count) if readers[k] == 0]
+    order = []
+    while ready:
+        k = ready.pop()
+        order.append(k)
+        for j in reads[k]:
+            readers[j] -= 1
+            if readers[j] == 0:
+                ready.append(j)
+    placed = set(order)
+    return order, [k for k in range(count) if k not in placed]
+
+
+def _latch_functions(graph):
+    """The latch updates as C++ functions ``update_N(v, t)`` of :data:`LATCHES_PER_FUNCTION`
+    statements, to run in order: the held latches' next states into ``t``, the others in
+    place (:func:`latch_order`), then the held ones from ``t``. No copy of the whole state is
+    made: on a large pipeline the state is megabytes per cycle."""
+    first = graph.first_latch
+    in_place, held = latch_order(graph)
+    statements = []
+    for slot, k in enumerate(held):
+        (lit, _), enable = graph.latches[k], graph.enables[k]
+        statements.append(f"    t[{slot}] = {_next_state(first + k, lit, enable)};")
+    for k in in_place:
+        (lit, _), enable = graph.latches[k], graph.enables[k]
+        statements.append(f"    v[{first + k}] = {_next_state(first + k, lit, enable)};")
+    for slot, k in enumerate(held):
+        statements.append(f"    v[{first + k}] = t[{slot}];")
+    functions = []
+    for start in range(0, len(statements), LATCHES_PER_FUNCTION):
+        name = f"update_{len(functions)}"
+        body = "\n".join(statements[start : start + LATCHES_PER_FUNCTION])
+        functions.append(
+            (name, f"static void {name}(W* __restrict v, W* __restrict t) {{\n{body}\n}}")
+        )
+    return functions, len(held)
 
 
 def _core_literals(core):
@@ -300,7 +358,9 @@ def driver_files(graph, in_width, out_width, words, ring=16, window=None, *, spl
     window = window_size(ring // 2, 64 * words) if window is None else window
     if window < 1 or window & (window - 1):
         raise ValueError(f"`window` must be a power of two, not {window!r}")
-    functions = _functions(graph)
+    gate_functions = _functions(graph)
+    latch_functions, held = _latch_functions(graph)
+    functions = gate_functions + latch_functions
     parts = {}
     if split and len(functions) > FUNCTIONS_PER_FILE:
         head = _PART_HEAD.replace("@TOP@", graph.top).replace("@WORDS@", str(words))
@@ -311,7 +371,10 @@ def driver_files(graph, in_width, out_width, words, ring=16, window=None, *, spl
                 for _, text in functions[start : start + FUNCTIONS_PER_FILE]
             ]
             parts[f"gates_{number}.cpp"] = head.replace("@PART@", str(number)) + "\n".join(texts)
-        evals = "\n".join(f"void {name}(W* __restrict v);" for name, _ in functions)
+        evals = "\n".join(f"void {name}(W* __restrict v);" for name, _ in gate_functions)
+        evals += "\n" + "\n".join(
+            f"void {name}(W* __restrict v, W* __restrict t);" for name, _ in latch_functions
+        )
     else:
         evals = "\n".join(text for _, text in functions)
     payload = graph.output("o__payload")
@@ -333,7 +396,9 @@ def driver_files(graph, in_width, out_width, words, ring=16, window=None, *, spl
         "READY_NODE": str(graph.input_node("o__ready")),
         "PAYLOAD_NODES": ", ".join(map(str, payload_nodes)),
         "EVAL": evals,
-        "EVAL_CALLS": "\n".join(f"    {name}(v);" for name, _ in functions),
+        "EVAL_CALLS": "\n".join(f"    {name}(v);" for name, _ in gate_functions),
+        "HELD": str(max(1, held)),
+        "UPDATE_CALLS": "\n".join(f"    {name}(v, held);" for name, _ in latch_functions),
         "I_READY": literal(graph.output("i__ready")[0]),
         "O_VALID": literal(graph.output("o__valid")[0]),
         "O_PAYLOAD": "\n".join(f"    bits[{k}] = {literal(lit)};" for k, lit in enumerate(padded)),
@@ -341,10 +406,6 @@ def driver_files(graph, in_width, out_width, words, ring=16, window=None, *, spl
             f"    v[{graph.first_latch + k}] = ONES;"
             for k, (_, init) in enumerate(graph.latches)
             if init
-        ),
-        "LATCH_NEXT": "\n".join(
-            _latch_next(k, graph.first_latch + k, lit, enable)
-            for k, ((lit, _), enable) in enumerate(zip(graph.latches, graph.enables))
         ),
     }
     cores, core_steps, core_commits = _core_code(graph)

@@ -35,7 +35,7 @@ static const int RING = @RING@;  // transactions in flight per lane, at most (a 
 @CORE_HEADERS@
 
 alignas(64) static W v[NODES];
-alignas(64) static W next_latch[LATCHES > 0 ? LATCHES : 1];
+alignas(64) static W held[@HELD@];  // next states of the latches not updated in place
 static const W ZERO = {};
 static const W ONES = ~ZERO;
 
@@ -65,8 +65,7 @@ static void latch_init(W* v) {
 @LATCH_INIT@
 }
 static void latch_next(W* __restrict v) {
-@LATCH_NEXT@
-    for (int k = 0; k < LATCHES; k++) v[FIRST_LATCH + k] = next_latch[k];
+@UPDATE_CALLS@
 }
 
 // ---- moving between lanes and bit slices -----------------------------------------------------

@@ -69,3 +69,28 @@ def test_ring_and_window_sizes():
         32768,
         131072,
     ]
+
+
+def _latches(specs):
+    """One input (node 1) and latches 0..n-1 (nodes 2..); ``specs[k]`` is latch k's next-state
+    node and enable node (1: the input, 2 + j: latch j)."""
+    latches = [(2 * d, 0) for d, _ in specs]
+    enables = [2 * e if e is not None else 1 for _, e in specs]
+    return Aig("latches", [("i__payload", 0)], {"o__payload": [4]}, latches, [], (), enables)
+
+
+def test_latches_update_in_place_readers_first():
+    # a shift register 0 <- input, 1 <- 0, 2 <- 1, each enabled by latch 3 (which loads itself)
+    graph = _latches([(1, 5), (2, 5), (3, 5), (5, None)])
+    in_place, held = driver.latch_order(graph)
+    assert held == []
+    position = {k: p for p, k in enumerate(in_place)}
+    assert position[2] < position[1] < position[0] and position[0] < position[3]
+    # a swap of two latches is a loop: both go through temporaries, and the one reading them
+    # (2 <- 0) still goes first
+    graph = _latches([(3, None), (2, None), (2, None)])
+    in_place, held = driver.latch_order(graph)
+    assert (in_place, sorted(held)) == ([2], [0, 1])
+    (_, text), *_ = driver._latch_functions(graph)[0]
+    lines = [line.strip() for line in text.splitlines()[1:-1]]
+    assert lines == ["t[0] = v[3];", "t[1] = v[2];", "v[4] = v[2];", "v[2] = t[0];", "v[3] = t[1];"]
