@@ -51,10 +51,13 @@ __all__ = [
 
 #: The Yosys script, ``{top}`` filled in (part of the synthesis cache key). ``cores.v`` holds
 #: the black boxes of the behavioural FP32 cores (:func:`core_stubs`; empty for an RTL build):
-#: ``synth`` keeps their instances as cells.
+#: ``synth`` keeps their instances as cells. Every wire but the ports gets a short private name
+#: (``rename -hide``, ``-enumerate``): BLIF writes bit 1 of a wire ``x`` as ``x[1]``, a name
+#: Amaranth gives wires of its own (``s1_next.opaque[1]`` in ``ray_accel``), and the two would
+#: be one net.
 SCRIPT = (
     "read_verilog cores.v; read_verilog design.v; synth -flatten -top {top}; zinit -all; "
-    "aigmap; opt_clean; rename -enumerate; tee -q -o stat.txt stat; "
+    "aigmap; rename -hide w:* c:*; opt_clean; rename -enumerate; tee -q -o stat.txt stat; "
     "write_blif -icells -param netlist.blif"
 )
 
@@ -726,12 +729,8 @@ def aig(text, top, *, stubs="", log=None):
         "(Yosys, once per design: seconds for an FP32 unit, more than 30 minutes for the whole "
         "ray_accel)"
     )
-    try:
-        seconds = synthesize(text, top, scratch, stubs=stubs)
-        graph = read_blif(scratch / "netlist.blif", top)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+    seconds = synthesize(text, top, scratch, stubs=stubs)
+    graph = read_blif(scratch / "netlist.blif", top)  # on an error, kept there to look at
     (log or (lambda line: None))(
         f"synthesised {top} in {seconds:.1f} s: {len(graph.ands)} AND gates, "
         f"{len(graph.latches)} latches, {graph.levels} levels"
