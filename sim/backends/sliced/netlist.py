@@ -448,6 +448,12 @@ def _from_cells(top, ports, cells, init, tie_low, clock):
     """The graph of ``ports`` (``{port: (direction, [net, ...])}``), ``cells`` (``(name, type,
     {port: [net, ...]}, parameters)``) and the initial values ``init`` (``{net: 0 or 1}``)."""
     drivers = {}  # net -> ("and", a, b) | ("not", a) | ("buf", a) | ("latch", d) | ...
+
+    def drive(net, driver):
+        if net in drivers:
+            raise NetlistError(f"net {net} of `{top}` has two drivers")
+        drivers[net] = driver
+
     clock_bits = set()
     inputs, input_nets, outputs = [], [], {}
     for port, (direction, bits) in ports.items():
@@ -471,16 +477,16 @@ def _from_cells(top, ports, cells, init, tie_low, clock):
         if kind == "$scopeinfo":
             continue
         if kind == "$_AND_":
-            drivers[conn["Y"][0]] = ("and", conn["A"][0], conn["B"][0])
+            drive(conn["Y"][0], ("and", conn["A"][0], conn["B"][0]))
         elif kind == "$_NOT_":
-            drivers[conn["Y"][0]] = ("not", conn["A"][0])
+            drive(conn["Y"][0], ("not", conn["A"][0]))
         elif kind == "$_BUF_":
-            drivers[conn["Y"][0]] = ("buf", conn["A"][0])
+            drive(conn["Y"][0], ("buf", conn["A"][0]))
         elif _flop_kind(kind) is not None:
             if conn["C"][0] not in clock_bits:
                 raise NetlistError(f"flip-flop `{name}` of `{top}` is not clocked by `{clock}`")
             q = conn["Q"][0]
-            drivers[q] = ("latch", conn["D"][0])
+            drive(q, ("latch", conn["D"][0]))
             latch_nets.append(q)
             flops[q] = (_flop_kind(kind), {port: bits[0] for port, bits in conn.items()})
         elif _core_unit(kind) is not None:
@@ -506,7 +512,7 @@ def _from_cells(top, ports, cells, init, tie_low, clock):
             for port in outs:
                 for bit in conn[port]:
                     if not isinstance(bit, tuple):
-                        drivers[bit] = ("core", index, at)
+                        drive(bit, ("core", index, at))
                         core_nets[bit] = (index, at)
                     at += 1
         else:

@@ -4,9 +4,12 @@ netlists here), every FP32 unit against the golden model under stalls, and a wro
 The compiled cases are in the ``verilator`` tier."""
 
 import pytest
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from gpurtl.sim.backends import BACKENDS
-from gpurtl.sim.backends.sliced import driver
+from gpurtl.sim.backends.sliced import driver, netlist
 from gpurtl.sim.backends.sliced.netlist import TRUE, Aig, Core, NetlistError, read_blif
 from gpurtl.sim.backends.sliced.run import check
 from gpurtl.sim.core import registry
@@ -202,3 +205,46 @@ def _graph_and_widths(block):
     from amaranth.hdl import Shape
 
     return graph, Shape.cast(in_layout).width, Shape.cast(out_layout).width
+
+
+def test_a_net_driven_twice_is_named(tmp_path):
+    path = _blif(tmp_path)
+    path.write_text(path.read_text().replace(".end", ".names s done\n1 1\n.end"))
+    with pytest.raises(NetlistError, match="net done of `top` has two drivers"):
+        read_blif(path, "top")
+
+
+class _Named(wiring.Component):
+    """A register of ``x``, a struct whose array field Amaranth also writes as wires named
+    ``x.pair[0]`` and ``x.pair[1]``: in BLIF the names of bits 0 and 1 of ``x.pair``."""
+
+    def __init__(self):
+        signature = stream.Signature(unsigned(2))
+        super().__init__({"i": In(signature), "o": Out(signature)})
+
+    def elaborate(self, platform):
+        m = Module()
+        en = Signal()
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
+        x = Signal(data.StructLayout({"pair": data.ArrayLayout(1, 2)}), name="x")
+        m.d.comb += [x.pair[0].eq(self.i.payload[1]), x.pair[1].eq(self.i.payload[0])]
+        held, valid = Signal(2), Signal()
+        with m.If(en):
+            m.d.sync += [held.eq(x), valid.eq(self.i.valid)]
+        m.d.comb += [self.o.valid.eq(valid), self.o.payload.eq(held)]
+        return m
+
+
+@pytest.mark.full  # one Yosys run (seconds; the first run of the wheel compiles it, ~1 min)
+def test_wires_named_like_bits_stay_apart(tmp_path):
+    from amaranth.back import verilog
+
+    text = verilog.convert(_Named(), name="named", emit_src=False)
+    netlist.synthesize(text, "named", tmp_path)
+    graph = read_blif(tmp_path / "netlist.blif", "named")
+    # the output swaps the two input bits, one register behind
+    out = graph.output("o__payload")
+    assert [graph.latches[(lit >> 1) - graph.first_latch][0] for lit in out] == [
+        2 * graph.input_node("i__payload", 1),
+        2 * graph.input_node("i__payload", 0),
+    ]
