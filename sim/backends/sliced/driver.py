@@ -39,6 +39,7 @@ __all__ = [
     "DRIVER_VERSION",
     "GATES_PER_FUNCTION",
     "depth_first",
+    "arranged",
     "driver_files",
     "driver_source",
     "latch_order",
@@ -109,12 +110,79 @@ def depth_first(graph):
     return order
 
 
-def _functions(graph):
-    """The gates as C++ functions of :data:`GATES_PER_FUNCTION` gates each, in depth-first
-    order: a value read only inside its own function stays a local variable (the compiler keeps
-    it in a register or a stack slot it reuses); the others are stored in ``v``."""
+def _renamed(graph, latch_position, gate_position):
+    """``graph`` with latch ``k`` moved to ``latch_position[k]`` and gate ``k`` to
+    ``gate_position[k]`` (a gate must stay after the gates it reads)."""
+    first_latch, first_and = graph.first_latch, graph.first_and
+    new = list(range(graph.nodes))
+    for k, position in enumerate(latch_position):
+        new[first_latch + k] = first_latch + position
+    for k, position in enumerate(gate_position):
+        new[first_and + k] = first_and + position
+
+    def renamed(lit):
+        return 2 * new[lit >> 1] | (lit & 1)
+
+    latches = [None] * len(graph.latches)
+    enables = [None] * len(graph.latches)
+    for k, position in enumerate(latch_position):
+        lit, init = graph.latches[k]
+        latches[position] = (renamed(lit), init)
+        enables[position] = renamed(graph.enables[k])
+    ands = [None] * len(graph.ands)
+    for k, position in enumerate(gate_position):
+        a, b = graph.ands[k]
+        ands[position] = (renamed(a), renamed(b))
+    cores = [
+        type(core)(
+            core.unit,
+            core.stages,
+            core.ftz,
+            renamed(core.en),
+            [[renamed(lit) for lit in operand] for operand in core.operands],
+            core.widths,
+            core.first,
+        )
+        for core in graph.cores
+    ]
+    return graph.replace(
+        outputs={port: [renamed(lit) for lit in lits] for port, lits in graph.outputs.items()},
+        latches=latches,
+        enables=enables,
+        ands=ands,
+        cores=cores,
+    )
+
+
+def arranged(graph):
+    """``(graph, held)``: ``graph`` renumbered for the memory the driver touches, and the
+    number of its latches updated through temporaries (the last ones).
+
+    The latches are numbered in the order they take their next state (:func:`latch_order`:
+    a pipeline's registers from the last stage to the first, so that a stage reads the one
+    before it next in memory), then the gates in depth-first order from the outputs and the
+    latches in that order (:func:`depth_first`), so that the stored values are written, and
+    read by the latches, in one sweep. The driver evaluates the gates and updates the latches in
+    node order. On the full ``ray_accel`` (658 439 gates, 232 864 latches, 512 lanes) the
+    netlist's own numbering took about 9 ns of a cycle per latch: a cache miss each."""
+    in_place, held = latch_order(graph)
+    latch_position = [0] * len(graph.latches)
+    for position, k in enumerate(in_place + held):
+        latch_position[k] = position
+    graph = _renamed(graph, latch_position, range(len(graph.ands)))
+    gate_position = [0] * len(graph.ands)
+    for position, k in enumerate(depth_first(graph)):
+        gate_position[k] = position
+    return _renamed(graph, range(len(graph.latches)), gate_position), len(held)
+
+
+def _functions(graph, order=None):
+    """The gates as C++ functions of :data:`GATES_PER_FUNCTION` gates each, in ``order`` (by
+    default depth-first): a value read only inside its own function stays a local variable (the
+    compiler keeps it in a register or a stack slot it reuses); the others are stored in
+    ``v``."""
     first = graph.first_and
-    order = depth_first(graph)
+    order = depth_first(graph) if order is None else order
     chunk_of = {}
     for position, k in enumerate(order):
         chunk_of[first + k] = position // GATES_PER_FUNCTION
@@ -184,13 +252,13 @@ def latch_order(graph):
     return order, [k for k in range(count) if k not in placed]
 
 
-def _latch_functions(graph):
+def _latch_functions(graph, order=None):
     """The latch updates as C++ functions ``update_N(v, t)`` of :data:`LATCHES_PER_FUNCTION`
     statements, to run in order: the held latches' next states into ``t``, the others in
     place (:func:`latch_order`), then the held ones from ``t``. No copy of the whole state is
     made: on a large pipeline the state is megabytes per cycle."""
     first = graph.first_latch
-    in_place, held = latch_order(graph)
+    in_place, held = latch_order(graph) if order is None else order
     statements = []
     for slot, k in enumerate(held):
         (lit, _), enable = graph.latches[k], graph.enables[k]
@@ -358,8 +426,12 @@ def driver_files(graph, in_width, out_width, words, ring=16, window=None, *, spl
     window = window_size(ring // 2, 64 * words) if window is None else window
     if window < 1 or window & (window - 1):
         raise ValueError(f"`window` must be a power of two, not {window!r}")
-    gate_functions = _functions(graph)
-    latch_functions, held = _latch_functions(graph)
+    graph, held = arranged(graph)
+    count = len(graph.latches)
+    gate_functions = _functions(graph, range(len(graph.ands)))
+    latch_functions, held = _latch_functions(
+        graph, (list(range(count - held)), list(range(count - held, count)))
+    )
     functions = gate_functions + latch_functions
     parts = {}
     if split and len(functions) > FUNCTIONS_PER_FILE:

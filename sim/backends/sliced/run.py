@@ -53,7 +53,9 @@ def require_independent(block, params):
     :data:`INDEPENDENCE_PROBE` random transactions in one sequence equal those of a fresh golden
     model per transaction (kept per block and parameters).
     """
-    key = (block.name, json.dumps(params, sort_keys=True, default=str), id(block.golden))
+    # The golden function itself, not its id: the key keeps it alive, so a later block's
+    # golden model cannot reuse a collected one's id and its cached answer.
+    key = (block.name, json.dumps(params, sort_keys=True, default=str), block.golden)
     if key not in _independent:
         inputs = block.stimulus(np.random.default_rng(0), INDEPENDENCE_PROBE, **params)
         together = golden_outputs(block, params, inputs)
