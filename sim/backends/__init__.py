@@ -8,7 +8,7 @@ read it. :func:`get` looks one up by a name a user gave.
 from ..core.registry import RegistryError
 from .fast import FastBackend, FastBehaviouralBackend
 from .pysim import PysimBackend
-from .sliced import GpuBackend, SlicedBackend, SlicedBehaviouralBackend
+from .sliced import GpuBackend, GpuBehaviouralBackend, SlicedBackend, SlicedBehaviouralBackend
 from .verilator import IcarusBackend, VerilatorBackend
 
 __all__ = ["BACKENDS", "get"]
@@ -28,6 +28,7 @@ BACKENDS = {
         SlicedBackend(),
         SlicedBehaviouralBackend(),
         GpuBackend(),
+        GpuBehaviouralBackend(),
     )
 }
 

@@ -39,6 +39,7 @@ from .run import (
 __all__ = [
     "BuildError",
     "GpuBackend",
+    "GpuBehaviouralBackend",
     "NetlistError",
     "SlicedBackend",
     "SlicedBehaviouralBackend",
@@ -175,7 +176,7 @@ class GpuBackend(SlicedBackend):
 
     def _run(self, block, params, rows, expected, stalls, *, keep_outputs=False, log=None):
         require_independent(block, params)
-        model = gpu.GpuModel(block, params, log=log)
+        model = gpu.GpuModel(block, params, log=log, fp_cores=self.fp_cores)
         report = SlicedReport()
         count = len(rows)
         _, out_layout = block.layouts(**params)
@@ -265,3 +266,15 @@ class GpuBackend(SlicedBackend):
             block, params, np.asarray(in_rows), expected_rows, options
         )
         return report, model.build_seconds, seconds, cpu
+
+
+class GpuBehaviouralBackend(GpuBackend):
+    """The ``gpu`` backend with the FP32 cores kept whole (as ``sliced-behavioural``): the
+    interpreted kernel (``sliced_interp.cu``) runs the rest of the netlist bit-sliced and each
+    core's operation on values, lane by lane, with the fast backend's ``fp32_ops.h``."""
+
+    name = "gpu-behavioural"
+    summary = (
+        "the gpu backend with behavioural FP32 cores (the interpreted kernel; needs a CUDA device)"
+    )
+    fp_cores = "behavioural"

@@ -10,8 +10,14 @@ driver's (:mod:`.driver`), written to device memory; :func:`timing_summary` find
 interval errors in them and :func:`gpu_run` returns them for
 :func:`gpurtl.sim.backends.sliced.run.compare`.
 
-The same source compiles as C++ with ``SLICED_HOST`` defined, every thread in turn
-(:func:`host_source`): the tests run the kernel's logic on a machine without a GPU.
+A graph with behavioural FP32 cores, or above :data:`STRAIGHT_LINE_GATES` gates, runs instead
+on the interpreted kernel ``sliced_interp.cu`` (:func:`interp_source`), which reads the graph as
+data (:func:`interp_program`): the same driver, the gates level by level from device memory, the
+cores computed with the fast backend's ``fp32_ops.h``.
+
+Both sources compile as C++ with ``SLICED_HOST`` defined, every thread in turn
+(:func:`host_source`, :func:`host_interp_source`): the tests run the kernels' logic on a
+machine without a GPU.
 
 ``python -m gpurtl.sim.backends.sliced BLOCK --rows N --replicas R`` (:func:`main`) measures the kernel's
 throughput on ``N * R`` transactions (the ``N`` golden rows repeated ``R`` times, every output
@@ -28,15 +34,22 @@ import numpy as np
 
 from ...core.export import ToolchainError
 from ...core.words import words_of
-from .driver import depth_first
+from .driver import _renamed, depth_first, latch_order
 
 __all__ = [
+    "CORE_UNITS",
     "GPU_LANES_PER_TRANSACTION",
     "GpuModel",
+    "InterpProgram",
+    "STRAIGHT_LINE_GATES",
     "run_rows_gpu",
     "cuda",
     "gpu_run",
+    "host_interp_source",
     "host_source",
+    "interp_program",
+    "interp_source",
+    "interpreted",
     "kernel_source",
     "lanes_for",
     "main",
@@ -146,6 +159,210 @@ def kernel_source(graph, in_width, out_width):
     return template
 
 
+#: The behavioural cores' units in the interpreted kernel's numbering (``sliced_interp.cu``),
+#: with their operand counts.
+CORE_UNITS = {
+    "add": 3,
+    "mul": 2,
+    "fma": 3,
+    "div": 2,
+    "rcp": 1,
+    "cmp": 2,
+    "minmax": 2,
+    "f2i": 2,
+    "i2f": 2,
+}
+
+#: Words of the interpreted kernel's program header and of one core in its core table.
+_HEADER_WORDS, _CORE_WORDS = 23, 10
+
+
+class InterpProgram:
+    """The graph as the interpreted kernel's data (:func:`interp_program`).
+
+    Attributes
+    ----------
+    words : numpy.ndarray
+        The program (``uint32``): the header, then its sections.
+    nodes : int
+        Node values per thread (the kernel's ``v`` holds ``nodes`` x threads words).
+    line_words : int
+        Delay-line words per thread of all the cores.
+    held : int
+        Latches updated through temporaries.
+    """
+
+    def __init__(self, words, nodes, line_words, held):
+        self.words, self.nodes, self.line_words, self.held = words, nodes, line_words, held
+
+    def bytes_per_thread(self):
+        """Device memory per thread of 32 lanes, the records aside."""
+        return 4 * (self.nodes + self.line_words + self.held)
+
+
+def _levelled(graph):
+    """``(graph, held, level_start)``: ``graph`` with its latches in the order they take their
+    next state (:func:`~.driver.latch_order`, the held ones last) and its gates level by level
+    (a gate after every gate it reads, and none reading a gate of its own level)."""
+    in_place, held = latch_order(graph)
+    latch_position = [0] * len(graph.latches)
+    for position, k in enumerate(in_place + held):
+        latch_position[k] = position
+    graph = _renamed(graph, latch_position, range(len(graph.ands)))
+    first = graph.first_and
+    level = [0] * len(graph.ands)
+    for k, (a, b) in enumerate(graph.ands):
+        na, nb = (a >> 1) - first, (b >> 1) - first
+        level[k] = 1 + max(level[na] if na >= 0 else 0, level[nb] if nb >= 0 else 0)
+    order = sorted(range(len(graph.ands)), key=level.__getitem__)
+    gate_position = [0] * len(graph.ands)
+    for position, k in enumerate(order):
+        gate_position[k] = position
+    graph = _renamed(graph, range(len(graph.latches)), gate_position)
+    top = max(level, default=0)
+    counts = np.bincount(np.asarray(level, dtype=np.int64), minlength=top + 1)[1:]
+    level_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return graph, len(held), level_start
+
+
+def interp_program(graph, in_width, out_width):
+    """The :class:`InterpProgram` of the :class:`~.netlist.Aig` ``graph`` (a pipeline with
+    ``i``/``o`` streams of payload widths ``in_width`` and ``out_width``; behavioural cores
+    allowed): the data ``sliced_interp.cu`` runs."""
+    if len(graph.output("o__payload")) != out_width:
+        raise ValueError(
+            f"`o__payload` has {len(graph.output('o__payload'))} bits, not {out_width}"
+        )
+    graph, held, level_start = _levelled(graph)
+    payload_out = graph.output("o__payload")
+    table, lits, line = [], [], 0
+    for core in graph.cores:
+        if core.unit not in CORE_UNITS:
+            raise ValueError(f"the gpu kernel has no behavioural `{core.unit}` core")
+        operands = CORE_UNITS[core.unit]
+        if len(core.operands) != operands:
+            raise ValueError(
+                f"a `{core.unit}` core has {len(core.operands)} operands, not {operands}"
+            )
+        results = -(-core.bits // 32)
+        table += [
+            list(CORE_UNITS).index(core.unit),
+            int(core.ftz),
+            core.stages,
+            results,
+            core.en,
+            core.first,
+            line,
+            len(lits),
+            operands,
+            core.bits,
+        ]
+        for operand in core.operands:
+            lits += [operand[b] if b < len(operand) else 0 for b in range(32)]
+        line += core.stages * results * 32
+    sections = [
+        level_start,
+        [a for a, _ in graph.ands],
+        [b for _, b in graph.ands],
+        [lit for lit, _ in graph.latches],
+        graph.enables,
+        [int(bool(init)) for _, init in graph.latches],
+        [graph.input_node("i__payload", k) for k in range(in_width)],
+        payload_out,
+        table,
+        lits,
+    ]
+    header = [
+        graph.first_and,
+        len(graph.ands),
+        len(level_start) - 1,
+        graph.first_latch,
+        len(graph.latches),
+        held,
+        len(graph.cores),
+        in_width,
+        out_width,
+        graph.input_node("i__valid"),
+        graph.input_node("o__ready"),
+        graph.output("i__ready")[0],
+        graph.output("o__valid")[0],
+    ]
+    offset = _HEADER_WORDS
+    for section in sections:
+        header.append(offset)
+        offset += len(section)
+    assert len(header) == _HEADER_WORDS and len(table) == _CORE_WORDS * len(graph.cores)
+    words = np.concatenate([np.asarray(part, dtype=np.int64) for part in [header, *sections]])
+    if words.max(initial=0) >= 1 << 32:
+        raise ValueError("the graph is too large for the kernel's 32-bit program")
+    return InterpProgram(words.astype(np.uint32), graph.nodes, line, held)
+
+
+def interp_source(in_width, out_width):
+    """CUDA source of the interpreted kernel for payloads of ``in_width`` and ``out_width``
+    bits (the graph itself is :func:`interp_program`'s data)."""
+    from ..fast.behavioural import ops_header
+
+    values = {
+        "FP32_OPS": ops_header(),
+        "IN_WORDS": str(words_of(in_width)),
+        "OUT_WORDS": str(words_of(out_width)),
+    }
+    template = (_HERE / "sliced_interp.cu").read_text()
+    for name, value in values.items():
+        template = template.replace(f"@{name}@", value)
+    return template
+
+
+_HOST_INTERP_MAIN = r"""
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+// The interpreted kernel on the host: PROG IN OUT COUNT ROWS LANES SEED P_VALID P_READY
+// FREE_RUN MAX_IDLE NODES LINE_WORDS HELD; prints {"clock_cycles": N, "flags": F}.
+int main(int argc, char** argv) {
+    if (argc != 15) return 2;
+    u64 count = strtoull(argv[4], nullptr, 10), rows_count = strtoull(argv[5], nullptr, 10);
+    u64 lanes = strtoull(argv[6], nullptr, 10), seed = strtoull(argv[7], nullptr, 10);
+    u32 p_valid = (u32)atoi(argv[8]), p_ready = (u32)atoi(argv[9]);
+    u64 free_run = strtoull(argv[10], nullptr, 10), max_idle = strtoull(argv[11], nullptr, 10);
+    u64 nodes = strtoull(argv[12], nullptr, 10), line_words = strtoull(argv[13], nullptr, 10);
+    u64 held_count = strtoull(argv[14], nullptr, 10);
+    FILE* p = fopen(argv[1], "rb");
+    if (!p) return 3;
+    std::vector<u32> prog;
+    u32 word;
+    while (fread(&word, 4, 1, p) == 1) prog.push_back(word);
+    fclose(p);
+    std::vector<u32> rows(rows_count * IN_WORDS), records(count * RECORD_WORDS);
+    FILE* in = fopen(argv[2], "rb");
+    if (!in || fread(rows.data(), 4, rows.size(), in) != rows.size()) return 3;
+    fclose(in);
+    u64 threads = (lanes + 31) / 32;
+    std::vector<u32> v(nodes * threads), line(line_words * threads + 1), held(held_count * threads + 1);
+    u32 flags = 0;
+    u64 clock_cycles = 0;
+    for (u64 thread = 0; thread < threads; thread++)
+        sliced_interp(prog.data(), v.data(), line.data(), held.data(), threads, rows.data(),
+                      records.data(), count, rows_count, lanes, seed, p_valid, p_ready,
+                      free_run, max_idle, &flags, &clock_cycles, thread);
+    FILE* out = fopen(argv[3], "wb");
+    if (!out || fwrite(records.data(), 4, records.size(), out) != records.size()) return 4;
+    fclose(out);
+    printf("{\"clock_cycles\": %" PRIu64 ", \"flags\": %u}\n", clock_cycles, flags);
+    return 0;
+}
+"""
+
+
+def host_interp_source(in_width, out_width):
+    """:func:`interp_source` as C++ for the host, with a ``main`` that runs every thread in
+    turn (``PROG IN OUT COUNT ROWS LANES SEED P_VALID P_READY FREE_RUN MAX_IDLE NODES
+    LINE_WORDS HELD``)."""
+    return "#define SLICED_HOST 1\n" + interp_source(in_width, out_width) + _HOST_INTERP_MAIN
+
+
 _HOST_MAIN = r"""
 #include <cinttypes>
 #include <cstdio>
@@ -238,6 +455,9 @@ def cuda():
 @functools.lru_cache(maxsize=8)
 def _kernel(source):
     cupy = cuda()
+    if "sliced_interp(" in source:
+        # no contraction into fused multiply-adds: the cores' float64 steps round as on the CPU
+        return cupy.RawKernel(source, "sliced_interp", options=("--std=c++14", "--fmad=false"))
     return cupy.RawKernel(source, "sliced_run", options=("--std=c++14",))
 
 
@@ -253,12 +473,15 @@ def gpu_run(
     free_run=0,
     max_idle=10_000,
     out_words,
+    program=None,
 ):
     """Run the kernel ``source`` on the word rows ``rows`` (transaction ``t`` reads row
     ``t % len(rows)``) for ``count`` transactions over ``lanes`` lanes; returns ``(records,
     clock_cycles, kernel_seconds, compile_seconds)`` with ``records`` a CuPy array on the
-    device. Raises :class:`RuntimeError` when the kernel reports a broken stream rule or an idle
-    pipeline."""
+    device. ``program``: the :class:`InterpProgram` of an interpreted kernel
+    (:func:`interp_source`). Raises :class:`RuntimeError` when the kernel reports a broken
+    stream rule or an idle pipeline, :class:`~gpurtl.sim.core.export.ToolchainError` when the
+    device has too little memory for the lanes."""
     cupy = cuda()
     started = time.monotonic()
     kernel = _kernel(source)
@@ -273,7 +496,24 @@ def gpu_run(
     clock_cycles = cupy.zeros(1, dtype=cupy.uint64)
     threads = lanes // 32
     grid = (-(-threads // BLOCK_THREADS),)
-    args = (
+    state = ()
+    if program is not None:
+        need = program.bytes_per_thread() * threads
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        if need > free * 0.9:
+            raise ToolchainError(
+                f"the interpreted kernel needs {need / 2**30:.1f} GiB of device memory for "
+                f"{lanes} lanes; the device has {free / 2**30:.1f} GiB free: use a smaller "
+                "--count"
+            )
+        state = (
+            cupy.asarray(program.words),
+            cupy.zeros(program.nodes * threads, dtype=cupy.uint32),
+            cupy.zeros(max(1, program.line_words * threads), dtype=cupy.uint32),
+            cupy.zeros(max(1, program.held * threads), dtype=cupy.uint32),
+            np.uint64(threads),
+        )
+    args = state + (
         device_rows,
         records,
         np.uint64(count),
@@ -293,6 +533,7 @@ def gpu_run(
     end.record()
     end.synchronize()
     seconds = cupy.cuda.get_elapsed_time(start, end) / 1000.0
+    del state
     flag = int(flags.get()[0])
     if flag & EARLY_OUTPUT:
         raise RuntimeError("the gpu kernel saw an output before its input was accepted")
@@ -301,17 +542,33 @@ def gpu_run(
     return records, int(clock_cycles.get()[0]), seconds, compile_seconds
 
 
+#: Gates above which a graph runs on the interpreted kernel: straight-line code of more takes
+#: NVRTC minutes (87 s for ``ray_sort``'s 29 540).
+STRAIGHT_LINE_GATES = 40_000
+
+
+def interpreted(graph):
+    """Whether ``graph`` runs on the interpreted kernel: it has behavioural cores, or more
+    than :data:`STRAIGHT_LINE_GATES` gates."""
+    return bool(graph.cores) or len(graph.ands) > STRAIGHT_LINE_GATES
+
+
 class GpuModel:
     """What :func:`~gpurtl.sim.backends.sliced.run.compare` reads of a model, for a kernel."""
 
-    def __init__(self, block, params, log=None):
+    def __init__(self, block, params, log=None, fp_cores="rtl"):
         from . import build, netlist
 
         started = time.monotonic()
-        text = build.to_verilog(block, params)
-        graph, self.synthesis_seconds = netlist.aig(text, block.name, log=log)
+        text, stubs = build.export(block, params, fp_cores)
+        graph, self.synthesis_seconds = netlist.aig(text, block.name, stubs=stubs, log=log)
         self.latency, self.ii, self.in_width, self.out_width = build._facts(block, params)
-        self.source = kernel_source(graph, self.in_width, self.out_width)
+        self.program = None
+        if interpreted(graph):
+            self.program = interp_program(graph, self.in_width, self.out_width)
+            self.source = interp_source(self.in_width, self.out_width)
+        else:
+            self.source = kernel_source(graph, self.in_width, self.out_width)
         self.summary = graph.summary()
         self.top = block.name
         self.build_seconds = time.monotonic() - started
@@ -335,6 +592,7 @@ def run_rows_gpu(model, rows, count, *, seed=0, p_valid=1.0, p_ready=1.0, free_r
         p_ready=p_ready,
         free_run=free_run,
         out_words=out_words,
+        program=model.program,
     )
     model.build_seconds += compile_seconds
     host = records.get()
@@ -365,6 +623,18 @@ def main(argv=None):
     parser.add_argument("--replicas", type=int, default=16, help="times the rows are run")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs (the median is kept)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--fp-cores",
+        choices=("rtl", "behavioural"),
+        default="rtl",
+        help="the FP32 cores as their RTL's gates or computed on values (the interpreted kernel)",
+    )
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        default=None,
+        help="lanes (a multiple of 32; default: 1 per 16 transactions)",
+    )
     parser.add_argument("-p", "--param", action="append", default=[])
     args = parser.parse_args(argv)
     if args.rows < 1 or args.replicas < 1 or args.repeat < 1:
@@ -377,13 +647,21 @@ def main(argv=None):
         return 2
     block = get(args.block)
     params = block.check_params(dict(pair.split("=", 1) for pair in args.param))
-    text = build.to_verilog(block, params)
-    graph, _ = netlist.aig(text, block.name)
+    text, stubs = build.export(block, params, args.fp_cores)
+    graph, _ = netlist.aig(text, block.name, stubs=stubs)
     latency, ii, in_width, out_width = build._facts(block, params)
-    source = kernel_source(graph, in_width, out_width)
+    program = None
+    if interpreted(graph):
+        program = interp_program(graph, in_width, out_width)
+        source = interp_source(in_width, out_width)
+    else:
+        source = kernel_source(graph, in_width, out_width)
     out_words = words_of(out_width)
     count = args.rows * args.replicas
-    lanes = lanes_for(count)
+    lanes = lanes_for(count) if args.lanes is None else args.lanes
+    if lanes < 32 or lanes % 32:
+        print("error: --lanes must be a positive multiple of 32", file=sys.stderr)
+        return 2
     free_run = count // 10
     with work_dir() as work:
         in_path, expected_path = Path(work) / "in.bin", Path(work) / "expected.bin"
@@ -402,6 +680,7 @@ def main(argv=None):
             p_ready=0.7,
             free_run=free_run,
             out_words=out_words,
+            program=program,
         )
         got = records[:, :out_words].reshape(args.replicas, args.rows, out_words)
         failed = int(cupy.count_nonzero(cupy.any(got != expected[None], axis=2)))
@@ -424,6 +703,8 @@ def main(argv=None):
         "ands": len(graph.ands),
         "latches": len(graph.latches),
         "levels": graph.levels,
+        "cores": len(graph.cores),
+        "kernel": "interpreted" if program is not None else "straight-line",
         "transactions": count,
         "golden_rows": args.rows,
         "lanes": lanes,

@@ -20,7 +20,8 @@ from gpurtl.sim.harness.engine import DONE, StallPattern
 from gpurtl.sim.harness.golden_io import golden_outputs
 from gpurtl.sim.harness.session import MismatchError
 
-COMPILED = {name for name, backend in BACKENDS.items() if backend.tools} | {"gpu"}
+GPU = {"gpu", "gpu-behavioural"}
+COMPILED = {name for name, backend in BACKENDS.items() if backend.tools} | GPU
 
 
 def _no_cuda():
@@ -36,7 +37,7 @@ def _marks(name):
     """Backends that compile a model run in the ``verilator`` tier; Icarus Verilog is a system
     package (not on PyPI), so its cases skip, with the reason shown, where it is not installed."""
     marks = [pytest.mark.verilator] if name in COMPILED else []
-    if name == "gpu":
+    if name in GPU:
         reason = _no_cuda()
         marks.append(pytest.mark.skipif(reason is not None, reason=reason or ""))
     if name == "icarus":
