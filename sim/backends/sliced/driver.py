@@ -110,50 +110,6 @@ def depth_first(graph):
     return order
 
 
-def _renamed(graph, latch_position, gate_position):
-    """``graph`` with latch ``k`` moved to ``latch_position[k]`` and gate ``k`` to
-    ``gate_position[k]`` (a gate must stay after the gates it reads)."""
-    first_latch, first_and = graph.first_latch, graph.first_and
-    new = list(range(graph.nodes))
-    for k, position in enumerate(latch_position):
-        new[first_latch + k] = first_latch + position
-    for k, position in enumerate(gate_position):
-        new[first_and + k] = first_and + position
-
-    def renamed(lit):
-        return 2 * new[lit >> 1] | (lit & 1)
-
-    latches = [None] * len(graph.latches)
-    enables = [None] * len(graph.latches)
-    for k, position in enumerate(latch_position):
-        lit, init = graph.latches[k]
-        latches[position] = (renamed(lit), init)
-        enables[position] = renamed(graph.enables[k])
-    ands = [None] * len(graph.ands)
-    for k, position in enumerate(gate_position):
-        a, b = graph.ands[k]
-        ands[position] = (renamed(a), renamed(b))
-    cores = [
-        type(core)(
-            core.unit,
-            core.stages,
-            core.ftz,
-            renamed(core.en),
-            [[renamed(lit) for lit in operand] for operand in core.operands],
-            core.widths,
-            core.first,
-        )
-        for core in graph.cores
-    ]
-    return graph.replace(
-        outputs={port: [renamed(lit) for lit in lits] for port, lits in graph.outputs.items()},
-        latches=latches,
-        enables=enables,
-        ands=ands,
-        cores=cores,
-    )
-
-
 def arranged(graph):
     """``(graph, held)``: ``graph`` renumbered for the memory the driver touches, and the
     number of its latches updated through temporaries (the last ones).
@@ -166,14 +122,8 @@ def arranged(graph):
     node order. On the full ``ray_accel`` (658 439 gates, 232 864 latches, 512 lanes) the
     netlist's own numbering took about 9 ns of a cycle per latch: a cache miss each."""
     in_place, held = latch_order(graph)
-    latch_position = [0] * len(graph.latches)
-    for position, k in enumerate(in_place + held):
-        latch_position[k] = position
-    graph = _renamed(graph, latch_position, range(len(graph.ands)))
-    gate_position = [0] * len(graph.ands)
-    for position, k in enumerate(depth_first(graph)):
-        gate_position[k] = position
-    return _renamed(graph, range(len(graph.latches)), gate_position), len(held)
+    graph = graph.renumbered(latch_order=in_place + held)
+    return graph.renumbered(gate_order=depth_first(graph)), len(held)
 
 
 def _functions(graph, order=None):

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...core.export import ToolchainError
 from ...core.words import words_of
-from .driver import _renamed, depth_first, latch_order
+from .driver import depth_first, latch_order
 
 __all__ = [
     "CORE_UNITS",
@@ -205,22 +205,9 @@ def _levelled(graph):
     next state (:func:`~.driver.latch_order`, the held ones last) and its gates level by level
     (a gate after every gate it reads, and none reading a gate of its own level)."""
     in_place, held = latch_order(graph)
-    latch_position = [0] * len(graph.latches)
-    for position, k in enumerate(in_place + held):
-        latch_position[k] = position
-    graph = _renamed(graph, latch_position, range(len(graph.ands)))
-    first = graph.first_and
-    level = [0] * len(graph.ands)
-    for k, (a, b) in enumerate(graph.ands):
-        na, nb = (a >> 1) - first, (b >> 1) - first
-        level[k] = 1 + max(level[na] if na >= 0 else 0, level[nb] if nb >= 0 else 0)
-    order = sorted(range(len(graph.ands)), key=level.__getitem__)
-    gate_position = [0] * len(graph.ands)
-    for position, k in enumerate(order):
-        gate_position[k] = position
-    graph = _renamed(graph, range(len(graph.latches)), gate_position)
-    top = max(level, default=0)
-    counts = np.bincount(np.asarray(level, dtype=np.int64), minlength=top + 1)[1:]
+    level = graph.gate_levels()
+    graph = graph.renumbered(in_place + held, sorted(range(len(level)), key=level.__getitem__))
+    counts = np.bincount(np.asarray(level, dtype=np.int64), minlength=graph.levels + 1)[1:]
     level_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return graph, len(held), level_start
 

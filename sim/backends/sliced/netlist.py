@@ -168,7 +168,7 @@ class Aig:
         self.enables = [TRUE] * len(latches) if enables is None else list(enables)
         if len(self.enables) != len(latches):
             raise ValueError(f"{len(self.enables)} latch enables for {len(latches)} latches")
-        self.levels = _depth(self.first_and, ands)
+        self.levels = max(self.gate_levels(), default=0)
 
     def replace(self, **changes):
         """A copy with the attributes named in ``changes`` (``ands``, ``outputs``, ...)
@@ -181,6 +181,51 @@ class Aig:
         if unknown:
             raise TypeError(f"an Aig has no {', '.join(sorted(unknown))}")
         return Aig(**{**fields, **changes})
+
+    def gate_levels(self):
+        """Each gate's level: 1 + the larger of its operands' (inputs, latches and cores 0)."""
+        first = self.first_and
+        level = [0] * self.nodes
+        for k, (a, b) in enumerate(self.ands):
+            level[first + k] = 1 + max(level[a >> 1], level[b >> 1])
+        return level[first:]
+
+    def renumbered(self, latch_order=None, gate_order=None):
+        """A copy with the latches in ``latch_order`` and the gates in ``gate_order`` (old
+        indices, in their new order; by default as they are) and every literal renamed. A gate
+        left out of ``gate_order`` must be one that nothing reads; a gate must come after the
+        gates it reads."""
+        latch_order = range(len(self.latches)) if latch_order is None else latch_order
+        gate_order = range(len(self.ands)) if gate_order is None else gate_order
+        first_latch, first_and = self.first_latch, self.first_and
+        new = list(range(self.nodes))
+        for position, k in enumerate(latch_order):
+            new[first_latch + k] = first_latch + position
+        for position, k in enumerate(gate_order):
+            new[first_and + k] = first_and + position
+
+        def renamed(lit):
+            return 2 * new[lit >> 1] | (lit & 1)
+
+        cores = [
+            Core(
+                core.unit,
+                core.stages,
+                core.ftz,
+                renamed(core.en),
+                [[renamed(lit) for lit in operand] for operand in core.operands],
+                core.widths,
+                core.first,
+            )
+            for core in self.cores
+        ]
+        return self.replace(
+            outputs={port: [renamed(lit) for lit in lits] for port, lits in self.outputs.items()},
+            latches=[(renamed(self.latches[k][0]), self.latches[k][1]) for k in latch_order],
+            enables=[renamed(self.enables[k]) for k in latch_order],
+            ands=[(renamed(self.ands[k][0]), renamed(self.ands[k][1])) for k in gate_order],
+            cores=cores,
+        )
 
     @property
     def first_latch(self):
@@ -252,13 +297,6 @@ class Aig:
             cores,
             obj["enables"],
         )
-
-
-def _depth(first_and, ands):
-    level = [0] * (first_and + len(ands))
-    for k, (a, b) in enumerate(ands):
-        level[first_and + k] = 1 + max(level[a >> 1], level[b >> 1])
-    return max(level, default=0)
 
 
 def core_stubs():
@@ -666,34 +704,10 @@ def _levelised(graph):
             live[node - first] = True
             a, b = graph.ands[node - first]
             stack += [a >> 1, b >> 1]
-    level = [0] * graph.nodes
-    for k, (a, b) in enumerate(graph.ands):
-        level[first + k] = 1 + max(level[a >> 1], level[b >> 1])
-    order = sorted((k for k in range(len(graph.ands)) if live[k]), key=lambda k: level[first + k])
-    new = {node: node for node in range(first)}
-    for position, k in enumerate(order):
-        new[first + k] = first + position
-
-    def renamed(lit):
-        return 2 * new[lit >> 1] | (lit & 1)
-
-    ands = [(renamed(graph.ands[k][0]), renamed(graph.ands[k][1])) for k in order]
-    outputs = {port: [renamed(lit) for lit in lits] for port, lits in graph.outputs.items()}
-    latches = [(renamed(lit), value) for lit, value in graph.latches]
-    cores = [
-        Core(
-            core.unit,
-            core.stages,
-            core.ftz,
-            renamed(core.en),
-            [[renamed(lit) for lit in operand] for operand in core.operands],
-            core.widths,
-            core.first,
-        )
-        for core in graph.cores
-    ]
-    enables = [renamed(lit) for lit in graph.enables]
-    return Aig(graph.top, graph.inputs, outputs, latches, ands, cores, enables)
+    level = graph.gate_levels()
+    return graph.renumbered(
+        gate_order=sorted((k for k in range(len(graph.ands)) if live[k]), key=level.__getitem__)
+    )
 
 
 def aig(text, top, *, stubs="", log=None):
