@@ -151,12 +151,18 @@ def kernel_source(graph, in_width, out_width):
         "GET_PAYLOAD": "\n".join(get_payload),
         "LATCH_NEXT": "\n".join(latch_next),
     }
-    template = (_HERE / "sliced_kernel.cu").read_text()
-    for name, value in values.items():
-        if f"@{name}@" not in template:
-            raise ValueError(f"the kernel template has no @{name}@")
-        template = template.replace(f"@{name}@", value)
-    return template
+    return _filled("sliced_kernel.cu", values)
+
+
+def _filled(template, values):
+    """The kernel template ``template`` with the lanes' code (``sliced_lanes.h``) and
+    ``values`` in place of its ``@NAME@`` fields."""
+    text = (_HERE / template).read_text()
+    for name, value in {"LANES": (_HERE / "sliced_lanes.h").read_text(), **values}.items():
+        if f"@{name}@" not in text:
+            raise ValueError(f"the kernel template {template} has no @{name}@")
+        text = text.replace(f"@{name}@", value)
+    return text
 
 
 #: The behavioural cores' units in the interpreted kernel's numbering (``sliced_interp.cu``),
@@ -295,10 +301,7 @@ def interp_source(in_width, out_width):
         "IN_WORDS": str(words_of(in_width)),
         "OUT_WORDS": str(words_of(out_width)),
     }
-    template = (_HERE / "sliced_interp.cu").read_text()
-    for name, value in values.items():
-        template = template.replace(f"@{name}@", value)
-    return template
+    return _filled("sliced_interp.cu", values)
 
 
 _HOST_INTERP_MAIN = r"""
@@ -440,9 +443,9 @@ def cuda():
 
 
 @functools.lru_cache(maxsize=8)
-def _kernel(source):
+def _kernel(source, interpreted):
     cupy = cuda()
-    if "sliced_interp(" in source:
+    if interpreted:
         # no contraction into fused multiply-adds: the cores' float64 steps round as on the CPU
         return cupy.RawKernel(source, "sliced_interp", options=("--std=c++14", "--fmad=false"))
     return cupy.RawKernel(source, "sliced_run", options=("--std=c++14",))
@@ -471,7 +474,7 @@ def gpu_run(
     device has too little memory for the lanes."""
     cupy = cuda()
     started = time.monotonic()
-    kernel = _kernel(source)
+    kernel = _kernel(source, program is not None)
     try:
         kernel.compile()
     except AttributeError:  # a CuPy without RawKernel.compile compiles on first use
@@ -602,7 +605,6 @@ def main(argv=None):
     from ...core.provenance import provenance
     from ...core.registry import get
     from ..fast.run import work_dir, write_stimulus
-    from . import build, netlist
 
     parser = argparse.ArgumentParser(prog="python -m gpurtl.sim.backends.sliced")
     parser.add_argument("block")
@@ -634,15 +636,9 @@ def main(argv=None):
         return 2
     block = get(args.block)
     params = block.check_params(dict(pair.split("=", 1) for pair in args.param))
-    text, stubs = build.export(block, params, args.fp_cores)
-    graph, _ = netlist.aig(text, block.name, stubs=stubs)
-    latency, ii, in_width, out_width = build._facts(block, params)
-    program = None
-    if interpreted(graph):
-        program = interp_program(graph, in_width, out_width)
-        source = interp_source(in_width, out_width)
-    else:
-        source = kernel_source(graph, in_width, out_width)
+    model = GpuModel(block, params, fp_cores=args.fp_cores)
+    latency, ii, in_width, out_width = model.latency, model.ii, model.in_width, model.out_width
+    source, program = model.source, model.program
     out_words = words_of(out_width)
     count = args.rows * args.replicas
     lanes = lanes_for(count) if args.lanes is None else args.lanes
@@ -687,10 +683,10 @@ def main(argv=None):
     result = {
         "block": block.name,
         "params": params,
-        "ands": len(graph.ands),
-        "latches": len(graph.latches),
-        "levels": graph.levels,
-        "cores": len(graph.cores),
+        "ands": model.summary["ands"],
+        "latches": model.summary["latches"],
+        "levels": model.summary["levels"],
+        "cores": model.summary.get("cores", 0),
         "kernel": "interpreted" if program is not None else "straight-line",
         "transactions": count,
         "golden_rows": args.rows,

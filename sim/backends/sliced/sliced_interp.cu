@@ -5,40 +5,18 @@
 // order they take their next state, the cores with their operand literals. One thread runs 32
 // lanes; node n of thread t is v[n * stride + t], so a warp's loads of one node are one
 // coalesced access. Each thread runs its own lanes' clock cycles, like the straight-line kernel
-// (sliced_kernel.cu), whose driver part this repeats: no thread waits for another.
+// (sliced_kernel.cu), with the same lanes (sliced_lanes.h): no thread waits for another.
 // Compiled by NVRTC through CuPy, or as C++ with SLICED_HOST defined (every thread in turn).
-#ifdef SLICED_HOST
-#include <cstdint>
-#define __host__
-#define __device__
-#define __restrict__ __restrict
-typedef unsigned long long u64;
-typedef unsigned int u32;
-#define KERNEL static
-#define LOWEST_BIT(m) __builtin_ctz(m)
-static inline void atomic_or(u32* p, u32 v) { *p |= v; }
-static inline void atomic_max(u64* p, u64 v) { if (v > *p) *p = v; }
-#else
-typedef unsigned long long u64;
-typedef unsigned int u32;
-#define KERNEL extern "C" __global__
-#define LOWEST_BIT(m) (__ffs(m) - 1)
-__device__ __forceinline__ void atomic_or(u32* p, u32 v) { atomicOr(p, v); }
-__device__ __forceinline__ void atomic_max(u64* p, u64 v) { atomicMax(p, v); }
-#endif
+#define IN_WORDS @IN_WORDS@
+#define OUT_WORDS @OUT_WORDS@
+#define RECORD_WORDS (OUT_WORDS + 4)
+
+@LANES@
 
 @FP32_OPS@
 
 // Gates (and latches) whose operands are loaded together.
 #define BATCH 16
-
-#define IN_WORDS @IN_WORDS@
-#define OUT_WORDS @OUT_WORDS@
-#define RECORD_WORDS (OUT_WORDS + 4)
-
-// Error flags.
-#define EARLY_OUTPUT 1u  // an output before its input was accepted
-#define IDLE 2u          // no output for MAX_IDLE cycles while one was awaited
 
 // The program's header (words of prog), then its sections at the offsets the header gives.
 enum {
@@ -52,24 +30,6 @@ enum { C_UNIT, C_FTZ, C_STAGES, C_RESULTS, C_EN, C_FIRST, C_LINE, C_LITS, C_OPER
        C_WORDS };
 // Units (gpu.CORE_UNITS).
 enum { U_ADD, U_MUL, U_FMA, U_DIV, U_RCP, U_CMP, U_MINMAX, U_F2I, U_I2F };
-
-struct Random {
-    u32 state;
-    __host__ __device__ inline u32 next() {
-        state ^= state << 13; state ^= state >> 17; state ^= state << 5;
-        return state;
-    }
-    // A word whose bits are 1 with probability threshold / 256 each (threshold 0..256).
-    __host__ __device__ inline u32 chance(u32 threshold) {
-        if (threshold >= 256u) return 0xFFFFFFFFu;
-        u32 r = 0;
-        for (int k = 0; k < 8; k++) {
-            u32 x = next();
-            r = (threshold >> k) & 1u ? (r | x) : (r & x);
-        }
-        return r;
-    }
-};
 
 #define V(node) v[(u64)(node) * stride + thread]
 #define LIT(lit) (V((lit) >> 1) ^ (0u - ((lit) & 1u)))
@@ -133,41 +93,24 @@ KERNEL void sliced_interp(const u32* __restrict__ prog, u32* __restrict__ v,
     const u32* core_lits = prog + prog[H_CORE_LITS];
     for (u32 k = 0; k < latches; k++) V(first_latch + k) = latch_init[k] ? 0xFFFFFFFFu : 0u;
 
-    u64 z = seed * 0x9e3779b97f4a7c15ull + (thread + 1) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     Random random;
-    random.state = (u32)(z ^ (z >> 31)) | 1u;
-
-    u32 sent[32], taken[32], total[32], free_count[32];
-    u32 more = 0, awaiting = 0, free_in = 0, free_out = 0;
-    for (int j = 0; j < 32; j++) {
-        u64 g = thread * 32 + j;
-        u64 n = g < lanes && count > g ? (count - g - 1) / lanes + 1 : 0;
-        u64 f = g < lanes && free_run > g ? (free_run - g - 1) / lanes + 1 : 0;
-        total[j] = (u32)n;
-        free_count[j] = (u32)(f < n ? f : n);
-        sent[j] = taken[j] = 0;
-        if (n) { more |= 1u << j; awaiting |= 1u << j; }
-        if (free_count[j]) { free_in |= 1u << j; free_out |= 1u << j; }
-    }
-    u32 offering = 0;
-    u64 cycle = 0, idle = 0;
-    while (awaiting) {
-        u32 new_offer = ~offering & more & (free_in | random.chance(p_valid));
+    random.seed_for(seed, thread);
+    Lanes lane;
+    lane.init(thread, lanes, count, free_run);
+    while (lane.awaiting) {
+        u32 new_offer = lane.new_offers(random, p_valid);
         for (u32 m = new_offer; m; m &= m - 1) {
             int j = LOWEST_BIT(m);
-            u64 index = thread * 32 + j + lanes * sent[j];
-            const u32* row = rows + (index % rows_count) * IN_WORDS;
+            const u32* row = rows + (lane.index(j, lane.sent[j]) % rows_count) * IN_WORDS;
             u32 keep = ~(1u << j);
             for (u32 b = 0; b < in_bits; b++) {
                 u32 node = payload_in[b];
                 V(node) = (V(node) & keep) | (((row[b >> 5] >> (b & 31)) & 1u) << j);
             }
         }
-        offering |= new_offer;
-        u32 take = free_out | random.chance(p_ready);
-        V(valid_node) = offering;
+        lane.offering |= new_offer;
+        u32 take = lane.free_out | random.chance(p_ready);
+        V(valid_node) = lane.offering;
         V(ready_node) = take;
 
         // The gates, level by level: the gates of a level read none of each other, so BATCH
@@ -186,47 +129,28 @@ KERNEL void sliced_interp(const u32* __restrict__ prog, u32* __restrict__ v,
             for (; k < end; k++) V(first_and + k) = LIT(gate_a[k]) & LIT(gate_b[k]);
         }
 
-        u32 in_fire = offering & LIT(i_ready);
+        u32 in_fire = lane.offering & LIT(i_ready);
         u32 out_fire = take & LIT(o_valid);
         for (u32 m = out_fire; m; m &= m - 1) {
             int j = LOWEST_BIT(m);
-            u32 k = taken[j];
-            if (k >= sent[j]) {
+            u32* record = lane.output_record(j, records);
+            if (!record) {
                 atomic_or(flags, EARLY_OUTPUT);
                 return;
             }
-            u64 index = thread * 32 + j + lanes * k;
-            u32* record = records + index * RECORD_WORDS;
             for (u32 w = 0; w < OUT_WORDS; w++) {
                 u32 word = 0;
                 for (u32 b = 32 * w; b < out_bits && b < 32 * w + 32; b++)
                     word |= ((LIT(payload_out[b]) >> j) & 1u) << (b - 32 * w);
                 record[w] = word;
             }
-            record[OUT_WORDS + 2] = (u32)cycle;
-            record[OUT_WORDS + 3] = (u32)(cycle >> 32);
-            taken[j] = k + 1;
-            if (k + 1 == free_count[j]) free_out &= ~(1u << j);
-            if (k + 1 == total[j]) awaiting &= ~(1u << j);
+            lane.emitted(j, record);
         }
-        if (out_fire) {
-            idle = 0;
-        } else if (++idle > max_idle) {
+        if (!lane.lively(out_fire, max_idle)) {
             atomic_or(flags, IDLE);
             return;
         }
-        for (u32 m = in_fire; m; m &= m - 1) {
-            int j = LOWEST_BIT(m);
-            u32 k = sent[j];
-            u64 index = thread * 32 + j + lanes * k;
-            u32* record = records + index * RECORD_WORDS;
-            record[OUT_WORDS + 0] = (u32)cycle;
-            record[OUT_WORDS + 1] = (u32)(cycle >> 32);
-            sent[j] = k + 1;
-            if (k + 1 == free_count[j]) free_in &= ~(1u << j);
-            if (k + 1 == total[j]) more &= ~(1u << j);
-        }
-        offering &= ~in_fire;
+        lane.accepted(in_fire, records);
 
         // The cores take their operands at the clock edge: in each lane whose enable is set,
         // the delay line moves one stage and the new result enters it.
@@ -295,7 +219,7 @@ KERNEL void sliced_interp(const u32* __restrict__ prog, u32* __restrict__ v,
                     V(core[C_FIRST] + 32 * q + b) = x[b];
             }
         }
-        cycle++;
+        lane.cycle++;
     }
-    atomic_max(clock_cycles, cycle);
+    atomic_max(clock_cycles, lane.cycle);
 }
