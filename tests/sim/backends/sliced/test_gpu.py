@@ -12,24 +12,13 @@ from gpurtl.sim.backends import BACKENDS
 from gpurtl.sim.backends.fast.run import write_stimulus
 from gpurtl.sim.backends.sliced import build, gpu, netlist
 from gpurtl.sim.core import layouts, registry
-from gpurtl.sim.core.export import ToolchainError, to_verilog
+from gpurtl.sim.core.export import to_verilog
 from gpurtl.sim.core.words import words_of
 from gpurtl.sim.harness.golden_io import golden_outputs
 from gpurtl.sim.tools import cli
 
 from ...toy import toy_block
-
-
-def _no_cuda():
-    try:
-        gpu.cuda()
-    except ToolchainError as error:
-        return str(error)
-    return None
-
-
-NO_CUDA = _no_cuda()
-needs_cuda = pytest.mark.skipif(NO_CUDA is not None, reason=NO_CUDA or "")
+from .device import NO_CUDA, OnHost, compile_host, needs_cuda
 
 
 def _host_run(tmp_path, block, params, count, *, seed=3, p=0.7, corrupt=None, rows=None):
@@ -38,11 +27,7 @@ def _host_run(tmp_path, block, params, count, *, seed=3, p=0.7, corrupt=None, ro
     if corrupt:
         graph = corrupt(graph)
     latency, ii, in_width, out_width = build._facts(block, params)
-    source = tmp_path / "kernel.cpp"
-    source.write_text(gpu.host_source(graph, in_width, out_width))
-    subprocess.run(
-        ["c++", "-O1", "-std=c++17", "-o", str(tmp_path / "kernel"), str(source)], check=True
-    )
+    compile_host(tmp_path / "kernel", gpu.host_source(graph, in_width, out_width))
     rows = rows or count
     write_stimulus(block, params, seed, rows, tmp_path / "in.bin", tmp_path / "expected.bin")
     lanes = gpu.lanes_for(count)
@@ -139,55 +124,11 @@ def test_the_device_catches_a_wrong_latency():
     assert report.latency_errors == 2000 and report.first.field == "(latency)"
 
 
-class _OnHost:
-    """Stands in for CuPy and the device: ``gpu_run`` runs the kernel's host build."""
-
-    def __init__(self, tmp_path):
-        self.tmp_path, self.built = tmp_path, {}
-
-    def gpu_run(self, source, rows, count, *, lanes, seed, p_valid, p_ready, free_run, **options):
-        out_words = options["out_words"]
-        executable = self.built.get(source)
-        if executable is None:
-            path = self.tmp_path / f"kernel{len(self.built)}.cpp"
-            path.write_text("#define SLICED_HOST 1\n" + source + gpu._HOST_MAIN)
-            executable = path.with_suffix("")
-            subprocess.run(
-                ["c++", "-O1", "-std=c++17", "-o", str(executable), str(path)], check=True
-            )
-            self.built[source] = executable
-        rows = np.ascontiguousarray(rows, dtype="<u4")
-        rows.tofile(self.tmp_path / "in.bin")
-        command = [
-            str(executable),
-            str(self.tmp_path / "in.bin"),
-            str(self.tmp_path / "out.bin"),
-            str(count),
-            str(len(rows)),
-            str(lanes),
-            str(seed),
-            str(gpu.threshold_of(p_valid)),
-            str(gpu.threshold_of(p_ready)),
-            str(free_run),
-            "10000",
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        records = np.fromfile(self.tmp_path / "out.bin", dtype="<u4").reshape(count, -1)
-        assert records.shape[1] == out_words + 4
-
-        class Device:
-            def get(self):
-                return records
-
-        clock_cycles = int(done.stdout.split('"clock_cycles": ')[1].split(",")[0])
-        return Device(), clock_cycles, 0.001, 0.0
-
-
 @pytest.mark.verilator
 def test_the_backend_around_the_kernel_checks_and_runs(tmp_path, monkeypatch):
     """The gpu backend's own code (stimulus, lanes, records, comparison, timing errors) with the
     kernel's host build in place of the device."""
-    host = _OnHost(tmp_path)
+    host = OnHost(tmp_path)
     monkeypatch.setattr(gpu, "gpu_run", host.gpu_run)
     monkeypatch.setattr(gpu, "cuda", lambda: None)
     backend = BACKENDS["gpu"]

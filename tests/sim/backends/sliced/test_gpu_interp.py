@@ -14,38 +14,18 @@ from gpurtl.sim.backends.fast.behavioural import ops_header
 from gpurtl.sim.backends.fast.run import write_stimulus
 from gpurtl.sim.backends.sliced import build, gpu, netlist
 from gpurtl.sim.core import registry
-from gpurtl.sim.core.export import ToolchainError
 from gpurtl.sim.core.words import words_of
 
 from ...toy import toy_block
+from .device import OnHost, compile_host, needs_cuda
 
 compiled = pytest.mark.verilator
-
-
-def _no_cuda():
-    try:
-        gpu.cuda()
-    except ToolchainError as error:
-        return str(error)
-    return None
-
-
-NO_CUDA = _no_cuda()
-needs_cuda = pytest.mark.skipif(NO_CUDA is not None, reason=NO_CUDA or "")
 
 
 def _graph(block, params, fp_cores):
     text, stubs = build.export(block, params, fp_cores)
     graph, _ = netlist.aig(text, block.name, stubs=stubs)
     return graph
-
-
-def _compile(tmp_path, name, source):
-    path = tmp_path / f"{name}.cpp"
-    path.write_text(source)
-    executable = tmp_path / name
-    subprocess.run(["c++", "-O1", "-std=c++17", "-o", str(executable), str(path)], check=True)
-    return executable
 
 
 def _host(tmp_path, block, params, graph, count, *, seed=3, p=0.7, straight=False):
@@ -57,12 +37,14 @@ def _host(tmp_path, block, params, graph, count, *, seed=3, p=0.7, straight=Fals
     stalls = [str(seed), str(gpu.threshold_of(p)), str(gpu.threshold_of(p)), str(count // 10)]
     files = [str(tmp_path / "in.bin"), str(tmp_path / "out.bin")]
     if straight:
-        executable = _compile(tmp_path, "straight", gpu.host_source(graph, in_width, out_width))
+        executable = compile_host(
+            tmp_path / "straight", gpu.host_source(graph, in_width, out_width)
+        )
         command = [str(executable), *files, str(count), str(count), str(lanes), *stalls, "10000"]
     else:
         program = gpu.interp_program(graph, in_width, out_width)
         program.words.tofile(tmp_path / "prog.bin")
-        executable = _compile(tmp_path, "interp", gpu.host_interp_source(in_width, out_width))
+        executable = compile_host(tmp_path / "interp", gpu.host_interp_source(in_width, out_width))
         command = [str(executable), str(tmp_path / "prog.bin"), *files, str(count), str(count)]
         command += [str(lanes), *stalls, "10000", str(program.nodes), str(program.line_words)]
         command += [str(program.held)]
@@ -227,7 +209,7 @@ def test_the_nvrtc_form_of_the_operations_equals_the_cpu_form(tmp_path):
     rows.tofile(tmp_path / "ops.bin")
     outputs = []
     for name, prefix in (("cpu", ""), ("nvrtc", _CUDA_SHIMS)):
-        executable = _compile(tmp_path, name, prefix + ops_header() + _OPS_MAIN)
+        executable = compile_host(tmp_path / name, prefix + ops_header() + _OPS_MAIN)
         done = subprocess.run(
             [str(executable), str(tmp_path / "ops.bin")], capture_output=True, text=True, check=True
         )
@@ -237,50 +219,12 @@ def test_the_nvrtc_form_of_the_operations_equals_the_cpu_form(tmp_path):
     assert not differ, (rows[differ[0]], outputs[0][differ[0]], outputs[1][differ[0]])
 
 
-class _OnHost:
-    """Stands in for CuPy and the device: ``gpu_run`` runs the interpreted kernel's host
-    build."""
-
-    def __init__(self, tmp_path):
-        self.tmp_path, self.built = tmp_path, {}
-
-    def gpu_run(self, source, rows, count, *, lanes, seed, p_valid, p_ready, free_run, **options):
-        program = options["program"]
-        assert program is not None and "sliced_interp(" in source
-        executable = self.built.get(source)
-        if executable is None:
-            executable = _compile(
-                self.tmp_path,
-                f"kernel{len(self.built)}",
-                "#define SLICED_HOST 1\n" + source + gpu._HOST_INTERP_MAIN,
-            )
-            self.built[source] = executable
-        program.words.tofile(self.tmp_path / "prog.bin")
-        np.ascontiguousarray(rows, dtype="<u4").tofile(self.tmp_path / "in.bin")
-        command = [str(executable), str(self.tmp_path / "prog.bin")]
-        command += [str(self.tmp_path / "in.bin"), str(self.tmp_path / "out.bin")]
-        command += [str(count), str(len(rows)), str(lanes), str(seed)]
-        command += [str(gpu.threshold_of(p_valid)), str(gpu.threshold_of(p_ready))]
-        command += [str(free_run), "10000", str(program.nodes), str(program.line_words)]
-        command += [str(program.held)]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        records = np.fromfile(self.tmp_path / "out.bin", dtype="<u4").reshape(count, -1)
-        assert records.shape[1] == options["out_words"] + 4
-
-        class Device:
-            def get(self):
-                return records
-
-        clock_cycles = int(done.stdout.split('"clock_cycles": ')[1].split(",")[0])
-        return Device(), clock_cycles, 0.001, 0.0
-
-
 @compiled
 def test_the_backend_around_the_interpreted_kernel(tmp_path, monkeypatch):
     """``gpu-behavioural`` (stimulus, lanes, records, comparison, timing errors) with the
     kernel's host build in place of the device; a graph with cores, or above
     :data:`~gpurtl.sim.backends.sliced.gpu.STRAIGHT_LINE_GATES` gates, is interpreted."""
-    host = _OnHost(tmp_path)
+    host = OnHost(tmp_path)
     monkeypatch.setattr(gpu, "gpu_run", host.gpu_run)
     monkeypatch.setattr(gpu, "cuda", lambda: None)
     block = registry.get("fp32_fma")
